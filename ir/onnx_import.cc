@@ -1,0 +1,508 @@
+#include "ir/onnx_import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/onnx_proto.h"
+#include "ir/op_schema.h"
+
+namespace rnnc {
+
+namespace {
+
+std::string read_file_bytes(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise(ErrorKind::kIo, cat("cannot open ", what, " '", path, "'"));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
+  return buffer.str();
+}
+
+template <typename Message>
+void parse_message(Message& message, const void* data, size_t size, const std::string& what) {
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    raise_unsupported(cat(what, " is larger than 2 GiB; store its weights as external data"));
+  }
+  google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t*>(data),
+                                                static_cast<int>(size));
+  stream.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  if (!message.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    raise_invalid_model(cat(what, " is not a valid ONNX protobuf (truncated or corrupt, ", size,
+                            " bytes)"));
+  }
+}
+
+// ---- tensors -----------------------------------------------------------------------------------
+
+// Copies `count` little-endian elements of `element_size` bytes (this host is little-endian x64).
+void copy_raw(const std::string& raw, Tensor& tensor, const std::string& what) {
+  if (raw.size() != tensor.nbytes()) {
+    raise_invalid_model(cat(what, ": raw_data has ", raw.size(), " bytes, expected ",
+                            tensor.nbytes(), " for ", tensor.numel(), " elements of ",
+                            dtype_onnx_name(tensor.dtype())));
+  }
+  if (!raw.empty()) std::memcpy(tensor.raw_data(), raw.data(), raw.size());
+}
+
+template <typename Field>
+void check_count(const Field& field, const Tensor& tensor, const std::string& what,
+                 const char* field_name) {
+  if (static_cast<int64_t>(field.size()) != tensor.numel()) {
+    raise_invalid_model(cat(what, ": ", field_name, " has ", field.size(),
+                            " values, expected ", tensor.numel(), " for shape dims"));
+  }
+}
+
+std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                          const std::string& what, size_t expected_bytes) {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;
+  for (const auto& entry : proto.external_data()) {
+    try {
+      if (entry.key() == "location") location = entry.value();
+      else if (entry.key() == "offset") offset = std::stoll(entry.value());
+      else if (entry.key() == "length") length = std::stoll(entry.value());
+    } catch (const std::exception&) {
+      raise_invalid_model(cat(what, ": external_data '", entry.key(), "' = '", entry.value(),
+                              "' is not an integer"));
+    }
+  }
+  if (location.empty()) raise_invalid_model(cat(what, ": external data without a 'location'"));
+  if (base_dir.empty()) {
+    raise_invalid_model(cat(what, ": uses external data '", location,
+                            "' but the model was loaded from bytes without a base directory"));
+  }
+  std::filesystem::path relative(location);
+  if (relative.is_absolute() || location.find("..") != std::string::npos) {
+    raise_invalid_model(cat(what, ": external data location '", location,
+                            "' must be a relative path inside the model's folder"));
+  }
+  std::string path = (std::filesystem::path(base_dir) / relative).string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise(ErrorKind::kIo, cat(what, ": cannot open external data file '", path, "'"));
+  in.seekg(0, std::ios::end);
+  int64_t file_size = in.tellg();
+  if (length < 0) length = file_size - offset;
+  if (offset < 0 || offset > file_size || length > file_size - offset) {
+    raise_invalid_model(cat(what, ": external data range offset=", offset, " length=", length,
+                            " exceeds file '", path, "' of ", file_size, " bytes"));
+  }
+  if (static_cast<size_t>(length) != expected_bytes) {
+    raise_invalid_model(cat(what, ": external data has ", length, " bytes, expected ",
+                            expected_bytes));
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) raise(ErrorKind::kIo, cat(what, ": short read from '", path, "'"));
+  return bytes;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
+                         const std::string& what) {
+  auto dtype = dtype_from_onnx(proto.data_type());
+  if (!dtype || *dtype == DType::kUndefined) {
+    raise_invalid_model(cat(what, ": data_type ", proto.data_type(), " is not a valid ONNX type"));
+  }
+  if (*dtype == DType::kComplex64 || *dtype == DType::kComplex128) {
+    raise_unsupported(cat(what, ": element type ", dtype_onnx_name(*dtype)));
+  }
+  if (proto.has_segment()) raise_unsupported(cat(what, ": segmented tensors"));
+  std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) raise_invalid_model(cat(what, ": negative dim ", d));
+  }
+  Tensor tensor;
+  try {
+    tensor = Tensor(*dtype, shape);
+  } catch (const Error& e) {
+    raise_invalid_model(cat(what, ": ", e.what()));
+  }
+  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    if (*dtype == DType::kString) raise_invalid_model(cat(what, ": external string data"));
+    copy_raw(read_external(proto, base_dir, what, tensor.nbytes()), tensor, what);
+    return tensor;
+  }
+  if (proto.has_raw_data()) {
+    if (*dtype == DType::kString) raise_invalid_model(cat(what, ": string tensor with raw_data"));
+    copy_raw(proto.raw_data(), tensor, what);
+    return tensor;
+  }
+  int64_t n = tensor.numel();
+  switch (*dtype) {
+    case DType::kFloat32:
+      check_count(proto.float_data(), tensor, what, "float_data");
+      std::copy(proto.float_data().begin(), proto.float_data().end(), tensor.data<float>());
+      break;
+    case DType::kFloat64:
+      check_count(proto.double_data(), tensor, what, "double_data");
+      std::copy(proto.double_data().begin(), proto.double_data().end(), tensor.data<double>());
+      break;
+    case DType::kInt64:
+      check_count(proto.int64_data(), tensor, what, "int64_data");
+      std::copy(proto.int64_data().begin(), proto.int64_data().end(), tensor.data<int64_t>());
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      check_count(proto.uint64_data(), tensor, what, "uint64_data");
+      for (int64_t i = 0; i < n; ++i) {
+        if (*dtype == DType::kUInt32) {
+          tensor.data<uint32_t>()[i] = static_cast<uint32_t>(proto.uint64_data(static_cast<int>(i)));
+        } else {
+          tensor.data<uint64_t>()[i] = proto.uint64_data(static_cast<int>(i));
+        }
+      }
+      break;
+    case DType::kString:
+      check_count(proto.string_data(), tensor, what, "string_data");
+      for (int64_t i = 0; i < n; ++i) {
+        tensor.strings()[static_cast<size_t>(i)] = proto.string_data(static_cast<int>(i));
+      }
+      break;
+    default: {
+      // int32_data carries int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (the
+      // 16-bit floats as their bit patterns).
+      check_count(proto.int32_data(), tensor, what, "int32_data");
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = proto.int32_data(static_cast<int>(i));
+        switch (*dtype) {
+          case DType::kInt32: tensor.data<int32_t>()[i] = v; break;
+          case DType::kInt16: tensor.data<int16_t>()[i] = static_cast<int16_t>(v); break;
+          case DType::kInt8: tensor.data<int8_t>()[i] = static_cast<int8_t>(v); break;
+          case DType::kUInt16:
+          case DType::kFloat16:
+          case DType::kBFloat16: tensor.data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+          case DType::kUInt8: tensor.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+          case DType::kBool: tensor.data<bool>()[i] = v != 0; break;
+          default: RNNC_CHECK(false, "unhandled dtype ", dtype_name(*dtype));
+        }
+      }
+    }
+  }
+  return tensor;
+}
+
+void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {
+  proto->Clear();
+  proto->set_name(name);
+  proto->set_data_type(static_cast<int32_t>(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  if (tensor.dtype() == DType::kString) {
+    for (const auto& s : tensor.strings()) proto->add_string_data(s);
+  } else {
+    proto->set_raw_data(tensor.raw_data(), tensor.nbytes());
+  }
+}
+
+Tensor parse_tensor_pb(const void* data, size_t size, const std::string& what) {
+  onnx::TensorProto proto;
+  try {
+    parse_message(proto, data, size, what);
+  } catch (const Error& e) {
+    raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
+  }
+  return tensor_from_proto(proto, "", what);
+}
+
+Tensor read_tensor_pb(const std::string& path, std::string* name) {
+  std::string bytes = read_file_bytes(path, "tensor file");
+  onnx::TensorProto proto;
+  std::string what = cat("tensor file '", path, "'");
+  try {
+    parse_message(proto, bytes.data(), bytes.size(), what);
+  } catch (const Error&) {
+    raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
+  }
+  if (name) *name = proto.name();
+  return tensor_from_proto(proto, std::filesystem::path(path).parent_path().string(), what);
+}
+
+void write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  tensor_to_proto(tensor, name, &proto);
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !proto.SerializeToOstream(&out)) {
+    raise(ErrorKind::kIo, cat("cannot write tensor file '", path, "'"));
+  }
+}
+
+// ---- graphs ------------------------------------------------------------------------------------
+
+namespace {
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& proto, std::string base_dir)
+      : proto_(proto), base_dir_(std::move(base_dir)) {}
+
+  std::unique_ptr<Model> run() {
+    auto model = std::make_unique<Model>();
+    model->ir_version = proto_.ir_version();
+    model->producer_name = proto_.producer_name();
+    model->producer_version = proto_.producer_version();
+    model->doc_string = proto_.doc_string();
+    for (const auto& opset : proto_.opset_import()) {
+      std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+      model->opsets[domain] = opset.version();
+    }
+    if (proto_.opset_import_size() == 0) {
+      raise_invalid_model("model: opset_import is empty (the model declares no operator set)");
+    }
+    auto it = model->opsets.find("");
+    if (it == model->opsets.end()) {
+      raise_unsupported("model: does not import the default ONNX domain (ai.onnx)");
+    }
+    if (it->second < kMinOpset || it->second > kMaxOpset) {
+      raise_unsupported(cat("model: default-domain opset ", it->second, " is not supported (rnnc ",
+                            "supports opsets ", kMinOpset, " to ", kMaxOpset, ")"));
+    }
+    opsets_ = &model->opsets;
+    if (!proto_.has_graph()) raise_invalid_model("model: has no graph");
+    model->graph = std::make_unique<Graph>(proto_.graph().name().empty() ? "main"
+                                                                         : proto_.graph().name());
+    import_graph(proto_.graph(), *model->graph);
+    infer_graph(*model->graph);
+    return model;
+  }
+
+ private:
+  TensorType import_type(const onnx::TypeProto& type, const std::string& what) {
+    if (!type.has_tensor_type()) {
+      raise_unsupported(cat(what, ": only tensor types are supported (not sequence/map/optional)"));
+    }
+    const auto& tensor_type = type.tensor_type();
+    TensorType out;
+    auto dtype = dtype_from_onnx(tensor_type.elem_type());
+    if (!dtype) {
+      raise_invalid_model(cat(what, ": elem_type ", tensor_type.elem_type(), " is not valid"));
+    }
+    out.dtype = *dtype;
+    if (tensor_type.has_shape()) {
+      Shape shape;
+      for (const auto& dim : tensor_type.shape().dim()) {
+        if (dim.has_dim_value()) {
+          if (dim.dim_value() < 0) {
+            raise_invalid_model(cat(what, ": dim_value ", dim.dim_value(), " is negative"));
+          }
+          shape.emplace_back(dim.dim_value());
+        } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+          shape.push_back(Dim::symbol(dim.dim_param()));
+        } else {
+          shape.push_back(Dim::unknown());
+        }
+      }
+      out.shape = std::move(shape);
+    }
+    return out;
+  }
+
+  Attribute import_attribute(const onnx::AttributeProto& proto, Graph& graph,
+                             const std::string& node_what) {
+    Attribute a;
+    std::string what = cat(node_what, ": attribute '", proto.name(), "'");
+    using AP = onnx::AttributeProto;
+    int type = proto.type();
+    if (type == AP::UNDEFINED) {  // very old exporters omit the type: infer it from the payload
+      if (proto.has_f()) type = AP::FLOAT;
+      else if (proto.has_i()) type = AP::INT;
+      else if (proto.has_s()) type = AP::STRING;
+      else if (proto.has_t()) type = AP::TENSOR;
+      else if (proto.has_g()) type = AP::GRAPH;
+      else if (proto.floats_size()) type = AP::FLOATS;
+      else if (proto.ints_size()) type = AP::INTS;
+      else if (proto.strings_size()) type = AP::STRINGS;
+      else if (proto.tensors_size()) type = AP::TENSORS;
+      else if (proto.graphs_size()) type = AP::GRAPHS;
+      else raise_invalid_model(cat(what, " has no type and no value"));
+    }
+    switch (type) {
+      case AP::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = proto.f(); break;
+      case AP::INT: a.kind = Attribute::Kind::kInt; a.i = proto.i(); break;
+      case AP::STRING: a.kind = Attribute::Kind::kString; a.s = proto.s(); break;
+      case AP::TENSOR:
+        a.kind = Attribute::Kind::kTensor;
+        a.t = tensor_from_proto(proto.t(), base_dir_, what);
+        break;
+      case AP::GRAPH:
+        a.kind = Attribute::Kind::kGraph;
+        a.g = import_subgraph(proto.g(), graph, what);
+        break;
+      case AP::FLOATS:
+        a.kind = Attribute::Kind::kFloats;
+        a.floats.assign(proto.floats().begin(), proto.floats().end());
+        break;
+      case AP::INTS:
+        a.kind = Attribute::Kind::kInts;
+        a.ints.assign(proto.ints().begin(), proto.ints().end());
+        break;
+      case AP::STRINGS:
+        a.kind = Attribute::Kind::kStrings;
+        a.strings.assign(proto.strings().begin(), proto.strings().end());
+        break;
+      case AP::TENSORS:
+        a.kind = Attribute::Kind::kTensors;
+        for (const auto& t : proto.tensors()) a.tensors.push_back(tensor_from_proto(t, base_dir_, what));
+        break;
+      case AP::GRAPHS:
+        a.kind = Attribute::Kind::kGraphs;
+        for (const auto& g : proto.graphs()) a.graphs.push_back(import_subgraph(g, graph, what));
+        break;
+      default:
+        raise_unsupported(cat(what, " has attribute type ", type,
+                              " (sparse tensors and type protos are not supported)"));
+    }
+    return a;
+  }
+
+  std::shared_ptr<Graph> import_subgraph(const onnx::GraphProto& proto, Graph& parent,
+                                         const std::string& what) {
+    if (++depth_ > kMaxDepth) {
+      raise_invalid_model(cat(what, ": nested graphs deeper than ", kMaxDepth));
+    }
+    auto graph = std::make_shared<Graph>(proto.name().empty() ? "body" : proto.name(), &parent);
+    import_graph(proto, *graph);
+    --depth_;
+    return graph;
+  }
+
+  void import_graph(const onnx::GraphProto& proto, Graph& graph) {
+    std::string graph_what = cat("graph '", graph.name(), "'");
+    // Initializers first: a graph input with the same name is an input with a default value.
+    std::map<std::string, Tensor> initializers;
+    for (const auto& init : proto.initializer()) {
+      std::string what = cat(graph_what, " initializer '", init.name(), "'");
+      if (init.name().empty()) raise_invalid_model(cat(graph_what, ": an initializer has no name"));
+      if (initializers.count(init.name())) {
+        raise_invalid_model(cat(what, " is defined twice"));
+      }
+      initializers.emplace(init.name(), tensor_from_proto(init, base_dir_, what));
+    }
+    if (proto.sparse_initializer_size() > 0) {
+      raise_unsupported(cat(graph_what, ": sparse initializers"));
+    }
+    for (const auto& input : proto.input()) {
+      std::string what = cat(graph_what, " input '", input.name(), "'");
+      TensorType type = import_type(input.type(), what);
+      auto init = initializers.find(input.name());
+      if (init != initializers.end()) {
+        Value* value = graph.add_input(input.name(), type);
+        if (type.dtype != init->second.dtype()) {
+          raise_invalid_model(cat(what, ": declared ", dtype_onnx_name(type.dtype),
+                                  " but its initializer is ", dtype_onnx_name(init->second.dtype())));
+        }
+        value->type.shape = shape_from_values(init->second.shape());
+        value->set_constant(std::make_shared<const Tensor>(std::move(init->second)));
+        initializers.erase(init);
+      } else {
+        graph.add_input(input.name(), type);
+      }
+    }
+    for (auto& [name, tensor] : initializers) graph.add_initializer(name, std::move(tensor));
+
+    // Pass 1: create every node with its outputs so later inputs can name them.
+    std::vector<std::pair<const onnx::NodeProto*, Node*>> created;
+    int index = 0;
+    for (const auto& node_proto : proto.node()) {
+      std::string name = node_proto.name().empty() ? cat(node_proto.op_type(), "_", index)
+                                                   : node_proto.name();
+      ++index;
+      std::string domain = node_proto.domain() == "ai.onnx" ? "" : node_proto.domain();
+      auto opset_it = opsets_->find(domain);
+      int opset = opset_it == opsets_->end() ? 0 : static_cast<int>(opset_it->second);
+      std::vector<std::string> outputs(node_proto.output().begin(), node_proto.output().end());
+      std::vector<Value*> no_inputs(static_cast<size_t>(node_proto.input_size()), nullptr);
+      Node* node = nullptr;
+      try {
+        node = graph.add_node(node_proto.op_type(), name, no_inputs, outputs, opset, domain);
+      } catch (const Error& e) {
+        raise_invalid_model(cat(node_proto.op_type(), " '", name, "': ", e.what()));
+      }
+      if (opset_it == opsets_->end()) {
+        raise_invalid_model(cat(node->describe(), ": domain '", domain,
+                                "' is not in the model's opset_import"));
+      }
+      created.emplace_back(&node_proto, node);
+    }
+    // Pass 2: wire inputs (here or in enclosing graphs) and import attributes, subgraphs included.
+    for (auto& [node_proto, node] : created) {
+      for (int i = 0; i < node_proto->input_size(); ++i) {
+        const std::string& input_name = node_proto->input(i);
+        if (input_name.empty()) continue;
+        Value* value = graph.find_value(input_name);
+        if (!value) {
+          raise_invalid_model(cat(node->describe(), ": input ", i, " '", input_name,
+                                  "' is not a graph input, initializer or output of any node"));
+        }
+        node->set_input(static_cast<size_t>(i), value);
+      }
+      for (const auto& attribute : node_proto->attribute()) {
+        if (node->has_attr(attribute.name())) {
+          raise_invalid_model(cat(node->describe(), ": attribute '", attribute.name(),
+                                  "' is given twice"));
+        }
+        node->set_attr(attribute.name(), import_attribute(attribute, graph, node->describe()));
+      }
+    }
+    graph.sort_topologically();
+
+    // Declared types of intermediate values and outputs are hints merged into inference.
+    for (const auto& info : proto.value_info()) {
+      if (Value* value = graph.find_local_value(info.name())) {
+        if (value->producer() && info.type().has_tensor_type()) {
+          value->type = import_type(info.type(), cat(graph_what, " value_info '", info.name(), "'"));
+        }
+      }
+    }
+    for (const auto& output : proto.output()) {
+      std::string what = cat(graph_what, " output '", output.name(), "'");
+      Value* value = graph.find_value(output.name());
+      if (!value) {
+        raise_invalid_model(cat(what, " is not produced by any node, input or initializer"));
+      }
+      if (value->producer() && output.type().has_tensor_type()) {
+        TensorType declared = import_type(output.type(), what);
+        if (value->type.dtype == DType::kUndefined || !value->type.shape) value->type = declared;
+      }
+      graph.add_output(value);
+    }
+    // Inference runs once from the main graph (run()), after outer types are known; control-flow
+    // ops infer their bodies themselves.
+  }
+
+  static constexpr int kMaxDepth = 64;
+  const onnx::ModelProto& proto_;
+  std::string base_dir_;
+  const std::map<std::string, int64_t>* opsets_ = nullptr;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> import_onnx_bytes(const void* data, size_t size,
+                                         const std::string& base_dir) {
+  onnx::ModelProto proto;
+  parse_message(proto, data, size, "model");
+  return Importer(proto, base_dir).run();
+}
+
+std::unique_ptr<Model> import_onnx_file(const std::string& path) {
+  std::string bytes = read_file_bytes(path, "model file");
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  if (base_dir.empty()) base_dir = ".";
+  try {
+    return import_onnx_bytes(bytes.data(), bytes.size(), base_dir);
+  } catch (const Error& e) {
+    raise(e.kind(), cat(path, ": ", e.what()));
+  }
+}
+
+}  // namespace rnnc

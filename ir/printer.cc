@@ -1,0 +1,196 @@
+#include "ir/printer.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace rnnc {
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      std::ostringstream hex;
+      hex << "\\x" << std::hex << std::setw(2) << std::setfill('0')
+          << static_cast<int>(static_cast<unsigned char>(c));
+      out += hex.str();
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_float(double v) {
+  std::ostringstream out;
+  out << std::setprecision(9) << v;
+  return out.str();
+}
+
+std::string constant_text(const Tensor& t) {
+  std::ostringstream out;
+  out << dtype_name(t.dtype()) << "[";
+  for (size_t i = 0; i < t.shape().size(); ++i) out << (i ? ", " : "") << t.shape()[i];
+  out << "] = {";
+  int64_t shown = std::min<int64_t>(t.numel(), 4);
+  for (int64_t i = 0; i < shown; ++i) {
+    if (i) out << ", ";
+    if (t.dtype() == DType::kString) out << quote(t.strings()[static_cast<size_t>(i)]);
+    else if (is_floating(t.dtype())) out << format_float(t.get_double(i));
+    else if (t.dtype() == DType::kUInt64) out << t.data<uint64_t>()[i];
+    else out << t.get_int64(i);
+  }
+  if (t.numel() > shown) out << ", ...";
+  out << "} #" << std::hex << std::setw(8) << std::setfill('0')
+      << static_cast<uint32_t>(tensor_hash(t) ^ (tensor_hash(t) >> 32));
+  return out.str();
+}
+
+class Printer {
+ public:
+  std::string print_graph(const Graph& graph, int indent) {
+    std::ostringstream out;
+    std::string pad(static_cast<size_t>(indent), ' ');
+    out << "graph " << graph.name() << "(";
+    bool first = true;
+    for (const Value* input : graph.inputs()) {
+      out << (first ? "" : ", ") << "%" << input->name() << ": " << input->type.to_string();
+      if (input->is_constant()) out << " = default";
+      first = false;
+    }
+    out << ") {\n";
+    for (const Value* value : graph.inputs()) {
+      if (value->is_constant()) {
+        out << pad << "  default %" << value->name() << " = " << constant_text(*value->constant())
+            << "\n";
+      }
+    }
+    for (const Value* value : graph.initializers()) {
+      if (value->is_graph_input()) continue;
+      out << pad << "  const %" << value->name() << ": " << constant_text(*value->constant())
+          << "\n";
+    }
+    for (const auto& node : graph.nodes()) out << print_node(*node, indent + 2);
+    out << pad << "  return ";
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      const Value* v = graph.outputs()[i];
+      out << (i ? ", " : "") << "%" << v->name() << ": " << v->type.to_string();
+    }
+    out << "\n" << pad << "}";
+    return out.str();
+  }
+
+ private:
+  std::string print_node(const Node& node, int indent) {
+    std::ostringstream out;
+    std::string pad(static_cast<size_t>(indent), ' ');
+    out << pad;
+    for (size_t i = 0; i < node.num_outputs(); ++i) {
+      if (i) out << ", ";
+      const Value* v = node.output(i);
+      if (!v) out << "_";
+      else out << "%" << v->name() << ": " << v->type.to_string();
+    }
+    out << " = ";
+    if (!node.domain().empty()) out << node.domain() << ".";
+    out << node.op_type() << " '" << node.name() << "' (";
+    for (size_t i = 0; i < node.num_inputs(); ++i) {
+      if (i) out << ", ";
+      const Value* v = node.input(i);
+      out << (v ? "%" + v->name() : "_");
+    }
+    out << ")";
+    std::vector<std::pair<std::string, const Attribute*>> graphs;
+    std::vector<std::string> plain;
+    for (const auto& [name, a] : node.attributes()) {
+      if (a.kind == Attribute::Kind::kGraph || a.kind == Attribute::Kind::kGraphs) {
+        graphs.emplace_back(name, &a);
+      } else {
+        plain.push_back(name + "=" + attribute_text(a));
+      }
+    }
+    if (!plain.empty()) {
+      out << " {";
+      for (size_t i = 0; i < plain.size(); ++i) out << (i ? ", " : "") << plain[i];
+      out << "}";
+    }
+    out << "\n";
+    for (const auto& [name, a] : graphs) {
+      if (a->kind == Attribute::Kind::kGraph) {
+        out << pad << "  " << name << " = " << print_graph(*a->g, indent + 2) << "\n";
+      } else {
+        for (size_t i = 0; i < a->graphs.size(); ++i) {
+          out << pad << "  " << name << "[" << i << "] = " << print_graph(*a->graphs[i], indent + 2)
+              << "\n";
+        }
+      }
+    }
+    return out.str();
+  }
+
+  std::string attribute_text(const Attribute& a) {
+    std::ostringstream out;
+    auto list = [&](const auto& items, auto&& format) {
+      out << "[";
+      for (size_t i = 0; i < items.size(); ++i) out << (i ? ", " : "") << format(items[i]);
+      out << "]";
+    };
+    switch (a.kind) {
+      case Attribute::Kind::kFloat: out << format_float(a.f); break;
+      case Attribute::Kind::kInt: out << a.i; break;
+      case Attribute::Kind::kString: out << quote(a.s); break;
+      case Attribute::Kind::kTensor: out << constant_text(a.t); break;
+      case Attribute::Kind::kFloats: list(a.floats, [](float v) { return format_float(v); }); break;
+      case Attribute::Kind::kInts: list(a.ints, [](int64_t v) { return std::to_string(v); }); break;
+      case Attribute::Kind::kStrings: list(a.strings, quote); break;
+      case Attribute::Kind::kTensors: list(a.tensors, constant_text); break;
+      case Attribute::Kind::kGraph:
+      case Attribute::Kind::kGraphs: break;
+    }
+    return out.str();
+  }
+};
+
+}  // namespace
+
+uint64_t tensor_hash(const Tensor& tensor) {
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&](const void* data, size_t n) {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      hash ^= bytes[i];
+      hash *= 1099511628211ull;
+    }
+  };
+  int32_t dtype = static_cast<int32_t>(tensor.dtype());
+  mix(&dtype, sizeof(dtype));
+  for (int64_t d : tensor.shape()) mix(&d, sizeof(d));
+  if (tensor.dtype() == DType::kString) {
+    for (const auto& s : tensor.strings()) mix(s.data(), s.size() + 0), mix("\0", 1);
+  } else {
+    mix(tensor.raw_data(), tensor.nbytes());
+  }
+  return hash;
+}
+
+std::string to_text(const Graph& graph) { return Printer().print_graph(graph, 0) + "\n"; }
+
+std::string to_text(const Model& model) {
+  std::ostringstream out;
+  out << "model ir_version=" << model.ir_version;
+  for (const auto& [domain, version] : model.opsets) {
+    out << " opset" << (domain.empty() ? "" : "(" + domain + ")") << "=" << version;
+  }
+  if (!model.producer_name.empty()) {
+    out << " producer=" << quote(model.producer_name +
+                                 (model.producer_version.empty() ? "" : " " + model.producer_version));
+  }
+  out << "\n" << to_text(*model.graph);
+  return out.str();
+}
+
+}  // namespace rnnc

@@ -1,0 +1,190 @@
+#include "ir/reference/evaluator.h"
+
+#include <unordered_map>
+
+#include "ir/reference/kernel.h"
+
+namespace rnnc {
+
+namespace {
+
+const std::map<std::string, Kernel>& kernels() {
+  static const std::map<std::string, Kernel> table = [] {
+    std::map<std::string, Kernel> registry;
+    register_elementwise_kernels(registry);
+    register_recurrent_kernels(registry);
+    register_nn_kernels(registry);
+    register_tensor_kernels(registry);
+    register_control_flow_kernels(registry);
+    return registry;
+  }();
+  return table;
+}
+
+// Values computed so far in one graph activation; lookups fall back to the enclosing scope.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_map<const Value*, Tensor> values;
+
+  const Tensor* find(const Value* value) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(value);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+void check_dtype_and_rank(const Value& input, const Tensor& tensor) {
+  if (input.type.dtype != tensor.dtype()) {
+    raise_invalid_input(cat("input '", input.name(), "': expected element type ",
+                            dtype_onnx_name(input.type.dtype), ", got ",
+                            dtype_onnx_name(tensor.dtype())));
+  }
+  if (input.type.shape && static_cast<int64_t>(input.type.shape->size()) != tensor.rank()) {
+    raise_invalid_input(cat("input '", input.name(), "': expected rank ",
+                            input.type.shape->size(), " ", shape_to_string(*input.type.shape),
+                            ", got rank ", tensor.rank()));
+  }
+}
+
+std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inputs,
+                              const Scope* parent, const NodeObserver& observer) {
+  Scope scope;
+  scope.parent = parent;
+  RNNC_CHECK(graph_inputs.size() <= graph.inputs().size(), "too many inputs for graph ",
+             graph.name());
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* input = graph.inputs()[i];
+    if (i < graph_inputs.size() && graph_inputs[i].defined()) {
+      scope.values[input] = std::move(graph_inputs[i]);
+    } else if (input->is_constant()) {
+      scope.values[input] = *input->constant();
+    } else {
+      raise_invalid_input(cat("graph '", graph.name(), "': input '", input->name(),
+                              "' is missing"));
+    }
+  }
+  for (const Value* value : graph.initializers()) scope.values[value] = *value->constant();
+
+  for (const auto& node_ptr : graph.nodes()) {
+    const Node& node = *node_ptr;
+    auto it = kernels().find(node.domain().empty() ? node.op_type() : "");
+    if (it == kernels().end()) {
+      raise_unsupported(cat(node.describe(), ": no reference kernel for this operator"));
+    }
+    KernelContext context{node, {}, {}, {}};
+    for (const Value* input : node.inputs()) {
+      if (!input) {
+        context.inputs.push_back(nullptr);
+        continue;
+      }
+      const Tensor* tensor = scope.find(input);
+      RNNC_CHECK(tensor, node.describe(), " reads '", input->name(), "' before it is computed");
+      context.inputs.push_back(tensor);
+    }
+    context.run_subgraph = [&](const Graph& body, const std::vector<Tensor>& body_inputs) {
+      return run_graph(body, body_inputs, &scope, observer);
+    };
+    context.outputs.resize(node.num_outputs());
+    it->second(context);
+    for (size_t i = 0; i < node.num_outputs(); ++i) {
+      const Value* out = node.output(i);
+      if (!out) continue;
+      RNNC_CHECK(context.outputs[i].defined(), node.describe(), " did not produce output ", i);
+      if (out->type.dtype != DType::kUndefined) {
+        RNNC_CHECK(out->type.dtype == context.outputs[i].dtype(), node.describe(), " output ", i,
+                   " is ", dtype_name(context.outputs[i].dtype()), " but inferred as ",
+                   dtype_name(out->type.dtype));
+      }
+    }
+    if (observer) observer(node, context.outputs);
+    for (size_t i = 0; i < node.num_outputs(); ++i) {
+      if (const Value* out = node.output(i)) scope.values[out] = std::move(context.outputs[i]);
+    }
+  }
+
+  std::vector<Tensor> outputs;
+  for (const Value* out : graph.outputs()) {
+    const Tensor* tensor = scope.find(out);
+    RNNC_CHECK(tensor, "graph output '", out->name(), "' was not computed");
+    outputs.push_back(*tensor);
+  }
+  return outputs;
+}
+
+}  // namespace
+
+Kernel find_kernel(const std::string& op_type) {
+  auto it = kernels().find(op_type);
+  return it == kernels().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> kernel_op_types() {
+  std::vector<std::string> names;
+  for (const auto& [name, kernel] : kernels()) names.push_back(name);
+  return names;
+}
+
+std::map<std::string, int64_t> bind_inputs(const Graph& graph,
+                                           const std::map<std::string, Tensor>& inputs) {
+  for (const auto& [name, tensor] : inputs) {
+    bool known = false;
+    for (const Value* input : graph.inputs()) known = known || input->name() == name;
+    if (!known) {
+      std::string names;
+      for (const Value* input : graph.inputs()) {
+        if (!input->is_constant()) names += (names.empty() ? "'" : ", '") + input->name() + "'";
+      }
+      raise_invalid_input(cat("'", name, "' is not an input of the model (inputs: ", names, ")"));
+    }
+  }
+  std::map<std::string, int64_t> bindings;
+  std::map<std::string, std::string> bound_by;
+  for (const Value* input : graph.inputs()) {
+    auto it = inputs.find(input->name());
+    if (it == inputs.end()) {
+      if (input->is_constant()) continue;
+      raise_invalid_input(cat("input '", input->name(), "' (", input->type.to_string(),
+                              ") is missing"));
+    }
+    const Tensor& tensor = it->second;
+    check_dtype_and_rank(*input, tensor);
+    if (!input->type.shape) continue;
+    const Shape& shape = *input->type.shape;
+    for (size_t axis = 0; axis < shape.size(); ++axis) {
+      const Dim& dim = shape[axis];
+      int64_t actual = tensor.shape()[axis];
+      if (dim.is_known() && dim.value() != actual) {
+        raise_invalid_input(cat("input '", input->name(), "': dim ", axis, " is ", actual,
+                                ", expected ", dim.value(), " (shape ", shape_to_string(shape),
+                                ")"));
+      }
+      std::vector<std::string> symbols = dim.symbols();
+      if (symbols.size() == 1 && dim == Dim::symbol(symbols[0])) {
+        auto [slot, inserted] = bindings.emplace(symbols[0], actual);
+        if (inserted) {
+          bound_by[symbols[0]] = cat("input '", input->name(), "' dim ", axis);
+        } else if (slot->second != actual) {
+          raise_invalid_input(cat("input '", input->name(), "': dim ", axis, " ('", symbols[0],
+                                  "') is ", actual, " but ", bound_by[symbols[0]], " set '",
+                                  symbols[0], "' = ", slot->second));
+        }
+      }
+    }
+  }
+  return bindings;
+}
+
+std::vector<Tensor> evaluate(const Graph& graph, const std::map<std::string, Tensor>& inputs,
+                             const NodeObserver& observer) {
+  bind_inputs(graph, inputs);
+  std::vector<Tensor> ordered;
+  for (const Value* input : graph.inputs()) {
+    auto it = inputs.find(input->name());
+    ordered.push_back(it == inputs.end() ? Tensor() : it->second);
+  }
+  return run_graph(graph, std::move(ordered), nullptr, observer);
+}
+
+}  // namespace rnnc

@@ -1,0 +1,7 @@
+#include "ir/op_schema.h"
+
+namespace rnnc {
+
+void register_control_flow_schemas(std::vector<OpSchema>& registry) { (void)registry; }
+
+}  // namespace rnnc

@@ -1,0 +1,204 @@
+#include "ir/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace rnnc {
+
+int64_t shape_numel(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) raise_invalid_input(cat("negative dimension ", dim, " in a tensor shape"));
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) {
+      raise_invalid_input("tensor element count overflows int64");
+    }
+    count *= dim;
+  }
+  return count;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
+    : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)) {
+  if (dtype_ == DType::kString) {
+    strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel_));
+    return;
+  }
+  size_t element = dtype_size(dtype_);
+  RNNC_CHECK(element > 0 || dtype_ == DType::kUndefined, "dtype without a size");
+  constexpr int64_t kMaxBytes = int64_t{1} << 40;  // 1 TiB: anything larger is a corrupt shape
+  if (element && numel_ > kMaxBytes / static_cast<int64_t>(element)) {
+    raise_invalid_input(cat("tensor of ", numel_, " elements is too large to allocate"));
+  }
+  size_t bytes = std::max<size_t>(64, (static_cast<size_t>(numel_) * element + 63) / 64 * 64);
+  void* memory = std::aligned_alloc(64, bytes);
+  if (!memory) raise(ErrorKind::kIo, cat("out of memory allocating ", bytes, " bytes"));
+  std::memset(memory, 0, bytes);
+  bytes_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(memory), [](uint8_t* p) { std::free(p); });
+}
+
+void Tensor::check_access(size_t element_size, bool is_u16, DType requested) const {
+  bool ok = requested == dtype_ ||
+            (is_u16 && (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16));
+  RNNC_CHECK(ok && element_size == dtype_size(dtype_), "typed access as ", dtype_name(requested),
+             " to a ", dtype_name(dtype_), " tensor");
+}
+
+std::vector<std::string>& Tensor::strings() {
+  RNNC_CHECK(dtype_ == DType::kString && strings_, "strings() on a ", dtype_name(dtype_), " tensor");
+  return *strings_;
+}
+
+const std::vector<std::string>& Tensor::strings() const {
+  RNNC_CHECK(dtype_ == DType::kString && strings_, "strings() on a ", dtype_name(dtype_), " tensor");
+  return *strings_;
+}
+
+namespace {
+
+template <typename Fn>
+auto visit_numeric(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat32: return fn(float{});
+    case DType::kFloat64: return fn(double{});
+    case DType::kInt8: return fn(int8_t{});
+    case DType::kInt16: return fn(int16_t{});
+    case DType::kInt32: return fn(int32_t{});
+    case DType::kInt64: return fn(int64_t{});
+    case DType::kUInt8: return fn(uint8_t{});
+    case DType::kUInt16: return fn(uint16_t{});
+    case DType::kUInt32: return fn(uint32_t{});
+    case DType::kUInt64: return fn(uint64_t{});
+    case DType::kBool: return fn(bool{});
+    default: break;
+  }
+  raise_unsupported(cat("element type ", dtype_onnx_name(dtype), " is not numeric here"));
+}
+
+}  // namespace
+
+double Tensor::get_double(int64_t i) const {
+  if (dtype_ == DType::kFloat16) return half_to_float(data<uint16_t>()[i]);
+  if (dtype_ == DType::kBFloat16) return bfloat16_to_float(data<uint16_t>()[i]);
+  return visit_numeric(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<double>(reinterpret_cast<const T*>(bytes_.get())[i]);
+  });
+}
+
+int64_t Tensor::get_int64(int64_t i) const {
+  if (is_floating(dtype_)) return static_cast<int64_t>(get_double(i));
+  return visit_numeric(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<int64_t>(reinterpret_cast<const T*>(bytes_.get())[i]);
+  });
+}
+
+void Tensor::set_double(int64_t i, double value) {
+  if (dtype_ == DType::kFloat16) {
+    data<uint16_t>()[i] = float_to_half(static_cast<float>(value));
+    return;
+  }
+  if (dtype_ == DType::kBFloat16) {
+    data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(value));
+    return;
+  }
+  visit_numeric(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T converted;
+    if constexpr (std::is_same_v<T, bool>) {
+      converted = value != 0.0;
+    } else if constexpr (std::is_integral_v<T>) {
+      // NaN/inf/out of range have no defined integer: pin to 0 / the range ends instead of UB.
+      if (std::isnan(value)) {
+        converted = 0;
+      } else if (value <= static_cast<double>(std::numeric_limits<T>::lowest())) {
+        converted = std::numeric_limits<T>::lowest();
+      } else if (value >= static_cast<double>(std::numeric_limits<T>::max())) {
+        converted = std::numeric_limits<T>::max();
+      } else {
+        converted = static_cast<T>(value);
+      }
+    } else {
+      converted = static_cast<T>(value);
+    }
+    reinterpret_cast<T*>(bytes_.get())[i] = converted;
+    return 0;
+  });
+}
+
+Tensor Tensor::clone() const {
+  Tensor copy(dtype_, shape_);
+  if (dtype_ == DType::kString) {
+    *copy.strings_ = *strings_;
+  } else if (numel_ > 0) {
+    std::memcpy(copy.bytes_.get(), bytes_.get(), nbytes());
+  }
+  return copy;
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
+  RNNC_CHECK(shape_numel(shape) == numel_, "reshape changes the element count");
+  Tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
+}
+
+Tensor Tensor::cast(DType to) const {
+  Tensor out(to, shape_);
+  if (to == dtype_) return clone();
+  if (dtype_ == DType::kString || to == DType::kString) {
+    raise_unsupported(cat("cast between ", dtype_onnx_name(dtype_), " and ", dtype_onnx_name(to)));
+  }
+  // 64-bit integers do not fit a double exactly: convert them through int64.
+  bool integral_path = !is_floating(dtype_) && !is_floating(to);
+  for (int64_t i = 0; i < numel_; ++i) {
+    if (integral_path && to != DType::kBool) {
+      int64_t v = dtype_ == DType::kUInt64
+                      ? static_cast<int64_t>(reinterpret_cast<const uint64_t*>(bytes_.get())[i])
+                      : get_int64(i);
+      visit_numeric(to, [&](auto tag) {
+        using T = decltype(tag);
+        reinterpret_cast<T*>(out.bytes_.get())[i] = static_cast<T>(v);
+        return 0;
+      });
+    } else {
+      out.set_double(i, get_double(i));
+    }
+  }
+  return out;
+}
+
+bool Tensor::bitwise_equal(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (dtype_ == DType::kString) return *strings_ == *other.strings_;
+  return numel_ == 0 || std::memcmp(bytes_.get(), other.bytes_.get(), nbytes()) == 0;
+}
+
+std::string tensor_summary(const Tensor& tensor, int max_values) {
+  std::ostringstream out;
+  out << dtype_name(tensor.dtype()) << "[";
+  for (size_t i = 0; i < tensor.shape().size(); ++i) out << (i ? ", " : "") << tensor.shape()[i];
+  out << "]";
+  if (tensor.numel() == 0) return out.str();
+  out << " {";
+  int64_t shown = std::min<int64_t>(tensor.numel(), max_values);
+  for (int64_t i = 0; i < shown; ++i) {
+    if (i) out << ", ";
+    if (tensor.dtype() == DType::kString) {
+      out << '"' << tensor.strings()[static_cast<size_t>(i)] << '"';
+    } else if (is_floating(tensor.dtype())) {
+      out << tensor.get_double(i);
+    } else if (tensor.dtype() == DType::kUInt64) {
+      out << tensor.data<uint64_t>()[i];
+    } else {
+      out << tensor.get_int64(i);
+    }
+  }
+  if (tensor.numel() > shown) out << ", ...";
+  out << "}";
+  return out.str();
+}
+
+}  // namespace rnnc

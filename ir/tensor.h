@@ -1,0 +1,118 @@
+// Tensor: a concrete, dense, row-major array of one element type. Used for initializers,
+// Constant values and every value the reference evaluator computes.
+//
+// A Tensor is a handle: copying it shares the storage (initializers of a large model are not
+// duplicated when the evaluator binds them). Code that writes into a tensor must own a fresh one
+// (construct it, or clone()). Storage is 64-byte aligned so later stages can hand it to vectorized
+// code as is.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/error.h"
+
+namespace rnnc {
+
+template <typename T>
+constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
+template <> constexpr DType dtype_of<double>() { return DType::kFloat64; }
+template <> constexpr DType dtype_of<int8_t>() { return DType::kInt8; }
+template <> constexpr DType dtype_of<int16_t>() { return DType::kInt16; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::kInt32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::kInt64; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::kUInt8; }
+template <> constexpr DType dtype_of<uint16_t>() { return DType::kUInt16; }
+template <> constexpr DType dtype_of<uint32_t>() { return DType::kUInt32; }
+template <> constexpr DType dtype_of<uint64_t>() { return DType::kUInt64; }
+template <> constexpr DType dtype_of<bool>() { return DType::kBool; }
+
+int64_t shape_numel(const std::vector<int64_t>& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;  // an empty f32 scalar-less placeholder: dtype kUndefined, no storage
+  // A zero-filled tensor. Throws kInvalidInput if the element count overflows or is negative.
+  Tensor(DType dtype, std::vector<int64_t> shape);
+
+  template <typename T>
+  static Tensor from_vector(std::vector<int64_t> shape, const std::vector<T>& values) {
+    Tensor tensor(dtype_of<T>(), std::move(shape));
+    RNNC_CHECK(static_cast<int64_t>(values.size()) == tensor.numel(), "value count mismatch");
+    T* out = tensor.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+    return tensor;
+  }
+  template <typename T>
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, {value});
+  }
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t axis) const { return shape_.at(static_cast<size_t>(axis)); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+  bool defined() const { return dtype_ != DType::kUndefined; }
+
+  // Typed access; the element type must match dtype() exactly (16-bit floats are uint16_t).
+  template <typename T>
+  T* data() {
+    check_access(sizeof(T), std::is_same_v<T, uint16_t>, dtype_of_or_undefined<T>());
+    return reinterpret_cast<T*>(bytes_.get());
+  }
+  template <typename T>
+  const T* data() const {
+    check_access(sizeof(T), std::is_same_v<T, uint16_t>, dtype_of_or_undefined<T>());
+    return reinterpret_cast<const T*>(bytes_.get());
+  }
+  void* raw_data() { return bytes_.get(); }
+  const void* raw_data() const { return bytes_.get(); }
+
+  std::vector<std::string>& strings();
+  const std::vector<std::string>& strings() const;
+
+  // Element i converted to double / int64 (any numeric dtype); for generic, non-hot code.
+  double get_double(int64_t i) const;
+  int64_t get_int64(int64_t i) const;
+  // Stores value into element i, converting to this tensor's dtype (rounding, not saturating).
+  void set_double(int64_t i, double value);
+
+  Tensor clone() const;
+  // Same storage, new shape with the same element count.
+  Tensor reshaped(std::vector<int64_t> shape) const;
+  // Elementwise conversion (float -> int truncates toward zero, as ONNX Cast does).
+  Tensor cast(DType to) const;
+  // Exact equality of dtype, shape and bytes (NaNs with equal bits compare equal).
+  bool bitwise_equal(const Tensor& other) const;
+
+ private:
+  template <typename T>
+  static constexpr DType dtype_of_or_undefined() {
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      return DType::kUInt16;
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      return dtype_of<T>();
+    } else {
+      return DType::kUndefined;
+    }
+  }
+  void check_access(size_t element_size, bool is_u16, DType requested) const;
+
+  DType dtype_ = DType::kUndefined;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<uint8_t> bytes_;
+  std::shared_ptr<std::vector<std::string>> strings_;
+};
+
+std::string tensor_summary(const Tensor& tensor, int max_values = 8);
+
+}  // namespace rnnc

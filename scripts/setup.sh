@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rnnc needs to build and test, and nothing else.
+# Idempotent: packages already present are skipped, and `apt-get update` runs at most once.
+#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh --python   also Debian's python3-torch / python3-onnx (model generators)
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build ccache pkg-config
+  libhalide14-0-dev libtbb-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev llvm-14-tools
+)
+if [[ "${1:-}" == "--python" ]]; then
+  packages+=(python3-torch python3-onnx python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
