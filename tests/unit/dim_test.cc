@@ -1,0 +1,39 @@
+#include "ir/dim.h"
+
+#include <gtest/gtest.h>
+
+namespace rnnc {
+namespace {
+
+TEST(Dim, KnownArithmeticStaysKnown) {
+  EXPECT_EQ((Dim(3) * Dim(4) + Dim(1)).value(), 13);
+  EXPECT_TRUE((Dim(3) - Dim(3)).is_known());
+}
+
+TEST(Dim, SymbolicProductDividesBackExactly) {
+  Dim flat = Dim::symbol("seq") * Dim::symbol("batch") * Dim(512);
+  EXPECT_EQ(flat.to_string(), "512*batch*seq");
+  EXPECT_EQ(flat.exact_div(Dim(512)), Dim::symbol("batch") * Dim::symbol("seq"));
+  EXPECT_EQ(flat.exact_div(Dim::symbol("batch") * Dim(512)), Dim::symbol("seq"));
+  EXPECT_TRUE(flat.exact_div(Dim(3)).is_unknown());
+}
+
+TEST(Dim, SumsPrintInStableOrder) {
+  Dim d = Dim::symbol("seq") - Dim(1);
+  EXPECT_EQ(d.to_string(), "seq - 1");
+  EXPECT_EQ((Dim::symbol("seq") + Dim::symbol("seq")).to_string(), "2*seq");
+}
+
+TEST(Dim, UnknownNeverEqualsAnything) {
+  EXPECT_NE(Dim::unknown(), Dim::unknown());
+  EXPECT_TRUE((Dim::unknown() + Dim(1)).is_unknown());
+}
+
+TEST(Dim, EvaluatesWithBindings) {
+  Dim d = Dim::symbol("seq") * Dim(2) + Dim(1);
+  EXPECT_EQ(d.evaluate({{"seq", 17}}), 35);
+  EXPECT_FALSE(d.evaluate({{"batch", 1}}).has_value());
+}
+
+}  // namespace
+}  // namespace rnnc
