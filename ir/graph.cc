@@ -143,7 +143,9 @@ std::string Node::describe() const {
 std::vector<Value*> Graph::initializers() const {
   std::vector<Value*> out;
   for (const auto& value : values_) {
-    if (value->is_constant() && value->producer() == nullptr) out.push_back(value.get());
+    if (value->is_constant() && !value->producer() && !value->is_graph_input()) {
+      out.push_back(value.get());
+    }
   }
   return out;
 }

@@ -194,7 +194,9 @@ class Graph {
   const std::vector<Value*>& outputs() const { return outputs_; }
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
-  std::vector<Value*> initializers() const;  // constant values not produced by a node
+  // Constant values that are neither produced by a node nor graph inputs (inputs with an
+  // initializer default are inputs: a caller may override them).
+  std::vector<Value*> initializers() const;
 
   // Creates a value owned by this graph. Names must be unique within the graph (kInvalidModel).
   Value* add_value(const std::string& name, TensorType type = {});

@@ -70,7 +70,6 @@ class Printer {
       }
     }
     for (const Value* value : graph.initializers()) {
-      if (value->is_graph_input()) continue;
       out << pad << "  const %" << value->name() << ": " << constant_text(*value->constant())
           << "\n";
     }

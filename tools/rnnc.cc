@@ -1,1 +1,52 @@
-int main() { return 0; }
+// rnnc: the command-line front end. `rnnc <command> --help` describes each command.
+#include <cstring>
+#include <iostream>
+
+#include "ir/error.h"
+#include "tools/commands.h"
+
+namespace {
+
+const rnnc::cli::Command* const kCommands[] = {
+    &rnnc::cli::kInfoCommand,
+    &rnnc::cli::kRunCommand,
+};
+
+void print_usage() {
+  std::cout << "usage: rnnc <command> [options]\n\ncommands:\n";
+  for (const auto* command : kCommands) {
+    std::string name = "  " + command->name;
+    name.append(12 - std::min<size_t>(name.size(), 11), ' ');
+    std::cout << name << command->summary.substr(0, command->summary.find('\n')) << "\n";
+  }
+  std::cout << "\n`rnnc <command> --help` for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const rnnc::cli::Command* command = nullptr;
+  for (const auto* candidate : kCommands) {
+    if (candidate->name == argv[1]) command = candidate;
+  }
+  if (!command) {
+    std::cerr << "rnnc: unknown command '" << argv[1] << "' (see rnnc --help)\n";
+    return 2;
+  }
+  try {
+    rnnc::cli::Parsed parsed;
+    if (!rnnc::cli::parse(*command, argc - 2, argv + 2, parsed)) return 0;
+    return command->run(parsed);
+  } catch (const rnnc::Error& e) {
+    std::cerr << "rnnc " << command->name << ": " << rnnc::error_kind_name(e.kind()) << ": "
+              << e.what() << "\n";
+    return e.kind() == rnnc::ErrorKind::kInternal ? 70 : 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "rnnc " << command->name << ": out of memory\n";
+    return 1;
+  }
+}

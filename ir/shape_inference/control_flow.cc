@@ -1,7 +1,137 @@
+// Type and shape inference for If and Loop. Their bodies are nested graphs whose nodes may use
+// values of the enclosing graph, so the bodies are inferred here, after the enclosing graph's
+// types up to this node are known (import runs inference once, from the main graph down).
 #include "ir/op_schema.h"
 
 namespace rnnc {
 
-void register_control_flow_schemas(std::vector<OpSchema>& registry) { (void)registry; }
+namespace {
+
+// The type two branches/iterations agree on: dims that differ become unknown, ranks that differ
+// make the rank unknown.
+TensorType join_types(const TensorType& a, const TensorType& b) {
+  TensorType out;
+  out.dtype = a.dtype;
+  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+    Shape shape;
+    for (size_t k = 0; k < a.shape->size(); ++k) {
+      shape.push_back((*a.shape)[k] == (*b.shape)[k] ? (*a.shape)[k] : Dim::unknown());
+    }
+    out.shape = shape;
+  }
+  return out;
+}
+
+void set_output_type(const InferenceContext& context, size_t i, const TensorType& type) {
+  if (type.shape) {
+    context.set_output(i, type.dtype, *type.shape);
+  } else {
+    context.set_output_unknown_rank(i, type.dtype);
+  }
+}
+
+Graph& required_graph(const InferenceContext& context, const std::string& name) {
+  Graph* graph = context.node().attr_graph(name);
+  if (!graph) context.fail(cat("attribute '", name, "' (a graph) is missing"));
+  return *graph;
+}
+
+// If(cond) -> the outputs of then_branch or else_branch. With a constant condition only the taken
+// branch's types matter (specialization makes that common: `--fix sr=16000`).
+void infer_if(InferenceContext& context) {
+  const TensorType& cond = context.input_type(0);
+  if (cond.dtype != DType::kBool) {
+    context.fail(cat("input 0 'cond' must be bool, got ", dtype_onnx_name(cond.dtype)));
+  }
+  Graph& then_branch = required_graph(context, "then_branch");
+  Graph& else_branch = required_graph(context, "else_branch");
+  infer_graph(then_branch);
+  infer_graph(else_branch);
+  size_t outputs = context.node().num_outputs();
+  if (then_branch.outputs().size() != outputs || else_branch.outputs().size() != outputs) {
+    context.fail(cat("has ", outputs, " outputs but then_branch returns ",
+                     then_branch.outputs().size(), " and else_branch ",
+                     else_branch.outputs().size()));
+  }
+  const Tensor* constant = context.input_constant(0);
+  for (size_t i = 0; i < outputs; ++i) {
+    const TensorType& then_type = then_branch.outputs()[i]->type;
+    const TensorType& else_type = else_branch.outputs()[i]->type;
+    if (then_type.dtype != else_type.dtype) {
+      context.fail(cat("output ", i, ": then_branch returns ", dtype_onnx_name(then_type.dtype),
+                       " but else_branch returns ", dtype_onnx_name(else_type.dtype)));
+    }
+    if (constant && constant->numel() == 1) {
+      set_output_type(context, i, constant->get_int64(0) ? then_type : else_type);
+    } else {
+      set_output_type(context, i, join_types(then_type, else_type));
+    }
+  }
+}
+
+// Loop(M, cond, v_initial...) -> (v_final..., scan_outputs...). Body inputs are
+// (iteration_num, cond_in, v...), body outputs (cond_out, v..., scan...).
+void infer_loop(InferenceContext& context) {
+  const Node& node = context.node();
+  Graph& body = required_graph(context, "body");
+  size_t carried = node.num_inputs() >= 2 ? node.num_inputs() - 2 : 0;
+  if (body.inputs().size() != carried + 2) {
+    context.fail(cat("body has ", body.inputs().size(), " inputs, expected ", carried + 2,
+                     " (iteration_num, cond, and ", carried, " loop-carried values)"));
+  }
+  if (body.outputs().size() < carried + 1) {
+    context.fail(cat("body has ", body.outputs().size(), " outputs, expected at least ",
+                     carried + 1, " (cond and ", carried, " loop-carried values)"));
+  }
+  if (context.has_input(0) && context.input_type(0).dtype != DType::kInt64) {
+    context.fail("input 0 'M' must be int64");
+  }
+  if (context.has_input(1) && context.input_type(1).dtype != DType::kBool) {
+    context.fail("input 1 'cond' must be bool");
+  }
+  // Body inputs take the types the Loop feeds them, where the body left them open.
+  auto bind = [](Value* body_input, const TensorType& type) {
+    if (body_input->type.dtype == DType::kUndefined) body_input->type.dtype = type.dtype;
+    if (!body_input->type.shape) body_input->type.shape = type.shape;
+  };
+  TensorType iteration{DType::kInt64, Shape{}, {}, {}};
+  TensorType condition{DType::kBool, Shape{}, {}, {}};
+  bind(body.inputs()[0], iteration);
+  bind(body.inputs()[1], condition);
+  for (size_t k = 0; k < carried; ++k) bind(body.inputs()[k + 2], context.input_type(k + 2));
+  infer_graph(body);
+
+  size_t scans = body.outputs().size() - 1 - carried;
+  if (node.num_outputs() > carried + scans) {
+    context.fail(cat("has ", node.num_outputs(), " outputs, but its body yields ", carried,
+                     " loop-carried values and ", scans, " scan outputs"));
+  }
+  for (size_t k = 0; k < carried; ++k) {
+    TensorType initial = context.input_type(k + 2);
+    set_output_type(context, k, join_types(initial, body.outputs()[k + 1]->type));
+  }
+  Dim trips = Dim::unknown();
+  const Tensor* max_trips = context.input_constant(0);
+  if (max_trips && !context.has_input(1) && max_trips->numel() == 1) {
+    trips = Dim(max_trips->get_int64(0));
+  }
+  for (size_t k = 0; k < scans && carried + k < node.num_outputs(); ++k) {
+    const TensorType& element = body.outputs()[carried + 1 + k]->type;
+    if (element.shape) {
+      Shape shape{trips};
+      shape.insert(shape.end(), element.shape->begin(), element.shape->end());
+      context.set_output(carried + k, element.dtype, shape);
+    } else {
+      context.set_output_unknown_rank(carried + k, element.dtype);
+    }
+  }
+}
+
+}  // namespace
+
+void register_control_flow_schemas(std::vector<OpSchema>& registry) {
+  registry.push_back({"If", 1, 1, 1, 1, -1, infer_if});
+  registry.push_back({"Loop", 1, 2, -1, 1, -1, infer_loop});
+}
 
 }  // namespace rnnc

@@ -1,0 +1,424 @@
+// ONNX import: every initializer encoding, external data, graph inputs with initializers, nested
+// graphs with outer-scope references, symbolic dims, and each bad-input error with its message.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/onnx_import.h"
+#include "ir/printer.h"
+#include "ir/reference/evaluator.h"
+
+namespace rnnc {
+namespace {
+
+using ::testing::HasSubstr;
+
+onnx::ModelProto empty_model(int opset = 14) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("import_test");
+  auto* opset_import = model.add_opset_import();
+  opset_import->set_domain("");
+  opset_import->set_version(opset);
+  model.mutable_graph()->set_name("g");
+  return model;
+}
+
+void add_tensor_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                           const std::string& name, int elem_type,
+                           const std::vector<std::string>& dims) {
+  auto* info = list->Add();
+  info->set_name(name);
+  auto* tensor_type = info->mutable_type()->mutable_tensor_type();
+  tensor_type->set_elem_type(elem_type);
+  auto* shape = tensor_type->mutable_shape();
+  for (const auto& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+    else if (!d.empty()) dim->set_dim_param(d);
+  }
+}
+
+std::unique_ptr<Model> import(const onnx::ModelProto& proto, const std::string& base_dir = "") {
+  std::string bytes = proto.SerializeAsString();
+  return import_onnx_bytes(bytes.data(), bytes.size(), base_dir);
+}
+
+// Imports and expects an rnnc::Error of `kind` whose message contains `text`.
+void expect_import_error(const onnx::ModelProto& proto, ErrorKind kind, const std::string& text,
+                         const std::string& base_dir = "") {
+  try {
+    import(proto, base_dir);
+    ADD_FAILURE() << "import succeeded, expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr(text));
+  }
+}
+
+// A model whose only content is one initializer, also the graph output.
+onnx::ModelProto initializer_model(const onnx::TensorProto& tensor) {
+  onnx::ModelProto model = empty_model();
+  *model.mutable_graph()->add_initializer() = tensor;
+  model.mutable_graph()->add_output()->set_name(tensor.name());
+  return model;
+}
+
+const Tensor& initializer_of(const Model& model) {
+  return *model.graph->find_value(model.graph->outputs()[0]->name())->constant();
+}
+
+TEST(Import, FloatDataEncoding) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.add_float_data(1.5f);
+  t.add_float_data(-2.0f);
+  auto model = import(initializer_model(t));
+  const Tensor& w = initializer_of(*model);
+  EXPECT_EQ(w.shape(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(w.data<float>()[0], 1.5f);
+  EXPECT_EQ(w.data<float>()[1], -2.0f);
+}
+
+TEST(Import, RawDataEncodingIsLittleEndian) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::INT32);
+  t.add_dims(2);
+  t.set_raw_data(std::string("\x01\x00\x00\x00\xff\xff\xff\xff", 8));
+  auto model = import(initializer_model(t));
+  EXPECT_EQ(initializer_of(*model).data<int32_t>()[0], 1);
+  EXPECT_EQ(initializer_of(*model).data<int32_t>()[1], -1);
+}
+
+TEST(Import, Int32DataCarriesNarrowTypesAndHalfBits) {
+  struct Case {
+    int type;
+    int32_t stored;
+    double expected;
+  };
+  const Case cases[] = {
+      {onnx::TensorProto::INT8, -7, -7},       {onnx::TensorProto::UINT8, 200, 200},
+      {onnx::TensorProto::INT16, -300, -300},  {onnx::TensorProto::UINT16, 60000, 60000},
+      {onnx::TensorProto::BOOL, 1, 1},         {onnx::TensorProto::FLOAT16, 0x3c00, 1.0},
+      {onnx::TensorProto::BFLOAT16, 0xc000, -2.0},
+  };
+  for (const Case& c : cases) {
+    onnx::TensorProto t;
+    t.set_name("w");
+    t.set_data_type(c.type);
+    t.add_int32_data(c.stored);
+    auto model = import(initializer_model(t));
+    EXPECT_EQ(initializer_of(*model).get_double(0), c.expected) << "type " << c.type;
+  }
+}
+
+TEST(Import, Int64DoubleUint64AndStringEncodings) {
+  onnx::TensorProto i64;
+  i64.set_name("w");
+  i64.set_data_type(onnx::TensorProto::INT64);
+  i64.add_int64_data(int64_t{1} << 40);
+  EXPECT_EQ(initializer_of(*import(initializer_model(i64))).data<int64_t>()[0], int64_t{1} << 40);
+
+  onnx::TensorProto f64;
+  f64.set_name("w");
+  f64.set_data_type(onnx::TensorProto::DOUBLE);
+  f64.add_double_data(0.1);
+  EXPECT_EQ(initializer_of(*import(initializer_model(f64))).data<double>()[0], 0.1);
+
+  onnx::TensorProto u32;
+  u32.set_name("w");
+  u32.set_data_type(onnx::TensorProto::UINT32);
+  u32.add_uint64_data(4000000000u);
+  EXPECT_EQ(initializer_of(*import(initializer_model(u32))).data<uint32_t>()[0], 4000000000u);
+
+  onnx::TensorProto u64;
+  u64.set_name("w");
+  u64.set_data_type(onnx::TensorProto::UINT64);
+  u64.add_uint64_data(~uint64_t{0});
+  EXPECT_EQ(initializer_of(*import(initializer_model(u64))).data<uint64_t>()[0], ~uint64_t{0});
+
+  onnx::TensorProto s;
+  s.set_name("w");
+  s.set_data_type(onnx::TensorProto::STRING);
+  s.add_dims(2);
+  s.add_string_data("hello");
+  s.add_string_data("");
+  auto model = import(initializer_model(s));
+  const Tensor& strings = initializer_of(*model);
+  EXPECT_EQ(strings.strings()[0], "hello");
+  EXPECT_EQ(strings.strings()[1], "");
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("rnnc_import_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+  static inline int counter_ = 0;
+};
+
+onnx::TensorProto external_tensor(const std::string& location, int64_t offset, int64_t length) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const std::string& key, const std::string& value) {
+    auto* entry = t.add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  add("length", std::to_string(length));
+  return t;
+}
+
+TEST(Import, ExternalDataNextToTheModel) {
+  TempDir dir;
+  float values[3] = {9.0f, 1.25f, -3.5f};
+  std::ofstream(dir.path() + "/weights.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof(values));
+  onnx::ModelProto model = initializer_model(external_tensor("weights.bin", 4, 8));
+  std::ofstream(dir.path() + "/model.onnx", std::ios::binary) << model.SerializeAsString();
+  auto imported = import_onnx_file(dir.path() + "/model.onnx");
+  const Tensor& w = initializer_of(*imported);
+  EXPECT_EQ(w.data<float>()[0], 1.25f);
+  EXPECT_EQ(w.data<float>()[1], -3.5f);
+}
+
+TEST(Import, ExternalDataErrorsNameTheTensorAndTheProblem) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/weights.bin", std::ios::binary) << std::string(8, '\0');
+  expect_import_error(initializer_model(external_tensor("weights.bin", 4, 8)),
+                      ErrorKind::kInvalidModel, "external data range offset=4 length=8 exceeds",
+                      dir.path());
+  expect_import_error(initializer_model(external_tensor("missing.bin", 0, 8)), ErrorKind::kIo,
+                      "cannot open external data file", dir.path());
+  expect_import_error(initializer_model(external_tensor("../etc/passwd", 0, 8)),
+                      ErrorKind::kInvalidModel, "must be a relative path inside", dir.path());
+  expect_import_error(initializer_model(external_tensor("weights.bin", 0, 8)),
+                      ErrorKind::kInvalidModel, "without a base directory");
+}
+
+TEST(Import, RawDataOfTheWrongSizeIsRejected) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.set_raw_data(std::string(4, '\0'));
+  expect_import_error(initializer_model(t), ErrorKind::kInvalidModel,
+                      "initializer 'w': raw_data has 4 bytes, expected 8");
+}
+
+TEST(Import, GraphInputWithInitializerIsAnInputWithADefault) {
+  onnx::ModelProto model = empty_model();
+  onnx::TensorProto t;
+  t.set_name("h0");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(1);
+  t.add_float_data(0.5f);
+  *model.mutable_graph()->add_initializer() = t;
+  add_tensor_value_info(model.mutable_graph()->mutable_input(), "h0", onnx::TensorProto::FLOAT, {"1"});
+  model.mutable_graph()->add_output()->set_name("h0");
+  auto imported = import(model);
+  const Value* h0 = imported->graph->inputs().at(0);
+  EXPECT_TRUE(h0->is_graph_input());
+  ASSERT_TRUE(h0->is_constant());
+  // Omitted at run time: the default is used; given: the given value wins.
+  EXPECT_EQ(evaluate(*imported->graph, {})[0].data<float>()[0], 0.5f);
+  auto given = evaluate(*imported->graph, {{"h0", Tensor::from_vector<float>({1}, {2.0f})}});
+  EXPECT_EQ(given[0].data<float>()[0], 2.0f);
+}
+
+TEST(Import, SymbolicDimsSurvive) {
+  onnx::ModelProto model = empty_model();
+  add_tensor_value_info(model.mutable_graph()->mutable_input(), "x", onnx::TensorProto::FLOAT,
+                        {"seq", "batch", "40", ""});
+  model.mutable_graph()->add_output()->set_name("x");
+  auto imported = import(model);
+  EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[seq, batch, 40, ?]");
+}
+
+// If(cond) whose branches return values of the enclosing graph (outer-scope references).
+onnx::ModelProto if_model() {
+  onnx::ModelProto model = empty_model();
+  auto* graph = model.mutable_graph();
+  add_tensor_value_info(graph->mutable_input(), "cond", onnx::TensorProto::BOOL, {});
+  for (const auto& [name, value] : {std::pair<std::string, float>{"a", 1.0f}, {"b", 2.0f}}) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(1);
+    t.add_float_data(value);
+    *graph->add_initializer() = t;
+  }
+  auto* node = graph->add_node();
+  node->set_op_type("If");
+  node->set_name("choose");
+  node->add_input("cond");
+  node->add_output("y");
+  for (const auto& [attr, source] : {std::pair<std::string, std::string>{"then_branch", "a"},
+                                     {"else_branch", "b"}}) {
+    auto* attribute = node->add_attribute();
+    attribute->set_name(attr);
+    attribute->set_type(onnx::AttributeProto::GRAPH);
+    attribute->mutable_g()->set_name(attr);
+    attribute->mutable_g()->add_output()->set_name(source);
+  }
+  add_tensor_value_info(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {"1"});
+  return model;
+}
+
+TEST(Import, NestedGraphsResolveOuterScopeReferences) {
+  auto model = import(if_model());
+  const Node& node = *model->graph->nodes().front();
+  Graph* then_branch = node.attr_graph("then_branch");
+  ASSERT_NE(then_branch, nullptr);
+  EXPECT_EQ(then_branch->parent(), model->graph.get());
+  EXPECT_EQ(then_branch->outputs()[0], model->graph->find_value("a"));
+  EXPECT_EQ(captured_values(*then_branch).size(), 1u);
+  auto yes = evaluate(*model->graph, {{"cond", Tensor::scalar<bool>(true)}});
+  auto no = evaluate(*model->graph, {{"cond", Tensor::scalar<bool>(false)}});
+  EXPECT_EQ(yes[0].data<float>()[0], 1.0f);
+  EXPECT_EQ(no[0].data<float>()[0], 2.0f);
+}
+
+TEST(Import, TextFormIsStableAndShowsStructure) {
+  auto first = to_text(*import(if_model()));
+  auto second = to_text(*import(if_model()));
+  EXPECT_EQ(first, second);
+  EXPECT_THAT(first, HasSubstr("%y: f32[1] = If 'choose' (%cond)"));
+  EXPECT_THAT(first, HasSubstr("const %a: f32[1] = {1} #"));
+  EXPECT_THAT(first, HasSubstr("then_branch = graph then_branch() {"));
+}
+
+TEST(ImportErrors, TruncatedBytes) {
+  std::string bytes = if_model().SerializeAsString();
+  try {
+    import_onnx_bytes(bytes.data(), bytes.size() / 2);
+    ADD_FAILURE() << "truncated model imported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_THAT(e.what(), HasSubstr("model is not a valid ONNX protobuf (truncated or corrupt"));
+  }
+}
+
+TEST(ImportErrors, MissingFile) {
+  try {
+    import_onnx_file("/nonexistent/model.onnx");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_THAT(e.what(), HasSubstr("cannot open model file '/nonexistent/model.onnx'"));
+  }
+}
+
+TEST(ImportErrors, UnknownOperatorNamesTheNode) {
+  onnx::ModelProto model = if_model();
+  model.mutable_graph()->mutable_node(0)->set_op_type("FancyOp");
+  expect_import_error(model, ErrorKind::kUnsupported,
+                      "FancyOp 'choose' (opset 14): operator 'FancyOp' is not supported");
+}
+
+TEST(ImportErrors, UnsupportedOpset) {
+  expect_import_error(if_model().opset_import_size() ? [] {
+    onnx::ModelProto model = if_model();
+    model.mutable_opset_import(0)->set_version(5);
+    return model;
+  }() : if_model(), ErrorKind::kUnsupported, "default-domain opset 5 is not supported");
+}
+
+TEST(ImportErrors, UndefinedInputName) {
+  onnx::ModelProto model = if_model();
+  model.mutable_graph()->mutable_node(0)->set_input(0, "nope");
+  expect_import_error(model, ErrorKind::kInvalidModel,
+                      "If 'choose' (opset 14): input 0 'nope' is not a graph input, initializer or "
+                      "output of any node");
+}
+
+TEST(ImportErrors, WrongAttributeType) {
+  onnx::ModelProto model = if_model();
+  auto* attribute = model.mutable_graph()->mutable_node(0)->mutable_attribute(0);
+  attribute->set_type(onnx::AttributeProto::INT);
+  attribute->set_i(3);
+  expect_import_error(model, ErrorKind::kInvalidModel,
+                      "If 'choose' (opset 14): attribute 'then_branch' has type INT, expected GRAPH");
+}
+
+TEST(ImportErrors, InconsistentDeclaredShape) {
+  onnx::ModelProto model = if_model();
+  auto* dim = model.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()
+                  ->mutable_shape()->mutable_dim(0);
+  dim->set_dim_value(3);
+  expect_import_error(model, ErrorKind::kInvalidModel,
+                      "If 'choose' (opset 14): output 'y' is declared with dim 3 at axis 0 but the "
+                      "op produces 1");
+}
+
+TEST(ImportErrors, CycleIsNamed) {
+  onnx::ModelProto model = empty_model();
+  auto* graph = model.mutable_graph();
+  for (const auto& [name, in, out] : {std::tuple<std::string, std::string, std::string>{
+                                          "first", "y", "x"},
+                                      {"second", "x", "y"}}) {
+    auto* node = graph->add_node();
+    node->set_op_type("If");
+    node->set_name(name);
+    node->add_input(in);
+    node->add_output(out);
+  }
+  graph->add_output()->set_name("y");
+  expect_import_error(model, ErrorKind::kInvalidModel, "'first' (opset 14): is part of a cycle");
+}
+
+TEST(ImportErrors, DuplicateValueName) {
+  onnx::ModelProto model = if_model();
+  model.mutable_graph()->mutable_node(0)->set_output(0, "a");
+  expect_import_error(model, ErrorKind::kInvalidModel, "value name 'a' is defined twice");
+}
+
+TEST(ImportErrors, BadElementType) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(99);
+  expect_import_error(initializer_model(t), ErrorKind::kInvalidModel,
+                      "initializer 'w': data_type 99 is not a valid ONNX type");
+}
+
+TEST(InputErrors, EvaluatorNamesTheInputAndWhatWasExpected) {
+  auto model = import(if_model());
+  auto expect_input_error = [&](const std::map<std::string, Tensor>& inputs,
+                                const std::string& text) {
+    try {
+      evaluate(*model->graph, inputs);
+      ADD_FAILURE() << "expected: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+  };
+  expect_input_error({}, "input 'cond' (bool[]) is missing");
+  expect_input_error({{"cond", Tensor::scalar<float>(1)}},
+                     "input 'cond': expected element type bool, got float");
+  expect_input_error({{"cond", Tensor::from_vector<bool>({1}, {true})}},
+                     "input 'cond': expected rank 0 [], got rank 1");
+  expect_input_error({{"cond", Tensor::scalar<bool>(true)}, {"extra", Tensor::scalar<bool>(true)}},
+                     "'extra' is not an input of the model (inputs: 'cond')");
+}
+
+}  // namespace
+}  // namespace rnnc

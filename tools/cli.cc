@@ -1,0 +1,95 @@
+#include "tools/cli.h"
+
+#include <iostream>
+
+#include "ir/error.h"
+
+namespace rnnc::cli {
+
+std::string Parsed::get(const std::string& name, const std::string& fallback) const {
+  auto it = values.find(name);
+  return it == values.end() || it->second.empty() ? fallback : it->second.back();
+}
+
+const std::vector<std::string>& Parsed::all(const std::string& name) const {
+  static const std::vector<std::string> kNone;
+  auto it = values.find(name);
+  return it == values.end() ? kNone : it->second;
+}
+
+int64_t Parsed::get_int(const std::string& name, int64_t fallback) const {
+  if (!has(name)) return fallback;
+  std::string text = get(name);
+  try {
+    size_t used = 0;
+    int64_t value = std::stoll(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  raise_invalid_input(cat("--", name, " expects an integer, got '", text, "'"));
+}
+
+void print_help(const Command& command) {
+  std::cout << "usage: " << command.usage << "\n\n" << command.summary << "\n";
+  if (command.options.empty()) return;
+  std::cout << "\noptions:\n";
+  for (const auto& option : command.options) {
+    std::string left = "  --" + option.name + (option.value_name.empty() ? "" : " " + option.value_name);
+    if (left.size() < 28) left.append(28 - left.size(), ' ');
+    else left += "\n" + std::string(28, ' ');
+    std::cout << left << option.help << "\n";
+  }
+  std::cout << "  --help                    show this help\n";
+}
+
+bool parse(const Command& command, int argc, char** argv, Parsed& parsed) {
+  parsed.command = &command;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      print_help(command);
+      return false;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::string value;
+    bool inline_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    const Option* option = nullptr;
+    for (const auto& candidate : command.options) {
+      if (candidate.name == name) option = &candidate;
+    }
+    if (!option) {
+      raise_invalid_input(cat("unknown option '--", name, "' for 'rnnc ", command.name,
+                              "' (see rnnc ", command.name, " --help)"));
+    }
+    if (option->value_name.empty()) {
+      if (inline_value) raise_invalid_input(cat("option '--", name, "' takes no value"));
+    } else if (!inline_value) {
+      if (i + 1 >= argc) {
+        raise_invalid_input(cat("option '--", name, "' needs a value (", option->value_name, ")"));
+      }
+      value = argv[++i];
+    }
+    parsed.values[name].push_back(value);
+  }
+  return true;
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string& text,
+                                                     const std::string& option) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    raise_invalid_input(cat("--", option, " expects NAME=VALUE, got '", text, "'"));
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+}  // namespace rnnc::cli

@@ -1,0 +1,181 @@
+// rnnc run: runs a model on inputs from files (or random ones) and prints or writes its outputs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "ir/npy.h"
+#include "ir/onnx_import.h"
+#include "ir/reference/evaluator.h"
+#include "tools/commands.h"
+
+namespace rnnc::cli {
+
+namespace {
+
+std::map<std::string, int64_t> parse_dims(const Parsed& args) {
+  std::map<std::string, int64_t> dims;
+  for (const auto& text : args.all("dim")) {
+    auto [name, value] = split_assignment(text, "dim");
+    size_t used = 0;
+    int64_t size = -1;
+    try {
+      size = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || size < 0) {
+      raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
+    }
+    dims[name] = size;
+  }
+  return dims;
+}
+
+Tensor random_tensor(const Value& input, const std::map<std::string, int64_t>& dims,
+                     std::mt19937_64& rng) {
+  if (!input.type.shape) {
+    raise_invalid_input(cat("input '", input.name(), "' has unknown rank: give it with --input"));
+  }
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k < input.type.shape->size(); ++k) {
+    const Dim& dim = (*input.type.shape)[k];
+    auto value = dim.evaluate(dims);
+    if (!value) {
+      std::string names;
+      for (const auto& s : dim.symbols()) names += " --dim " + s + "=N";
+      raise_invalid_input(cat("input '", input.name(), "' dim ", k, " is '", dim.to_string(), "': ",
+                              names.empty() ? "give the input with --input" : "bind it with" + names));
+    }
+    shape.push_back(*value);
+  }
+  Tensor tensor(input.type.dtype, shape);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    if (is_floating(tensor.dtype())) tensor.set_double(i, uniform(rng));
+    else if (tensor.dtype() == DType::kBool) tensor.set_double(i, small(rng) % 2);
+    else if (tensor.dtype() == DType::kString) tensor.strings()[static_cast<size_t>(i)] = "";
+    else tensor.set_double(i, small(rng));
+  }
+  return tensor;
+}
+
+std::string file_name_for(const std::string& value_name) {
+  std::string out = value_name;
+  for (char& c : out) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  }
+  return out;
+}
+
+void print_output(const std::string& name, const Tensor& tensor) {
+  std::cout << name << ": " << tensor_summary(tensor, 8) << "\n";
+  if (is_floating(tensor.dtype()) && tensor.numel() > 0) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      double v = tensor.get_double(i);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    std::cout << "  min " << lo << "  max " << hi << "  mean " << sum / tensor.numel() << "\n";
+  }
+}
+
+int run_run(const Parsed& args) {
+  if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
+  auto model = import_onnx_file(args.positional[0]);
+  const Graph& graph = *model->graph;
+
+  std::map<std::string, Tensor> inputs;
+  for (const auto& text : args.all("input")) {
+    auto [name, path] = split_assignment(text, "input");
+    if (inputs.count(name)) raise_invalid_input(cat("input '", name, "' is given twice"));
+    inputs[name] = read_tensor_file(path);
+  }
+  std::map<std::string, int64_t> dims = parse_dims(args);
+  if (args.has("random")) {
+    std::mt19937_64 rng(static_cast<uint64_t>(args.get_int("seed", 0)));
+    for (const Value* input : graph.inputs()) {
+      if (!inputs.count(input->name()) && !input->is_constant()) {
+        inputs[input->name()] = random_tensor(*input, dims, rng);
+      }
+    }
+  }
+
+  NodeObserver observer;
+  std::string dump_dir = args.get("dump-dir");
+  std::ofstream dump_index;
+  if (!dump_dir.empty()) {
+    std::filesystem::create_directories(dump_dir);
+    dump_index.open(dump_dir + "/index.txt");
+    if (!dump_index) raise(ErrorKind::kIo, cat("cannot write '", dump_dir, "/index.txt'"));
+    observer = [&](const Node& node, const std::vector<Tensor>& outputs) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const Value* value = node.output(i);
+        if (!value) continue;
+        std::string file = file_name_for(value->name()) + ".pb";
+        write_tensor_pb(dump_dir + "/" + file, outputs[i], value->name());
+        dump_index << value->name() << "\t" << file << "\t" << node.describe() << "\t"
+                   << tensor_summary(outputs[i], 4) << "\n";
+      }
+    };
+  }
+
+  std::vector<Tensor> outputs = evaluate(graph, inputs, observer);
+  int64_t repeat = args.get_int("repeat", 0);
+  if (repeat < 0) raise_invalid_input("--repeat must be >= 0");
+  std::vector<double> times_us;
+  for (int64_t r = 0; r < repeat; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = evaluate(graph, inputs);
+    auto stop = std::chrono::steady_clock::now();
+    times_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+  }
+
+  std::string output_dir = args.get("output-dir");
+  if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.outputs()[i]->name();
+    if (!output_dir.empty()) {
+      std::string path = output_dir + "/" + file_name_for(name) + ".pb";
+      write_tensor_pb(path, outputs[i], name);
+      std::cout << "wrote " << path << "\n";
+    } else {
+      print_output(name, outputs[i]);
+    }
+  }
+  if (!times_us.empty()) {
+    std::sort(times_us.begin(), times_us.end());
+    double median = times_us[times_us.size() / 2];
+    if (times_us.size() % 2 == 0) median = (median + times_us[times_us.size() / 2 - 1]) / 2;
+    std::cout << "time per run (reference evaluator, " << repeat << " runs after 1 warm-up): median "
+              << median << " us, min " << times_us.front() << " us\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command kRunCommand{
+    "run",
+    "rnnc run MODEL [--input NAME=FILE]... [--random] [--dim NAME=N]... [options]",
+    "Run a model and print its outputs (summary and first values) or write them as .pb files.\n"
+    "Input files are ONNX TensorProto .pb or NumPy .npy (by extension).",
+    {
+        {"input", "NAME=FILE", "an input tensor from a .pb or .npy file (repeatable)"},
+        {"random", "", "fill inputs not given with random values (floats in [-1, 1))"},
+        {"dim", "NAME=N", "bind a symbolic dim for --random, e.g. --dim seq=17 (repeatable)"},
+        {"seed", "N", "random seed for --random (default 0)"},
+        {"output-dir", "DIR", "write each output as DIR/<output name>.pb instead of printing"},
+        {"repeat", "N", "run N more times after the first and print median and min time"},
+        {"dump-dir", "DIR", "write every intermediate tensor to DIR (<value>.pb + index.txt)"},
+    },
+    run_run,
+};
+
+}  // namespace rnnc::cli

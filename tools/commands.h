@@ -1,0 +1,11 @@
+// The `rnnc` subcommands, one file each (tools/cmd_<name>.cc).
+#pragma once
+
+#include "tools/cli.h"
+
+namespace rnnc::cli {
+
+extern const Command kInfoCommand;
+extern const Command kRunCommand;
+
+}  // namespace rnnc::cli
