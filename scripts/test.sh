@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds rnnc (Release) and runs the whole test suite with ctest.
+#   scripts/test.sh            from the repository root or anywhere
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+"$root/scripts/setup.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `rnnc` command: the bundled demo model against PyTorch's stored output,
+# the info/run outputs people read, and the one-line errors for bad invocations.
+#   cli_test.sh RNNC TENSOR_COMPARE SOURCE_DIR
+set -u
+rnnc=$1 compare=$2 src=$3
+demo=$src/models/demo
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 checks=0
+
+pass() { checks=$((checks + 1)); }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+# expect_ok NAME PATTERN CMD...: the command succeeds and its stdout matches PATTERN.
+expect_ok() {
+  local name=$1 pattern=$2; shift 2
+  local out
+  if ! out=$("$@" 2>&1); then fail "$name: exited non-zero: $out"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then fail "$name: output lacks /$pattern/: $out"; return; fi
+  pass
+}
+
+# expect_error NAME PATTERN CMD...: the command fails with exit 1 and one stderr line matching.
+expect_error() {
+  local name=$1 pattern=$2; shift 2
+  local err code
+  err=$("$@" 2>&1 >/dev/null); code=$?
+  if [[ $code -ne 1 ]]; then fail "$name: exit code $code, expected 1 ($err)"; return; fi
+  if [[ $(wc -l <<<"$err") -ne 1 ]]; then fail "$name: expected one error line, got: $err"; return; fi
+  if ! grep -qF -- "$pattern" <<<"$err"; then fail "$name: error lacks '$pattern': $err"; return; fi
+  pass
+}
+
+# The demo model's output equals PyTorch's (stored when the model was exported). Tolerance:
+# rtol 1e-4, atol 1e-5 on log-probabilities of magnitude ~3.5 - float32 rounding accumulated over
+# 50 recurrent steps of two layers, computed in a different order than PyTorch's.
+expect_ok "demo run writes outputs" "wrote .*log_probs.pb" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --output-dir "$tmp/out"
+expect_ok "demo output matches PyTorch" "max abs diff" \
+  "$compare" "$tmp/out/log_probs.pb" "$demo/expected_output.npy" 1e-4 1e-5
+
+expect_ok "run prints a summary and timing" "time per run .* median [0-9.]+ us, min" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --repeat 3
+expect_ok "run --random binds symbolic dims" "log_probs: f32\[17, 1, 32\]" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1
+expect_ok "info shows symbolic dims" "features: f32\[seq, batch, 40\]" \
+  "$rnnc" info "$demo/lstm_demo.onnx"
+expect_ok "info counts parameters" "parameters: [0-9]+ bytes" "$rnnc" info "$demo/lstm_demo.onnx"
+expect_ok "info --ir prints the text form" "= LSTM '" "$rnnc" info --ir "$demo/lstm_demo.onnx"
+expect_ok "dump-dir writes every intermediate" "wrote" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --dump-dir "$tmp/dump" \
+  --output-dir "$tmp/out2"
+if grep -q "LSTM '" "$tmp/dump/index.txt" 2>/dev/null; then pass; else fail "dump index lacks LSTM"; fi
+for command in info run; do
+  expect_ok "$command --help" "usage: rnnc $command" "$rnnc" "$command" --help
+done
+
+expect_error "missing model file" "cannot open model file '$tmp/none.onnx'" \
+  "$rnnc" run "$tmp/none.onnx" --random
+head -c 1000 "$demo/lstm_demo.onnx" >"$tmp/truncated.onnx"
+expect_error "truncated model" "is not a valid ONNX protobuf (truncated or corrupt" \
+  "$rnnc" info "$tmp/truncated.onnx"
+expect_error "missing input" "input 'features' (f32[seq, batch, 40]) is missing" \
+  "$rnnc" run "$demo/lstm_demo.onnx"
+expect_error "unknown option" "unknown option '--bogus' for 'rnnc run'" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --bogus
+expect_error "unbound symbolic dim" "input 'features' dim 0 is 'seq': bind it with --dim seq=N" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random
+expect_error "wrong input name" "'feats' is not an input of the model (inputs: 'features')" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "feats=$demo/input.npy"
+cp "$demo/make_demo_model.py" "$tmp/not_a_tensor.npy"
+expect_error "bad tensor file" "is not a .npy file (bad magic)" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$tmp/not_a_tensor.npy"
+
+echo "$((checks - failures)) passed, $failures failed"
+[[ $failures -eq 0 ]]

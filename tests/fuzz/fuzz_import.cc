@@ -1,0 +1,30 @@
+// libFuzzer target for the parsers that read untrusted bytes: ONNX models (import + inference +
+// text form), TensorProto .pb files and .npy files. The first byte picks the parser. Any
+// rnnc::Error is an acceptable outcome; a crash, hang, leak or sanitizer report is a bug.
+//
+// Built by scripts/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined); the same entry point
+// is replayed on deterministic mutations in the regular test suite (tests/unit/fuzz_replay_test.cc).
+#include <cstddef>
+#include <cstdint>
+
+#include "ir/error.h"
+#include "ir/npy.h"
+#include "ir/onnx_import.h"
+#include "ir/printer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  try {
+    switch (data[0] % 3) {
+      case 0: {
+        auto model = rnnc::import_onnx_bytes(data + 1, size - 1);
+        (void)rnnc::to_text(*model);
+        break;
+      }
+      case 1: (void)rnnc::parse_tensor_pb(data + 1, size - 1, "fuzz tensor"); break;
+      case 2: (void)rnnc::parse_npy(data + 1, size - 1, "fuzz npy"); break;
+    }
+  } catch (const rnnc::Error&) {
+  }
+  return 0;
+}
