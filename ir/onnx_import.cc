@@ -50,15 +50,6 @@ void copy_raw(const std::string& raw, Tensor& tensor, const std::string& what) {
   if (!raw.empty()) std::memcpy(tensor.raw_data(), raw.data(), raw.size());
 }
 
-template <typename Field>
-void check_count(const Field& field, const Tensor& tensor, const std::string& what,
-                 const char* field_name) {
-  if (static_cast<int64_t>(field.size()) != tensor.numel()) {
-    raise_invalid_model(cat(what, ": ", field_name, " has ", field.size(),
-                            " values, expected ", tensor.numel(), " for shape dims"));
-  }
-}
-
 std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
                           const std::string& what, size_t expected_bytes) {
   std::string location;
@@ -121,39 +112,73 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   for (int64_t d : shape) {
     if (d < 0) raise_invalid_model(cat(what, ": negative dim ", d));
   }
-  Tensor tensor;
+  // Check the payload against the dims before allocating, so a corrupt dim cannot ask for
+  // terabytes.
+  int64_t numel = 0;
   try {
-    tensor = Tensor(*dtype, shape);
+    numel = shape_numel(shape);
   } catch (const Error& e) {
     raise_invalid_model(cat(what, ": ", e.what()));
   }
-  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    if (*dtype == DType::kString) raise_invalid_model(cat(what, ": external string data"));
-    copy_raw(read_external(proto, base_dir, what, tensor.nbytes()), tensor, what);
+  auto expect_count = [&](int64_t count, const char* field) {
+    if (count != numel) {
+      raise_invalid_model(cat(what, ": ", field, " has ", count, " values, expected ", numel,
+                              " for its dims"));
+    }
+  };
+  size_t element = dtype_size(*dtype);
+  bool external = proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  if (*dtype == DType::kString) {
+    if (external || proto.has_raw_data()) {
+      raise_invalid_model(cat(what, ": string tensors must use string_data"));
+    }
+    expect_count(proto.string_data_size(), "string_data");
+  } else if (proto.has_raw_data() && !external) {
+    if (static_cast<uint64_t>(numel) > proto.raw_data().size() / element ||
+        proto.raw_data().size() != static_cast<size_t>(numel) * element) {
+      raise_invalid_model(cat(what, ": raw_data has ", proto.raw_data().size(),
+                              " bytes, expected ", numel, " elements of ",
+                              dtype_onnx_name(*dtype), " (", element, " bytes each)"));
+    }
+  } else if (!external) {
+    switch (*dtype) {
+      case DType::kFloat32: expect_count(proto.float_data_size(), "float_data"); break;
+      case DType::kFloat64: expect_count(proto.double_data_size(), "double_data"); break;
+      case DType::kInt64: expect_count(proto.int64_data_size(), "int64_data"); break;
+      case DType::kUInt32:
+      case DType::kUInt64: expect_count(proto.uint64_data_size(), "uint64_data"); break;
+      default: expect_count(proto.int32_data_size(), "int32_data"); break;
+    }
+  }
+  std::string external_bytes;
+  if (external) {
+    if (static_cast<uint64_t>(numel) > (uint64_t{1} << 40) / element) {
+      raise_invalid_model(cat(what, ": ", numel, " elements is too large"));
+    }
+    external_bytes = read_external(proto, base_dir, what, static_cast<size_t>(numel) * element);
+  }
+  Tensor tensor(*dtype, shape);
+  if (external) {
+    copy_raw(external_bytes, tensor, what);
     return tensor;
   }
   if (proto.has_raw_data()) {
-    if (*dtype == DType::kString) raise_invalid_model(cat(what, ": string tensor with raw_data"));
     copy_raw(proto.raw_data(), tensor, what);
     return tensor;
   }
   int64_t n = tensor.numel();
   switch (*dtype) {
     case DType::kFloat32:
-      check_count(proto.float_data(), tensor, what, "float_data");
       std::copy(proto.float_data().begin(), proto.float_data().end(), tensor.data<float>());
       break;
     case DType::kFloat64:
-      check_count(proto.double_data(), tensor, what, "double_data");
       std::copy(proto.double_data().begin(), proto.double_data().end(), tensor.data<double>());
       break;
     case DType::kInt64:
-      check_count(proto.int64_data(), tensor, what, "int64_data");
       std::copy(proto.int64_data().begin(), proto.int64_data().end(), tensor.data<int64_t>());
       break;
     case DType::kUInt32:
     case DType::kUInt64:
-      check_count(proto.uint64_data(), tensor, what, "uint64_data");
       for (int64_t i = 0; i < n; ++i) {
         if (*dtype == DType::kUInt32) {
           tensor.data<uint32_t>()[i] = static_cast<uint32_t>(proto.uint64_data(static_cast<int>(i)));
@@ -163,7 +188,6 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
       }
       break;
     case DType::kString:
-      check_count(proto.string_data(), tensor, what, "string_data");
       for (int64_t i = 0; i < n; ++i) {
         tensor.strings()[static_cast<size_t>(i)] = proto.string_data(static_cast<int>(i));
       }
@@ -171,7 +195,6 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
     default: {
       // int32_data carries int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 (the
       // 16-bit floats as their bit patterns).
-      check_count(proto.int32_data(), tensor, what, "int32_data");
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = proto.int32_data(static_cast<int>(i));
         switch (*dtype) {

@@ -221,7 +221,7 @@ TEST(Import, RawDataOfTheWrongSizeIsRejected) {
   t.add_dims(2);
   t.set_raw_data(std::string(4, '\0'));
   expect_import_error(initializer_model(t), ErrorKind::kInvalidModel,
-                      "initializer 'w': raw_data has 4 bytes, expected 8");
+                      "initializer 'w': raw_data has 4 bytes, expected 2 elements of float (4 bytes each)");
 }
 
 TEST(Import, GraphInputWithInitializerIsAnInputWithADefault) {
