@@ -4,6 +4,7 @@
 // coverage-guided run is scripts/fuzz.sh (libFuzzer + ASan/UBSan).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -55,6 +56,19 @@ TEST(FuzzReplay, TensorProtoMutationsNeverCrash) {
 
 TEST(FuzzReplay, NpyMutationsNeverCrash) {
   replay_mutations(2, read_bytes(RNNC_SOURCE_DIR "/models/demo/input.npy"), 2000);
+}
+
+// Inputs that once crashed a fuzz run (tests/fuzz/regressions/, raw fuzzer inputs with the
+// selector byte first) must now load or fail cleanly.
+TEST(FuzzReplay, RegressionInputsFailCleanly) {
+  int replayed = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(RNNC_SOURCE_DIR "/tests/fuzz/regressions")) {
+    std::string bytes = read_bytes(entry.path().string());
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    ++replayed;
+  }
+  EXPECT_GT(replayed, 0);
 }
 
 }  // namespace
