@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "ir/printer.h"
 #include "ir/reference/evaluator.h"
@@ -418,6 +419,32 @@ TEST(InputErrors, EvaluatorNamesTheInputAndWhatWasExpected) {
                      "input 'cond': expected rank 0 [], got rank 1");
   expect_input_error({{"cond", Tensor::scalar<bool>(true)}, {"extra", Tensor::scalar<bool>(true)}},
                      "'extra' is not an input of the model (inputs: 'cond')");
+}
+
+}  // namespace
+}  // namespace rnnc
+
+namespace rnnc {
+namespace {
+
+TEST(Export, RoundTripPrintsTheSameIr) {
+  auto original = import(if_model());
+  std::string bytes = export_onnx_bytes(*original);
+  auto reloaded = import_onnx_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(to_text(*reloaded), to_text(*original));
+}
+
+}  // namespace
+}  // namespace rnnc
+
+namespace rnnc {
+namespace {
+
+TEST(Export, DemoModelRoundTripsThroughOnnx) {
+  auto original = import_onnx_file(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx");
+  std::string bytes = export_onnx_bytes(*original);
+  auto reloaded = import_onnx_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(to_text(*reloaded), to_text(*original));
 }
 
 }  // namespace
