@@ -1,7 +1,7 @@
 // Runs the official ONNX backend test cases (libonnx-testdata) through rnnc's reference evaluator.
 //
 // Every case under /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple}
-// is one test. A case whose model uses an op or feature rnnc does not support is skipped (the
+// is one test. Each imported model also passes the IR verifier. A case whose model uses an op or feature rnnc does not support is skipped (the
 // importer raises kUnsupported); every other case must match the stored outputs with the official
 // runner's default tolerance (rtol 1e-3, atol 1e-7), unless it sits in expected_failures.txt with
 // a reason - and a listed case that starts passing fails, so that list only shrinks.
@@ -21,6 +21,7 @@
 #include "ir/onnx_import.h"
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
+#include "ir/verifier.h"
 #include "tests/support/compare.h"
 
 namespace fs = std::filesystem;
@@ -120,6 +121,7 @@ CaseResult run_case(const BackendCase& test_case) {
   std::unique_ptr<Model> model;
   try {
     model = import_onnx_file(test_case.dir + "/model.onnx");
+    verify_model(*model);
   } catch (const Error& e) {
     result.outcome = e.kind() == ErrorKind::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed;
     result.detail = cat("import: ", e.what());
