@@ -210,12 +210,26 @@ Node* Graph::add_node(const std::string& op_type, const std::string& name,
   return raw;
 }
 
+namespace {
+
+// Drops the use records of every node in a nested graph, so outer values do not keep uses by
+// nodes about to be destroyed.
+void release_uses(Graph& graph) {
+  for (const auto& inner : graph.nodes()) {
+    for (size_t i = 0; i < inner->num_inputs(); ++i) inner->set_input(i, nullptr);
+    for (Graph* sub : inner->subgraphs()) release_uses(*sub);
+  }
+}
+
+}  // namespace
+
 void Graph::remove_node(Node* node) {
   for (Value* out : node->outputs_) {
     RNNC_CHECK(!out || out->uses_.empty(), "removing ", node->describe(), " whose output '",
                out->name(), "' is still used");
   }
   for (size_t i = 0; i < node->inputs_.size(); ++i) node->set_input(i, nullptr);
+  for (Graph* sub : node->subgraphs()) release_uses(*sub);
   for (Value* out : node->outputs_) {
     if (!out) continue;
     out->producer_ = nullptr;
@@ -224,6 +238,15 @@ void Graph::remove_node(Node* node) {
                                [&](const auto& v) { return v.get() == out; }));
   }
   nodes_.remove_if([&](const auto& n) { return n.get() == node; });
+}
+
+void Graph::remove_initializer(Value* value) {
+  RNNC_CHECK(value->owner_ == this && !value->producer_ && value->uses_.empty() &&
+                 !value->is_graph_input_,
+             "'", value->name(), "' is not an unused initializer of graph '", name_, "'");
+  by_name_.erase(value->name_);
+  values_.erase(std::find_if(values_.begin(), values_.end(),
+                             [&](const auto& v) { return v.get() == value; }));
 }
 
 void Graph::replace_all_uses(Value* from, Value* to) {

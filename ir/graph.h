@@ -208,8 +208,11 @@ class Graph {
   Node* add_node(const std::string& op_type, const std::string& name,
                  const std::vector<Value*>& inputs, const std::vector<std::string>& output_names,
                  int opset, const std::string& domain = "");
-  // Removes a node whose outputs are unused; its input uses are dropped.
+  // Removes a node whose outputs are unused; its input uses (and those of nodes in its nested
+  // graphs, which may point at outer values) are dropped.
   void remove_node(Node* node);
+  // Removes an unused constant value that no node produces (an initializer).
+  void remove_initializer(Value* value);
   // Rewires every use of `from` (here and in nested graphs) and graph outputs to `to`.
   void replace_all_uses(Value* from, Value* to);
 

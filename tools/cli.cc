@@ -34,7 +34,7 @@ void print_help(const Command& command) {
   if (command.options.empty()) return;
   std::cout << "\noptions:\n";
   for (const auto& option : command.options) {
-    std::string left = "  --" + option.name + (option.value_name.empty() ? "" : " " + option.value_name);
+    std::string left = (option.name.size() == 1 ? "  -" : "  --") + option.name + (option.value_name.empty() ? "" : " " + option.value_name);
     if (left.size() < 28) left.append(28 - left.size(), ' ');
     else left += "\n" + std::string(28, ' ');
     std::cout << left << option.help << "\n";
@@ -50,11 +50,13 @@ bool parse(const Command& command, int argc, char** argv, Parsed& parsed) {
       print_help(command);
       return false;
     }
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
+    // Long options are --name; a one-letter option may also be spelled -x (as -o).
+    bool short_option = arg.size() == 2 && arg[0] == '-' && arg[1] != '-';
+    if (!short_option && (arg.rfind("--", 0) != 0 || arg == "--")) {
       parsed.positional.push_back(arg);
       continue;
     }
-    std::string name = arg.substr(2);
+    std::string name = arg.substr(short_option ? 1 : 2);
     std::string value;
     bool inline_value = false;
     if (size_t eq = name.find('='); eq != std::string::npos) {

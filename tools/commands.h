@@ -7,5 +7,6 @@ namespace rnnc::cli {
 
 extern const Command kInfoCommand;
 extern const Command kRunCommand;
+extern const Command kOptimizeCommand;
 
 }  // namespace rnnc::cli

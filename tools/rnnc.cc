@@ -10,6 +10,7 @@ namespace {
 const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kInfoCommand,
     &rnnc::cli::kRunCommand,
+    &rnnc::cli::kOptimizeCommand,
 };
 
 void print_usage() {
