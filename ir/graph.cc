@@ -249,6 +249,76 @@ void Graph::remove_initializer(Value* value) {
                              [&](const auto& v) { return v.get() == value; }));
 }
 
+void Graph::remove_node_output(Node* node, size_t i) {
+  Value* out = node->output(i);
+  RNNC_CHECK(node->owner_ == this && out && out->uses_.empty(), "output ", i, " of ",
+             node->describe(), " is missing or still used");
+  RNNC_CHECK(std::find(outputs_.begin(), outputs_.end(), out) == outputs_.end(), "output '",
+             out->name(), "' is a graph output");
+  node->outputs_[i] = nullptr;
+  while (!node->outputs_.empty() && node->outputs_.back() == nullptr) node->outputs_.pop_back();
+  by_name_.erase(out->name_);
+  values_.erase(std::find_if(values_.begin(), values_.end(),
+                             [&](const auto& v) { return v.get() == out; }));
+}
+
+void Graph::convert_input_to_constant(Value* input, Tensor data) {
+  auto it = std::find(inputs_.begin(), inputs_.end(), input);
+  RNNC_CHECK(it != inputs_.end(), "'", input->name(), "' is not an input of graph '", name_, "'");
+  inputs_.erase(it);
+  input->is_graph_input_ = false;
+  input->type.dtype = data.dtype();
+  input->type.shape = shape_from_values(data.shape());
+  input->constant_ = std::make_shared<const Tensor>(std::move(data));
+}
+
+namespace {
+
+std::unique_ptr<Value> take_value(std::vector<std::unique_ptr<Value>>& values, Value* value) {
+  auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.get() == value; });
+  RNNC_CHECK(it != values.end(), "value '", value->name(), "' is not owned by the graph");
+  std::unique_ptr<Value> owned = std::move(*it);
+  values.erase(it);
+  return owned;
+}
+
+}  // namespace
+
+Value* Graph::adopt_initializer(Graph& from, Value* value) {
+  RNNC_CHECK(value->owner_ == &from && !value->producer_, "'", value->name(),
+             "' is not an initializer of graph '", from.name_, "'");
+  from.by_name_.erase(value->name_);
+  std::unique_ptr<Value> owned = take_value(from.values_, value);
+  if (find_value(owned->name_)) owned->name_ = unique_name(owned->name_);
+  owned->owner_ = this;
+  by_name_[owned->name_] = owned.get();
+  values_.push_back(std::move(owned));
+  return value;
+}
+
+Node* Graph::adopt_node(Graph& from, Node* node, Node* before) {
+  RNNC_CHECK(node->owner_ == &from, node->describe(), " is not in graph '", from.name_, "'");
+  auto it = std::find_if(from.nodes_.begin(), from.nodes_.end(),
+                         [&](const auto& n) { return n.get() == node; });
+  std::unique_ptr<Node> owned = std::move(*it);
+  from.nodes_.erase(it);
+  for (Value* out : node->outputs_) {
+    if (!out) continue;
+    from.by_name_.erase(out->name_);
+    std::unique_ptr<Value> value = take_value(from.values_, out);
+    if (find_value(value->name_)) value->name_ = unique_name(value->name_);
+    value->owner_ = this;
+    by_name_[value->name_] = value.get();
+    values_.push_back(std::move(value));
+  }
+  node->owner_ = this;
+  for (Graph* sub : node->subgraphs()) sub->parent_ = this;
+  auto position = std::find_if(nodes_.begin(), nodes_.end(),
+                               [&](const auto& n) { return n.get() == before; });
+  nodes_.insert(position, std::move(owned));
+  return node;
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   std::vector<Use> uses = from->uses_;
   for (const Use& use : uses) use.node->set_input(static_cast<size_t>(use.input_index), to);

@@ -213,6 +213,16 @@ class Graph {
   void remove_node(Node* node);
   // Removes an unused constant value that no node produces (an initializer).
   void remove_initializer(Value* value);
+  // Drops output i of a node (it must be unused): the output becomes omitted (nullptr).
+  void remove_node_output(Node* node, size_t i);
+  // Turns a graph input into an initializer holding `data` (specialization of a fixed input).
+  void convert_input_to_constant(Value* input, Tensor data);
+  // Moves a node of a nested graph `from` (and its output values) into this graph, in front of
+  // `before` (nullptr: at the end). Outputs whose names clash here are renamed. Used to inline
+  // If branches; the node's inputs keep pointing where they did.
+  Node* adopt_node(Graph& from, Node* node, Node* before);
+  // Moves an initializer of `from` into this graph (renamed on a clash).
+  Value* adopt_initializer(Graph& from, Value* value);
   // Rewires every use of `from` (here and in nested graphs) and graph outputs to `to`.
   void replace_all_uses(Value* from, Value* to);
 
@@ -223,6 +233,7 @@ class Graph {
   // A fresh value name with the given prefix, unique in this graph.
   std::string unique_name(const std::string& prefix);
 
+  // Passes that add nodes append them and then restore order with this.
   // Reorders nodes so every value is produced before it is used (a node that holds a nested
   // graph depends on the values its body captures). kInvalidModel naming a node on a cycle.
   void sort_topologically();
