@@ -381,8 +381,10 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
       log(progress + ": max|rnnc - ort|" + format_diff(result.agreement));
       if (!result.agreement_ok) {
         result.rnnc.status = "disagrees";
-        log(progress + ": DISAGREEMENT beyond atol " + std::to_string(options.atol) + " + rtol " +
-            std::to_string(options.rtol) + " * |ort|");
+        char bound[96];
+        std::snprintf(bound, sizeof(bound), "atol %g + rtol %g * |ort|", options.atol,
+                      options.rtol);
+        log(progress + ": DISAGREEMENT beyond " + bound);
       }
     }
   }
@@ -496,6 +498,13 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   return json;
 }
 
+std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
 std::string utc_now() {
   std::time_t now = std::time(nullptr);
   char text[32];
@@ -562,6 +571,7 @@ int bench_main(int argc, char** argv) {
   log(cat("machine: ", cpu_model(), ", ", std::thread::hardware_concurrency(), " cores, ",
           kernel_release()));
   const bool peak_rss_supported = reset_peak_rss();
+  const std::string load_at_start = load_average();
 
   ProgressReporter reporter;
   std::vector<WorkloadResult> results;
@@ -595,6 +605,8 @@ int bench_main(int argc, char** argv) {
     meta.set("cpu", cpu_model());
     meta.set("cores", static_cast<int64_t>(std::thread::hardware_concurrency()));
     meta.set("kernel", kernel_release());
+    meta.set("loadavg_start", load_at_start);
+    meta.set("loadavg_end", load_average());
     Json threads = Json::array();
     for (int n : options.threads) threads.push(n);
     meta.set("threads", threads);

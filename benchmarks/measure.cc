@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -89,7 +90,9 @@ std::vector<OutputAgreement> compare_outputs(const TensorMap& actual, const Tens
       agreement.max_abs_diff = std::max(agreement.max_abs_diff, diff);
       if (diff > atol + rtol * std::fabs(b) && agreement.ok) {
         agreement.ok = false;
-        agreement.problem = cat("element ", i, ": ", a, " vs expected ", b);
+        char values[96];
+        std::snprintf(values, sizeof(values), "%.9g vs expected %.9g (|diff| %.3g)", a, b, diff);
+        agreement.problem = cat("element ", i, ": ", values);
       }
     }
     result.push_back(agreement);

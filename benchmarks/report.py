@@ -81,6 +81,7 @@ def main():
             torch_data = json.load(f)
     meta = bench["meta"]
     threads_list = meta["threads"]
+    tm = torch_data.get("meta") or {}
 
     by_key = {(r["workload"], r["threads"]): r for r in bench["results"]}
     torch_by_key = {(r["workload"], r["threads"]): r for r in torch_data["results"]}
@@ -129,7 +130,6 @@ def main():
         f.write("\n")
     ratios = {(r["workload"], r["threads"]): r for r in merged_rows}
 
-    tm = torch_data.get("meta") or {}
     blas = tm.get("blas", {})
     lines = []
     add = lines.append
@@ -144,7 +144,11 @@ def main():
         "[benchmarks.json](benchmarks.json), chart: [benchmarks.png](benchmarks.png)).")
     add("")
     add(f"- Machine: {meta['cpu']}, {meta['cores']} cores, {meta['kernel']} (a shared KVM guest: "
-        "noisy; compare ratios from one run, not absolute times across runs).")
+        "noisy; compare ratios from one run, not absolute times across runs). Load average "
+        f"(1/5/15 min) at the start of the rnnc/ORT run: {meta.get('loadavg_start', '?')}, at "
+        f"its end: {meta.get('loadavg_end', '?')}"
+        + (f"; PyTorch run: {tm.get('loadavg_start')} → {tm.get('loadavg_end')}" if tm else "")
+        + " (above 2 means other work shared the 2 cores).")
     add(f"- ONNX Runtime **{meta['onnxruntime_version']}** (library version reported by the "
         f"loaded libonnxruntime.so.1, npm onnxruntime-node@1.30.0): {meta['onnxruntime_settings']}.")
     if tm:

@@ -7,7 +7,7 @@
 #                                           1.30.0 library serves through GetApi(29))
 # Only those files are extracted, into PREFIX/{include,lib}; the tarballs stay in the cache.
 # Idempotent and quiet when the prefix is already complete. Prints the prefix on stdout.
-#   scripts/install-onnxruntime.sh [--quiet]
+#   scripts/install-onnxruntime.sh [--quiet]    (--quiet: say nothing when already installed)
 # Environment: RNNC_ORT_CACHE (default $ROOT/.cache/onnxruntime).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,10 +20,10 @@ cache=${RNNC_ORT_CACHE:-$root/.cache/onnxruntime}
 prefix=$cache/$version
 quiet=0
 [[ "${1:-}" == "--quiet" ]] && quiet=1
-log() { if [[ $quiet -eq 0 ]]; then echo "install-onnxruntime: $*" >&2; fi; }
+log() { echo "install-onnxruntime: $*" >&2; }
 
 if [[ -f "$prefix/lib/libonnxruntime.so.1" && -f "$prefix/include/onnxruntime_cxx_api.h" ]]; then
-  log "already installed in $prefix"
+  if [[ $quiet -eq 0 ]]; then log "already installed in $prefix"; fi
   echo "$prefix"
   exit 0
 fi

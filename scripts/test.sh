@@ -8,6 +8,9 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 "$root/scripts/setup.sh"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# ONNX Runtime (npm) for the benchmark harness's smoke test; quiet when already installed.
+ort=$("$root/scripts/install-onnxruntime.sh" --quiet)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRNNC_ONNXRUNTIME_DIR="$ort" \
+  >/dev/null
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
