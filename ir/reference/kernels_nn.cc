@@ -1,7 +1,902 @@
+// Reference kernels for the neural-network ops: convolution, pooling, normalization, reductions,
+// ArgMax/ArgMin and Dropout. Each is a plain loop nest over the formula of its ONNX operator doc
+// (docs/ops/nn.md lists the corner cases). Sums, products and statistics accumulate in double
+// whatever the element type, so the oracle is at least as accurate as any spec-conforming
+// implementation; integer reductions accumulate exactly in 64-bit modular arithmetic. float16 and
+// bfloat16 inputs are widened to float32 and the result rounded back once at the end.
+//
+// Attributes were validated by shape inference when the graph was built; the kernels re-check
+// only what depends on run-time sizes (symbolic dims), as kInvalidInput.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "ir/reference/kernel.h"
 
 namespace rnnc {
 
-void register_nn_kernels(std::map<std::string, Kernel>& registry) { (void)registry; }
+namespace {
+
+// ---- index helpers -----------------------------------------------------------------------------
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t result = 1;
+  for (size_t i = begin; i < end; ++i) result *= dims[i];
+  return result;
+}
+
+// The row-major multi-index of position `flat` in a tensor of shape `extent`.
+void unravel(int64_t flat, const std::vector<int64_t>& extent, std::vector<int64_t>& index) {
+  index.resize(extent.size());
+  for (size_t k = extent.size(); k-- > 0;) {
+    index[k] = flat % extent[k];
+    flat /= extent[k];
+  }
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+// Runs `compute` on the inputs with float16/bfloat16 widened to float32 and rounds every output
+// that came out as float32 back to the type of input 0.
+template <typename Fn>
+void with_widened_halves(KernelContext& context, Fn&& compute) {
+  compute();
+  DType original = context.input(0).dtype();
+  if (original != DType::kFloat16 && original != DType::kBFloat16) return;
+  for (Tensor& output : context.outputs) {
+    if (output.defined() && output.dtype() == DType::kFloat32) {
+      output = narrow_to(output, original);
+    }
+  }
+}
+
+// NaN propagates through max and min (as numpy's max does): a NaN candidate always wins and a
+// NaN incumbent is never replaced.
+template <typename T>
+bool replaces_max(T candidate, T incumbent) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(incumbent)) return false;
+    if (std::isnan(candidate)) return true;
+  }
+  return candidate > incumbent;
+}
+
+template <typename T>
+bool replaces_min(T candidate, T incumbent) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(incumbent)) return false;
+    if (std::isnan(candidate)) return true;
+  }
+  return candidate < incumbent;
+}
+
+// The value a max (min) over an empty set yields: -inf (+inf) where the type has it, else the
+// lowest (highest) value.
+template <typename T>
+T empty_max() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  return std::numeric_limits<T>::lowest();
+}
+
+template <typename T>
+T empty_min() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+  return std::numeric_limits<T>::max();
+}
+
+// ---- convolution and pooling windows -----------------------------------------------------------
+
+// One spatial axis of a sliding window, with auto_pad resolved to explicit pads.
+struct WindowAxis {
+  int64_t input;
+  int64_t kernel;
+  int64_t stride;
+  int64_t dilation;
+  int64_t pad_begin;
+  int64_t pad_end;
+  int64_t output;
+};
+
+// The ONNX Conv/MaxPool/AveragePool output-size and padding formulas for input spatial sizes
+// `input` and kernel sizes `kernel`.
+std::vector<WindowAxis> window_axes(const KernelContext& context, const std::vector<int64_t>& input,
+                                    const std::vector<int64_t>& kernel) {
+  const Node& node = context.node;
+  size_t rank = input.size();
+  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> dilations = node.attr_ints("dilations", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  bool ceil_mode = node.attr_int("ceil_mode", 0) == 1;
+  std::vector<WindowAxis> axes(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    WindowAxis& axis = axes[i];
+    axis.input = input[i];
+    axis.kernel = kernel[i];
+    axis.stride = strides[i];
+    axis.dilation = dilations[i];
+    int64_t extent = (axis.kernel - 1) * axis.dilation + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // output = ceil(input / stride); the total padding that achieves it is split in half, the
+      // odd element going to the end (SAME_UPPER) or to the beginning (SAME_LOWER).
+      axis.output = (axis.input + axis.stride - 1) / axis.stride;
+      int64_t total = std::max<int64_t>(0, (axis.output - 1) * axis.stride + extent - axis.input);
+      axis.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      axis.pad_end = total - axis.pad_begin;
+      continue;
+    }
+    bool valid = auto_pad == "VALID";
+    axis.pad_begin = valid ? 0 : pads[i];
+    axis.pad_end = valid ? 0 : pads[i + rank];
+    int64_t padded = axis.input + axis.pad_begin + axis.pad_end;
+    if (padded < extent) {
+      context.fail_input(cat("spatial axis ", i, ": input size ", axis.input, " + pads ",
+                             axis.pad_begin, " + ", axis.pad_end,
+                             " is smaller than the dilated kernel size ", extent));
+    }
+    int64_t steps = ceil_mode ? (padded - extent + axis.stride - 1) / axis.stride
+                              : (padded - extent) / axis.stride;
+    // Ceil mode: a last window that would start in the end padding is dropped.
+    if (ceil_mode && steps * axis.stride >= axis.input + axis.pad_begin) --steps;
+    axis.output = steps + 1;
+  }
+  return axes;
+}
+
+std::vector<int64_t> output_spatial_shape(const std::vector<WindowAxis>& axes) {
+  std::vector<int64_t> shape;
+  for (const WindowAxis& axis : axes) shape.push_back(axis.output);
+  return shape;
+}
+
+// Every tap of a kernel, as a multi-index, in row-major order.
+std::vector<std::vector<int64_t>> kernel_taps(const std::vector<int64_t>& kernel) {
+  std::vector<std::vector<int64_t>> taps(static_cast<size_t>(product(kernel, 0, kernel.size())));
+  for (size_t t = 0; t < taps.size(); ++t) unravel(static_cast<int64_t>(t), kernel, taps[t]);
+  return taps;
+}
+
+// Input coordinates of kernel tap `tap` for the window at output position `out`:
+// position = out * stride - pad_begin + tap * dilation, per axis.
+void tap_position(const std::vector<WindowAxis>& axes, const std::vector<int64_t>& out,
+                  const std::vector<int64_t>& tap, std::vector<int64_t>& position) {
+  position.resize(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    position[i] = out[i] * axes[i].stride - axes[i].pad_begin + tap[i] * axes[i].dilation;
+  }
+}
+
+bool inside_input(const std::vector<WindowAxis>& axes, const std::vector<int64_t>& position) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (position[i] < 0 || position[i] >= axes[i].input) return false;
+  }
+  return true;
+}
+
+// Inside the input or its explicit (or auto_pad) padding; ceil mode can reach beyond both.
+bool inside_padded_input(const std::vector<WindowAxis>& axes,
+                         const std::vector<int64_t>& position) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (position[i] < -axes[i].pad_begin || position[i] >= axes[i].input + axes[i].pad_end) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t row_major_offset(const std::vector<WindowAxis>& axes,
+                         const std::vector<int64_t>& position) {
+  int64_t offset = 0;
+  for (size_t i = 0; i < axes.size(); ++i) offset = offset * axes[i].input + position[i];
+  return offset;
+}
+
+int64_t column_major_offset(const std::vector<WindowAxis>& axes,
+                            const std::vector<int64_t>& position) {
+  int64_t offset = 0;
+  for (size_t i = axes.size(); i-- > 0;) offset = offset * axes[i].input + position[i];
+  return offset;
+}
+
+void check_spatial_rank(const KernelContext& context, const Tensor& x) {
+  if (x.rank() < 3) {
+    context.fail_input(cat("input X has shape ", dims_text(x.shape()),
+                           ", expected at least 3 dims (N x C x D1 ...)"));
+  }
+}
+
+// Y[n, m, o] = B[m] + sum over c in group(m), kernel taps k of
+//              X[n, c, o * stride - pad_begin + k * dilation] * W[m, c - group_start, k]
+// with taps that land in the padding contributing zero.
+void conv(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  Tensor w = widen_half(context.input(1));
+  Tensor bias = context.has_input(2) ? widen_half(context.input(2)) : Tensor();
+  check_spatial_rank(context, x);
+  if (w.rank() != x.rank()) {
+    context.fail_input(
+        cat("input W has shape ", dims_text(w.shape()), " but X has shape ", dims_text(x.shape())));
+  }
+  int64_t group = node.attr_int("group", 1);
+  int64_t batch = x.dim(0), channels = x.dim(1);
+  int64_t out_channels = w.dim(0), group_channels = w.dim(1);
+  if (channels != group_channels * group) {
+    context.fail_input(cat("input channels ", channels, " != weight channels ", group_channels,
+                           " * group ", group));
+  }
+  if (out_channels % group != 0) {
+    context.fail_input(
+        cat("weight output channels ", out_channels, " are not a multiple of group ", group));
+  }
+  if (bias.defined() && bias.numel() != out_channels) {
+    context.fail_input(cat("input B has ", bias.numel(), " elements but W has ", out_channels,
+                           " output channels"));
+  }
+  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<WindowAxis> axes = window_axes(context, in_spatial, kernel);
+  std::vector<int64_t> out_spatial = output_spatial_shape(axes);
+  std::vector<int64_t> y_shape = {batch, out_channels};
+  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
+  Tensor y(x.dtype(), y_shape);
+
+  int64_t in_size = product(in_spatial, 0, in_spatial.size());
+  int64_t out_size = product(out_spatial, 0, out_spatial.size());
+  int64_t out_channels_per_group = out_channels / group;
+  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
+  int64_t kernel_size = static_cast<int64_t>(taps.size());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      const T* w_data = w.data<T>();
+      const T* b_data = bias.defined() ? bias.data<T>() : nullptr;
+      T* y_data = y.data<T>();
+      std::vector<int64_t> out_index, position;
+      for (int64_t n = 0; n < batch; ++n) {
+        for (int64_t m = 0; m < out_channels; ++m) {
+          int64_t first_channel = (m / out_channels_per_group) * group_channels;
+          for (int64_t o = 0; o < out_size; ++o) {
+            unravel(o, out_spatial, out_index);
+            double sum = b_data ? static_cast<double>(b_data[m]) : 0.0;
+            for (int64_t c = 0; c < group_channels; ++c) {
+              const T* x_plane = x_data + (n * channels + first_channel + c) * in_size;
+              const T* w_plane = w_data + (m * group_channels + c) * kernel_size;
+              for (int64_t k = 0; k < kernel_size; ++k) {
+                tap_position(axes, out_index, taps[static_cast<size_t>(k)], position);
+                if (!inside_input(axes, position)) continue;
+                sum += static_cast<double>(x_plane[row_major_offset(axes, position)]) *
+                       static_cast<double>(w_plane[k]);
+              }
+            }
+            y_data[(n * out_channels + m) * out_size + o] = static_cast<T>(sum);
+          }
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// Y[n, c, o] = max over the window's taps inside X (padding never wins). Indices holds the flat
+// position of the chosen element in X: n, c row-major, the spatial part row-major
+// (storage_order 0) or column-major (storage_order 1). The first maximum in tap order wins.
+void max_pool(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  check_spatial_rank(context, x);
+  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  bool column_major = node.attr_int("storage_order", 0) == 1;
+  std::vector<WindowAxis> axes = window_axes(context, in_spatial, kernel);
+  std::vector<int64_t> out_spatial = output_spatial_shape(axes);
+  std::vector<int64_t> y_shape = {x.dim(0), x.dim(1)};
+  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
+  Tensor y(x.dtype(), y_shape);
+  Tensor indices(DType::kInt64, y_shape);
+
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t in_size = product(in_spatial, 0, in_spatial.size());
+  int64_t out_size = product(out_spatial, 0, out_spatial.size());
+  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
+  with_widened_halves(context, [&] {
+    dispatch_numeric(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      T* y_data = y.data<T>();
+      int64_t* index_data = indices.data<int64_t>();
+      std::vector<int64_t> out_index, position;
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        for (int64_t o = 0; o < out_size; ++o) {
+          unravel(o, out_spatial, out_index);
+          T best = empty_max<T>();
+          int64_t best_index = -1;  // stays -1 only for a window entirely in the padding
+          for (const auto& tap : taps) {
+            tap_position(axes, out_index, tap, position);
+            if (!inside_input(axes, position)) continue;
+            T value = x_data[plane * in_size + row_major_offset(axes, position)];
+            if (best_index < 0 || replaces_max(value, best)) {
+              best = value;
+              best_index = plane * in_size + (column_major ? column_major_offset(axes, position)
+                                                           : row_major_offset(axes, position));
+            }
+          }
+          y_data[plane * out_size + o] = best;
+          index_data[plane * out_size + o] = best_index;
+        }
+      }
+    });
+    context.outputs[0] = y;
+    if (context.outputs.size() > 1) context.outputs[1] = indices;
+  });
+}
+
+// Y[n, c, o] = sum of the window's taps inside X / count, where count is the number of taps
+// inside X (count_include_pad = 0) or inside X plus its pads (count_include_pad = 1).
+void average_pool(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  check_spatial_rank(context, x);
+  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  bool count_include_pad = node.attr_int("count_include_pad", 0) == 1;
+  std::vector<WindowAxis> axes = window_axes(context, in_spatial, kernel);
+  std::vector<int64_t> out_spatial = output_spatial_shape(axes);
+  std::vector<int64_t> y_shape = {x.dim(0), x.dim(1)};
+  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
+  Tensor y(x.dtype(), y_shape);
+
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t in_size = product(in_spatial, 0, in_spatial.size());
+  int64_t out_size = product(out_spatial, 0, out_spatial.size());
+  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      T* y_data = y.data<T>();
+      std::vector<int64_t> out_index, position;
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        for (int64_t o = 0; o < out_size; ++o) {
+          unravel(o, out_spatial, out_index);
+          double sum = 0.0;
+          int64_t count = 0;
+          for (const auto& tap : taps) {
+            tap_position(axes, out_index, tap, position);
+            if (inside_input(axes, position)) {
+              sum +=
+                  static_cast<double>(x_data[plane * in_size + row_major_offset(axes, position)]);
+              ++count;
+            } else if (count_include_pad && inside_padded_input(axes, position)) {
+              ++count;
+            }
+          }
+          y_data[plane * out_size + o] = static_cast<T>(sum / static_cast<double>(count));
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// Y[n, c, 1, ..., 1] = mean (GlobalAveragePool) or max (GlobalMaxPool) of X[n, c, ...].
+void global_pool(KernelContext& context) {
+  bool is_max = context.node.op_type() == "GlobalMaxPool";
+  Tensor x = widen_half(context.input(0));
+  check_spatial_rank(context, x);
+  std::vector<int64_t> y_shape(static_cast<size_t>(x.rank()), 1);
+  y_shape[0] = x.dim(0);
+  y_shape[1] = x.dim(1);
+  Tensor y(x.dtype(), y_shape);
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t in_size = product(x.shape(), 2, x.shape().size());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      T* y_data = y.data<T>();
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        const T* values = x_data + plane * in_size;
+        if (is_max) {
+          T best = empty_max<T>();
+          for (int64_t i = 0; i < in_size; ++i) {
+            if (replaces_max(values[i], best)) best = values[i];
+          }
+          y_data[plane] = best;
+        } else {
+          double sum = 0.0;
+          for (int64_t i = 0; i < in_size; ++i) sum += static_cast<double>(values[i]);
+          y_data[plane] = static_cast<T>(sum / static_cast<double>(in_size));
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// ---- normalization -----------------------------------------------------------------------------
+
+// Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c], with the given statistics
+// (inference mode). A 1-D X is (N) with C = 1; opset 7-8 with spatial = 0 indexes the parameters
+// per activation (C x D1 x ... x Dn) rather than per channel.
+void batch_norm(KernelContext& context) {
+  const Node& node = context.node;
+  if (node.opset() >= 14 && node.attr_int("training_mode", 0) == 1) {
+    raise_unsupported(
+        cat(node.describe(), ": training_mode = 1 is not supported; rnnc runs inference only"));
+  }
+  Tensor x = widen_half(context.input(0));
+  const Tensor& scale = context.input(1);
+  const Tensor& bias = context.input(2);
+  const Tensor& mean = context.input(3);
+  const Tensor& var = context.input(4);
+  double epsilon = node.attr_float("epsilon", 1e-5f);
+  if (x.rank() == 0) context.fail_input("input X is a scalar, expected (N x C x D1 ...) or (N)");
+  int64_t channels = x.rank() >= 2 ? x.dim(1) : 1;
+  int64_t inner = product(x.shape(), 2, x.shape().size());
+  bool per_activation = node.opset() < 9 && node.attr_int("spatial", 1) == 0 && x.rank() >= 2;
+  int64_t parameter_count = per_activation ? channels * inner : channels;
+  const char* names[] = {"scale", "B", "input_mean", "input_var"};
+  const Tensor* parameters[] = {&scale, &bias, &mean, &var};
+  for (size_t i = 0; i < 4; ++i) {
+    if (parameters[i]->numel() != parameter_count) {
+      context.fail_input(cat("input ", names[i], " has shape ", dims_text(parameters[i]->shape()),
+                             ", expected ", parameter_count, " elements for X of shape ",
+                             dims_text(x.shape())));
+    }
+  }
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      T* y_data = y.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        int64_t p = per_activation ? i % parameter_count : (i / inner) % channels;
+        double normalized = (static_cast<double>(x_data[i]) - mean.get_double(p)) /
+                            std::sqrt(var.get_double(p) + epsilon);
+        y_data[i] = static_cast<T>(normalized * scale.get_double(p) + bias.get_double(p));
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// y = scale[c] * (x - mean) / sqrt(variance + epsilon) + B[c], mean and (population) variance
+// taken over the spatial dims of each (n, c).
+void instance_norm(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  Tensor scale = widen_half(context.input(1));
+  Tensor bias = widen_half(context.input(2));
+  check_spatial_rank(context, x);
+  int64_t channels = x.dim(1);
+  if (scale.numel() != channels || bias.numel() != channels) {
+    context.fail_input(cat("inputs scale ", dims_text(scale.shape()), " and B ",
+                           dims_text(bias.shape()), " must have C = ", channels, " elements"));
+  }
+  double epsilon = context.node.attr_float("epsilon", 1e-5f);
+  int64_t planes = x.dim(0) * channels;
+  int64_t inner = product(x.shape(), 2, x.shape().size());
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      T* y_data = y.data<T>();
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        const T* values = x_data + plane * inner;
+        double sum = 0.0;
+        for (int64_t i = 0; i < inner; ++i) sum += static_cast<double>(values[i]);
+        double mean = sum / static_cast<double>(inner);
+        double squares = 0.0;
+        for (int64_t i = 0; i < inner; ++i) {
+          double d = static_cast<double>(values[i]) - mean;
+          squares += d * d;
+        }
+        double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
+        int64_t c = plane % channels;
+        for (int64_t i = 0; i < inner; ++i) {
+          double normalized = (static_cast<double>(values[i]) - mean) * inv_std;
+          y_data[plane * inner + i] =
+              static_cast<T>(scale.get_double(c) * normalized + bias.get_double(c));
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// Over the trailing axes [axis, rank): Mean = mean(X), InvStdDev = 1 / sqrt(mean((X - Mean)^2) +
+// epsilon), Y = (X - Mean) * InvStdDev * Scale + B, Scale and B broadcast to X. Mean and InvStdDev
+// have the stash type; everything is computed in double and rounded once per output.
+void layer_norm(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  Tensor scale = widen_half(context.input(1));
+  Tensor bias = context.has_input(2) ? widen_half(context.input(2)) : Tensor();
+  int64_t rank = x.rank();
+  int64_t axis = node.attr_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) {
+    context.fail_input(cat("attribute 'axis' = ", node.attr_int("axis", -1),
+                           " is out of range for X of shape ", dims_text(x.shape())));
+  }
+  DType stash = static_cast<DType>(node.attr_int("stash_type", 1));
+  double epsilon = node.attr_float("epsilon", 1e-5f);
+  int64_t outer = product(x.shape(), 0, static_cast<size_t>(axis));
+  int64_t inner = product(x.shape(), static_cast<size_t>(axis), x.shape().size());
+  std::vector<int64_t> stats_shape(x.shape().begin(), x.shape().begin() + axis);
+  stats_shape.resize(x.shape().size(), 1);
+
+  auto check_broadcast = [&](const Tensor& t, const char* name) {
+    bool ok = t.rank() <= rank;
+    for (int64_t i = 0; ok && i < t.rank(); ++i) {
+      int64_t d = t.dim(i);
+      ok = d == 1 || d == x.dim(rank - t.rank() + i);
+    }
+    if (!ok) {
+      context.fail_input(cat("input ", name, " with shape ", dims_text(t.shape()),
+                             " cannot be broadcast to X's shape ", dims_text(x.shape())));
+    }
+  };
+  check_broadcast(scale, "Scale");
+  if (bias.defined()) check_broadcast(bias, "B");
+  std::vector<int64_t> scale_strides = broadcast_strides(scale.shape(), x.shape());
+  std::vector<int64_t> bias_strides =
+      bias.defined() ? broadcast_strides(bias.shape(), x.shape()) : std::vector<int64_t>();
+
+  Tensor y(x.dtype(), x.shape());
+  Tensor mean_out(stash, stats_shape);
+  Tensor inv_std_out(stash, stats_shape);
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      const T* scale_data = scale.data<T>();
+      const T* bias_data = bias.defined() ? bias.data<T>() : nullptr;
+      T* y_data = y.data<T>();
+      std::vector<int64_t> index;
+      for (int64_t r = 0; r < outer; ++r) {
+        const T* row = x_data + r * inner;
+        double sum = 0.0;
+        for (int64_t j = 0; j < inner; ++j) sum += static_cast<double>(row[j]);
+        double mean = sum / static_cast<double>(inner);
+        double squares = 0.0;
+        for (int64_t j = 0; j < inner; ++j) {
+          double d = static_cast<double>(row[j]) - mean;
+          squares += d * d;
+        }
+        double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
+        mean_out.set_double(r, mean);
+        inv_std_out.set_double(r, inv_std);
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t i = r * inner + j;
+          unravel(i, x.shape(), index);
+          int64_t scale_offset = 0, bias_offset = 0;
+          for (size_t k = 0; k < index.size(); ++k) {
+            scale_offset += index[k] * scale_strides[k];
+            if (bias_data) bias_offset += index[k] * bias_strides[k];
+          }
+          double normalized = (static_cast<double>(row[j]) - mean) * inv_std;
+          double shifted = bias_data ? static_cast<double>(bias_data[bias_offset]) : 0.0;
+          y_data[i] =
+              static_cast<T>(normalized * static_cast<double>(scale_data[scale_offset]) + shifted);
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+  // Mean and InvStdDev already have the stash type; only Y is rounded back to X's type.
+  if (context.outputs.size() > 1) context.outputs[1] = mean_out;
+  if (context.outputs.size() > 2) context.outputs[2] = inv_std_out;
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+
+enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+Reduction reduction_of(const std::string& op_type) {
+  static const std::map<std::string, Reduction> kByOp = {
+      {"ReduceSum", Reduction::kSum},
+      {"ReduceMean", Reduction::kMean},
+      {"ReduceMax", Reduction::kMax},
+      {"ReduceMin", Reduction::kMin},
+      {"ReduceProd", Reduction::kProd},
+      {"ReduceL1", Reduction::kL1},
+      {"ReduceL2", Reduction::kL2},
+      {"ReduceLogSum", Reduction::kLogSum},
+      {"ReduceLogSumExp", Reduction::kLogSumExp},
+      {"ReduceSumSquare", Reduction::kSumSquare}};
+  return kByOp.at(op_type);
+}
+
+// The reduction of one group of values (every element that maps to one output element), in
+// double. Over an empty group: sum-like ops give 0, Prod 1, Mean NaN (0 / 0), Max -inf, Min +inf,
+// LogSum and LogSumExp log(0) = -inf.
+double reduce_in_double(Reduction kind, const std::vector<double>& values) {
+  double result = 0.0;
+  switch (kind) {
+    case Reduction::kSum:
+      for (double v : values) result += v;
+      return result;
+    case Reduction::kMean:
+      for (double v : values) result += v;
+      return result / static_cast<double>(values.size());
+    case Reduction::kMax:
+      result = empty_max<double>();
+      for (double v : values) result = replaces_max(v, result) ? v : result;
+      return result;
+    case Reduction::kMin:
+      result = empty_min<double>();
+      for (double v : values) result = replaces_min(v, result) ? v : result;
+      return result;
+    case Reduction::kProd:
+      result = 1.0;
+      for (double v : values) result *= v;
+      return result;
+    case Reduction::kL1:
+      for (double v : values) result += std::abs(v);
+      return result;
+    case Reduction::kL2:
+      for (double v : values) result += v * v;
+      return std::sqrt(result);
+    case Reduction::kLogSum:
+      for (double v : values) result += v;
+      return std::log(result);
+    case Reduction::kLogSumExp: {
+      // log(sum(exp(x))) = m + log(sum(exp(x - m))) with m = max(x): the same value without
+      // overflowing exp; an infinite or NaN m (or no values) falls back to the plain formula.
+      double m = reduce_in_double(Reduction::kMax, values);
+      double shift = std::isfinite(m) ? m : 0.0;
+      for (double v : values) result += std::exp(v - shift);
+      return shift + std::log(result);
+    }
+    case Reduction::kSumSquare:
+      for (double v : values) result += v * v;
+      return result;
+  }
+  return result;
+}
+
+// Integer reductions that have an exact integer result: sums and products wrap modulo 2^64 and
+// are then truncated to T (the wrap-around of T's own arithmetic); Mean truncates toward zero.
+template <typename T>
+T reduce_integers(Reduction kind, const std::vector<T>& values, const KernelContext& context) {
+  using Wide = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+  uint64_t result = kind == Reduction::kProd ? 1 : 0;
+  switch (kind) {
+    case Reduction::kMax: {
+      T best = std::numeric_limits<T>::lowest();
+      for (T v : values) best = std::max(best, v);
+      return best;
+    }
+    case Reduction::kMin: {
+      T best = std::numeric_limits<T>::max();
+      for (T v : values) best = std::min(best, v);
+      return best;
+    }
+    case Reduction::kSum:
+    case Reduction::kMean:
+      for (T v : values) result += static_cast<uint64_t>(static_cast<Wide>(v));
+      break;
+    case Reduction::kProd:
+      for (T v : values) result *= static_cast<uint64_t>(static_cast<Wide>(v));
+      break;
+    case Reduction::kL1:
+      for (T v : values) {
+        uint64_t magnitude = static_cast<uint64_t>(static_cast<Wide>(v));
+        if constexpr (std::is_signed_v<T>) {
+          if (v < 0) magnitude = 0 - magnitude;  // |v|, exact even for the lowest value
+        }
+        result += magnitude;
+      }
+      break;
+    case Reduction::kSumSquare:
+      for (T v : values) {
+        uint64_t wide = static_cast<uint64_t>(static_cast<Wide>(v));
+        result += wide * wide;
+      }
+      break;
+    default:
+      RNNC_CHECK(false, "reduction computed in double reached the integer path");
+  }
+  if (kind == Reduction::kMean) {
+    if (values.empty()) {
+      context.fail_input("ReduceMean over an empty set is undefined for integer types");
+    }
+    Wide total = static_cast<Wide>(result);
+    return static_cast<T>(total / static_cast<Wide>(values.size()));
+  }
+  return static_cast<T>(static_cast<Wide>(result));
+}
+
+// The reduced axes (true per reduced axis), or nullopt for noop_with_empty_axes with no axes.
+// Axes come from the attribute before the opset that made them an input (13 for ReduceSum, 18 for
+// the others); an empty list means every axis.
+std::optional<std::vector<bool>> reduced_axes(const KernelContext& context, int64_t rank) {
+  const Node& node = context.node;
+  int since = node.op_type() == "ReduceSum" ? 13 : 18;
+  std::vector<int64_t> axes;
+  if (node.opset() < since) {
+    axes = node.attr_ints("axes");
+  } else {
+    if (context.has_input(1)) axes = tensor_to_int64s(context.input(1));
+    if (axes.empty() && node.attr_int("noop_with_empty_axes", 0) == 1) return std::nullopt;
+  }
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank) {
+      context.fail_input(cat("axes[", i, "] = ", axes[i], " is out of range for rank ", rank));
+    }
+    if (reduced[static_cast<size_t>(axis)]) {
+      context.fail_input(cat("axes[", i, "] = ", axes[i], " repeats axis ", axis));
+    }
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  return reduced;
+}
+
+// Groups the input's elements by the output element they reduce into, then reduces each group.
+void reduce(KernelContext& context) {
+  const Node& node = context.node;
+  Reduction kind = reduction_of(node.op_type());
+  Tensor data = widen_half(context.input(0));
+  std::optional<std::vector<bool>> reduced = reduced_axes(context, data.rank());
+  if (!reduced) {  // noop_with_empty_axes = 1 and no axes: the identity
+    context.outputs[0] = context.input(0);
+    return;
+  }
+  bool keepdims = node.attr_int("keepdims", 1) == 1;
+  std::vector<int64_t> kept_shape, out_shape;
+  for (int64_t i = 0; i < data.rank(); ++i) {
+    bool r = (*reduced)[static_cast<size_t>(i)];
+    kept_shape.push_back(r ? 1 : data.dim(i));
+    if (!r || keepdims) out_shape.push_back(r ? 1 : data.dim(i));
+  }
+  // Output position of an input element: its index with the reduced coordinates dropped.
+  std::vector<int64_t> strides = row_major_strides(kept_shape);
+  for (size_t i = 0; i < strides.size(); ++i) {
+    if ((*reduced)[i]) strides[i] = 0;
+  }
+  Tensor out(data.dtype(), out_shape);
+  with_widened_halves(context, [&] {
+    dispatch_numeric(data.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* values = data.data<T>();
+      std::vector<std::vector<T>> groups(static_cast<size_t>(out.numel()));
+      std::vector<int64_t> index;
+      for (int64_t i = 0; i < data.numel(); ++i) {
+        unravel(i, data.shape(), index);
+        int64_t target = 0;
+        for (size_t k = 0; k < index.size(); ++k) target += index[k] * strides[k];
+        groups[static_cast<size_t>(target)].push_back(values[i]);
+      }
+      bool in_double = std::is_floating_point_v<T> || kind == Reduction::kL2 ||
+                       kind == Reduction::kLogSum || kind == Reduction::kLogSumExp;
+      for (int64_t o = 0; o < out.numel(); ++o) {
+        const std::vector<T>& group = groups[static_cast<size_t>(o)];
+        if (in_double) {
+          std::vector<double> wide(group.begin(), group.end());
+          // set_double rounds floats and truncates (saturating) integers.
+          out.set_double(o, reduce_in_double(kind, wide));
+        } else if constexpr (!std::is_floating_point_v<T>) {
+          out.data<T>()[o] = reduce_integers<T>(kind, group, context);
+        }
+      }
+    });
+    context.outputs[0] = out;
+  });
+}
+
+// The index along `axis` of the first (or, with select_last_index, the last) maximum or minimum.
+// A NaN counts as the extreme value, as in numpy's argmax/argmin.
+void arg_extremum(KernelContext& context) {
+  const Node& node = context.node;
+  bool is_max = node.op_type() == "ArgMax";
+  Tensor data = widen_half(context.input(0));
+  int64_t rank = data.rank();
+  int64_t axis = node.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) {
+    context.fail_input(cat("attribute 'axis' = ", node.attr_int("axis", 0),
+                           " is out of range for data of shape ", dims_text(data.shape())));
+  }
+  bool keepdims = node.attr_int("keepdims", 1) == 1;
+  bool select_last = node.attr_int("select_last_index", 0) == 1;
+  int64_t extent = data.dim(axis);
+  if (extent == 0) {
+    context.fail_input(cat("axis ", axis, " of data ", dims_text(data.shape()),
+                           " is empty: ", node.op_type(), " of an empty set is undefined"));
+  }
+  int64_t outer = product(data.shape(), 0, static_cast<size_t>(axis));
+  int64_t inner = product(data.shape(), static_cast<size_t>(axis) + 1, data.shape().size());
+  std::vector<int64_t> out_shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis) {
+      out_shape.push_back(data.dim(i));
+    } else if (keepdims) {
+      out_shape.push_back(1);
+    }
+  }
+  Tensor out(DType::kInt64, out_shape);
+  int64_t* out_data = out.data<int64_t>();
+  dispatch_numeric(data.dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    const T* values = data.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* line = values + o * extent * inner + i;
+        int64_t best = 0;
+        for (int64_t k = 1; k < extent; ++k) {
+          T candidate = line[k * inner];
+          T incumbent = line[best * inner];
+          bool better =
+              is_max ? replaces_max(candidate, incumbent) : replaces_min(candidate, incumbent);
+          bool tie = select_last && !replaces_max(incumbent, candidate) &&
+                     !replaces_min(incumbent, candidate);
+          if (better || tie) best = k;
+        }
+        out_data[o * inner + i] = best;
+      }
+    }
+  });
+  context.outputs[0] = out;
+}
+
+// ---- Dropout -----------------------------------------------------------------------------------
+
+// Inference: output = data and mask = all true (opset 10+: bool; before: data's type, all ones).
+// Training mode (opset 12+ input training_mode = true) is random unless ratio = 0, where
+// output = data / (1 - 0) * mask with a mask of all ones: the same identity.
+void dropout(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& data = context.input(0);
+  if (node.opset() >= 12 && context.has_input(2)) {
+    const Tensor& training = context.input(2);
+    if (training.numel() != 1) {
+      context.fail_input(cat("input training_mode has shape ", dims_text(training.shape()),
+                             ", expected a scalar"));
+    }
+    double ratio = context.has_input(1) ? context.input(1).get_double(0) : 0.5;
+    if (training.get_int64(0) != 0 && ratio != 0.0) {
+      raise_unsupported(cat(node.describe(), ": training_mode = true with ratio ", ratio,
+                            " (random dropout) is not supported; rnnc runs inference only"));
+    }
+  }
+  context.outputs[0] = data;
+  if (context.outputs.size() > 1 && node.output(1)) {
+    Tensor mask(node.opset() >= 10 ? DType::kBool : data.dtype(), data.shape());
+    for (int64_t i = 0; i < mask.numel(); ++i) mask.set_double(i, 1.0);
+    context.outputs[1] = mask;
+  }
+}
+
+}  // namespace
+
+void register_nn_kernels(std::map<std::string, Kernel>& registry) {
+  registry["Conv"] = conv;
+  registry["MaxPool"] = max_pool;
+  registry["AveragePool"] = average_pool;
+  registry["GlobalAveragePool"] = global_pool;
+  registry["GlobalMaxPool"] = global_pool;
+  registry["BatchNormalization"] = batch_norm;
+  registry["InstanceNormalization"] = instance_norm;
+  registry["LayerNormalization"] = layer_norm;
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+    registry[op] = reduce;
+  }
+  registry["ArgMax"] = arg_extremum;
+  registry["ArgMin"] = arg_extremum;
+  registry["Dropout"] = dropout;
+}
 
 }  // namespace rnnc

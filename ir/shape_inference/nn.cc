@@ -1,7 +1,636 @@
+// Type and shape inference for the neural-network ops: convolution, pooling, normalization,
+// reductions, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX operator docs
+// (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim arithmetic can
+// express the result: a stride-1 Conv over [batch, C, time] gives time + pads - dilated_kernel + 1,
+// while ceil(time / 2) of a strided one is not a polynomial and becomes unknown.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "ir/op_schema.h"
 
 namespace rnnc {
 
-void register_nn_schemas(std::vector<OpSchema>& registry) { (void)registry; }
+namespace {
+
+// ---- shared checks -----------------------------------------------------------------------------
+
+std::vector<DType> float_types(bool with_bfloat16) {
+  std::vector<DType> types = {DType::kFloat16, DType::kFloat32, DType::kFloat64};
+  if (with_bfloat16) types.push_back(DType::kBFloat16);
+  return types;
+}
+
+std::string dtype_list(const std::vector<DType>& types) {
+  std::string text;
+  for (size_t i = 0; i < types.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + std::string(dtype_onnx_name(types[i]));
+  }
+  return text;
+}
+
+// `name` is the input's name in the ONNX operator doc (X, W, scale, ...), not the value's name.
+void check_dtype(const InferenceContext& context, size_t input, const char* name,
+                 const std::vector<DType>& allowed) {
+  DType dtype = context.input_type(input).dtype;
+  if (std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
+    context.fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype),
+                     ", expected one of ", dtype_list(allowed)));
+  }
+}
+
+void check_same_dtype(const InferenceContext& context, size_t input, const char* name,
+                      size_t reference, const char* reference_name) {
+  DType dtype = context.input_type(input).dtype;
+  DType expected = context.input_type(reference).dtype;
+  if (dtype != expected) {
+    context.fail(cat("input ", name, " is ", dtype_onnx_name(dtype), " but ", reference_name,
+                     " is ", dtype_onnx_name(expected), " (they must match)"));
+  }
+}
+
+// The input's shape, or nullptr when its rank is unknown (the output then has unknown rank too).
+const Shape* shape_if_ranked(const InferenceContext& context, size_t input) {
+  const TensorType& type = context.input_type(input);
+  return type.shape ? &*type.shape : nullptr;
+}
+
+int64_t flag_attr(const InferenceContext& context, const char* name, int64_t fallback) {
+  int64_t value = context.node().attr_int(name, fallback);
+  if (value != 0 && value != 1) {
+    context.fail(cat("attribute '", name, "' = ", value, ", must be 0 or 1"));
+  }
+  return value;
+}
+
+void require_opset_for_attribute(const InferenceContext& context, const char* name, int since) {
+  if (context.node().has_attr(name) && context.node().opset() < since) {
+    context.fail(cat("attribute '", name, "' needs opset ", since, " or later"));
+  }
+}
+
+// ---- convolution and pooling windows -----------------------------------------------------------
+
+// The sliding-window attributes shared by Conv, MaxPool and AveragePool, one entry per spatial
+// axis; pads holds the begins, then the ends, as the ONNX attribute does.
+struct Window {
+  std::optional<std::vector<int64_t>> kernel;  // nullopt: Conv weight with unknown spatial dims
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads;
+  std::string auto_pad;
+  bool ceil_mode = false;
+};
+
+std::vector<int64_t> per_axis_attr(const InferenceContext& context, const char* name, size_t count,
+                                   int64_t fallback, int64_t minimum, const char* what) {
+  std::vector<int64_t> values =
+      context.node().attr_ints(name, std::vector<int64_t>(count, fallback));
+  if (values.size() != count) {
+    context.fail(cat("attribute '", name, "' has ", values.size(), " values, expected ", count,
+                     " (", what, ")"));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < minimum) {
+      context.fail(cat("attribute '", name, "'[", i, "] = ", values[i], ", must be ",
+                       minimum == 0 ? ">= 0" : "> 0"));
+    }
+  }
+  return values;
+}
+
+Window read_window(const InferenceContext& context, size_t spatial_rank,
+                   std::optional<std::vector<int64_t>> kernel) {
+  const Node& node = context.node();
+  Window window;
+  window.kernel = std::move(kernel);
+  window.strides = per_axis_attr(context, "strides", spatial_rank, 1, 1, "one per spatial axis");
+  window.dilations =
+      per_axis_attr(context, "dilations", spatial_rank, 1, 1, "one per spatial axis");
+  window.pads =
+      per_axis_attr(context, "pads", 2 * spatial_rank, 0, 0, "a begin and an end per spatial axis");
+  window.auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (window.auto_pad != "NOTSET" && window.auto_pad != "SAME_UPPER" &&
+      window.auto_pad != "SAME_LOWER" && window.auto_pad != "VALID") {
+    context.fail(cat("attribute 'auto_pad' = '", window.auto_pad,
+                     "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  }
+  bool any_pad = std::any_of(window.pads.begin(), window.pads.end(), [](int64_t p) { return p; });
+  if (window.auto_pad != "NOTSET" && any_pad) {
+    context.fail(cat("attribute 'pads' cannot be used together with auto_pad = ", window.auto_pad));
+  }
+  window.ceil_mode = flag_attr(context, "ceil_mode", 0) == 1;
+  return window;
+}
+
+// Output size of one spatial axis (the ONNX Conv/MaxPool/AveragePool formulas).
+Dim window_output_dim(const InferenceContext& context, const Window& window, size_t axis,
+                      const Dim& input) {
+  if (!window.kernel) return Dim::unknown();
+  size_t rank = window.strides.size();
+  int64_t stride = window.strides[axis];
+  int64_t extent = ((*window.kernel)[axis] - 1) * window.dilations[axis] + 1;
+  int64_t pad_begin = window.pads[axis];
+  int64_t pad_end = window.pads[axis + rank];
+  if (window.auto_pad == "SAME_UPPER" || window.auto_pad == "SAME_LOWER") {
+    // ceil(input / stride): the padding is whatever makes that come out.
+    if (input.is_known()) return Dim((input.value() + stride - 1) / stride);
+    return stride == 1 ? input : Dim::unknown();
+  }
+  if (window.auto_pad == "VALID") pad_begin = pad_end = 0;
+  if (!input.is_known()) {
+    return stride == 1 ? input + Dim(pad_begin + pad_end - extent + 1) : Dim::unknown();
+  }
+  int64_t padded = input.value() + pad_begin + pad_end;
+  if (padded < extent) {
+    context.fail(cat("spatial axis ", axis, ": input size ", input.value(), " + pads ", pad_begin,
+                     " + ", pad_end, " is smaller than the dilated kernel size ", extent));
+  }
+  int64_t steps =
+      window.ceil_mode ? (padded - extent + stride - 1) / stride : (padded - extent) / stride;
+  // Ceil mode: a last window that would start in the end padding is dropped.
+  if (window.ceil_mode && steps * stride >= input.value() + pad_begin) --steps;
+  return Dim(steps + 1);
+}
+
+// X is (N x C x D1 x ... x Dn), n >= 1.
+const Shape* spatial_input_shape(const InferenceContext& context) {
+  const Shape* x = shape_if_ranked(context, 0);
+  if (x && x->size() < 3) {
+    context.fail(cat("input X has rank ", x->size(), " ", shape_to_string(*x),
+                     ", expected at least 3 (N x C x D1 ...)"));
+  }
+  return x;
+}
+
+void infer_conv(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_same_dtype(context, 1, "W", 0, "X");
+  if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  const Shape* w = shape_if_ranked(context, 1);
+  if (w && w->size() != x->size()) {
+    context.fail(cat("input W has rank ", w->size(), " but X has rank ", x->size(),
+                     " (W is M x C/group x k1 x ... x kn)"));
+  }
+  int64_t group = node.attr_int("group", 1);
+  if (group < 1) context.fail(cat("attribute 'group' = ", group, ", must be > 0"));
+
+  std::optional<std::vector<int64_t>> kernel;
+  if (node.has_attr("kernel_shape")) {
+    kernel = per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+    for (size_t i = 0; w && i < spatial_rank; ++i) {
+      const Dim& weight_dim = (*w)[i + 2];
+      if (weight_dim.is_known() && weight_dim.value() != (*kernel)[i]) {
+        context.fail(cat("attribute 'kernel_shape'[", i, "] = ", (*kernel)[i],
+                         " but W has spatial dim ", weight_dim.value(), " (W shape ",
+                         shape_to_string(*w), ")"));
+      }
+    }
+  } else if (w) {
+    std::vector<int64_t> from_weight;
+    for (size_t i = 0; i < spatial_rank; ++i) {
+      if ((*w)[i + 2].is_known()) from_weight.push_back((*w)[i + 2].value());
+    }
+    if (from_weight.size() == spatial_rank) kernel = from_weight;
+  }
+  Window window = read_window(context, spatial_rank, kernel);
+
+  Dim channels = (*x)[1];
+  Dim out_channels = w ? (*w)[0] : Dim::unknown();
+  if (w && channels.is_known() && (*w)[1].is_known() &&
+      channels.value() != (*w)[1].value() * group) {
+    context.fail(cat("input channels ", channels.value(), " != weight channels ", (*w)[1].value(),
+                     " * group ", group));
+  }
+  if (out_channels.is_known() && out_channels.value() % group != 0) {
+    context.fail(cat("weight output channels ", out_channels.value(),
+                     " are not a multiple of group ", group));
+  }
+  if (context.has_input(2)) {
+    if (const Shape* b = shape_if_ranked(context, 2)) {
+      if (b->size() != 1) {
+        context.fail(cat("input B has rank ", b->size(), ", expected 1 (a bias per channel)"));
+      }
+      if ((*b)[0].is_known() && out_channels.is_known() &&
+          (*b)[0].value() != out_channels.value()) {
+        context.fail(cat("input B has ", (*b)[0].value(), " elements but W has ",
+                         out_channels.value(), " output channels"));
+      }
+    }
+  }
+  Shape out = {(*x)[0], out_channels};
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    out.push_back(window_output_dim(context, window, i, (*x)[i + 2]));
+  }
+  context.set_output(0, dtype, out);
+}
+
+// MaxPool and AveragePool.
+void infer_pool(InferenceContext& context) {
+  const Node& node = context.node();
+  bool is_max = node.op_type() == "MaxPool";
+  std::vector<DType> types = float_types(false);
+  if (is_max && node.opset() >= 12) {
+    types.push_back(DType::kInt8);
+    types.push_back(DType::kUInt8);
+  }
+  check_dtype(context, 0, "X", types);
+  DType dtype = context.input_type(0).dtype;
+  require_opset_for_attribute(context, "ceil_mode", 10);
+  require_opset_for_attribute(context, "dilations", is_max ? 10 : 19);
+  if (is_max) {
+    require_opset_for_attribute(context, "storage_order", 8);
+    flag_attr(context, "storage_order", 0);
+    if (context.has_output(1) && node.opset() < 8) {
+      context.fail("output Indices needs opset 8 or later");
+    }
+  } else {
+    flag_attr(context, "count_include_pad", 0);
+  }
+  if (!node.has_attr("kernel_shape")) context.fail("attribute 'kernel_shape' is required");
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    context.set_output_unknown_rank(1, DType::kInt64);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  Window window = read_window(
+      context, spatial_rank,
+      per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis"));
+  Shape out = {(*x)[0], (*x)[1]};
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    out.push_back(window_output_dim(context, window, i, (*x)[i + 2]));
+  }
+  context.set_output(0, dtype, out);
+  context.set_output(1, DType::kInt64, out);
+}
+
+// GlobalAveragePool and GlobalMaxPool: (N x C x D1 ... Dn) -> (N x C x 1 ... 1).
+void infer_global_pool(InferenceContext& context) {
+  check_dtype(context, 0, "X", float_types(false));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  Shape out(x->size(), Dim(1));
+  out[0] = (*x)[0];
+  out[1] = (*x)[1];
+  context.set_output(0, dtype, out);
+}
+
+// ---- normalization -----------------------------------------------------------------------------
+
+// A per-channel parameter must be a vector whose one dim matches `expected` when both are known.
+void check_parameter_shape(const InferenceContext& context, size_t input, const char* name,
+                           const Shape& expected) {
+  const Shape* shape = shape_if_ranked(context, input);
+  if (!shape) return;
+  bool matches = shape->size() == expected.size();
+  for (size_t i = 0; matches && i < expected.size(); ++i) {
+    if ((*shape)[i].is_known() && expected[i].is_known()) {
+      matches = (*shape)[i].value() == expected[i].value();
+    }
+  }
+  if (!matches) {
+    context.fail(cat("input ", name, " has shape ", shape_to_string(*shape), ", expected ",
+                     shape_to_string(expected)));
+  }
+}
+
+void infer_batch_norm(InferenceContext& context) {
+  const Node& node = context.node();
+  int opset = node.opset();
+  static const char* const kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (size_t i = 0; i < 5; ++i) check_dtype(context, i, kNames[i], float_types(opset >= 14));
+  if (opset < 14) {
+    for (size_t i = 1; i < 5; ++i) check_same_dtype(context, i, kNames[i], 0, "X");
+  } else {
+    // Opset 14 types scale and B as X (T) and the statistics separately (U); opset 15 frees
+    // scale/B (T1) from X as well.
+    if (opset == 14) check_same_dtype(context, 1, "scale", 0, "X");
+    check_same_dtype(context, 2, "B", 1, "scale");
+    check_same_dtype(context, 4, "input_var", 3, "input_mean");
+  }
+  size_t outputs = 0;
+  for (size_t i = 0; i < node.num_outputs(); ++i) outputs += context.has_output(i) ? 1 : 0;
+  if (opset >= 14) {
+    if (flag_attr(context, "training_mode", 0) == 1) {
+      raise_unsupported(cat(node.describe(), ": training_mode = 1 (batch statistics and running ",
+                            "mean/var updates) is not supported; rnnc runs inference only"));
+    }
+    if (outputs > 1) {
+      context.fail("outputs running_mean and running_var are only valid with training_mode = 1");
+    }
+  } else if (outputs > 1) {
+    raise_unsupported(cat(node.describe(), ": outputs mean, var, saved_mean and saved_var ask ",
+                          "for training mode, which is not supported; rnnc runs inference only"));
+  }
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->empty()) context.fail("input X is a scalar, expected (N x C x D1 ...) or (N)");
+  // A 1-D X is (N) with C = 1. Opset 7-8 with spatial = 0 takes per-activation parameters
+  // (C x D1 x ... x Dn) instead of per-channel ones (C).
+  Shape parameter_shape = {x->size() >= 2 ? (*x)[1] : Dim(1)};
+  if (opset < 9 && flag_attr(context, "spatial", 1) == 0 && x->size() >= 2) {
+    parameter_shape.assign(x->begin() + 1, x->end());
+  }
+  for (size_t i = 1; i < 5; ++i) check_parameter_shape(context, i, kNames[i], parameter_shape);
+  context.set_output(0, dtype, *x);
+}
+
+void infer_instance_norm(InferenceContext& context) {
+  check_dtype(context, 0, "input", float_types(false));
+  check_same_dtype(context, 1, "scale", 0, "input");
+  check_same_dtype(context, 2, "B", 0, "input");
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->size() < 3) {
+    context.fail(cat("input has rank ", x->size(), " ", shape_to_string(*x),
+                     ", expected at least 3 (N x C x D1 ...)"));
+  }
+  check_parameter_shape(context, 1, "scale", {(*x)[1]});
+  check_parameter_shape(context, 2, "B", {(*x)[1]});
+  context.set_output(0, dtype, *x);
+}
+
+// Scale and B of LayerNormalization broadcast to X one way (numpy rules, X's shape wins).
+void check_broadcasts_to(const InferenceContext& context, size_t input, const char* name,
+                         const Shape& target) {
+  const Shape* shape = shape_if_ranked(context, input);
+  if (!shape) return;
+  bool ok = shape->size() <= target.size();
+  for (size_t i = 0; ok && i < shape->size(); ++i) {
+    const Dim& dim = (*shape)[i];
+    const Dim& into = target[target.size() - shape->size() + i];
+    if (dim.is_known() && dim.value() != 1 && into.is_known()) ok = dim.value() == into.value();
+  }
+  if (!ok) {
+    context.fail(cat("input ", name, " with shape ", shape_to_string(*shape),
+                     " cannot be broadcast to X's shape ", shape_to_string(target)));
+  }
+}
+
+void infer_layer_norm(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(true));
+  check_same_dtype(context, 1, "Scale", 0, "X");
+  if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
+  int64_t stash_type = node.attr_int("stash_type", 1);
+  if (stash_type != static_cast<int64_t>(DType::kFloat32) &&
+      stash_type != static_cast<int64_t>(DType::kBFloat16)) {
+    context.fail(
+        cat("attribute 'stash_type' = ", stash_type, ", expected 1 (float) or 16 (bfloat16)"));
+  }
+  DType stash = static_cast<DType>(stash_type);
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    context.set_output_unknown_rank(1, stash);
+    context.set_output_unknown_rank(2, stash);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(x->size());
+  int64_t axis = node.attr_int("axis", -1);
+  // Unlike most axis attributes, axis = rank is allowed: it normalizes over no axes.
+  if (axis < -rank || axis > rank) {
+    context.fail(cat("attribute 'axis' = ", axis, " is out of range for rank ", rank, " (valid: [",
+                     -rank, ", ", rank, "])"));
+  }
+  if (axis < 0) axis += rank;
+  check_broadcasts_to(context, 1, "Scale", *x);
+  if (context.has_input(2)) check_broadcasts_to(context, 2, "B", *x);
+  Shape stats(x->begin(), x->begin() + axis);
+  stats.resize(x->size(), Dim(1));
+  context.set_output(0, dtype, *x);
+  context.set_output(1, stash, stats);
+  context.set_output(2, stash, stats);
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+
+// The opset from which a reduction takes axes as an input instead of an attribute.
+int axes_input_opset(const std::string& op_type) { return op_type == "ReduceSum" ? 13 : 18; }
+
+std::vector<DType> reduce_types(const Node& node) {
+  std::vector<DType> types = float_types(true);
+  for (DType t : {DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64}) {
+    types.push_back(t);
+  }
+  bool is_extremum = node.op_type() == "ReduceMax" || node.op_type() == "ReduceMin";
+  if (is_extremum && node.opset() >= 12) {
+    types.push_back(DType::kInt8);
+    types.push_back(DType::kUInt8);
+  }
+  if (is_extremum && node.opset() >= 20) types.push_back(DType::kBool);
+  return types;
+}
+
+// Marks the axes to reduce, normalizing negative ones; out of range or repeated axes fail.
+std::vector<bool> reduced_axes(const InferenceContext& context, const std::vector<int64_t>& axes,
+                               int64_t rank) {
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i];
+    if (axis < -rank || axis >= rank) {
+      context.fail(cat("axes[", i, "] = ", axis, " is out of range for rank ", rank));
+    }
+    if (axis < 0) axis += rank;
+    if (reduced[static_cast<size_t>(axis)]) {
+      context.fail(cat("axes[", i, "] = ", axes[i], " repeats axis ", axis));
+    }
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  return reduced;
+}
+
+void infer_reduce(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "data", reduce_types(node));
+  DType dtype = context.input_type(0).dtype;
+  bool keepdims = flag_attr(context, "keepdims", 1) == 1;
+  int since = axes_input_opset(node.op_type());
+  // nullopt: the axes are a run-time input.
+  std::optional<std::vector<int64_t>> axes;
+  bool noop_with_empty_axes = false;
+  if (node.opset() < since) {
+    if (context.has_input(1)) {
+      context.fail(cat("input axes needs opset ", since, " or later (use attribute 'axes')"));
+    }
+    require_opset_for_attribute(context, "noop_with_empty_axes", since);
+    axes = node.attr_ints("axes");
+  } else {
+    if (node.has_attr("axes")) {
+      context.fail(cat("attribute 'axes' was replaced by input axes in opset ", since));
+    }
+    noop_with_empty_axes = flag_attr(context, "noop_with_empty_axes", 0) == 1;
+    if (!context.has_input(1)) {
+      axes.emplace();
+    } else {
+      if (context.input_type(1).dtype != DType::kInt64) {
+        context.fail(cat("input axes has element type ",
+                         dtype_onnx_name(context.input_type(1).dtype), ", expected int64"));
+      }
+      if (const Shape* shape = shape_if_ranked(context, 1)) {
+        if (shape->size() != 1) {
+          context.fail(cat("input axes has rank ", shape->size(), ", expected 1"));
+        }
+        if ((*shape)[0].is_known() && (*shape)[0].value() == 0) axes.emplace();
+      }
+      if (auto dims = context.input_dims_value(1)) {
+        bool all_known =
+            std::all_of(dims->begin(), dims->end(), [](const Dim& d) { return d.is_known(); });
+        if (all_known) {
+          axes.emplace();
+          for (const Dim& d : *dims) axes->push_back(d.value());
+        }
+      }
+    }
+  }
+  const Shape* data = shape_if_ranked(context, 0);
+  if (!data) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(data->size());
+  if (!axes) {
+    // Each dim is kept or becomes 1 (or is dropped, and then even the rank is unknown).
+    if (!keepdims) {
+      context.set_output_unknown_rank(0, dtype);
+      return;
+    }
+    Shape out;
+    for (const Dim& d : *data) {
+      out.push_back(d.is_known() && d.value() == 1 ? Dim(1) : Dim::unknown());
+    }
+    context.set_output(0, dtype, out);
+    return;
+  }
+  if (axes->empty() && noop_with_empty_axes) {
+    context.set_output(0, dtype, *data);
+    return;
+  }
+  std::vector<bool> reduced = axes->empty() ? std::vector<bool>(static_cast<size_t>(rank), true)
+                                            : reduced_axes(context, *axes, rank);
+  Shape out;
+  for (size_t i = 0; i < data->size(); ++i) {
+    if (!reduced[i]) {
+      out.push_back((*data)[i]);
+    } else if (keepdims) {
+      out.push_back(Dim(1));
+    }
+  }
+  context.set_output(0, dtype, out);
+}
+
+// ArgMax and ArgMin.
+void infer_arg_extremum(InferenceContext& context) {
+  const Node& node = context.node();
+  std::vector<DType> types = float_types(true);
+  for (DType t : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+                  DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+    types.push_back(t);
+  }
+  check_dtype(context, 0, "data", types);
+  bool keepdims = flag_attr(context, "keepdims", 1) == 1;
+  require_opset_for_attribute(context, "select_last_index", 12);
+  flag_attr(context, "select_last_index", 0);
+  const Shape* data = shape_if_ranked(context, 0);
+  if (!data) {
+    context.set_output_unknown_rank(0, DType::kInt64);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(data->size());
+  if (rank == 0) context.fail("input data is a scalar; it has no axis to reduce");
+  int64_t axis = context.normalize_axis(node.attr_int("axis", 0), rank, "attribute 'axis'");
+  const Dim& extent = (*data)[static_cast<size_t>(axis)];
+  if (extent.is_known() && extent.value() == 0) {
+    context.fail(
+        cat("axis ", axis, " has size 0: ", node.op_type(), " of an empty set is undefined"));
+  }
+  Shape out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis) {
+      out.push_back((*data)[static_cast<size_t>(i)]);
+    } else if (keepdims) {
+      out.push_back(Dim(1));
+    }
+  }
+  context.set_output(0, DType::kInt64, out);
+}
+
+// ---- Dropout -----------------------------------------------------------------------------------
+
+void infer_dropout(InferenceContext& context) {
+  const Node& node = context.node();
+  int opset = node.opset();
+  check_dtype(context, 0, "data", float_types(opset >= 13));
+  if (opset < 12 && node.num_inputs() > 1) {
+    context.fail("inputs ratio and training_mode need opset 12 or later (use attribute 'ratio')");
+  }
+  if (context.has_input(1)) check_dtype(context, 1, "ratio", float_types(false));
+  if (context.has_input(2)) check_dtype(context, 2, "training_mode", {DType::kBool});
+  // Training mode draws a random mask: the kernel accepts only the deterministic ratio = 0.
+  const Tensor* training = context.input_constant(2);
+  if (training && training->numel() == 1 && training->get_int64(0) != 0) {
+    const Tensor* ratio = context.input_constant(1);
+    bool zero_ratio = ratio && ratio->numel() == 1 && ratio->get_double(0) == 0.0;
+    if (!context.has_input(1) || (ratio && !zero_ratio)) {
+      raise_unsupported(cat(node.describe(), ": training_mode = true with a non-zero ratio ",
+                            "(random dropout) is not supported; rnnc runs inference only"));
+    }
+  }
+  DType dtype = context.input_type(0).dtype;
+  // The mask is bool from opset 10; before, it has the data's type.
+  DType mask_dtype = opset >= 10 ? DType::kBool : dtype;
+  if (const Shape* data = shape_if_ranked(context, 0)) {
+    context.set_output(0, dtype, *data);
+    context.set_output(1, mask_dtype, *data);
+  } else {
+    context.set_output_unknown_rank(0, dtype);
+    context.set_output_unknown_rank(1, mask_dtype);
+  }
+}
+
+}  // namespace
+
+void register_nn_schemas(std::vector<OpSchema>& registry) {
+  // op_type, since_opset, min/max inputs, min/max outputs, inference.
+  registry.push_back({"Conv", 1, 2, 3, 1, 1, infer_conv});
+  registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
+  registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
+  registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});
+  registry.push_back({"GlobalMaxPool", 1, 1, 1, 1, 1, infer_global_pool});
+  registry.push_back({"BatchNormalization", 1, 5, 5, 1, 5, infer_batch_norm});
+  registry.push_back({"InstanceNormalization", 1, 3, 3, 1, 1, infer_instance_norm});
+  registry.push_back({"LayerNormalization", 17, 2, 3, 1, 3, infer_layer_norm});
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+    registry.push_back({op, 1, 1, 2, 1, 1, infer_reduce});
+  }
+  registry.push_back({"ArgMax", 1, 1, 1, 1, 1, infer_arg_extremum});
+  registry.push_back({"ArgMin", 1, 1, 1, 1, 1, infer_arg_extremum});
+  registry.push_back({"Dropout", 1, 1, 3, 1, 2, infer_dropout});
+}
 
 }  // namespace rnnc

@@ -1,0 +1,790 @@
+// Shape inference, error messages and reference-kernel numbers for the nn op group (Conv, pools,
+// normalizations, reductions, ArgMax/ArgMin, Dropout): the cases the official ONNX backend tests
+// miss. Expected numbers are worked out by hand or, where noted, computed with numpy (float64
+// from the spec formulas, written independently of rnnc) and pasted as literals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/op_schema.h"
+#include "ir/reference/evaluator.h"
+
+namespace rnnc {
+namespace {
+
+Attribute ints(std::vector<int64_t> values) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInts;
+  attribute.ints = std::move(values);
+  return attribute;
+}
+
+Attribute integer(int64_t value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+Attribute real(float value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kFloat;
+  attribute.f = value;
+  return attribute;
+}
+
+Attribute text(std::string value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kString;
+  attribute.s = std::move(value);
+  return attribute;
+}
+
+Dim sym(const std::string& name) { return Dim::symbol(name); }
+
+// A graph holding one node under test: its inputs are graph inputs or initializers, its outputs
+// ("<name>_out0", ...) are the graph outputs. build() runs shape inference as import would.
+class OneNodeGraph {
+ public:
+  Value* input(const std::string& name, DType dtype, Shape shape) {
+    TensorType type;
+    type.dtype = dtype;
+    type.shape = std::move(shape);
+    return graph_.add_input(name, type);
+  }
+  Value* input_unknown_rank(const std::string& name, DType dtype) {
+    TensorType type;
+    type.dtype = dtype;
+    return graph_.add_input(name, type);
+  }
+  Value* constant(const std::string& name, Tensor data) {
+    return graph_.add_initializer(name, std::move(data));
+  }
+  // `outputs` names which outputs exist: "" leaves that output out.
+  Node* node(const std::string& op_type, const std::string& name, int opset,
+             const std::vector<Value*>& inputs, const std::map<std::string, Attribute>& attributes,
+             std::vector<std::string> outputs = {"y"}) {
+    node_ = graph_.add_node(op_type, name, inputs, outputs, opset);
+    for (const auto& [key, attribute] : attributes) node_->set_attr(key, attribute);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (node_->output(i)) graph_.add_output(node_->output(i));
+    }
+    return node_;
+  }
+  void build() { infer_graph(graph_); }
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) {
+    return evaluate(graph_, inputs);
+  }
+  const TensorType& output_type(size_t i) const { return node_->output(i)->type; }
+
+ private:
+  Graph graph_;
+  Node* node_ = nullptr;
+};
+
+// The message of the rnnc::Error `fn` throws, after checking its kind.
+template <typename Fn>
+std::string error_message(Fn&& fn, ErrorKind kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error was raised";
+  return "";
+}
+
+std::vector<double> values(const Tensor& tensor) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < tensor.numel(); ++i) out.push_back(tensor.get_double(i));
+  return out;
+}
+
+void expect_near_all(const Tensor& actual, const std::vector<double>& expected, double tolerance) {
+  ASSERT_EQ(actual.numel(), static_cast<int64_t>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(actual.get_double(static_cast<int64_t>(i)), expected[i], tolerance)
+        << "element " << i;
+  }
+}
+
+std::vector<float> arange(int64_t count, float scale = 1.0f, float offset = 0.0f) {
+  std::vector<float> out;
+  for (int64_t i = 0; i < count; ++i) out.push_back(static_cast<float>(i) * scale + offset);
+  return out;
+}
+
+// ---- shape inference with symbolic dims --------------------------------------------------------
+
+TEST(NnConvShape, StrideOneKeepsSymbolicTimeArithmetic) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 4, sym("time")});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {8, 4, 3}));
+  g.node("Conv", "conv", 11, {x, w}, {{"pads", ints({2, 1})}, {"dilations", ints({2})}});
+  g.build();
+  // time + 2 + 1 - ((3 - 1) * 2 + 1) + 1 = time - 1.
+  EXPECT_EQ(shape_to_string(*g.output_type(0).shape), "[batch, 8, time - 1]");
+}
+
+TEST(NnConvShape, SameKeepsTimeAtStrideOneAndLosesItWhenStrided) {
+  OneNodeGraph same;
+  Value* x = same.input("x", DType::kFloat32, {1, 2, sym("time")});
+  Value* w = same.constant("w", Tensor(DType::kFloat32, {3, 2, 4}));
+  same.node("Conv", "conv", 11, {x, w}, {{"auto_pad", text("SAME_UPPER")}});
+  same.build();
+  EXPECT_EQ(shape_to_string(*same.output_type(0).shape), "[1, 3, time]");
+
+  OneNodeGraph strided;
+  x = strided.input("x", DType::kFloat32, {1, 2, sym("time")});
+  w = strided.constant("w", Tensor(DType::kFloat32, {3, 2, 4}));
+  strided.node("Conv", "conv", 11, {x, w},
+               {{"auto_pad", text("SAME_LOWER")}, {"strides", ints({2})}});
+  strided.build();
+  EXPECT_EQ(shape_to_string(*strided.output_type(0).shape), "[1, 3, ?]");
+}
+
+TEST(NnConvShape, KnownDimsFollowTheFloorFormula) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {2, 6, 7, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat64, {4, 3, 3, 2}));
+  g.node("Conv", "conv", 11, {x, w},
+         {{"group", integer(2)}, {"strides", ints({2, 2})}, {"pads", ints({1, 0, 0, 1})}});
+  g.build();
+  // H: floor((7 + 1 + 0 - 3) / 2) + 1 = 3; W: floor((5 + 0 + 1 - 2) / 2) + 1 = 3.
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[2, 4, 3, 3]");
+}
+
+TEST(NnPoolShape, CeilModeDropsAWindowStartingInTheEndPadding) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 5});
+  g.node("MaxPool", "pool", 12, {x},
+         {{"kernel_shape", ints({2})},
+          {"strides", ints({2})},
+          {"pads", ints({0, 1})},
+          {"ceil_mode", integer(1)}},
+         {"y", "indices"});
+  g.build();
+  // ceil((5 + 1 - 2) / 2) + 1 = 3, and the third window starts at 4 < 5: kept. See the next case.
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 3]");
+  EXPECT_EQ(g.output_type(1).to_string(), "i64[1, 1, 3]");
+
+  OneNodeGraph h;
+  x = h.input("x", DType::kFloat32, {1, 1, 4});
+  h.node("AveragePool", "pool", 11, {x},
+         {{"kernel_shape", ints({2})},
+          {"strides", ints({2})},
+          {"pads", ints({0, 1})},
+          {"ceil_mode", integer(1)}});
+  h.build();
+  // ceil((4 + 1 - 2) / 2) + 1 = 3, but the third window would start at 4, in the end padding.
+  EXPECT_EQ(h.output_type(0).to_string(), "f32[1, 1, 2]");
+}
+
+TEST(NnPoolShape, GlobalPoolKeepsBatchAndChannels) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 16, sym("time"), 3});
+  g.node("GlobalAveragePool", "gap", 11, {x}, {});
+  g.build();
+  EXPECT_EQ(shape_to_string(*g.output_type(0).shape), "[batch, 16, 1, 1]");
+}
+
+TEST(NnReduceShape, NegativeAxesWithoutKeepdimsDropThoseDims) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), sym("time"), 80});
+  g.node("ReduceMean", "r", 13, {x}, {{"axes", ints({-1, -3})}, {"keepdims", integer(0)}});
+  g.build();
+  EXPECT_EQ(shape_to_string(*g.output_type(0).shape), "[time]");
+}
+
+TEST(NnReduceShape, RunTimeAxesGiveUnknownDimsOrUnknownRank) {
+  OneNodeGraph keep;
+  Value* x = keep.input("x", DType::kFloat32, {sym("batch"), 1, 80});
+  Value* axes = keep.input("axes", DType::kInt64, {sym("n")});
+  keep.node("ReduceMax", "r", 18, {x, axes}, {});
+  keep.build();
+  EXPECT_EQ(shape_to_string(*keep.output_type(0).shape), "[?, 1, ?]");
+
+  OneNodeGraph drop;
+  x = drop.input("x", DType::kFloat32, {sym("batch"), 1, 80});
+  axes = drop.input("axes", DType::kInt64, {sym("n")});
+  drop.node("ReduceSum", "r", 13, {x, axes}, {{"keepdims", integer(0)}});
+  drop.build();
+  EXPECT_FALSE(drop.output_type(0).shape.has_value());
+}
+
+TEST(NnReduceShape, EmptyAxesInputReducesAllOrNothing) {
+  OneNodeGraph all;
+  Value* x = all.input("x", DType::kInt64, {sym("batch"), 3});
+  Value* axes = all.constant("axes", Tensor(DType::kInt64, {0}));
+  all.node("ReduceSum", "r", 13, {x, axes}, {{"keepdims", integer(0)}});
+  all.build();
+  EXPECT_EQ(all.output_type(0).to_string(), "i64[]");
+
+  OneNodeGraph noop;
+  x = noop.input("x", DType::kInt64, {sym("batch"), 3});
+  axes = noop.constant("axes", Tensor(DType::kInt64, {0}));
+  noop.node("ReduceSum", "r", 13, {x, axes},
+            {{"keepdims", integer(0)}, {"noop_with_empty_axes", integer(1)}});
+  noop.build();
+  EXPECT_EQ(noop.output_type(0).to_string(), "i64[batch, 3]");
+}
+
+TEST(NnNormShape, LayerNormStatsKeepLeadingDimsInStashType) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat16, {sym("batch"), sym("time"), 4, 5});
+  Value* scale = g.input("scale", DType::kFloat16, {4, 5});
+  g.node("LayerNormalization", "ln", 17, {x, scale}, {{"axis", integer(-2)}},
+         {"y", "mean", "inv_std"});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f16[batch, time, 4, 5]");
+  EXPECT_EQ(g.output_type(1).to_string(), "f32[batch, time, 1, 1]");
+  EXPECT_EQ(g.output_type(2).to_string(), "f32[batch, time, 1, 1]");
+}
+
+TEST(NnDropoutShape, MaskIsBoolFromOpset10AndDataTypedBefore) {
+  OneNodeGraph g10;
+  Value* x = g10.input("x", DType::kFloat64, {sym("time"), 3});
+  g10.node("Dropout", "d", 10, {x}, {}, {"y", "mask"});
+  g10.build();
+  EXPECT_EQ(g10.output_type(1).to_string(), "bool[time, 3]");
+
+  OneNodeGraph g7;
+  x = g7.input("x", DType::kFloat64, {sym("time"), 3});
+  g7.node("Dropout", "d", 7, {x}, {}, {"y", "mask"});
+  g7.build();
+  EXPECT_EQ(g7.output_type(1).to_string(), "f64[time, 3]");
+}
+
+TEST(NnArgShape, UnknownRankInputGivesUnknownRankOutput) {
+  OneNodeGraph g;
+  Value* x = g.input_unknown_rank("x", DType::kFloat32);
+  g.node("ArgMax", "a", 13, {x}, {{"axis", integer(-1)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).dtype, DType::kInt64);
+  EXPECT_FALSE(g.output_type(0).shape.has_value());
+}
+
+// ---- error messages ----------------------------------------------------------------------------
+
+TEST(NnErrors, ConvChannelsMustMatchWeightTimesGroup) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 3, 10});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {2, 4, 3}));
+  g.node("Conv", "conv1", 11, {x, w}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Conv 'conv1' (opset 11): input channels 3 != weight channels 4 * group 1");
+}
+
+TEST(NnErrors, ConvPadsTogetherWithAutoPad) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 2, 10});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {2, 2, 3}));
+  g.node("Conv", "c", 11, {x, w}, {{"auto_pad", text("SAME_UPPER")}, {"pads", ints({1, 1})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Conv 'c' (opset 11): attribute 'pads' cannot be used together with auto_pad = "
+            "SAME_UPPER");
+}
+
+TEST(NnErrors, ConvStridesNeedOnePerSpatialAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 2, 10, 10});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {2, 2, 3, 3}));
+  g.node("Conv", "c", 11, {x, w}, {{"strides", ints({2})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Conv 'c' (opset 11): attribute 'strides' has 1 values, expected 2 (one per spatial "
+            "axis)");
+}
+
+TEST(NnErrors, ConvRejectsIntegerInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {1, 2, 10});
+  Value* w = g.input("w", DType::kInt32, {2, 2, 3});
+  g.node("Conv", "c", 11, {x, w}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Conv 'c' (opset 11): input X has element type int32, expected one of float16, "
+            "float, double");
+}
+
+TEST(NnErrors, WindowLargerThanPaddedInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2});
+  g.node("MaxPool", "p", 12, {x}, {{"kernel_shape", ints({3})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "MaxPool 'p' (opset 12): spatial axis 0: input size 2 + pads 0 + 0 is smaller than "
+            "the dilated kernel size 3");
+}
+
+TEST(NnErrors, AveragePoolDilationsNeedOpset19) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 8});
+  g.node("AveragePool", "p", 18, {x}, {{"kernel_shape", ints({2})}, {"dilations", ints({2})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "AveragePool 'p' (opset 18): attribute 'dilations' needs opset 19 or later");
+}
+
+TEST(NnErrors, ReduceAxisOutOfRange) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  g.node("ReduceMean", "r", 13, {x}, {{"axes", ints({0, 5})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ReduceMean 'r' (opset 13): axes[1] = 5 is out of range for rank 3");
+}
+
+TEST(NnErrors, ReduceRepeatedAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  Value* axes = g.constant("axes", Tensor::from_vector<int64_t>({2}, {2, -1}));
+  g.node("ReduceMax", "r", 18, {x, axes}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ReduceMax 'r' (opset 18): axes[1] = -1 repeats axis 2");
+}
+
+TEST(NnErrors, ReduceSumAxesAttributeAfterOpset13) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("ReduceSum", "r", 13, {x}, {{"axes", ints({1})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ReduceSum 'r' (opset 13): attribute 'axes' was replaced by input axes in opset 13");
+}
+
+TEST(NnErrors, ReduceMeanAxesInputBeforeOpset18) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* axes = g.constant("axes", Tensor::from_vector<int64_t>({1}, {1}));
+  g.node("ReduceMean", "r", 17, {x, axes}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ReduceMean 'r' (opset 17): input axes needs opset 18 or later (use attribute "
+            "'axes')");
+}
+
+TEST(NnErrors, ReduceAxesOutOfRangeAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* axes = g.input("axes", DType::kInt64, {1});
+  g.node("ReduceSum", "r", 13, {x, axes}, {});
+  g.build();
+  std::map<std::string, Tensor> inputs = {{"x", Tensor(DType::kFloat32, {2, 3})},
+                                          {"axes", Tensor::from_vector<int64_t>({1}, {-3})}};
+  EXPECT_EQ(error_message([&] { g.run(inputs); }, ErrorKind::kInvalidInput),
+            "ReduceSum 'r' (opset 13): axes[0] = -3 is out of range for rank 2");
+}
+
+TEST(NnErrors, BatchNormTrainingModeIsUnsupported) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  std::vector<Value*> inputs = {x};
+  for (const char* name : {"scale", "b", "mean", "var"}) {
+    inputs.push_back(g.constant(name, Tensor(DType::kFloat32, {3})));
+  }
+  g.node("BatchNormalization", "bn", 15, inputs, {{"training_mode", integer(1)}},
+         {"y", "running_mean", "running_var"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kUnsupported),
+            "BatchNormalization 'bn' (opset 15): training_mode = 1 (batch statistics and running "
+            "mean/var updates) is not supported; rnnc runs inference only");
+}
+
+TEST(NnErrors, BatchNormInferenceWithRunningStatsOutputs) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  std::vector<Value*> inputs = {x};
+  for (const char* name : {"scale", "b", "mean", "var"}) {
+    inputs.push_back(g.constant(name, Tensor(DType::kFloat32, {3})));
+  }
+  g.node("BatchNormalization", "bn", 14, inputs, {}, {"y", "running_mean", "running_var"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "BatchNormalization 'bn' (opset 14): outputs running_mean and running_var are only "
+            "valid with training_mode = 1");
+}
+
+TEST(NnErrors, BatchNormParameterShape) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  Value* scale = g.constant("scale", Tensor(DType::kFloat32, {4}));
+  std::vector<Value*> inputs = {x, scale};
+  for (const char* name : {"b", "mean", "var"}) {
+    inputs.push_back(g.constant(name, Tensor(DType::kFloat32, {3})));
+  }
+  g.node("BatchNormalization", "bn", 9, inputs, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "BatchNormalization 'bn' (opset 9): input scale has shape [4], expected [3]");
+}
+
+TEST(NnErrors, LayerNormalizationDoesNotExistBeforeOpset17) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 4});
+  Value* scale = g.constant("scale", Tensor(DType::kFloat32, {4}));
+  g.node("LayerNormalization", "ln", 16, {x, scale}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "LayerNormalization 'ln' (opset 16): LayerNormalization does not exist before "
+            "opset 17");
+}
+
+TEST(NnErrors, LayerNormAxisRangeIncludesRank) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 4});
+  Value* scale = g.constant("scale", Tensor(DType::kFloat32, {4}));
+  g.node("LayerNormalization", "ln", 17, {x, scale}, {{"axis", integer(3)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "LayerNormalization 'ln' (opset 17): attribute 'axis' = 3 is out of range for rank 2 "
+            "(valid: [-2, 2])");
+}
+
+TEST(NnErrors, LayerNormScaleMustBroadcastToX) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 4});
+  Value* scale = g.constant("scale", Tensor(DType::kFloat32, {3}));
+  g.node("LayerNormalization", "ln", 17, {x, scale}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "LayerNormalization 'ln' (opset 17): input Scale with shape [3] cannot be broadcast "
+            "to X's shape [2, 4]");
+}
+
+TEST(NnErrors, ArgMaxOverAnEmptyAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {3, 0});
+  g.node("ArgMax", "a", 13, {x}, {{"axis", integer(1)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ArgMax 'a' (opset 13): axis 1 has size 0: ArgMax of an empty set is undefined");
+}
+
+TEST(NnErrors, DropoutTrainingWithRatioIsUnsupportedAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {4});
+  Value* ratio = g.input("ratio", DType::kFloat32, {});
+  Value* training = g.input("training", DType::kBool, {});
+  g.node("Dropout", "d", 13, {x, ratio, training}, {});
+  g.build();
+  std::map<std::string, Tensor> inputs = {{"x", Tensor(DType::kFloat32, {4})},
+                                          {"ratio", Tensor::scalar<float>(0.25f)},
+                                          {"training", Tensor::scalar<bool>(true)}};
+  EXPECT_EQ(error_message([&] { g.run(inputs); }, ErrorKind::kUnsupported),
+            "Dropout 'd' (opset 13): training_mode = true with ratio 0.25 (random dropout) is not "
+            "supported; rnnc runs inference only");
+}
+
+TEST(NnErrors, ConvSymbolicChannelsCheckedAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, sym("c"), 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {2, 3, 3}));
+  g.node("Conv", "c", 11, {x, w}, {});
+  g.build();
+  std::map<std::string, Tensor> inputs = {{"x", Tensor(DType::kFloat32, {1, 2, 5})}};
+  EXPECT_EQ(error_message([&] { g.run(inputs); }, ErrorKind::kInvalidInput),
+            "Conv 'c' (opset 11): input channels 2 != weight channels 3 * group 1");
+}
+
+// ---- numbers -----------------------------------------------------------------------------------
+
+// x = arange(24) as [1, 4, 6]; group 2 (channels {0, 1} -> output 0, {2, 3} -> output 1), kernel 2
+// with dilation 2 (extent 3), stride 2: output ceil(6 / 2) = 3 and a total pad of
+// (3 - 1) * 2 + 3 - 6 = 1. SAME_LOWER puts that odd pad at the beginning, SAME_UPPER at the end.
+// Expected values: numpy, padding explicitly with np.pad and summing dilated slices per group.
+class NnConv1d : public ::testing::Test {
+ protected:
+  std::vector<Tensor> run_with(const std::string& auto_pad) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {1, 4, sym("time")});
+    Value* w = g.constant("w", Tensor::from_vector<float>({2, 2, 2}, {1, -1, 2, 0.5f,  // out 0
+                                                                      -2, 1, 0.25f, 3}));
+    Value* b = g.constant("b", Tensor::from_vector<float>({2}, {0.5f, -1.0f}));
+    g.node("Conv", "conv", 11, {x, w, b},
+           {{"group", integer(2)},
+            {"dilations", ints({2})},
+            {"strides", ints({2})},
+            {"auto_pad", text(auto_pad)}});
+    g.build();
+    return g.run({{"x", Tensor::from_vector<float>({1, 4, 6}, arange(24))}});
+  }
+};
+
+TEST_F(NnConv1d, GroupsDilationSameLowerPutsOddPadFirst) {
+  std::vector<Tensor> y = run_with("SAME_LOWER");
+  EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{1, 2, 3}));
+  // By hand for y[0, 0, 0]: taps at -1 (pad) and 1: 1 * -1 + 7 * 0.5 + bias 0.5 = 3.
+  expect_near_all(y[0], {3.0, 17.0, 22.0, 69.0, 55.75, 60.25}, 1e-5);
+}
+
+TEST_F(NnConv1d, GroupsDilationSameUpperPutsOddPadLast) {
+  std::vector<Tensor> y = run_with("SAME_UPPER");
+  expect_near_all(y[0], {14.5, 19.5, 24.5, 53.5, 58.0, -27.5}, 1e-5);
+}
+
+TEST(NnConv, Float16IsComputedInFloat32AndRoundedBack) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat16, {1, 1, 3});
+  Value* w =
+      g.constant("w", Tensor::from_vector<float>({1, 1, 2}, {0.5f, 0.25f}).cast(DType::kFloat16));
+  g.node("Conv", "conv", 11, {x, w}, {});
+  g.build();
+  std::vector<Tensor> y =
+      g.run({{"x", Tensor::from_vector<float>({1, 1, 3}, {2, 4, 8}).cast(DType::kFloat16)}});
+  ASSERT_EQ(y[0].dtype(), DType::kFloat16);
+  // [2 * 0.5 + 4 * 0.25, 4 * 0.5 + 8 * 0.25], exact in half precision.
+  expect_near_all(y[0], {2.0, 4.0}, 0.0);
+}
+
+// x = [1, 2, 3, 4], kernel 3, pads [1, 1]: the edge windows hold one pad each.
+TEST(NnPool, AveragePoolCountIncludePad) {
+  for (int64_t include : {0, 1}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat64, {1, 1, 4});
+    g.node("AveragePool", "p", 11, {x},
+           {{"kernel_shape", ints({3})},
+            {"pads", ints({1, 1})},
+            {"count_include_pad", integer(include)}});
+    g.build();
+    std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<double>({1, 1, 4}, {1, 2, 3, 4})}});
+    if (include) {
+      expect_near_all(y[0], {3.0 / 3, 6.0 / 3, 9.0 / 3, 7.0 / 3}, 1e-12);
+    } else {
+      expect_near_all(y[0], {3.0 / 2, 6.0 / 3, 9.0 / 3, 7.0 / 2}, 1e-12);
+    }
+  }
+}
+
+TEST(NnPool, MaxPoolPaddingNeverWinsAndIndicesSkipIt) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 3});
+  g.node("MaxPool", "p", 12, {x}, {{"kernel_shape", ints({2})}, {"pads", ints({1, 1})}},
+         {"y", "indices"});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<float>({1, 1, 3}, {-5, -7, -6})}});
+  expect_near_all(y[0], {-5, -5, -6, -6}, 0.0);
+  expect_near_all(y[1], {0, 0, 2, 2}, 0.0);
+}
+
+// d = arange(24) * 0.5 - 3 as [2, 3, 4]. Expected: numpy mean / max over the same axes.
+TEST(NnReduce, NegativeAxesWithoutKeepdims) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  g.node("ReduceMean", "r", 13, {x}, {{"axes", ints({-1, -3})}, {"keepdims", integer(0)}});
+  g.build();
+  std::vector<Tensor> y =
+      g.run({{"x", Tensor::from_vector<float>({2, 3, 4}, arange(24, 0.5f, -3))}});
+  EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{3}));
+  expect_near_all(y[0], {0.75, 2.75, 4.75}, 1e-6);
+}
+
+TEST(NnReduce, AxesInputNegativeWithoutKeepdims) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
+  Value* axes = g.input("axes", DType::kInt64, {1});
+  g.node("ReduceMax", "r", 18, {x, axes}, {{"keepdims", integer(0)}});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<float>({2, 3, 4}, arange(24, 0.5f, -3))},
+                                 {"axes", Tensor::from_vector<int64_t>({1}, {-2})}});
+  EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{2, 4}));
+  expect_near_all(y[0], {1.0, 1.5, 2.0, 2.5, 7.0, 7.5, 8.0, 8.5}, 0.0);
+}
+
+TEST(NnReduce, SumWithEmptyAxesInputReducesEverythingUnlessNoop) {
+  Tensor data = Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  for (int64_t noop : {0, 1}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {3, 2});
+    Value* axes = g.input("axes", DType::kInt64, {sym("n")});
+    g.node("ReduceSum", "r", 13, {x, axes}, {{"noop_with_empty_axes", integer(noop)}});
+    g.build();
+    std::vector<Tensor> y = g.run({{"x", data}, {"axes", Tensor(DType::kInt64, {0})}});
+    if (noop) {
+      EXPECT_TRUE(y[0].bitwise_equal(data));
+    } else {
+      EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{1, 1}));
+      expect_near_all(y[0], {21.0}, 0.0);
+    }
+  }
+}
+
+// Over an empty set: Sum 0, Prod 1, Max -inf (lowest for integers), Min +inf, Mean NaN.
+TEST(NnReduce, EmptySetValues) {
+  struct Case {
+    const char* op;
+    DType dtype;
+    double expected;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Case& c :
+       {Case{"ReduceSum", DType::kFloat32, 0.0}, Case{"ReduceProd", DType::kFloat32, 1.0},
+        Case{"ReduceMax", DType::kFloat32, -inf}, Case{"ReduceMin", DType::kFloat64, inf},
+        Case{"ReduceMax", DType::kInt32,
+             static_cast<double>(std::numeric_limits<int32_t>::lowest())},
+        Case{"ReduceLogSumExp", DType::kFloat32, -inf}}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", c.dtype, {2, 0});
+    g.node(c.op, "r", 13, {x}, {{"keepdims", integer(0)}});  // all axes
+    g.build();
+    std::vector<Tensor> y = g.run({{"x", Tensor(c.dtype, {2, 0})}});
+    SCOPED_TRACE(c.op);
+    EXPECT_EQ(values(y[0]), (std::vector<double>{c.expected}));
+  }
+}
+
+TEST(NnReduce, MeanOfAnEmptySetIsNaN) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {0, 3});
+  g.node("ReduceMean", "r", 13, {x}, {{"axes", ints({0})}});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor(DType::kFloat32, {0, 3})}});
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(std::isnan(y[0].get_double(0)));
+}
+
+TEST(NnReduce, IntegerMeanTruncatesTowardZero) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {2, 2});
+  g.node("ReduceMean", "r", 13, {x}, {{"axes", ints({1})}, {"keepdims", integer(0)}});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<int32_t>({2, 2}, {-3, -4, 3, 4})}});
+  EXPECT_EQ(values(y[0]), (std::vector<double>{-3, 3}));  // -3.5 -> -3, 3.5 -> 3
+}
+
+TEST(NnReduce, LogSumExpDoesNotOverflow) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2});
+  g.node("ReduceLogSumExp", "r", 13, {x}, {});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<float>({2}, {1000, 1000})}});
+  expect_near_all(y[0], {1000.0 + std::log(2.0)}, 1e-3);  // exp(1000) overflows even double
+}
+
+// Opset 20 admits bool: max is "any", min is "all".
+TEST(NnReduce, BoolMaxAndMinFromOpset20) {
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kBool, {2, 2});
+    Value* axes = g.constant("axes", Tensor::from_vector<int64_t>({1}, {1}));
+    g.node(op, "r", 20, {x, axes}, {{"keepdims", integer(0)}});
+    g.build();
+    std::vector<Tensor> y =
+        g.run({{"x", Tensor::from_vector<bool>({2, 2}, {true, false, true, true})}});
+    bool is_max = std::string(op) == "ReduceMax";
+    EXPECT_TRUE(y[0].bitwise_equal(Tensor::from_vector<bool>({2}, {is_max, true}))) << op;
+  }
+}
+
+TEST(NnArg, SelectLastIndexOnTiesWithNegativeAxis) {
+  for (int64_t last : {0, 1}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kInt64, {2, 4});
+    g.node("ArgMin", "a", 13, {x},
+           {{"axis", integer(-1)}, {"keepdims", integer(0)}, {"select_last_index", integer(last)}});
+    g.build();
+    std::vector<Tensor> y =
+        g.run({{"x", Tensor::from_vector<int64_t>({2, 4}, {3, 1, 5, 1, 2, 2, 2, 2})}});
+    EXPECT_EQ(y[0].shape(), (std::vector<int64_t>{2}));
+    EXPECT_EQ(values(y[0]), last ? (std::vector<double>{3, 3}) : (std::vector<double>{1, 0}));
+  }
+}
+
+// X [2, 2, 3] normalized over its last two axes; Scale [2, 3] and B [3] broadcast to X.
+// Expected: numpy in float64 (mean, population variance, 1 / sqrt(var + 1e-5)).
+TEST(NnNorm, LayerNormOverLastTwoAxes) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 2, 3});
+  Value* scale = g.constant("scale", Tensor::from_vector<float>({2, 3}, {1, 2, 0.5f, -1, 1, 3}));
+  Value* b = g.constant("b", Tensor::from_vector<float>({3}, {0.1f, -0.2f, 0.3f}));
+  g.node("LayerNormalization", "ln", 17, {x, scale, b}, {{"axis", integer(-2)}},
+         {"y", "mean", "inv_std"});
+  g.build();
+  std::vector<Tensor> out = g.run(
+      {{"x", Tensor::from_vector<float>({2, 2, 3}, {1, 2, 4, 0, -1, 3, 0.5f, 0.5f, 2, 8, -2, 1})}});
+  expect_near_all(
+      out[0],
+      {-0.19276951253414154, 0.3855390250682831, 1.031923770904541, 0.9783085584640503,
+       -1.66384756565094, 2.9349257946014404, -0.27907106280326843, -0.958142101764679,
+       0.35415300726890564, -1.957814335823059, -1.3913661241531372, -0.3498360812664032},
+      1e-6);
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{2, 1, 1}));
+  expect_near_all(out[1], {1.5, 1.6666666269302368}, 1e-7);
+  expect_near_all(out[2], {0.5855390429496765, 0.3249180316925049}, 1e-7);
+}
+
+TEST(NnNorm, LayerNormAxisEqualRankNormalizesSingleElements) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2});
+  Value* scale = g.constant("scale", Tensor::from_vector<float>({1}, {3}));
+  Value* b = g.constant("b", Tensor::from_vector<float>({2}, {0.5f, -0.5f}));
+  g.node("LayerNormalization", "ln", 17, {x, scale, b}, {{"axis", integer(1)}},
+         {"y", "mean", "inv_std"});
+  g.build();
+  std::vector<Tensor> out = g.run({{"x", Tensor::from_vector<float>({2}, {7, -9})}});
+  expect_near_all(out[0], {0.5, -0.5}, 0.0);  // x - mean = 0, so Y = B
+  expect_near_all(out[1], {7, -9}, 0.0);
+  EXPECT_EQ(out[2].shape(), (std::vector<int64_t>{2}));
+}
+
+// Opset 7, spatial = 0: per-activation parameters of shape (C x D1). Expected: numpy float64
+// with epsilon = float32(1e-5), the attribute's default as stored.
+TEST(NnNorm, BatchNormOpset7NonSpatial) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {2, 2, 2});
+  Value* scale = g.constant("scale", Tensor::from_vector<double>({2, 2}, {1, 2, 0.5, -1}));
+  Value* b = g.constant("b", Tensor::from_vector<double>({2, 2}, {0, 1, -1, 0.5}));
+  Value* mean = g.constant("mean", Tensor::from_vector<double>({2, 2}, {1, 1, 2, 2}));
+  Value* var = g.constant("var", Tensor::from_vector<double>({2, 2}, {1, 4, 0.25, 1}));
+  g.node("BatchNormalization", "bn", 7, {x, scale, b, mean, var}, {{"spatial", integer(0)}});
+  g.build();
+  std::vector<Tensor> y =
+      g.run({{"x", Tensor::from_vector<double>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}});
+  expect_near_all(y[0],
+                  {0.0, 1.9999987500023753, -1.9999399514802896e-05, -1.4999900000752522,
+                   3.9999800001505044, 5.9999937500118765, 3.999900003002426, -5.4999700002257566},
+                  1e-12);
+}
+
+// Opset 15 lets X, scale/B and mean/var have three different float types.
+TEST(NnNorm, BatchNormOpset15MixedTypes) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 2});
+  Value* scale = g.constant("scale", Tensor::from_vector<float>({2}, {2, 3}));
+  Value* b = g.constant("b", Tensor::from_vector<float>({2}, {1, -1}));
+  Value* mean = g.constant("mean", Tensor::from_vector<float>({2}, {1, 1}).cast(DType::kFloat16));
+  Value* var = g.constant("var", Tensor::from_vector<float>({2}, {4, 1}).cast(DType::kFloat16));
+  g.node("BatchNormalization", "bn", 15, {x, scale, b, mean, var}, {{"epsilon", real(0.0f)}});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<double>({1, 2}, {5, 3})}});
+  ASSERT_EQ(y[0].dtype(), DType::kFloat64);
+  expect_near_all(y[0], {(5.0 - 1) / 2 * 2 + 1, (3.0 - 1) / 1 * 3 - 1}, 1e-12);
+}
+
+TEST(NnNorm, InstanceNormPerInstanceAndChannel) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 2, 2});
+  Value* scale = g.constant("scale", Tensor::from_vector<float>({2}, {1, 2}));
+  Value* b = g.constant("b", Tensor::from_vector<float>({2}, {0, 10}));
+  g.node("InstanceNormalization", "in", 7, {x, scale, b}, {{"epsilon", real(0.0f)}});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<float>({1, 2, 2}, {1, 3, 10, 20})}});
+  // Channel 0: mean 2, std 1 -> [-1, 1]; channel 1: mean 15, std 5 -> 2 * [-1, 1] + 10.
+  expect_near_all(y[0], {-1, 1, 8, 12}, 1e-6);
+}
+
+TEST(NnDropout, InferenceCopiesAndMasksAllTrue) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {3});
+  Value* ratio = g.constant("ratio", Tensor::scalar<float>(0.5f));
+  g.node("Dropout", "d", 13, {x, ratio}, {}, {"y", "mask"});
+  g.build();
+  Tensor data = Tensor::from_vector<float>({3}, {1, -2, 3});
+  std::vector<Tensor> y = g.run({{"x", data}});
+  EXPECT_TRUE(y[0].bitwise_equal(data));
+  EXPECT_TRUE(y[1].bitwise_equal(Tensor::from_vector<bool>({3}, {true, true, true})));
+}
+
+TEST(NnDropout, Opset7MaskHasTheDataType) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {2});
+  g.node("Dropout", "d", 7, {x}, {{"ratio", real(0.3f)}}, {"y", "mask"});
+  g.build();
+  std::vector<Tensor> y = g.run({{"x", Tensor::from_vector<double>({2}, {4, 5})}});
+  EXPECT_TRUE(y[1].bitwise_equal(Tensor::from_vector<double>({2}, {1, 1})));
+}
+
+}  // namespace
+}  // namespace rnnc
