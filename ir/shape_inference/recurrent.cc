@@ -41,12 +41,22 @@ struct ActivationSpec {
   bool takes_beta;
 };
 
+// clang-format off
 constexpr ActivationSpec kActivationSpecs[] = {
-    {"Relu", false, false},     {"Tanh", false, false},      {"Sigmoid", false, false},
-    {"Affine", true, true},     {"LeakyRelu", true, false},  {"ThresholdedRelu", true, false},
-    {"ScaledTanh", true, true}, {"HardSigmoid", true, true}, {"Elu", true, false},
-    {"Softsign", false, false}, {"Softplus", false, false},
+    // name             alpha  beta
+    {"Relu",            false, false},
+    {"Tanh",            false, false},
+    {"Sigmoid",         false, false},
+    {"Affine",          true,  true},
+    {"LeakyRelu",       true,  false},
+    {"ThresholdedRelu", true,  false},
+    {"ScaledTanh",      true,  true},
+    {"HardSigmoid",     true,  true},
+    {"Elu",             true,  false},
+    {"Softsign",        false, false},
+    {"Softplus",        false, false},
 };
+// clang-format on
 
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -119,10 +129,12 @@ struct NamedDim {
   Dim dim;
 };
 
-// Fails if the input's rank differs or a known dim differs from a known expected dim.
+// Fails if the input's rank differs or a known dim differs from a known expected dim (an input of
+// unknown rank passes: nothing about it is known).
 void check_shape(const InferenceContext& context, size_t index, const char* input_name,
                  const std::vector<NamedDim>& expected) {
-  const Shape& shape = context.input_shape(index);
+  if (!context.input_type(index).shape) return;
+  const Shape& shape = *context.input_type(index).shape;
   bool ok = shape.size() == expected.size();
   for (size_t axis = 0; ok && axis < shape.size(); ++axis) {
     const Dim& want = expected[axis].dim;
@@ -220,7 +232,8 @@ void infer_recurrent(InferenceContext& context, const RecurrentOp& op) {
   }
 
   // ---- the dims every shape is made of ----
-  const Shape& x_shape = context.input_shape(kX);
+  // X of unknown rank still gives outputs of known rank, with unknown dims.
+  const Shape x_shape = context.input_type(kX).shape.value_or(Shape(3, Dim::unknown()));
   if (x_shape.size() != 3) {
     context.fail(cat("input 'X' has shape ", shape_to_string(x_shape), ", expected rank 3 ",
                      layout == 0 ? "[seq_length, batch_size, input_size]"
