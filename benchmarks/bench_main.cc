@@ -13,6 +13,7 @@
 // A workload rnnc cannot load or run yet is reported as "unsupported (<message>)", and ORT is
 // still measured. --json writes the raw results benchmarks/report.py turns into the docs.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -553,6 +554,10 @@ int bench_main(int argc, char** argv) {
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   benchmark::Initialize(&argc, argv);  // takes the --benchmark_* flags out of argv
+  // A fixed mmap threshold (glibc otherwise raises it after large frees, up to 32 MiB) returns a
+  // freed model's weights to the kernel, so the next workload's RSS delta is its own.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 128 * 1024);
   const Options options = parse_options(argc, argv, command);
 
   const std::string manifest = (std::filesystem::path(options.models_dir) / "workloads.json");

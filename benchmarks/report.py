@@ -149,6 +149,16 @@ def main():
         f"its end: {meta.get('loadavg_end', '?')}"
         + (f"; PyTorch run: {tm.get('loadavg_start')} → {tm.get('loadavg_end')}" if tm else "")
         + " (above 2 means other work shared the 2 cores).")
+    busy = []
+    for label, value in (("rnnc/ORT run", meta.get("loadavg_end")),
+                         ("PyTorch run", tm.get("loadavg_end") if tm else None)):
+        if value and float(value.split()[0]) > meta["cores"]:
+            busy.append(f"{label} ended at load {value.split()[0]}")
+    if busy:
+        add(f"- **The machine was busy** ({'; '.join(busy)} on {meta['cores']} cores): other "
+            "processes shared the cores, which hurts multi-threaded runs most (a spinning "
+            "worker thread that loses its core stalls every step). Treat the 2-thread numbers, "
+            "and the p90s, as pessimistic; the 1-thread ratios are the steadier ones.")
     add(f"- ONNX Runtime **{meta['onnxruntime_version']}** (library version reported by the "
         f"loaded libonnxruntime.so.1, npm onnxruntime-node@1.30.0): {meta['onnxruntime_settings']}.")
     if tm:
@@ -233,7 +243,8 @@ def main():
         "(no compilation exists yet), PyTorch module construction plus copying the weights out "
         "of the ONNX file. Median of the timed loads (first load in brackets). Memory: resident "
         "bytes the loaded model added (RSS delta) and the peak over load and runs above the "
-        "pre-load level (VmHWM reset through /proc/self/clear_refs), in MiB.")
+        "pre-load level (VmHWM reset through /proc/self/clear_refs), in MiB. The first workload's "
+        "ONNX Runtime figures include the library's one-time initialisation (about 25 MiB).")
     add("")
     add("| workload | threads | ORT load | rnnc load | torch load | ORT RSS / peak | "
         "rnnc RSS / peak | torch RSS / peak |")
@@ -318,6 +329,7 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
 
     fig, ax = plt.subplots(figsize=(max(10, 0.9 * len(workloads) + 3), 6.5))
     width = 0.8 / len(series)
+    na_labels = []
     for s, (label, values, color, hatch) in enumerate(series):
         xs = [i + (s - (len(series) - 1) / 2) * width for i in range(len(workloads))]
         heights = [v if v is not None else float("nan") for v in values]
@@ -325,20 +337,23 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
                       edgecolor="white" if not hatch else "#444444")
         for x, v in zip(xs, values):
             if v is None:
-                ax.text(x, 1.0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                na_labels.append(x)
             else:
                 ax.text(x, v * 1.08, f"{v:.2g}", ha="center", va="bottom", fontsize=7,
                         rotation=90)
         del bars
     ax.set_yscale("log")
     ax.axhline(1.0, color="black", linewidth=1)
-    ax.text(len(workloads) - 0.5, 1.05, "= ONNX Runtime", ha="right", va="bottom", fontsize=8)
+    ax.text(-0.45, 1.05, "ONNX Runtime = 1", ha="left", va="bottom", fontsize=8)
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=35, ha="right", fontsize=9)
     ax.set_ylabel("speedup over ONNX Runtime (ORT median / median), log scale")
     finite = [v for _, values, _, _ in series for v in values if v is not None]
     if finite:
         ax.set_ylim(min(finite + [1.0]) / 2.5, max(finite + [1.0]) * 3)
+    for x in na_labels:
+        ax.text(x, ax.get_ylim()[0] * 1.15, "not run", ha="center", va="bottom", fontsize=7,
+                rotation=90, color="#555555")
     ax.set_title(f"Speedup over ONNX Runtime {meta['onnxruntime_version']} per workload "
                  f"(fp32; quantized: not yet)\nrnnc measured through: {meta['rnnc_engine']} — "
                  "no optimized path yet", fontsize=11)

@@ -160,6 +160,18 @@ def rss_bytes():
     return values.get("VmRSS", 0), values.get("VmHWM", 0)
 
 
+def fix_malloc_thresholds():
+    """As rnnc_bench does: a fixed glibc mmap threshold hands a freed model's memory back to the
+    kernel, so the next workload's RSS delta is its own (M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1).
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 128 * 1024)
+        libc.mallopt(-1, 128 * 1024)
+    except (OSError, AttributeError):
+        pass
+
+
 def reset_peak_rss():
     try:
         with open("/proc/self/clear_refs", "w") as clear_refs:
@@ -256,6 +268,7 @@ def load_average():
 
 
 def main():
+    fix_malloc_thresholds()
     loadavg_start = load_average()
     with open(os.path.join(ARGS.models, "workloads.json")) as f:
         workloads = json.load(f)["workloads"]
