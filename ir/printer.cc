@@ -1,16 +1,20 @@
 #include "ir/printer.h"
 
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
+
+#include "ir/text_parser.h"
 
 namespace rnnc {
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
+// A string in `delimiter`s; the delimiter, backslash and control characters are escaped.
+std::string quote(const std::string& s, char delimiter = '"') {
+  std::string out(1, delimiter);
   for (char c : s) {
-    if (c == '"' || c == '\\') {
+    if (c == delimiter || c == '\\') {
       out += '\\';
       out += c;
     } else if (static_cast<unsigned char>(c) < 0x20) {
@@ -22,7 +26,12 @@ std::string quote(const std::string& s) {
       out += c;
     }
   }
-  return out + "\"";
+  return out + delimiter;
+}
+
+// Value, graph and attribute names print bare when the parser reads them back as one name.
+std::string name_text(const std::string& name) {
+  return is_bare_ir_name(name) ? name : quote(name);
 }
 
 std::string format_float(double v) {
@@ -30,6 +39,52 @@ std::string format_float(double v) {
   out << std::setprecision(9) << v;
   return out.str();
 }
+
+// The shortest of 9..17 significant digits that reads back as the same double.
+std::string format_double(double v) {
+  for (int precision = 9;; ++precision) {
+    std::ostringstream out;
+    out << std::setprecision(precision) << v;
+    if (precision == 17 || std::strtod(out.str().c_str(), nullptr) == v || v != v) return out.str();
+  }
+}
+
+// A float attribute always looks like one ("1.0", not "1"), so it does not read back as an int.
+std::string format_float_attribute(float v) {
+  std::string text = format_float(v);
+  if (text.find_first_not_of("-0123456789") == std::string::npos) text += ".0";
+  return text;
+}
+
+// A dim that is one axis name which is not an identifier prints quoted ("\"batch size\"").
+std::string dim_text(const Dim& dim) {
+  if (dim.is_symbolic()) {
+    std::vector<std::string> symbols = dim.symbols();
+    if (symbols.size() == 1 && dim == Dim::symbol(symbols[0]) && !is_bare_dim_symbol(symbols[0])) {
+      return quote(symbols[0]);
+    }
+  }
+  return dim.to_string();
+}
+
+// TensorType::to_string with dims through dim_text.
+std::string type_text(const TensorType& type) {
+  std::string out = dtype_name(type.dtype);
+  if (type.shape) {
+    out += "[";
+    for (size_t i = 0; i < type.shape->size(); ++i) {
+      out += (i ? ", " : "") + dim_text((*type.shape)[i]);
+    }
+    out += "]";
+  } else {
+    out += "[?rank]";
+  }
+  if (!type.layout.is_native()) out += " layout=" + type.layout.to_string();
+  if (type.quant) out += " quant=<" + type.quant->to_string() + ">";
+  return out;
+}
+
+std::string value_text(const Value& value) { return "%" + name_text(value.name()); }
 
 std::string constant_text(const Tensor& t) {
   std::ostringstream out;
@@ -40,6 +95,7 @@ std::string constant_text(const Tensor& t) {
   for (int64_t i = 0; i < shown; ++i) {
     if (i) out << ", ";
     if (t.dtype() == DType::kString) out << quote(t.strings()[static_cast<size_t>(i)]);
+    else if (t.dtype() == DType::kFloat64) out << format_double(t.data<double>()[i]);
     else if (is_floating(t.dtype())) out << format_float(t.get_double(i));
     else if (t.dtype() == DType::kUInt64) out << t.data<uint64_t>()[i];
     else out << t.get_int64(i);
@@ -55,29 +111,29 @@ class Printer {
   std::string print_graph(const Graph& graph, int indent) {
     std::ostringstream out;
     std::string pad(static_cast<size_t>(indent), ' ');
-    out << "graph " << graph.name() << "(";
+    out << "graph " << name_text(graph.name()) << "(";
     bool first = true;
     for (const Value* input : graph.inputs()) {
-      out << (first ? "" : ", ") << "%" << input->name() << ": " << input->type.to_string();
+      out << (first ? "" : ", ") << value_text(*input) << ": " << type_text(input->type);
       if (input->is_constant()) out << " = default";
       first = false;
     }
     out << ") {\n";
     for (const Value* value : graph.inputs()) {
       if (value->is_constant()) {
-        out << pad << "  default %" << value->name() << " = " << constant_text(*value->constant())
-            << "\n";
+        out << pad << "  default " << value_text(*value) << " = "
+            << constant_text(*value->constant()) << "\n";
       }
     }
     for (const Value* value : graph.initializers()) {
-      out << pad << "  const %" << value->name() << ": " << constant_text(*value->constant())
+      out << pad << "  const " << value_text(*value) << ": " << constant_text(*value->constant())
           << "\n";
     }
     for (const auto& node : graph.nodes()) out << print_node(*node, indent + 2);
     out << pad << "  return ";
     for (size_t i = 0; i < graph.outputs().size(); ++i) {
       const Value* v = graph.outputs()[i];
-      out << (i ? ", " : "") << "%" << v->name() << ": " << v->type.to_string();
+      out << (i ? ", " : "") << value_text(*v) << ": " << type_text(v->type);
     }
     out << "\n" << pad << "}";
     return out.str();
@@ -92,24 +148,27 @@ class Printer {
       if (i) out << ", ";
       const Value* v = node.output(i);
       if (!v) out << "_";
-      else out << "%" << v->name() << ": " << v->type.to_string();
+      else out << value_text(*v) << ": " << type_text(v->type);
     }
     out << " = ";
     if (!node.domain().empty()) out << node.domain() << ".";
-    out << node.op_type() << " '" << node.name() << "' (";
+    out << node.op_type() << " " << quote(node.name(), '\'') << " (";
     for (size_t i = 0; i < node.num_inputs(); ++i) {
       if (i) out << ", ";
       const Value* v = node.input(i);
-      out << (v ? "%" + v->name() : "_");
+      out << (v ? value_text(*v) : "_");
     }
     out << ")";
     std::vector<std::pair<std::string, const Attribute*>> graphs;
     std::vector<std::string> plain;
     for (const auto& [name, a] : node.attributes()) {
-      if (a.kind == Attribute::Kind::kGraph || a.kind == Attribute::Kind::kGraphs) {
-        graphs.emplace_back(name, &a);
+      bool has_graphs = a.kind == Attribute::Kind::kGraph ||
+                        (a.kind == Attribute::Kind::kGraphs && !a.graphs.empty());
+      if (has_graphs) {
+        // "_" at the start of a line would read as an omitted node output.
+        graphs.emplace_back(name == "_" ? quote(name) : name_text(name), &a);
       } else {
-        plain.push_back(name + "=" + attribute_text(a));
+        plain.push_back(name_text(name) + "=" + attribute_text(a));
       }
     }
     if (!plain.empty()) {
@@ -133,24 +192,41 @@ class Printer {
 
   std::string attribute_text(const Attribute& a) {
     std::ostringstream out;
+    // An empty list names its kind ("ints[]"): "[]" alone would not say which.
     auto list = [&](const auto& items, auto&& format) {
+      if (items.empty()) {
+        out << kind_prefix(a.kind) << "[]";
+        return;
+      }
       out << "[";
       for (size_t i = 0; i < items.size(); ++i) out << (i ? ", " : "") << format(items[i]);
       out << "]";
     };
     switch (a.kind) {
-      case Attribute::Kind::kFloat: out << format_float(a.f); break;
+      case Attribute::Kind::kFloat: out << format_float_attribute(a.f); break;
       case Attribute::Kind::kInt: out << a.i; break;
       case Attribute::Kind::kString: out << quote(a.s); break;
       case Attribute::Kind::kTensor: out << constant_text(a.t); break;
-      case Attribute::Kind::kFloats: list(a.floats, [](float v) { return format_float(v); }); break;
+      case Attribute::Kind::kFloats: list(a.floats, format_float_attribute); break;
       case Attribute::Kind::kInts: list(a.ints, [](int64_t v) { return std::to_string(v); }); break;
-      case Attribute::Kind::kStrings: list(a.strings, quote); break;
+      case Attribute::Kind::kStrings:
+        list(a.strings, [](const std::string& v) { return quote(v); });
+        break;
       case Attribute::Kind::kTensors: list(a.tensors, constant_text); break;
-      case Attribute::Kind::kGraph:
-      case Attribute::Kind::kGraphs: break;
+      case Attribute::Kind::kGraphs: out << "graphs[]"; break;  // only empty lists print here
+      case Attribute::Kind::kGraph: break;
     }
     return out.str();
+  }
+
+  static const char* kind_prefix(Attribute::Kind kind) {
+    switch (kind) {
+      case Attribute::Kind::kFloats: return "floats";
+      case Attribute::Kind::kInts: return "ints";
+      case Attribute::Kind::kStrings: return "strings";
+      case Attribute::Kind::kTensors: return "tensors";
+      default: return "";
+    }
   }
 };
 
