@@ -82,7 +82,8 @@ class Tensor {
   // Element i converted to double / int64 (any numeric dtype); for generic, non-hot code.
   double get_double(int64_t i) const;
   int64_t get_int64(int64_t i) const;
-  // Stores value into element i, converting to this tensor's dtype (rounding, not saturating).
+  // Stores value into element i, converting to this tensor's dtype: integers truncate toward zero
+  // and saturate at their range (NaN -> 0); bool is value != 0.
   void set_double(int64_t i, double value);
 
   Tensor clone() const;

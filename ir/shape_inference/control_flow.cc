@@ -74,7 +74,10 @@ void infer_if(InferenceContext& context) {
 void infer_loop(InferenceContext& context) {
   const Node& node = context.node();
   Graph& body = required_graph(context, "body");
-  size_t carried = node.num_inputs() >= 2 ? node.num_inputs() - 2 : 0;
+  if (node.num_inputs() < 2) {
+    context.fail("needs inputs M and cond (either may be empty) before the loop-carried values");
+  }
+  size_t carried = node.num_inputs() - 2;
   if (body.inputs().size() != carried + 2) {
     context.fail(cat("body has ", body.inputs().size(), " inputs, expected ", carried + 2,
                      " (iteration_num, cond, and ", carried, " loop-carried values)"));
@@ -131,7 +134,8 @@ void infer_loop(InferenceContext& context) {
 
 void register_control_flow_schemas(std::vector<OpSchema>& registry) {
   registry.push_back({"If", 1, 1, 1, 1, -1, infer_if});
-  registry.push_back({"Loop", 1, 2, -1, 1, -1, infer_loop});
+  // M and cond are optional but their slots are not: infer_loop checks there are two.
+  registry.push_back({"Loop", 1, 0, -1, 1, -1, infer_loop});
 }
 
 }  // namespace rnnc
