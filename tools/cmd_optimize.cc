@@ -5,6 +5,8 @@
 #include "graph_opt/pipeline.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
+#include "ir/printer.h"
+#include "ir/text_parser.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -30,11 +32,13 @@ int run_optimize(const Parsed& args) {
   }
   if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
   std::string output = args.get("o");
-  bool printing = args.has("print-after-all") || args.has("print-after");
+  bool printing = args.has("print-after-all") || args.has("print-after") || args.has("print-ir");
   if (output.empty() && !printing && !args.has("stats")) {
-    raise_invalid_input("give -o OUT.onnx (or --print-after-all / --stats to only inspect)");
+    raise_invalid_input("give -o OUT.onnx (or --print-ir / --print-after-all / --stats)");
   }
-  auto model = import_onnx_file(args.positional[0]);
+  const std::string& input = args.positional[0];
+  bool is_text = input.size() > 3 && input.compare(input.size() - 3, 3, ".ir") == 0;
+  auto model = is_text ? parse_model_text_file(input) : import_onnx_file(input);
   OptimizeOptions options;
   for (const auto& list : args.all("passes")) {
     for (const auto& name : split_list(list)) options.passes.push_back(name);
@@ -46,6 +50,7 @@ int run_optimize(const Parsed& args) {
   options.log = &std::cout;
   std::vector<PassReport> reports = optimize(*model, options);
   if (args.has("stats")) print_reports(reports, std::cerr);
+  if (args.has("print-ir")) std::cout << to_text(*model);
   if (!output.empty()) export_onnx_file(*model, output);
   return 0;
 }
@@ -55,12 +60,14 @@ int run_optimize(const Parsed& args) {
 const Command kOptimizeCommand{
     "optimize",
     "rnnc optimize MODEL -o OUT.onnx [--passes a,b,...] [--print-after-all] [--stats]",
-    "Run the graph optimization pipeline and write the optimized model as ONNX.",
+    "Run the graph optimization pipeline and write the optimized model as ONNX.\n"
+    "MODEL is an ONNX file, or IR text (the form `rnnc info --ir` prints) if it ends in .ir.",
     {
         {"o", "OUT.onnx", "where to write the optimized model"},
         {"passes", "LIST", "comma-separated passes to run instead of the default pipeline"},
         {"print-after-all", "", "print the IR after every pass"},
         {"print-after", "LIST", "print the IR after the named passes"},
+        {"print-ir", "", "print the optimized IR to stdout"},
         {"stats", "", "print, per pass, node counts before/after and what it changed (stderr)"},
         {"list-passes", "", "list the available passes and exit"},
     },
