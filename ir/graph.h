@@ -105,6 +105,10 @@ class Value {
   std::shared_ptr<const Tensor> constant_;
 };
 
+// Node attributes whose names start with this are rnnc compiler annotations (analysis results such
+// as fusion groups): printed and parsed with the IR text, never semantic, dropped by ONNX export.
+constexpr const char* kAnnotationPrefix = "rnnc.";
+
 struct Attribute {
   enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors,
                     kGraphs };

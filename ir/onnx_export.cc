@@ -90,6 +90,9 @@ void export_graph(const Graph& graph, onnx::GraphProto* proto) {
       }
     }
     for (const auto& [name, attribute] : node->attributes()) {
+      // "rnnc."-prefixed attributes are compiler annotations (e.g. fusion groups) that carry no
+      // semantics; other runtimes would reject them as unknown attributes.
+      if (name.rfind(kAnnotationPrefix, 0) == 0) continue;
       export_attribute(name, attribute, out->add_attribute());
     }
   }
