@@ -42,6 +42,11 @@ struct BackendCase {
   std::string dir;
 };
 
+// How gtest names a case in its messages.
+void PrintTo(const BackendCase& test_case, std::ostream* out) {
+  *out << test_case.suite << "/" << test_case.name;
+}
+
 enum class Outcome { kPassed, kFailed, kUnsupported };
 
 struct CaseResult {
