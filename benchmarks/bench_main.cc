@@ -159,8 +159,8 @@ struct EngineResult {
   std::string status = "not run";  // ok | unsupported | failed | disagrees | not run
   std::string error;
   std::vector<double> load_ms;
-  int64_t model_rss = 0;  // resident bytes the loaded model added
-  int64_t peak_rss = 0;   // peak resident bytes over load and runs, above the pre-load level
+  int64_t model_rss = 0;   // resident bytes the loaded model added
+  int64_t peak_rss = 0;    // peak resident bytes over load and runs, above the pre-load level
   double estimate_us = 0;  // one warm run, to size the timing rounds
   std::vector<double> samples_us;
 };
@@ -180,15 +180,15 @@ struct WorkloadResult {
 // Records an engine failure as "unsupported" (rnnc's kUnsupported) or "failed" (anything else).
 void record_failure(EngineResult& result, const std::exception& error) {
   const auto* rnnc_error = dynamic_cast<const Error*>(&error);
-  result.status = rnnc_error && rnnc_error->kind() == ErrorKind::kUnsupported ? "unsupported"
-                                                                               : "failed";
+  result.status =
+      rnnc_error && rnnc_error->kind() == ErrorKind::kUnsupported ? "unsupported" : "failed";
   result.error = error.what();
   if (rnnc_error && result.status == "failed")
     result.error = std::string(error_kind_name(rnnc_error->kind())) + ": " + result.error;
 }
 
-bool load_engine(Engine& engine, const std::string& path, const EngineOptions& options,
-                 int repeats, EngineResult& result) {
+bool load_engine(Engine& engine, const std::string& path, const EngineOptions& options, int repeats,
+                 EngineResult& result) {
   result.name = engine.name();
   try {
     reset_peak_rss();
@@ -238,8 +238,8 @@ std::vector<TensorMap> run_stream(Engine& engine, InputStream& stream, int steps
 
 // One timing round of one engine, as a Google Benchmark: an untimed warm run, then one timed run
 // per iteration (manual time: input handling between runs is not counted).
-void time_round(benchmark::State& state, Engine* engine, InputStream* stream,
-                EngineResult* result, int64_t batch) {
+void time_round(benchmark::State& state, Engine* engine, InputStream* stream, EngineResult* result,
+                int64_t batch) {
   stream->reset();
   engine->prepare(stream->current());
   engine->execute();
@@ -292,8 +292,8 @@ void dump_io(const Options& options, const Workload& workload, const TensorMap& 
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(options.dump_io_dir) / workload.name;
   fs::create_directories(dir);
-  for (const auto& [name, tensor] : inputs) write_npy((dir / ("input." + name + ".npy")).string(),
-                                                       tensor);
+  for (const auto& [name, tensor] : inputs)
+    write_npy((dir / ("input." + name + ".npy")).string(), tensor);
   for (const auto& [name, tensor] : ort_outputs)
     write_npy((dir / ("ort." + name + ".npy")).string(), tensor);
 }
@@ -368,8 +368,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
           for (size_t i = 0; i < at_step.size() && i < result.agreement.size(); ++i) {
             OutputAgreement& worst = result.agreement[i];
             worst.max_abs_diff = std::max(worst.max_abs_diff, at_step[i].max_abs_diff);
-            worst.max_abs_expected =
-                std::max(worst.max_abs_expected, at_step[i].max_abs_expected);
+            worst.max_abs_expected = std::max(worst.max_abs_expected, at_step[i].max_abs_expected);
             if (!at_step[i].ok && worst.ok) {
               worst.ok = false;
               worst.problem = cat("step ", step, ": ", at_step[i].problem);
@@ -400,8 +399,8 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
         {"ort", {&ort, &result.ort}}};
     if (time_rnnc) engines.push_back({"rnnc", {&rnnc, &result.rnnc}});
     for (auto& [short_name, engine] : engines) {
-      const std::string name = cat(workload.name, "/", short_name, "/threads:", threads,
-                                   "/round:", round + 1);
+      const std::string name =
+          cat(workload.name, "/", short_name, "/threads:", threads, "/round:", round + 1);
       Engine* engine_ptr = engine.first;
       EngineResult* engine_result = engine.second;
       InputStream* stream_ptr = &stream;
@@ -514,11 +513,12 @@ std::string utc_now() {
 }
 
 void print_summary(const std::vector<WorkloadResult>& results) {
-  std::printf("\nSummary (latency per run in us: median / p90 / min; ratio = rnnc / ONNX Runtime "
-              "median)\n");
+  std::printf(
+      "\nSummary (latency per run in us: median / p90 / min; ratio = rnnc / ONNX Runtime "
+      "median)\n");
   std::printf("  rnnc path measured: %s\n", RnncEngine().name().c_str());
-  std::printf("  %-20s %3s %26s %26s %10s %10s  %s\n", "workload", "thr", "ONNX Runtime",
-              "rnnc", "rnnc/ORT", "max|diff|", "rnnc status");
+  std::printf("  %-20s %3s %26s %26s %10s %10s  %s\n", "workload", "thr", "ONNX Runtime", "rnnc",
+              "rnnc/ORT", "max|diff|", "rnnc status");
   for (const WorkloadResult& result : results) {
     auto cell = [](const EngineResult& engine) {
       if (engine.samples_us.empty()) return std::string("-");
@@ -545,8 +545,8 @@ void print_summary(const std::vector<WorkloadResult>& results) {
     if (result.rnnc.status == "unsupported" || result.rnnc.status == "failed")
       status += " (" + result.rnnc.error.substr(0, 100) + ")";
     std::printf("  %-20s %3d %26s %26s %10s %10s  %s\n", result.workload->name.c_str(),
-                result.threads, cell(result.ort).c_str(), cell(result.rnnc).c_str(),
-                ratio.c_str(), result.agreement_checked ? diff : "-", status.c_str());
+                result.threads, cell(result.ort).c_str(), cell(result.rnnc).c_str(), ratio.c_str(),
+                result.agreement_checked ? diff : "-", status.c_str());
   }
 }
 

@@ -10,10 +10,18 @@ void write_string(std::string& out, const std::string& text) {
   out += '"';
   for (unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char escaped[8];
@@ -56,8 +64,12 @@ void Json::write(std::string& out, int indent, int depth) const {
   const std::string pad(static_cast<size_t>(indent * (depth + 1)), ' ');
   const std::string close_pad(static_cast<size_t>(indent * depth), ' ');
   switch (kind_) {
-    case Kind::kNull: out += "null"; return;
-    case Kind::kBool: out += flag_ ? "true" : "false"; return;
+    case Kind::kNull:
+      out += "null";
+      return;
+    case Kind::kBool:
+      out += flag_ ? "true" : "false";
+      return;
     case Kind::kNumber: {
       if (!std::isfinite(number_)) {
         out += "null";
@@ -68,7 +80,9 @@ void Json::write(std::string& out, int indent, int depth) const {
       out += buffer;
       return;
     }
-    case Kind::kString: write_string(out, text_); return;
+    case Kind::kString:
+      write_string(out, text_);
+      return;
     case Kind::kArray:
     case Kind::kObject: {
       const bool is_object = kind_ == Kind::kObject;

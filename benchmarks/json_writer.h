@@ -21,8 +21,16 @@ class Json {
   Json(std::string text) : kind_(Kind::kString), text_(std::move(text)) {}
   Json(const char* text) : Json(std::string(text)) {}
 
-  static Json object() { Json json; json.kind_ = Kind::kObject; return json; }
-  static Json array() { Json json; json.kind_ = Kind::kArray; return json; }
+  static Json object() {
+    Json json;
+    json.kind_ = Kind::kObject;
+    return json;
+  }
+  static Json array() {
+    Json json;
+    json.kind_ = Kind::kArray;
+    return json;
+  }
 
   // Object member (replaced if present) / array element.
   Json& set(const std::string& key, Json value);

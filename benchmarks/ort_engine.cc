@@ -50,12 +50,12 @@ void OrtEngine::prepare(const TensorMap& inputs) {
   for (const std::string& name : input_names_) {
     auto found = bound_inputs_.find(name);
     if (found == bound_inputs_.end())
-      raise_invalid_input(cat("ONNX Runtime session: no tensor given for model input '", name,
-                              "'"));
+      raise_invalid_input(
+          cat("ONNX Runtime session: no tensor given for model input '", name, "'"));
     Tensor& tensor = found->second;
-    Ort::Value value = Ort::Value::CreateTensor(cpu, tensor.raw_data(), tensor.nbytes(),
-                                                tensor.shape().data(), tensor.shape().size(),
-                                                ort_type(tensor.dtype()));
+    Ort::Value value =
+        Ort::Value::CreateTensor(cpu, tensor.raw_data(), tensor.nbytes(), tensor.shape().data(),
+                                 tensor.shape().size(), ort_type(tensor.dtype()));
     binding_->BindInput(name.c_str(), value);
   }
   // ORT allocates the outputs at each run, as it does for a caller of Session::Run.

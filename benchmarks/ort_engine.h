@@ -4,11 +4,11 @@
 // an IoBinding), so execute() times RunWithBinding and nothing else.
 #pragma once
 
+#include <onnxruntime_cxx_api.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <onnxruntime_cxx_api.h>
 
 #include "benchmarks/engine.h"
 

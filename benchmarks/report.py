@@ -160,7 +160,8 @@ def main():
             "worker thread that loses its core stalls every step). Treat the 2-thread numbers, "
             "and the p90s, as pessimistic; the 1-thread ratios are the steadier ones.")
     add(f"- ONNX Runtime **{meta['onnxruntime_version']}** (library version reported by the "
-        f"loaded libonnxruntime.so.1, npm onnxruntime-node@1.30.0): {meta['onnxruntime_settings']}.")
+        "loaded libonnxruntime.so.1, npm onnxruntime-node@1.30.0): "
+        f"{meta['onnxruntime_settings']}.")
     if tm:
         add(f"- PyTorch {tm['torch_version']} (Debian python3-torch), separate process: "
             f"{tm['settings']}. BLAS: {blas.get('library', '?')} — "
@@ -295,7 +296,8 @@ def main():
             torch_cell = diffs(torch_result.get("agreement", {}).get("outputs", []))
             add(f"| {workload} | {n} | {rnnc_cell} | {torch_cell} | {rnnc_status(result)} |")
     add("")
-    add("Workloads, their shapes and what each stands for: [models/README.md](../models/README.md).")
+    add("Workloads, their shapes and what each stands for: "
+        "[models/README.md](../models/README.md).")
     add("")
     with open(os.path.join(args.out_dir, "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
@@ -322,8 +324,8 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
         values = []
         for workload in workloads:
             result = by_key.get((workload, n))
-            values.append(ratio(median(result["onnxruntime"]), median(torch_by_key.get((workload, n))))
-                          if result else None)
+            torch_median = median(torch_by_key.get((workload, n)))
+            values.append(ratio(median(result["onnxruntime"]), torch_median) if result else None)
         if any(v is not None for v in values):
             series.append((f"PyTorch fp32, {n} thr (vs ORT {n} thr)", values, "#7f7f7f", "//"))
 

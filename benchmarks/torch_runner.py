@@ -120,7 +120,8 @@ def build_module(workload, model_path):
     for layer, node in enumerate(nodes):
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         if attrs.get("hidden_size") != workload["hidden_size"]:
-            raise ValueError(f"{model_path}: node {node.name} hidden_size {attrs.get('hidden_size')}")
+            raise ValueError(f"{model_path}: node {node.name} hidden_size "
+                             f"{attrs.get('hidden_size')}, expected {workload['hidden_size']}")
         if cell == "gru" and attrs.get("linear_before_reset", 0) != 1:
             raise ValueError(f"{model_path}: GRU {node.name} has linear_before_reset=0, which "
                              "torch.nn.GRU cannot express")

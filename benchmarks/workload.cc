@@ -52,14 +52,13 @@ uint64_t name_seed(const std::string& name) {
 std::vector<Workload> read_manifest(const std::string& path) {
   std::ifstream file(path);
   if (!file)
-    raise(ErrorKind::kIo, cat("cannot open workload manifest '", path,
-                              "' (run models/make_workloads.py)"));
+    raise(ErrorKind::kIo,
+          cat("cannot open workload manifest '", path, "' (run models/make_workloads.py)"));
   std::stringstream text;
   text << file.rdbuf();
   Struct root;
   auto status = google::protobuf::util::JsonStringToMessage(text.str(), &root);
-  if (!status.ok())
-    raise_invalid_input(cat(path, ": not valid JSON: ", status.ToString()));
+  if (!status.ok()) raise_invalid_input(cat(path, ": not valid JSON: ", status.ToString()));
   const Value& list = field(root, "workloads", path);
   if (list.kind_case() != Value::kListValue)
     raise_invalid_input(cat(path, ": 'workloads' must be a list"));
@@ -88,8 +87,8 @@ std::vector<Workload> read_manifest(const std::string& path) {
       const std::string dtype = string_field(spec_object, "dtype", named);
       std::optional<DType> parsed = dtype_from_name(dtype);
       if (!parsed)
-        raise_invalid_input(cat(named, ": input '", spec.name, "' has unknown dtype '", dtype,
-                                "'"));
+        raise_invalid_input(
+            cat(named, ": input '", spec.name, "' has unknown dtype '", dtype, "'"));
       spec.dtype = *parsed;
       for (const Value& dim : field(spec_object, "shape", named).list_value().values())
         spec.shape.push_back(static_cast<int64_t>(dim.number_value()));
@@ -169,8 +168,8 @@ void InputStream::advance(const TensorMap& outputs) {
   for (const auto& [output, input] : workload_.carry) {
     auto found = outputs.find(output);
     if (found == outputs.end())
-      raise_invalid_input(cat("workload '", workload_.name, "': the model has no output '",
-                              output, "' to carry into input '", input, "'"));
+      raise_invalid_input(cat("workload '", workload_.name, "': the model has no output '", output,
+                              "' to carry into input '", input, "'"));
     // A copy: an engine may reuse its output buffers on the next run.
     current_[input] = found->second.clone();
   }

@@ -24,7 +24,7 @@ struct InputSpec {
 
 struct Workload {
   std::string name;
-  std::string model;  // file name inside the models folder
+  std::string model;   // file name inside the models folder
   std::string family;  // lstm, gru, silero
   std::string stands_for;
   int64_t seq = 0;
