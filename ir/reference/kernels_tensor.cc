@@ -1,7 +1,1121 @@
+// Reference kernels for the data-movement ops (Concat, Split, Slice, Gather, Reshape, Pad, Cast,
+// ...). Each is one plain function that follows the spec text. Most work out, for each output
+// element, which input element it copies (its "source offset"); one dtype-generic copy, strings
+// included, then moves the data. Only Cast, Range and ScatterElements' reductions look at values.
+//
+// Errors in attributes are the model's (context.fail); errors in values read from input tensors
+// (indices out of range, a shape that does not fit) are data-dependent (context.fail_input).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
 #include "ir/reference/kernel.h"
 
 namespace rnnc {
 
-void register_tensor_kernels(std::map<std::string, Kernel>& registry) { (void)registry; }
+namespace {
+
+std::string ints_text(const std::vector<int64_t>& values) {
+  return shape_to_string(shape_from_values(values));
+}
+
+// ---- dtype-generic element movement --------------------------------------------------------
+
+// Copies `count` consecutive elements between tensors of the same dtype.
+void copy_elements(const Tensor& from, int64_t from_offset, Tensor& to, int64_t to_offset,
+                   int64_t count) {
+  if (count <= 0) return;
+  if (from.dtype() == DType::kString) {
+    std::copy_n(from.strings().begin() + from_offset, count, to.strings().begin() + to_offset);
+    return;
+  }
+  size_t size = dtype_size(from.dtype());
+  std::memcpy(
+      static_cast<uint8_t*>(to.raw_data()) + static_cast<size_t>(to_offset) * size,
+      static_cast<const uint8_t*>(from.raw_data()) + static_cast<size_t>(from_offset) * size,
+      static_cast<size_t>(count) * size);
+}
+
+template <typename Word>
+void copy_words(const Tensor& source, const std::vector<int64_t>& offsets, Tensor& out) {
+  const Word* in = static_cast<const Word*>(source.raw_data());
+  Word* to = static_cast<Word*>(out.raw_data());
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (offsets[i] >= 0) to[i] = in[offsets[i]];
+  }
+}
+
+// out[i] = source[offsets[i]], leaving out[i] as it is where offsets[i] < 0 (Pad's constant).
+void copy_from_offsets(const Tensor& source, const std::vector<int64_t>& offsets, Tensor& out) {
+  switch (source.dtype() == DType::kString ? 0 : dtype_size(source.dtype())) {
+    case 1:
+      copy_words<uint8_t>(source, offsets, out);
+      return;
+    case 2:
+      copy_words<uint16_t>(source, offsets, out);
+      return;
+    case 4:
+      copy_words<uint32_t>(source, offsets, out);
+      return;
+    case 8:
+      copy_words<uint64_t>(source, offsets, out);
+      return;
+    default:
+      for (size_t i = 0; i < offsets.size(); ++i) {
+        if (offsets[i] >= 0) copy_elements(source, offsets[i], out, static_cast<int64_t>(i), 1);
+      }
+  }
+}
+
+// Sets every element of `out` to the single element of `value`.
+void fill(Tensor& out, const Tensor& value) {
+  for (int64_t i = 0; i < out.numel(); ++i) copy_elements(value, 0, out, i, 1);
+}
+
+// Calls fn(index) for every multi-index of `shape`, in row-major order.
+template <typename Fn>
+void for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
+  if (shape_numel(shape) == 0) return;
+  std::vector<int64_t> index(shape.size(), 0);
+  for (;;) {
+    fn(static_cast<const std::vector<int64_t>&>(index));
+    size_t k = shape.size();
+    for (; k > 0; --k) {
+      if (++index[k - 1] < shape[k - 1]) break;
+      index[k - 1] = 0;
+    }
+    if (k == 0) return;
+  }
+}
+
+// The source offset of every output element of `out_shape`, from a per-element function. Callers
+// create the output tensor first, so a shape too large to allocate fails there with a clean error
+// rather than here, at 8 bytes per element.
+template <typename Fn>
+std::vector<int64_t> offsets_for(const std::vector<int64_t>& out_shape, Fn&& source_offset) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(shape_numel(out_shape)));
+  for_each_index(out_shape, [&](const std::vector<int64_t>& index) {
+    offsets.push_back(source_offset(index));
+  });
+  return offsets;
+}
+
+// ---- operands ------------------------------------------------------------------------------
+
+int64_t normalize_axis(const KernelContext& context, int64_t axis, int64_t rank,
+                       const std::string& what) {
+  if (axis < -rank || axis >= rank) {
+    context.fail(cat(what, " = ", axis, " is out of range for rank ", rank, " (valid: [", -rank,
+                     ", ", rank - 1, "])"));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// An int list that is attribute `name` before opset `input_since` and input `index` from it.
+std::optional<std::vector<int64_t>> int_list(const KernelContext& context, const std::string& name,
+                                             size_t index, int input_since) {
+  if (context.node.opset() < input_since) {
+    if (!context.node.has_attr(name)) return std::nullopt;
+    return context.node.attr_ints(name);
+  }
+  if (!context.has_input(index)) return std::nullopt;
+  return tensor_to_int64s(context.input(index));
+}
+
+// Axes read from an input: out-of-range and repeated ones are data errors.
+std::vector<int64_t> normalize_axes(const KernelContext& context, const std::vector<int64_t>& given,
+                                    int64_t rank, const std::string& what) {
+  std::vector<int64_t> axes = given;
+  std::set<int64_t> seen;
+  for (int64_t& axis : axes) {
+    if (axis < -rank || axis >= rank) {
+      context.fail_input(
+          cat(what, " ", ints_text(given), " has ", axis, ", out of range for rank ", rank));
+    }
+    if (axis < 0) axis += rank;
+    if (!seen.insert(axis).second) {
+      context.fail_input(cat(what, " names axis ", axis, " twice"));
+    }
+  }
+  return axes;
+}
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t total = 1;
+  for (size_t k = begin; k < end; ++k) total *= dims[k];
+  return total;
+}
+
+// ---- shape-only ops ------------------------------------------------------------------------
+
+void identity_kernel(KernelContext& context) { context.outputs[0] = context.input(0); }
+
+void shape_kernel(KernelContext& context) {
+  const std::vector<int64_t>& dims = context.input(0).shape();
+  int64_t rank = static_cast<int64_t>(dims.size());
+  // start/end (opset 15) count negatives from the end and clamp into [0, rank].
+  auto clamp_axis = [rank](int64_t axis) {
+    return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank);
+  };
+  int64_t start = 0, end = rank;
+  if (context.node.opset() >= 15) {
+    start = clamp_axis(context.node.attr_int("start", 0));
+    end = clamp_axis(context.node.attr_int("end", rank));
+  }
+  std::vector<int64_t> selected(dims.begin() + start, dims.begin() + std::max(start, end));
+  context.outputs[0] =
+      Tensor::from_vector<int64_t>({static_cast<int64_t>(selected.size())}, selected);
+}
+
+void size_kernel(KernelContext& context) {
+  context.outputs[0] = Tensor::scalar<int64_t>(context.input(0).numel());
+}
+
+void reshape_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  std::vector<int64_t> requested = tensor_to_int64s(context.input(1));
+  bool allow_zero = context.node.opset() >= 14 && context.node.attr_int("allowzero", 0) != 0;
+  std::vector<int64_t> shape = requested;
+  int64_t inferred = -1;
+  bool has_zero = false;
+  for (size_t i = 0; i < requested.size(); ++i) {
+    int64_t value = requested[i];
+    if (value < -1) {
+      context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has ", value,
+                             " at position ", i, " (entries must be >= -1)"));
+    }
+    if (value == -1) {
+      if (inferred >= 0) {
+        context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has more than one -1"));
+      }
+      inferred = static_cast<int64_t>(i);
+    } else if (value == 0 && !allow_zero) {  // 0 copies the input's dim
+      if (static_cast<int64_t>(i) >= data.rank()) {
+        context.fail_input(cat("input 1 'shape' ", ints_text(requested), " copies dim ", i,
+                               " (0) but input 0 has shape ", ints_text(data.shape())));
+      }
+      shape[i] = data.dim(static_cast<int64_t>(i));
+    } else {
+      has_zero = has_zero || value == 0;
+    }
+  }
+  if (allow_zero && has_zero && inferred >= 0) {
+    context.fail_input(cat("input 1 'shape' ", ints_text(requested),
+                           " has both 0 and -1, which allowzero = 1 forbids"));
+  }
+  auto mismatch = [&] {
+    context.fail_input(cat("cannot reshape ", ints_text(data.shape()), " (", data.numel(),
+                           " elements) to ", ints_text(requested)));
+  };
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (static_cast<int64_t>(i) == inferred) continue;
+    if (shape[i] != 0 && known > std::numeric_limits<int64_t>::max() / shape[i]) mismatch();
+    known *= shape[i];
+  }
+  if (inferred >= 0) {
+    if (known == 0 || data.numel() % known != 0) mismatch();
+    shape[static_cast<size_t>(inferred)] = data.numel() / known;
+  } else if (known != data.numel()) {
+    mismatch();
+  }
+  context.outputs[0] = data.reshaped(shape);
+}
+
+void flatten_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  int64_t rank = input.rank();
+  int64_t axis = context.node.attr_int("axis", 1);
+  if (axis < -rank || axis > rank) {  // may equal the rank: everything goes to the first dim
+    context.fail(cat("attribute 'axis' = ", axis, " is out of range for rank ", rank, " (valid: [",
+                     -rank, ", ", rank, "])"));
+  }
+  size_t split = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  const std::vector<int64_t>& dims = input.shape();
+  context.outputs[0] = input.reshaped({product(dims, 0, split), product(dims, split, dims.size())});
+}
+
+void squeeze_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::optional<std::vector<int64_t>> axes = int_list(context, "axes", 1, 13);
+  std::vector<int64_t> shape;
+  if (!axes) {
+    for (int64_t dim : input.shape()) {
+      if (dim != 1) shape.push_back(dim);
+    }
+  } else {
+    std::vector<int64_t> squeezed = normalize_axes(context, *axes, input.rank(), "'axes'");
+    for (int64_t k = 0; k < input.rank(); ++k) {
+      bool drop = std::find(squeezed.begin(), squeezed.end(), k) != squeezed.end();
+      if (drop && input.dim(k) != 1) {
+        context.fail_input(cat("'axes' names axis ", k, " of input 0 ", ints_text(input.shape()),
+                               ", which has size ", input.dim(k),
+                               " (only size-1 dims can be squeezed)"));
+      }
+      if (!drop) shape.push_back(input.dim(k));
+    }
+  }
+  context.outputs[0] = input.reshaped(shape);
+}
+
+void unsqueeze_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::optional<std::vector<int64_t>> axes = int_list(context, "axes", 1, 13);
+  if (!axes) context.fail("'axes' is required");
+  int64_t out_rank = input.rank() + static_cast<int64_t>(axes->size());
+  std::vector<int64_t> inserted = normalize_axes(context, *axes, out_rank, "'axes'");
+  std::vector<int64_t> shape;
+  size_t next = 0;
+  for (int64_t k = 0; k < out_rank; ++k) {
+    bool is_new = std::find(inserted.begin(), inserted.end(), k) != inserted.end();
+    shape.push_back(is_new ? 1 : input.shape()[next++]);
+  }
+  context.outputs[0] = input.reshaped(shape);
+}
+
+// ---- constants -----------------------------------------------------------------------------
+
+void constant_kernel(KernelContext& context) {
+  const Node& node = context.node;
+  if (const Tensor* value = node.attr_tensor("value")) {
+    context.outputs[0] = *value;
+  } else if (node.has_attr("value_float")) {
+    context.outputs[0] = Tensor::scalar<float>(node.attr_float("value_float", 0));
+  } else if (node.has_attr("value_int")) {
+    context.outputs[0] = Tensor::scalar<int64_t>(node.attr_int("value_int", 0));
+  } else if (node.has_attr("value_floats")) {
+    std::vector<float> values = node.attr_floats("value_floats");
+    context.outputs[0] = Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
+  } else if (node.has_attr("value_ints")) {
+    std::vector<int64_t> values = node.attr_ints("value_ints");
+    context.outputs[0] =
+        Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
+  } else if (node.has_attr("value_string") || node.has_attr("value_strings")) {
+    bool scalar = node.has_attr("value_string");
+    std::vector<std::string> strings = scalar ? std::vector{node.attr_string("value_string", "")}
+                                              : node.attr_strings("value_strings");
+    Tensor tensor(DType::kString, scalar
+                                      ? std::vector<int64_t>{}
+                                      : std::vector<int64_t>{static_cast<int64_t>(strings.size())});
+    tensor.strings() = strings;
+    context.outputs[0] = tensor;
+  } else if (node.has_attr("sparse_value")) {
+    raise_unsupported(cat(node.describe(), ": attribute 'sparse_value' (sparse tensors)"));
+  } else {
+    context.fail("has no value attribute");
+  }
+}
+
+void constant_of_shape_kernel(KernelContext& context) {
+  std::vector<int64_t> shape = tensor_to_int64s(context.input(0));
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      context.fail_input(cat("input 0 'input' ", ints_text(shape), " has a negative size"));
+    }
+  }
+  const Tensor* value = context.node.attr_tensor("value");
+  Tensor zero(DType::kFloat32, {1});
+  if (value && value->numel() != 1) context.fail("attribute 'value' must hold one element");
+  Tensor out(value ? value->dtype() : DType::kFloat32, shape);
+  fill(out, value ? *value : zero);
+  context.outputs[0] = out;
+}
+
+// ---- Concat and Split ----------------------------------------------------------------------
+
+void concat_kernel(KernelContext& context) {
+  const Tensor& first = context.input(0);
+  if (first.rank() == 0) context.fail_input("cannot concatenate scalars");
+  if (!context.node.has_attr("axis")) context.fail("attribute 'axis' is required");
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, context.node.attr_int("axis", 0), first.rank(), "attribute 'axis'"));
+  std::vector<int64_t> shape = first.shape();
+  shape[axis] = 0;
+  for (size_t i = 0; i < context.inputs.size(); ++i) {
+    const Tensor& input = context.input(i);
+    bool fits = input.rank() == first.rank() && input.dtype() == first.dtype();
+    for (size_t k = 0; fits && k < shape.size(); ++k) {
+      fits = k == axis || input.shape()[k] == shape[k];
+    }
+    if (!fits) {
+      context.fail_input(cat("input ", i, " has shape ", ints_text(input.shape()),
+                             ", which does not concatenate with input 0 ", ints_text(first.shape()),
+                             " along axis ", axis));
+    }
+    shape[axis] += input.shape()[axis];
+  }
+  Tensor out(first.dtype(), shape);
+  // Row-major: each of the `outer` slabs of the output is the inputs' slabs one after another.
+  int64_t outer = product(shape, 0, axis);
+  int64_t inner = product(shape, axis + 1, shape.size());
+  int64_t written = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor* input : context.inputs) {
+      int64_t slab = input->shape()[axis] * inner;
+      copy_elements(*input, o * slab, out, written, slab);
+      written += slab;
+    }
+  }
+  context.outputs[0] = out;
+}
+
+void split_kernel(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& input = context.input(0);
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, node.attr_int("axis", 0), input.rank(), "attribute 'axis'"));
+  int64_t d = input.dim(static_cast<int64_t>(axis));
+  int64_t n = static_cast<int64_t>(node.num_outputs());
+  std::vector<int64_t> sizes;
+  if (auto split = int_list(context, "split", 1, 13)) {
+    int64_t total = 0;
+    for (int64_t size : *split) {
+      if (size < 0) context.fail_input(cat("'split' ", ints_text(*split), " has a negative size"));
+      total += size;
+    }
+    if (static_cast<int64_t>(split->size()) != n || total != d) {
+      context.fail_input(cat("'split' ", ints_text(*split), " does not cut dim ", axis, " of ",
+                             ints_text(input.shape()), " into ", n, " outputs"));
+    }
+    sizes = *split;
+  } else if (node.opset() >= 18 && node.has_attr("num_outputs")) {
+    // ceil(d / n) per output; the last takes the rest, possibly fewer.
+    int64_t chunk = (d + n - 1) / n;
+    int64_t last = d - chunk * (n - 1);
+    if (last < 0) {
+      context.fail_input(cat("attribute 'num_outputs' = ", n, " cannot split dim ", axis, " of ",
+                             ints_text(input.shape()), ": chunks of ", chunk, " leave ", last,
+                             " for the last output"));
+    }
+    sizes.assign(static_cast<size_t>(n), chunk);
+    sizes.back() = last;
+  } else {
+    if (d % n != 0) {
+      context.fail_input(cat("dim ", axis, " of ", ints_text(input.shape()),
+                             " does not split evenly into ", n, " outputs"));
+    }
+    sizes.assign(static_cast<size_t>(n), d / n);
+  }
+  int64_t outer = product(input.shape(), 0, axis);
+  int64_t inner = product(input.shape(), axis + 1, input.shape().size());
+  int64_t offset = 0;  // along the axis
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> shape = input.shape();
+    shape[axis] = sizes[i];
+    Tensor out(input.dtype(), shape);
+    for (int64_t o = 0; o < outer; ++o) {
+      copy_elements(input, (o * d + offset) * inner, out, o * sizes[i] * inner, sizes[i] * inner);
+    }
+    offset += sizes[i];
+    context.outputs[i] = out;
+  }
+}
+
+// ---- index-mapping ops ---------------------------------------------------------------------
+
+void transpose_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::vector<int64_t> perm;
+  for (int64_t k = input.rank() - 1; k >= 0; --k) perm.push_back(k);
+  perm = context.node.attr_ints("perm", perm);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k <= sorted.size(); ++k) {
+    bool complete = k == sorted.size() ? sorted.size() == input.shape().size()
+                                       : sorted[k] == static_cast<int64_t>(k);
+    if (!complete) {
+      context.fail(cat("attribute 'perm' = ", ints_text(perm),
+                       " is not a permutation of the axes of ", ints_text(input.shape())));
+    }
+  }
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  std::vector<int64_t> shape;
+  for (int64_t axis : perm) shape.push_back(input.dim(axis));
+  // Output axis k walks input axis perm[k].
+  Tensor out(input.dtype(), shape);
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) offset += index[k] * strides[perm[k]];
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// ceil(distance / |step|) elements for a positive distance, else none; exact for every int64 step.
+int64_t step_count(int64_t distance, int64_t step) {
+  if (distance <= 0) return 0;
+  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  return static_cast<int64_t>((static_cast<uint64_t>(distance) - 1) / magnitude + 1);
+}
+
+struct SliceRange {
+  int64_t start = 0;
+  int64_t count = 0;
+};
+
+// The spec's clamping: negative bounds count from the end; starts clamp to [0, d] going forward
+// and [0, d - 1] going backward, ends to [0, d] and [-1, d - 1].
+SliceRange resolve_slice(int64_t d, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += d;
+  if (end < 0) end += d;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, d);
+    end = std::clamp<int64_t>(end, 0, d);
+  } else {
+    start = std::clamp<int64_t>(start, 0, d - 1);
+    end = std::clamp<int64_t>(end, -1, d - 1);
+  }
+  return {start, step_count(step > 0 ? end - start : start - end, step)};
+}
+
+void slice_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  int64_t rank = input.rank();
+  auto starts = int_list(context, "starts", 1, 10);
+  auto ends = int_list(context, "ends", 2, 10);
+  if (!starts || !ends) context.fail("'starts' and 'ends' are required");
+  auto axes = int_list(context, "axes", 3, 10);
+  std::optional<std::vector<int64_t>> steps;
+  if (context.node.opset() >= 10 && context.has_input(4))
+    steps = tensor_to_int64s(context.input(4));
+  if (!axes) {
+    axes.emplace();
+    for (int64_t k = 0; k < static_cast<int64_t>(starts->size()); ++k) axes->push_back(k);
+  }
+  if (!steps) steps = std::vector<int64_t>(starts->size(), 1);
+  if (ends->size() != starts->size() || axes->size() != starts->size() ||
+      steps->size() != starts->size()) {
+    context.fail_input(cat("'starts' ", ints_text(*starts), ", 'ends' ", ints_text(*ends),
+                           ", 'axes' ", ints_text(*axes), " and 'steps' ", ints_text(*steps),
+                           " differ in length"));
+  }
+  *axes = normalize_axes(context, *axes, rank, "'axes'");
+  // Output position p on axis k reads input position first + p * step.
+  struct AxisWalk {
+    int64_t first = 0;
+    int64_t step = 1;
+  };
+  std::vector<AxisWalk> walks(input.shape().size());
+  std::vector<int64_t> shape = input.shape();
+  for (size_t i = 0; i < axes->size(); ++i) {
+    size_t axis = static_cast<size_t>((*axes)[i]);
+    if ((*steps)[i] == 0) context.fail_input(cat("'steps' ", ints_text(*steps), " has a 0"));
+    SliceRange range = resolve_slice(shape[axis], (*starts)[i], (*ends)[i], (*steps)[i]);
+    walks[axis] = {range.start, (*steps)[i]};
+    shape[axis] = range.count;
+  }
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  Tensor out(input.dtype(), shape);
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) {
+      offset += (walks[k].first + index[k] * walks[k].step) * strides[k];
+    }
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// Index values of an int32/int64 input, with negative ones counted from the end of an axis of
+// size `d`; out-of-range ones are data errors naming the input.
+std::vector<int64_t> checked_indices(const KernelContext& context, size_t input,
+                                     const std::string& name, int64_t d, size_t axis) {
+  const Tensor& tensor = context.input(input);
+  if (tensor.dtype() != DType::kInt32 && tensor.dtype() != DType::kInt64) {
+    context.fail(cat("input ", input, " '", name, "' must be int32 or int64, got ",
+                     dtype_onnx_name(tensor.dtype())));
+  }
+  std::vector<int64_t> values = tensor_to_int64s(tensor);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < -d || values[i] >= d) {
+      context.fail_input(cat("input ", input, " '", name, "' element ", i, " = ", values[i],
+                             " is out of range for axis ", axis, " of size ", d, " (valid: [", -d,
+                             ", ", d - 1, "])"));
+    }
+    if (values[i] < 0) values[i] += d;
+  }
+  return values;
+}
+
+void gather_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  if (data.rank() == 0) context.fail_input("input 0 'data' must have rank >= 1, got a scalar");
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, context.node.attr_int("axis", 0), data.rank(), "attribute 'axis'"));
+  int64_t d = data.shape()[axis];
+  std::vector<int64_t> indices = checked_indices(context, 1, "indices", d, axis);
+  const std::vector<int64_t>& index_shape = context.input(1).shape();
+  std::vector<int64_t> shape(data.shape().begin(), data.shape().begin() + axis);
+  shape.insert(shape.end(), index_shape.begin(), index_shape.end());
+  shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+  // out[o, j, i] = data[o, indices[j], i] over the dims before, at and after the axis.
+  Tensor out(data.dtype(), shape);
+  int64_t outer = product(data.shape(), 0, axis);
+  int64_t inner = product(data.shape(), axis + 1, data.shape().size());
+  int64_t n = static_cast<int64_t>(indices.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < n; ++j) {
+      copy_elements(data, (o * d + indices[static_cast<size_t>(j)]) * inner, out,
+                    (o * n + j) * inner, inner);
+    }
+  }
+  context.outputs[0] = out;
+}
+
+// GatherElements and ScatterElements pair each element of `indices` with the data element at the
+// same position except along `axis`, where the index value says where. Returns those offsets.
+std::vector<int64_t> element_offsets(const KernelContext& context, const Tensor& data,
+                                     size_t axis) {
+  const Tensor& indices_tensor = context.input(1);
+  if (indices_tensor.rank() != data.rank()) {
+    context.fail_input(cat("input 1 'indices' ", ints_text(indices_tensor.shape()),
+                           " must have the rank of input 0 'data' ", ints_text(data.shape())));
+  }
+  for (size_t k = 0; k < data.shape().size(); ++k) {
+    if (k != axis && indices_tensor.shape()[k] > data.shape()[k]) {
+      context.fail_input(cat("input 1 'indices' ", ints_text(indices_tensor.shape()),
+                             " exceeds input 0 'data' ", ints_text(data.shape()), " at axis ", k));
+    }
+  }
+  std::vector<int64_t> indices = checked_indices(context, 1, "indices", data.shape()[axis], axis);
+  std::vector<int64_t> strides = row_major_strides(data.shape());
+  size_t i = 0;
+  return offsets_for(indices_tensor.shape(), [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) {
+      offset += (k == axis ? indices[i] : index[k]) * strides[k];
+    }
+    ++i;
+    return offset;
+  });
+}
+
+void gather_elements_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, context.node.attr_int("axis", 0), data.rank(), "attribute 'axis'"));
+  Tensor out(data.dtype(), context.input(1).shape());
+  copy_from_offsets(data, element_offsets(context, data, axis), out);
+  context.outputs[0] = out;
+}
+
+// target = target (reduction) update, in the element's own type; integers wrap like C++ unsigned
+// arithmetic, bools add as "or" and multiply as "and".
+template <typename T>
+T reduce(T target, T update, const std::string& reduction) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return reduction == "add" || reduction == "max" ? (target || update) : (target && update);
+  } else {
+    if (reduction == "max") return std::max(target, update);
+    if (reduction == "min") return std::min(target, update);
+    if constexpr (std::is_integral_v<T>) {
+      uint64_t a = static_cast<uint64_t>(target), b = static_cast<uint64_t>(update);
+      return static_cast<T>(reduction == "add" ? a + b : a * b);
+    } else {
+      return reduction == "add" ? target + update : target * update;
+    }
+  }
+}
+
+void scatter_elements_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  const Tensor& updates = context.input(2);
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, context.node.attr_int("axis", 0), data.rank(), "attribute 'axis'"));
+  if (updates.shape() != context.input(1).shape() || updates.dtype() != data.dtype()) {
+    context.fail_input(cat("input 2 'updates' ", ints_text(updates.shape()),
+                           " must match input 1 'indices' ", ints_text(context.input(1).shape()),
+                           " in shape and input 0 in type"));
+  }
+  std::vector<int64_t> targets = element_offsets(context, data, axis);
+  std::string reduction = context.node.attr_string("reduction", "none");
+  static const std::set<std::string> kReductions = {"none", "add", "mul", "max", "min"};
+  if (!kReductions.count(reduction)) {
+    context.fail(
+        cat("attribute 'reduction' = '", reduction, "' is not none, add, mul, max or min"));
+  }
+  Tensor out = data.clone();
+  // Updates apply in index order, so with reduction 'none' a repeated index keeps the last one.
+  for (size_t i = 0; i < targets.size(); ++i) {
+    int64_t source = static_cast<int64_t>(i);
+    if (reduction == "none") {
+      copy_elements(updates, source, out, targets[i], 1);
+    } else if (data.dtype() == DType::kFloat16 || data.dtype() == DType::kBFloat16) {
+      float value = reduce(static_cast<float>(out.get_double(targets[i])),
+                           static_cast<float>(updates.get_double(source)), reduction);
+      out.set_double(targets[i], value);
+    } else {
+      dispatch_numeric(data.dtype(), context, [&](auto tag) {
+        using T = decltype(tag);
+        T& target = out.data<T>()[targets[i]];
+        target = reduce<T>(target, updates.data<T>()[source], reduction);
+      });
+    }
+  }
+  context.outputs[0] = out;
+}
+
+void expand_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::vector<int64_t> requested = tensor_to_int64s(context.input(1));
+  for (int64_t dim : requested) {
+    if (dim < 0) {
+      context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has a negative size"));
+    }
+  }
+  std::vector<int64_t> shape = broadcast_shapes(input.shape(), requested, context);
+  std::vector<int64_t> strides = broadcast_strides(input.shape(), shape);
+  Tensor out(input.dtype(), shape);
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) offset += index[k] * strides[k];
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+void tile_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::vector<int64_t> repeats = tensor_to_int64s(context.input(1));
+  if (static_cast<int64_t>(repeats.size()) != input.rank()) {
+    context.fail_input(cat("input 1 'repeats' ", ints_text(repeats), " has ", repeats.size(),
+                           " entries for input 0 of shape ", ints_text(input.shape())));
+  }
+  std::vector<int64_t> shape = input.shape();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (repeats[k] < 0) {
+      context.fail_input(cat("input 1 'repeats' ", ints_text(repeats), " has a negative entry"));
+    }
+    shape[k] *= repeats[k];
+  }
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  Tensor out(input.dtype(), shape);
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) offset += index[k] % input.dim(k) * strides[k];
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// Where a position j outside [0, d) reads from, per Pad mode; -1 for the constant.
+int64_t pad_source(int64_t j, int64_t d, const std::string& mode) {
+  if (j >= 0 && j < d) return j;
+  if (mode == "edge") return j < 0 ? 0 : d - 1;
+  if (mode == "wrap") return (j % d + d) % d;
+  if (mode == "reflect") {
+    if (d == 1) return 0;
+    int64_t period = 2 * (d - 1);  // d-1 steps away from the first element and back
+    int64_t m = (j % period + period) % period;
+    return m < d ? m : period - m;
+  }
+  return -1;
+}
+
+void pad_kernel(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& input = context.input(0);
+  int64_t rank = input.rank();
+  std::string mode = node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    context.fail(cat("attribute 'mode' = '", mode, "' is not a Pad mode"));
+  }
+  auto pads = int_list(context, "pads", 1, 11);
+  if (!pads) context.fail("'pads' is required");
+  // The fill: attribute 'value' before opset 11, else input 2, else 0 / "" / false.
+  Tensor pad_value(input.dtype(), {1});
+  if (node.opset() < 11) {
+    if (input.dtype() == DType::kString) context.fail("string data needs opset 11");
+    pad_value.set_double(0, node.attr_float("value", 0));
+  } else if (context.has_input(2)) {
+    const Tensor& value = context.input(2);
+    if (value.numel() != 1 || value.dtype() != input.dtype()) {
+      context.fail_input(cat("input 2 'constant_value' must be one ",
+                             dtype_onnx_name(input.dtype()), ", got ", tensor_summary(value)));
+    }
+    copy_elements(value, 0, pad_value, 0, 1);
+  }
+  std::vector<int64_t> axes;
+  if (node.opset() >= 18 && context.has_input(3)) {
+    axes = normalize_axes(context, tensor_to_int64s(context.input(3)), rank, "input 3 'axes'");
+  } else {
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  }
+  if (pads->size() != 2 * axes.size()) {
+    context.fail_input(cat("'pads' ", ints_text(*pads), " has ", pads->size(),
+                           " entries, expected ", 2 * axes.size(), " (begin and end per axis)"));
+  }
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0);
+  std::vector<int64_t> shape = input.shape();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    size_t axis = static_cast<size_t>(axes[i]);
+    begin[axis] = (*pads)[i];
+    shape[axis] += (*pads)[i] + (*pads)[i + axes.size()];
+    if (shape[axis] < 0) {
+      context.fail_input(cat("'pads' ", ints_text(*pads), " makes dim ", axis, " of ",
+                             ints_text(input.shape()), " negative (", shape[axis], ")"));
+    }
+    if (mode != "constant" && input.shape()[axis] == 0 && shape[axis] > 0) {
+      context.fail_input(cat("mode '", mode, "' cannot pad axis ", axis, " of ",
+                             ints_text(input.shape()), ": it has no elements to repeat"));
+    }
+  }
+  // Output position p on an axis reads input position p - begin, mapped back inside by the mode.
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  Tensor out(input.dtype(), shape);
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) {
+      int64_t source = pad_source(index[k] - begin[k], input.shape()[k], mode);
+      if (source < 0) return int64_t{-1};
+      offset += source * strides[k];
+    }
+    return offset;
+  });
+  fill(out, pad_value);
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// ---- value-computing ops -------------------------------------------------------------------
+
+void range_kernel(KernelContext& context) {
+  const Tensor& start = context.input(0);
+  const Tensor& limit = context.input(1);
+  const Tensor& delta = context.input(2);
+  DType dtype = start.dtype();
+  for (const Tensor* scalar : {&start, &limit, &delta}) {
+    if (scalar->numel() != 1 || scalar->dtype() != dtype) {
+      context.fail_input(cat("start, limit and delta must be scalars of one type, got ",
+                             tensor_summary(start), ", ", tensor_summary(limit), ", ",
+                             tensor_summary(delta)));
+    }
+  }
+  if (delta.get_double(0) == 0) context.fail_input("input 2 'delta' is 0");
+  // number_of_elements = max(ceil((limit - start) / delta), 0); output[i] = start + i * delta,
+  // each computed exactly (integers) or in double and rounded once (floats).
+  if (is_floating(dtype)) {
+    double first = start.get_double(0), step = delta.get_double(0);
+    double count = std::max(0.0, std::ceil((limit.get_double(0) - first) / step));
+    if (!(count < 0x1p40)) context.fail_input(cat("Range of ", count, " elements is too large"));
+    Tensor out(dtype, {static_cast<int64_t>(count)});
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.set_double(i, first + static_cast<double>(i) * step);
+    context.outputs[0] = out;
+    return;
+  }
+  int64_t first = start.get_int64(0), last = limit.get_int64(0), step = delta.get_int64(0);
+  int64_t distance = 0;
+  if (__builtin_sub_overflow(step > 0 ? last : first, step > 0 ? first : last, &distance)) {
+    context.fail_input(cat("Range from ", first, " to ", last, " has more than 2^63 elements"));
+  }
+  int64_t count = step_count(distance, step);
+  Tensor out(dtype, {count});
+  dispatch_numeric(dtype, context, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < count; ++i) out.data<T>()[i] = static_cast<T>(first + i * step);
+  });
+  context.outputs[0] = out;
+}
+
+void non_zero_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  // A scalar counts as a 1-element vector, as numpy.nonzero treats it.
+  std::vector<int64_t> shape = input.rank() == 0 ? std::vector<int64_t>{1} : input.shape();
+  std::vector<std::vector<int64_t>> found;
+  int64_t i = 0;
+  for_each_index(shape, [&](const std::vector<int64_t>& index) {
+    bool nonzero = input.dtype() == DType::kString
+                       ? !input.strings()[static_cast<size_t>(i)].empty()
+                   : is_floating(input.dtype())      ? input.get_double(i) != 0
+                   : input.dtype() == DType::kUInt64 ? input.data<uint64_t>()[i] != 0
+                                                     : input.get_int64(i) != 0;
+    if (nonzero) found.push_back(index);
+    ++i;
+  });
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t n = static_cast<int64_t>(found.size());
+  Tensor out(DType::kInt64, {rank, n});
+  for (int64_t k = 0; k < rank; ++k) {
+    for (int64_t j = 0; j < n; ++j) {
+      out.data<int64_t>()[k * n + j] = found[static_cast<size_t>(j)][static_cast<size_t>(k)];
+    }
+  }
+  context.outputs[0] = out;
+}
+
+// ---- Cast ----------------------------------------------------------------------------------
+//
+// Every value rnnc holds (64-bit integers, double, 16-bit floats) is exact in x87 extended
+// precision, so numeric casts read the exact value and round once into the target:
+//   float -> float  round to nearest even; beyond the target's range -> +-inf;
+//   float -> int    truncate toward zero, saturate to the target's range, NaN -> 0;
+//   int -> int      keep the low bits (two's complement wrap), as C++ and numpy do;
+//   any -> bool     nonzero (NaN included) -> true.
+static_assert(std::numeric_limits<long double>::digits >= 64,
+              "Cast needs a long double that holds every int64 and double exactly");
+
+long double exact_value(const Tensor& tensor, int64_t i, const KernelContext& context) {
+  if (tensor.dtype() == DType::kFloat16) return half_to_float(tensor.data<uint16_t>()[i]);
+  if (tensor.dtype() == DType::kBFloat16) return bfloat16_to_float(tensor.data<uint16_t>()[i]);
+  long double value = 0;
+  dispatch_numeric(tensor.dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    value = static_cast<long double>(tensor.data<T>()[i]);
+  });
+  return value;
+}
+
+// Rounds to float keeping a sticky last bit (round to odd), so a second rounding to a narrower
+// float (half, bfloat16) gives the same result as one rounding from the exact value.
+float round_to_odd_float(long double value) {
+  float rounded = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &rounded, sizeof(bits));
+  if (std::isfinite(rounded) && static_cast<long double>(rounded) != value && (bits & 1u) == 0) {
+    rounded = std::nextafter(rounded, value > rounded ? INFINITY : -INFINITY);
+  }
+  return rounded;
+}
+
+template <typename T>
+T saturate_integer(long double value) {
+  if (std::isnan(value)) return 0;
+  value = std::trunc(value);
+  if (value <= static_cast<long double>(std::numeric_limits<T>::lowest())) {
+    return std::numeric_limits<T>::lowest();
+  }
+  if (value >= static_cast<long double>(std::numeric_limits<T>::max())) {
+    return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(value);
+}
+
+// Stores an exact value into element i of `out`, rounding once as described above. Integer
+// sources pass `bits` (their value as int64 / uint64 bits) so int -> int keeps the low bits.
+void store_value(Tensor& out, int64_t i, long double value, std::optional<uint64_t> bits,
+                 const KernelContext& context) {
+  switch (out.dtype()) {
+    case DType::kFloat16:
+      out.data<uint16_t>()[i] = float_to_half(round_to_odd_float(value));
+      return;
+    case DType::kBFloat16:
+      out.data<uint16_t>()[i] = float_to_bfloat16(round_to_odd_float(value));
+      return;
+    default:
+      break;
+  }
+  dispatch_numeric(out.dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    T& slot = out.data<T>()[i];
+    if constexpr (std::is_same_v<T, bool>) {
+      slot = value != 0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      slot = static_cast<T>(value);  // IEEE: out of range rounds to +-inf
+    } else if (bits) {
+      slot = static_cast<T>(*bits);
+    } else {
+      slot = saturate_integer<T>(value);
+    }
+  });
+}
+
+// Numbers in plain (not scientific) notation with the fewest digits that read back as the same
+// value of the source type; the spec's literals for the special values.
+std::string format_number(const Tensor& tensor, int64_t i) {
+  DType dtype = tensor.dtype();
+  if (dtype == DType::kBool) return tensor.data<bool>()[i] ? "1" : "0";
+  if (dtype == DType::kUInt64) return std::to_string(tensor.data<uint64_t>()[i]);
+  if (!is_floating(dtype)) return std::to_string(tensor.get_int64(i));
+  double value = tensor.get_double(i);
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "INF" : "-INF";
+  char buffer[512];
+  std::to_chars_result written;
+  if (dtype == DType::kFloat64) {
+    written = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
+  } else if (dtype == DType::kFloat32) {
+    written = std::to_chars(buffer, buffer + sizeof(buffer), static_cast<float>(value),
+                            std::chars_format::fixed);
+  } else {
+    // 16-bit floats: the shortest decimal that reads back to the same 16-bit value.
+    uint16_t original = tensor.data<uint16_t>()[i];
+    auto narrow = dtype == DType::kFloat16 ? float_to_half : float_to_bfloat16;
+    float shortest = static_cast<float>(value);
+    for (int digits = 1; digits <= 9; ++digits) {
+      char scratch[64];
+      auto end = std::to_chars(scratch, scratch + sizeof(scratch), static_cast<float>(value),
+                               std::chars_format::scientific, digits - 1)
+                     .ptr;
+      float candidate = 0;
+      std::from_chars(scratch, end, candidate);
+      if (narrow(candidate) == original) {
+        shortest = candidate;
+        break;
+      }
+    }
+    written = std::to_chars(buffer, buffer + sizeof(buffer), shortest, std::chars_format::fixed);
+  }
+  RNNC_CHECK(written.ec == std::errc(), "number does not fit the format buffer");
+  return std::string(buffer, written.ptr);
+}
+
+bool equals_ignoring_case(const std::string& text, const char* word) {
+  size_t n = std::strlen(word);
+  if (text.size() != n) return false;
+  for (size_t k = 0; k < n; ++k) {
+    if (std::tolower(static_cast<unsigned char>(text[k])) != word[k]) return false;
+  }
+  return true;
+}
+
+// Parses a number the way Cast reads strings: "3.14", "1e-5", "1E8", "+INF", "INF", "-INF",
+// "NaN" (any case). Strings that are whole integers are read exactly (as int64 or uint64 bits)
+// so int64 values beyond 2^53 survive.
+struct ParsedNumber {
+  long double value = 0;
+  std::optional<uint64_t> bits;  // set for integer strings
+};
+
+std::optional<ParsedNumber> parse_number(const std::string& text) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  const char* digits =
+      begin != end && *begin == '+' ? begin + 1 : begin;  // from_chars takes no '+'
+  ParsedNumber parsed;
+  int64_t integer = 0;
+  uint64_t unsigned_integer = 0;
+  if (auto r = std::from_chars(digits, end, integer); r.ec == std::errc() && r.ptr == end) {
+    parsed.value = static_cast<long double>(integer);
+    parsed.bits = static_cast<uint64_t>(integer);
+    return parsed;
+  }
+  if (auto r = std::from_chars(digits, end, unsigned_integer);
+      r.ec == std::errc() && r.ptr == end) {
+    parsed.value = static_cast<long double>(unsigned_integer);
+    parsed.bits = unsigned_integer;
+    return parsed;
+  }
+  auto r = std::from_chars(digits, end, parsed.value);
+  if (r.ptr != end || digits == end) return std::nullopt;
+  if (r.ec == std::errc::result_out_of_range) {  // beyond even long double: infinite or zero
+    bool negative = *digits == '-';
+    bool tiny = text.find("e-") != std::string::npos || text.find("E-") != std::string::npos;
+    long double magnitude = tiny ? 0.0L : std::numeric_limits<long double>::infinity();
+    parsed.value = negative ? -magnitude : magnitude;
+  }
+  return parsed;
+}
+
+void store_string(Tensor& out, int64_t i, const std::string& text, const KernelContext& context) {
+  if (out.dtype() == DType::kBool &&
+      (equals_ignoring_case(text, "true") || equals_ignoring_case(text, "false"))) {
+    out.data<bool>()[i] = equals_ignoring_case(text, "true");
+    return;
+  }
+  std::optional<ParsedNumber> parsed = parse_number(text);
+  if (!parsed) {
+    context.fail_input(cat("input 0 element ", i, " is \"", text, "\", which is not a number"));
+  }
+  // float and double read straight from the text: one rounding, not two through long double.
+  auto read_direct = [&](auto& value) {
+    const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+    auto r = std::from_chars(begin, text.data() + text.size(), value);
+    using T = std::remove_reference_t<decltype(value)>;
+    if (r.ec == std::errc::result_out_of_range) value = static_cast<T>(parsed->value);
+  };
+  if (out.dtype() == DType::kFloat32) return read_direct(out.data<float>()[i]);
+  if (out.dtype() == DType::kFloat64) return read_direct(out.data<double>()[i]);
+  bool integral_target = is_integer(out.dtype());
+  store_value(out, i, parsed->value, integral_target ? parsed->bits : std::nullopt, context);
+}
+
+Tensor cast_tensor(const Tensor& input, DType to, const KernelContext& context) {
+  if (input.dtype() == to) return input;
+  Tensor out(to, input.shape());
+  if (to == DType::kString) {
+    for (int64_t i = 0; i < input.numel(); ++i) {
+      out.strings()[static_cast<size_t>(i)] = format_number(input, i);
+    }
+    return out;
+  }
+  if (input.dtype() == DType::kString) {
+    for (int64_t i = 0; i < input.numel(); ++i) {
+      store_string(out, i, input.strings()[static_cast<size_t>(i)], context);
+    }
+    return out;
+  }
+  bool integral_source = is_integer(input.dtype()) || input.dtype() == DType::kBool;
+  bool integral_target = is_integer(to);
+  for (int64_t i = 0; i < input.numel(); ++i) {
+    std::optional<uint64_t> bits;
+    if (integral_source && integral_target) {
+      bits = input.dtype() == DType::kUInt64 ? input.data<uint64_t>()[i]
+                                             : static_cast<uint64_t>(input.get_int64(i));
+    }
+    store_value(out, i, exact_value(input, i, context), bits, context);
+  }
+  return out;
+}
+
+DType cast_target(const KernelContext& context, int64_t to) {
+  std::optional<DType> dtype = dtype_from_onnx(static_cast<int32_t>(to));
+  if (!dtype || *dtype == DType::kUndefined || *dtype == DType::kComplex64 ||
+      *dtype == DType::kComplex128) {
+    raise_unsupported(
+        cat(context.node.describe(), ": casts to data type ", to, " are not supported"));
+  }
+  return *dtype;
+}
+
+void cast_kernel(KernelContext& context) {
+  if (!context.node.has_attr("to")) context.fail("attribute 'to' is required");
+  DType to = cast_target(context, context.node.attr_int("to", 0));
+  context.outputs[0] = cast_tensor(context.input(0), to, context);
+}
+
+void cast_like_kernel(KernelContext& context) {
+  context.outputs[0] = cast_tensor(context.input(0), context.input(1).dtype(), context);
+}
+
+}  // namespace
+
+void register_tensor_kernels(std::map<std::string, Kernel>& registry) {
+  const std::pair<const char*, Kernel> kernels[] = {
+      {"Cast", cast_kernel},
+      {"CastLike", cast_like_kernel},
+      {"Concat", concat_kernel},
+      {"Constant", constant_kernel},
+      {"ConstantOfShape", constant_of_shape_kernel},
+      {"Expand", expand_kernel},
+      {"Flatten", flatten_kernel},
+      {"Gather", gather_kernel},
+      {"GatherElements", gather_elements_kernel},
+      {"Identity", identity_kernel},
+      {"NonZero", non_zero_kernel},
+      {"Pad", pad_kernel},
+      {"Range", range_kernel},
+      {"Reshape", reshape_kernel},
+      {"Scatter", scatter_elements_kernel},
+      {"ScatterElements", scatter_elements_kernel},
+      {"Shape", shape_kernel},
+      {"Size", size_kernel},
+      {"Slice", slice_kernel},
+      {"Split", split_kernel},
+      {"Squeeze", squeeze_kernel},
+      {"Tile", tile_kernel},
+      {"Transpose", transpose_kernel},
+      {"Unsqueeze", unsqueeze_kernel},
+  };
+  for (const auto& [op_type, kernel] : kernels) registry.emplace(op_type, kernel);
+}
 
 }  // namespace rnnc
