@@ -1,0 +1,146 @@
+#include "lowering/halide_cache.h"
+
+#include <Halide.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "ir/error.h"
+
+namespace rnnc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kRnncVersion = "rnnc 0.1.0";
+constexpr const char* kAvx2Target = "x86-64-linux-avx-avx2-f16c-fma-sse41";
+
+std::string default_directory() {
+  if (const char* dir = std::getenv("RNNC_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/rnnc";
+  return (fs::temp_directory_path() / "rnnc-cache").string();
+}
+
+Halide::Target resolve_target(std::string name) {
+  if (name.empty()) {
+    const char* env = std::getenv("RNNC_TARGET");
+    name = env && *env ? env : "host";
+  }
+  if (name == "host") return Halide::get_host_target();
+  if (name == "avx2") return Halide::Target(kAvx2Target);
+  if (!Halide::Target::validate_target_string(name)) {
+    raise_invalid_input(cat("'", name, "' is not a Halide target (use host, avx2 or a target "
+                            "string such as ", kAvx2Target, ")"));
+  }
+  return Halide::Target(name);
+}
+
+std::string unique_suffix() {
+  std::random_device random;
+  return cat(::getpid(), "-", random());
+}
+
+void run_linker(const std::string& object, const std::string& shared_object) {
+  // The system C compiler links; Halide 14 has no linker of its own.
+  std::string command = cat(RNNC_HOST_CC, " -shared -o '", shared_object, "' '", object,
+                            "' 2>&1");
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) raise(ErrorKind::kIo, cat("cannot run the linker: ", command));
+  std::string output;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  int status = ::pclose(pipe);
+  if (status != 0) {
+    raise(ErrorKind::kIo, cat("linking a compiled kernel failed (", command, "): ", output));
+  }
+}
+
+std::shared_ptr<void> open_library(const std::string& path, int flags) {
+  void* handle = ::dlopen(path.c_str(), flags);
+  if (!handle) raise(ErrorKind::kIo, cat("cannot load compiled kernel '", path, "': ", ::dlerror()));
+  return std::shared_ptr<void>(handle, [](void* h) { ::dlclose(h); });
+}
+
+}  // namespace
+
+std::string hash_hex(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+void CompiledPipeline::call(void** args) const {
+  int status = argv_entry(args);
+  RNNC_CHECK(status == 0, "Halide pipeline ", function_name, " failed with error code ", status);
+}
+
+HalideCache::HalideCache(std::string dir, std::string target)
+    : dir_(dir.empty() ? default_directory() : std::move(dir)),
+      target_(std::make_shared<Halide::Target>(resolve_target(std::move(target)))),
+      target_string_(target_->to_string()) {
+  std::error_code error;
+  fs::create_directories(dir_, error);
+  if (error) raise(ErrorKind::kIo, cat("cannot create cache directory '", dir_, "': ", error.message()));
+}
+
+const Halide::Target& HalideCache::target() const { return *target_; }
+
+void HalideCache::load_runtime() {
+  // One standalone Halide runtime per target, shared by every kernel (RTLD_GLOBAL so the kernels'
+  // halide_* references resolve to it).
+  std::string path = cat(dir_, "/halide_runtime_", hash_hex(target_string_ + kRnncVersion), ".so");
+  if (!fs::exists(path)) {
+    std::string stem = cat(dir_, "/tmp-runtime-", unique_suffix());
+    Halide::compile_standalone_runtime(stem + ".o", *target_);
+    run_linker(stem + ".o", stem + ".so");
+    fs::rename(stem + ".so", path);
+    fs::remove(stem + ".o");
+  }
+  runtime_ = open_library(path, RTLD_NOW | RTLD_GLOBAL);
+}
+
+CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {
+  std::call_once(runtime_once_, [this] { load_runtime(); });
+  std::string hash = hash_hex(cat(key, "\n", target_string_, "\n", kRnncVersion));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = loaded_.find(hash); it != loaded_.end()) return it->second;
+
+  CompiledPipeline pipeline;
+  pipeline.function_name = "rnnc_" + hash;
+  std::string path = cat(dir_, "/", pipeline.function_name, ".so");
+  pipeline.from_cache = fs::exists(path);
+  if (!pipeline.from_cache) {
+    auto start = std::chrono::steady_clock::now();
+    std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
+    compile(stem + ".o", pipeline.function_name, target_->with_feature(Halide::Target::NoRuntime));
+    run_linker(stem + ".o", stem + ".so");
+    fs::rename(stem + ".so", path);  // atomic: concurrent processes see all or nothing
+    fs::remove(stem + ".o");
+    pipeline.compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  pipeline.library = open_library(path, RTLD_NOW | RTLD_LOCAL);
+  pipeline.argv_entry = reinterpret_cast<int (*)(void**)>(
+      ::dlsym(pipeline.library.get(), (pipeline.function_name + "_argv").c_str()));
+  auto metadata = reinterpret_cast<const halide_filter_metadata_t* (*)()>(
+      ::dlsym(pipeline.library.get(), (pipeline.function_name + "_metadata").c_str()));
+  if (!pipeline.argv_entry || !metadata) {
+    raise(ErrorKind::kIo, cat("compiled kernel '", path, "' lacks its entry points; delete it"));
+  }
+  pipeline.metadata = metadata();
+  loaded_[hash] = pipeline;
+  return pipeline;
+}
+
+}  // namespace rnnc

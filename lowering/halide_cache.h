@@ -1,0 +1,78 @@
+// Ahead-of-time compilation of Halide pipelines into an on-disk cache of shared objects.
+//
+// Halide 14 has no compile_to_callable and its JIT cache lives in one Pipeline object, so rnnc
+// compiles each pipeline once with compile_to_object (Target::NoRuntime), links it into a shared
+// object next to one standalone Halide runtime shared object, and dlopens it. The cache key is a
+// hash of the caller's key (block IR + schedule), the target and the rnnc version: a warm load is a
+// dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
+// and renamed into place, so a reader sees a complete file or none.
+//
+// Halide code compiled here runs single-threaded unless its schedule asks for parallel loops;
+// those go through halide_do_par_for, which the runtime (runtime/) routes into oneTBB so the
+// process never runs two thread pools.
+#pragma once
+
+#include <HalideRuntime.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace Halide {
+struct Target;
+}  // namespace Halide
+
+namespace rnnc {
+
+// One loaded pipeline: call it through Halide's uniform argv entry point (each element points to
+// a halide_buffer_t for buffer arguments or to the scalar value for scalar arguments, in the
+// order of the pipeline's arguments).
+struct CompiledPipeline {
+  std::string function_name;
+  int (*argv_entry)(void** args) = nullptr;
+  const halide_filter_metadata_t* metadata = nullptr;
+  std::shared_ptr<void> library;  // keeps the shared object loaded
+  double compile_ms = 0;          // 0 when loaded from the cache
+  bool from_cache = false;
+
+  // Calls the pipeline; a nonzero Halide error code becomes an rnnc internal error naming it.
+  void call(void** args) const;
+};
+
+class HalideCache {
+ public:
+  // dir: "" picks $RNNC_CACHE_DIR, else $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc.
+  // target: "" picks $RNNC_TARGET, else "host"; "avx2" names the generic AVX2 fallback; any other
+  // value is a Halide target string.
+  explicit HalideCache(std::string dir = "", std::string target = "");
+
+  // The target kernels are compiled for: the host's features (AVX-512/VNNI where present), or
+  // the generic x86-64 AVX2 target ("avx2"), which also runs here.
+  const Halide::Target& target() const;
+  const std::string& directory() const { return dir_; }
+
+  // Returns the pipeline for `key`, compiling it with `compile` on a cache miss. `compile` must
+  // write a Halide object file (NoRuntime) defining `function_name` to the given path.
+  using CompileFn = std::function<void(const std::string& object_path,
+                                       const std::string& function_name,
+                                       const Halide::Target& target)>;
+  CompiledPipeline get(const std::string& key, const CompileFn& compile);
+
+ private:
+  void load_runtime();
+
+  std::string dir_;
+  std::shared_ptr<Halide::Target> target_;
+  std::string target_string_;
+  std::once_flag runtime_once_;
+  std::shared_ptr<void> runtime_;
+  std::mutex mutex_;
+  std::map<std::string, CompiledPipeline> loaded_;
+};
+
+// 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).
+std::string hash_hex(const std::string& text);
+
+}  // namespace rnnc

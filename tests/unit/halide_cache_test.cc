@@ -1,0 +1,99 @@
+// The AOT kernel cache: a pipeline compiles once, loads from disk afterwards, runs, and works for
+// both the host target and the generic AVX2 target.
+#include "lowering/halide_cache.h"
+
+#include <Halide.h>
+#include <HalideBuffer.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ir/error.h"
+
+namespace rnnc {
+namespace {
+
+class TempCacheDir {
+ public:
+  TempCacheDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("rnnc_cache_test_" + std::to_string(::getpid()) + "_" + std::to_string(count_++))) {}
+  ~TempCacheDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+  static inline int count_ = 0;
+};
+
+// out(x) = in(x) * factor, with factor baked in at compile time.
+HalideCache::CompileFn scale_by(float factor) {
+  return [factor](const std::string& object, const std::string& name, const Halide::Target& target) {
+    Halide::ImageParam in(Halide::Float(32), 1, "in");
+    Halide::Var x("x");
+    Halide::Func out("out");
+    out(x) = in(x) * factor;
+    out.vectorize(x, 8, Halide::TailStrategy::GuardWithIf);
+    out.compile_to_object(object, {in}, name, target);
+  };
+}
+
+std::vector<float> run_scale(const CompiledPipeline& pipeline, std::vector<float> values) {
+  Halide::Runtime::Buffer<float> in(values.data(), static_cast<int>(values.size()));
+  Halide::Runtime::Buffer<float> out(static_cast<int>(values.size()));
+  void* args[] = {in.raw_buffer(), out.raw_buffer()};
+  pipeline.call(args);
+  return std::vector<float>(out.begin(), out.end());
+}
+
+TEST(HalideCache, CompilesOnceThenLoadsFromDisk) {
+  TempCacheDir dir;
+  {
+    HalideCache cache(dir.path());
+    CompiledPipeline first = cache.get("scale by 3", scale_by(3.0f));
+    EXPECT_FALSE(first.from_cache);
+    EXPECT_GT(first.compile_ms, 0);
+    EXPECT_EQ(run_scale(first, {1, 2, 3}), (std::vector<float>{3, 6, 9}));
+  }
+  HalideCache fresh(dir.path());  // a new process would see the same directory
+  bool compiled = false;
+  CompiledPipeline again = fresh.get("scale by 3", [&](const std::string& o, const std::string& n,
+                                                       const Halide::Target& t) {
+    compiled = true;
+    scale_by(3.0f)(o, n, t);
+  });
+  EXPECT_FALSE(compiled);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(run_scale(again, {5, 0.5f, -1, 2, 2, 2, 2, 2, 2}),
+            (std::vector<float>{15, 1.5f, -3, 6, 6, 6, 6, 6, 6}));
+}
+
+TEST(HalideCache, DifferentKeysAreDifferentKernels) {
+  TempCacheDir dir;
+  HalideCache cache(dir.path());
+  EXPECT_EQ(run_scale(cache.get("scale by 2", scale_by(2.0f)), {1}), std::vector<float>{2});
+  EXPECT_EQ(run_scale(cache.get("scale by 5", scale_by(5.0f)), {1}), std::vector<float>{5});
+}
+
+TEST(HalideCache, GenericAvx2TargetCompilesAndRuns) {
+  TempCacheDir dir;
+  HalideCache cache(dir.path(), "avx2");
+  EXPECT_FALSE(cache.target().has_feature(Halide::Target::AVX512));
+  EXPECT_TRUE(cache.target().has_feature(Halide::Target::AVX2));
+  EXPECT_EQ(run_scale(cache.get("scale by 4", scale_by(4.0f)), {1, 2}), (std::vector<float>{4, 8}));
+}
+
+TEST(HalideCache, BadTargetNamesTheProblem) {
+  try {
+    HalideCache cache("", "riscv-banana");
+    ADD_FAILURE() << "accepted a bad target";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("'riscv-banana' is not a Halide target"));
+  }
+}
+
+}  // namespace
+}  // namespace rnnc
