@@ -15,6 +15,38 @@ std::vector<std::string> default_pipeline() {
   };
 }
 
+namespace {
+
+// Passes may replace a graph output by another value (a folded constant, an Identity's input).
+// Users address outputs by name, so the names the model had must survive: the replacing value
+// takes the old name, or, when it cannot be renamed (a graph input, or another output), an
+// Identity under the old name is added.
+void restore_output_names(Model& model, const std::vector<std::string>& names) {
+  Graph& graph = *model.graph;
+  std::vector<Value*> outputs = graph.outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Value* value = outputs[i];
+    if (value->name() == names[i]) continue;
+    // The old output may still exist under its name until dce removes it: move it aside.
+    if (Value* holder = graph.find_local_value(names[i]); holder && !holder->is_graph_input()) {
+      graph.rename_value(holder, graph.unique_name(names[i] + "_replaced"));
+    }
+    bool shared = value->is_graph_input() || value->owner() != &graph;
+    for (size_t j = 0; j < outputs.size(); ++j) shared = shared || (j != i && outputs[j] == value);
+    if (!shared && !graph.find_value(names[i])) {
+      graph.rename_value(value, names[i]);
+      continue;
+    }
+    Node* identity = graph.add_node("Identity", graph.unique_name("keep_output_name"), {value},
+                                    {names[i]}, static_cast<int>(model.default_opset()));
+    identity->output(0)->type = value->type;
+    outputs[i] = identity->output(0);
+  }
+  graph.set_outputs(outputs);
+}
+
+}  // namespace
+
 std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options) {
   std::vector<std::string> names = options.passes.empty() ? default_pipeline() : options.passes;
   std::vector<const PassInfo*> passes;
@@ -33,7 +65,10 @@ std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options) {
     report.name = pass->name;
     report.nodes_before = count_nodes(*model.graph);
     auto start = std::chrono::steady_clock::now();
+    std::vector<std::string> output_names;
+    for (const Value* output : model.graph->outputs()) output_names.push_back(output->name());
     report.changed = pass->run(model, options.context, report.stats);
+    restore_output_names(model, output_names);
     report.microseconds =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     report.nodes_after = count_nodes(*model.graph);

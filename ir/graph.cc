@@ -327,6 +327,14 @@ void Graph::replace_all_uses(Value* from, Value* to) {
   }
 }
 
+void Graph::rename_value(Value* value, const std::string& name) {
+  RNNC_CHECK(value->owner_ == this, "'", value->name(), "' is not a value of graph '", name_, "'");
+  RNNC_CHECK(!find_value(name), "renaming '", value->name(), "' to '", name, "', which is taken");
+  by_name_.erase(value->name_);
+  value->name_ = name;
+  by_name_[name] = value;
+}
+
 Value* Graph::find_local_value(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;

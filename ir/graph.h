@@ -230,6 +230,9 @@ class Graph {
   // Rewires every use of `from` (here and in nested graphs) and graph outputs to `to`.
   void replace_all_uses(Value* from, Value* to);
 
+  // Renames a value of this graph (kInternal if the name is taken in scope).
+  void rename_value(Value* value, const std::string& name);
+
   // Looks a name up in this graph, then in enclosing graphs (ONNX lexical scoping).
   Value* find_value(const std::string& name) const;
   Value* find_local_value(const std::string& name) const;

@@ -8,5 +8,7 @@ namespace rnnc::cli {
 extern const Command kInfoCommand;
 extern const Command kRunCommand;
 extern const Command kOptimizeCommand;
+extern const Command kConformCommand;
+extern const Command kPlanCommand;
 
 }  // namespace rnnc::cli

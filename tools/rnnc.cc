@@ -11,6 +11,8 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kInfoCommand,
     &rnnc::cli::kRunCommand,
     &rnnc::cli::kOptimizeCommand,
+    &rnnc::cli::kConformCommand,
+    &rnnc::cli::kPlanCommand,
 };
 
 void print_usage() {

@@ -24,12 +24,15 @@ const std::map<std::string, Kernel>& kernels() {
 // Values computed so far in one graph activation; lookups fall back to the enclosing scope.
 struct Scope {
   const Scope* parent = nullptr;
+  const ValueLookup* outer = nullptr;  // beyond the outermost scope (evaluate_node)
   std::unordered_map<const Value*, Tensor> values;
 
   const Tensor* find(const Value* value) const {
-    for (const Scope* s = this; s; s = s->parent) {
+    const Scope* s = this;
+    for (; s; s = s->parent) {
       auto it = s->values.find(value);
       if (it != s->values.end()) return &it->second;
+      if (!s->parent && s->outer) return (*s->outer)(value);
     }
     return nullptr;
   }
@@ -46,6 +49,36 @@ void check_dtype_and_rank(const Value& input, const Tensor& tensor) {
                             input.type.shape->size(), " ", shape_to_string(*input.type.shape),
                             ", got rank ", tensor.rank()));
   }
+}
+
+std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inputs,
+                              const Scope* parent, const NodeObserver& observer);
+
+// Runs one node's kernel; nested graphs run in `scope` (their outer-scope references resolve
+// there). Checks the kernel produced every output with its inferred dtype.
+std::vector<Tensor> run_node(const Node& node, std::vector<const Tensor*> inputs,
+                             const Scope& scope, const NodeObserver& observer) {
+  auto it = kernels().find(node.domain().empty() ? node.op_type() : "");
+  if (it == kernels().end()) {
+    raise_unsupported(cat(node.describe(), ": no reference kernel for this operator"));
+  }
+  KernelContext context{node, std::move(inputs), {}, {}};
+  context.run_subgraph = [&](const Graph& body, const std::vector<Tensor>& body_inputs) {
+    return run_graph(body, body_inputs, &scope, observer);
+  };
+  context.outputs.resize(node.num_outputs());
+  it->second(context);
+  for (size_t i = 0; i < node.num_outputs(); ++i) {
+    const Value* out = node.output(i);
+    if (!out) continue;
+    RNNC_CHECK(context.outputs[i].defined(), node.describe(), " did not produce output ", i);
+    if (out->type.dtype != DType::kUndefined) {
+      RNNC_CHECK(out->type.dtype == context.outputs[i].dtype(), node.describe(), " output ", i,
+                 " is ", dtype_name(context.outputs[i].dtype()), " but inferred as ",
+                 dtype_name(out->type.dtype));
+    }
+  }
+  return std::move(context.outputs);
 }
 
 std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inputs,
@@ -69,38 +102,17 @@ std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inpu
 
   for (const auto& node_ptr : graph.nodes()) {
     const Node& node = *node_ptr;
-    auto it = kernels().find(node.domain().empty() ? node.op_type() : "");
-    if (it == kernels().end()) {
-      raise_unsupported(cat(node.describe(), ": no reference kernel for this operator"));
-    }
-    KernelContext context{node, {}, {}, {}};
+    std::vector<const Tensor*> inputs;
     for (const Value* input : node.inputs()) {
-      if (!input) {
-        context.inputs.push_back(nullptr);
-        continue;
-      }
-      const Tensor* tensor = scope.find(input);
-      RNNC_CHECK(tensor, node.describe(), " reads '", input->name(), "' before it is computed");
-      context.inputs.push_back(tensor);
+      const Tensor* tensor = input ? scope.find(input) : nullptr;
+      RNNC_CHECK(!input || tensor, node.describe(), " reads '", input->name(),
+                 "' before it is computed");
+      inputs.push_back(tensor);
     }
-    context.run_subgraph = [&](const Graph& body, const std::vector<Tensor>& body_inputs) {
-      return run_graph(body, body_inputs, &scope, observer);
-    };
-    context.outputs.resize(node.num_outputs());
-    it->second(context);
+    std::vector<Tensor> outputs = run_node(node, std::move(inputs), scope, observer);
+    if (observer) observer(node, outputs);
     for (size_t i = 0; i < node.num_outputs(); ++i) {
-      const Value* out = node.output(i);
-      if (!out) continue;
-      RNNC_CHECK(context.outputs[i].defined(), node.describe(), " did not produce output ", i);
-      if (out->type.dtype != DType::kUndefined) {
-        RNNC_CHECK(out->type.dtype == context.outputs[i].dtype(), node.describe(), " output ", i,
-                   " is ", dtype_name(context.outputs[i].dtype()), " but inferred as ",
-                   dtype_name(out->type.dtype));
-      }
-    }
-    if (observer) observer(node, context.outputs);
-    for (size_t i = 0; i < node.num_outputs(); ++i) {
-      if (const Value* out = node.output(i)) scope.values[out] = std::move(context.outputs[i]);
+      if (const Value* out = node.output(i)) scope.values[out] = std::move(outputs[i]);
     }
   }
 
@@ -114,6 +126,13 @@ std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inpu
 }
 
 }  // namespace
+
+std::vector<Tensor> evaluate_node(const Node& node, const std::vector<const Tensor*>& inputs,
+                                  const ValueLookup& outer) {
+  Scope scope;
+  scope.outer = &outer;
+  return run_node(node, inputs, scope, nullptr);
+}
 
 Kernel find_kernel(const std::string& op_type) {
   auto it = kernels().find(op_type);

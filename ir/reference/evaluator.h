@@ -25,6 +25,12 @@ using NodeObserver = std::function<void(const Node& node, const std::vector<Tens
 std::vector<Tensor> evaluate(const Graph& graph, const std::map<std::string, Tensor>& inputs,
                              const NodeObserver& observer = nullptr);
 
+// Runs one node with its reference kernel (the fallback for nodes lowering does not handle).
+// `outer` resolves the values its nested graphs capture from enclosing graphs.
+using ValueLookup = std::function<const Tensor*(const Value* value)>;
+std::vector<Tensor> evaluate_node(const Node& node, const std::vector<const Tensor*>& inputs,
+                                  const ValueLookup& outer);
+
 // Binds the graph's symbolic dims to the given inputs' sizes (the checks above), returning the
 // binding, e.g. {seq: 17, batch: 1}.
 std::map<std::string, int64_t> bind_inputs(const Graph& graph,

@@ -1,0 +1,165 @@
+#include "lowering/program.h"
+
+#include <functional>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include <Halide.h>
+
+#include "graph_opt/pipeline.h"
+#include "ir/reference/evaluator.h"
+#include "lowering/halide_cache.h"
+#include "lowering/partition.h"
+#include "lowering/reference_block.h"
+
+namespace rnnc {
+
+namespace {
+
+// The Halide lowerings, tried in order for each block; each throws kUnsupported for a block it
+// does not handle, and the block then runs on reference kernels.
+using BlockLowerer = std::unique_ptr<ExecutionBlock> (*)(const BlockSpec& spec, HalideCache& cache);
+const std::vector<BlockLowerer>& lowerers() {
+  static const std::vector<BlockLowerer> list = {};
+  return list;
+}
+
+void collect_nodes(const Node& node, std::set<const Node*>& out) {
+  out.insert(&node);
+  for (const Graph* sub : node.subgraphs()) {
+    for (const auto& inner : sub->nodes()) collect_nodes(*inner, out);
+  }
+}
+
+bool is_runtime_value(const Value* value) {
+  return value && (!value->is_constant() || value->is_graph_input());
+}
+
+// Which values a block reads from outside and which it must hand on.
+void assign_block_io(ExecutionBlock& block, const Graph& graph) {
+  std::set<const Node*> members;
+  for (const Node* node : block.nodes) collect_nodes(*node, members);
+  std::set<const Value*> produced, seen_inputs;
+  for (const Node* node : block.nodes) {
+    std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
+    for (const Graph* sub : node->subgraphs()) {
+      for (const Value* v : captured_values(*sub)) reads.push_back(v);
+    }
+    for (const Value* value : reads) {
+      if (is_runtime_value(value) && !produced.count(value) && seen_inputs.insert(value).second) {
+        block.inputs.push_back(value);
+      }
+    }
+    for (const Value* out : node->outputs()) {
+      if (out) produced.insert(out);
+    }
+  }
+  for (const Node* node : block.nodes) {
+    for (const Value* out : node->outputs()) {
+      if (!out) continue;
+      bool used_outside = false;
+      for (const Use& use : out->uses()) used_outside = used_outside || !members.count(use.node);
+      for (const Value* g : graph.outputs()) used_outside = used_outside || g == out;
+      // Values nested graphs outside the block return directly have no use record.
+      for (const auto& other : graph.nodes()) {
+        if (members.count(other.get())) continue;
+        for (const Graph* sub : other->subgraphs()) {
+          for (const Value* v : captured_values(*sub)) used_outside = used_outside || v == out;
+        }
+      }
+      if (used_outside) block.outputs.push_back(out);
+    }
+  }
+}
+
+std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* cache) {
+  if (cache) {
+    for (BlockLowerer lowerer : lowerers()) {
+      try {
+        std::unique_ptr<ExecutionBlock> block = lowerer(spec, *cache);
+        block->nodes = spec.nodes;
+        block->plan = spec.plan;
+        block->cost = spec.cost;
+        return block;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kUnsupported) throw;
+      }
+    }
+  }
+  return make_reference_block(spec);
+}
+
+}  // namespace
+
+std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const CompileOptions& options) {
+  OptimizeOptions optimize_options;
+  optimize_options.context = options.specialization;
+  optimize(*model, optimize_options);
+
+  auto program = std::unique_ptr<Program>(new Program());
+  if (!options.reference_only) {
+    program->cache_ = std::make_shared<HalideCache>(options.cache_dir, options.target);
+  }
+  for (const BlockSpec& spec : partition_graph(*model->graph)) {
+    std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
+    assign_block_io(*block, *model->graph);
+    program->blocks_.push_back(std::move(block));
+  }
+  program->model_ = std::move(model);
+  return program;
+}
+
+std::vector<Tensor> Program::run(const std::map<std::string, Tensor>& inputs) const {
+  const Graph& graph = *model_->graph;
+  bind_inputs(graph, inputs);
+  std::map<const Value*, Tensor> slots;
+  for (const Value* input : graph.inputs()) {
+    auto it = inputs.find(input->name());
+    slots[input] = it != inputs.end() ? it->second : *input->constant();
+  }
+  for (const auto& block : blocks_) {
+    BlockIO io;
+    for (const Value* value : block->inputs) {
+      auto it = slots.find(value);
+      RNNC_CHECK(it != slots.end(), "block '", block->kind(), "' reads '", value->name(),
+                 "' before it is computed");
+      io.inputs.push_back(&it->second);
+    }
+    block->run(io);
+    RNNC_CHECK(io.outputs.size() == block->outputs.size(), "block '", block->kind(),
+               "' produced ", io.outputs.size(), " outputs, expected ", block->outputs.size());
+    for (size_t i = 0; i < io.outputs.size(); ++i) slots[block->outputs[i]] = std::move(io.outputs[i]);
+  }
+  std::vector<Tensor> outputs;
+  for (const Value* out : graph.outputs()) {
+    if (auto it = slots.find(out); it != slots.end()) {
+      outputs.push_back(it->second);
+    } else {
+      RNNC_CHECK(out->is_constant(), "graph output '", out->name(), "' was not computed");
+      outputs.push_back(*out->constant());
+    }
+  }
+  return outputs;
+}
+
+std::string Program::describe() const {
+  std::ostringstream out;
+  out << blocks_.size() << " execution blocks";
+  if (cache_) out << " (Halide target " << cache_->target().to_string() << ")";
+  out << "\n";
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const ExecutionBlock& block = *blocks_[i];
+    out << "block " << i << ": " << block.kind() << "\n    plan: seq="
+        << axis_plan_name(block.plan.sequence) << " batch=" << axis_plan_name(block.plan.batch)
+        << "  cost " << std::fixed << std::setprecision(0) << block.cost << std::defaultfloat;
+    if (block.compile_ms > 0) out << "  compiled in " << block.compile_ms << " ms";
+    if (block.from_cache) out << "  (cached)";
+    out << "\n    nodes:";
+    for (const Node* node : block.nodes) out << " " << node->op_type() << "'" << node->name() << "'";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace rnnc

@@ -1,0 +1,49 @@
+// A compiled model: the optimized graph split into execution blocks, each lowered to Halide (or
+// running its reference kernels when lowering does not handle it), run in order.
+//
+//   compile_model(model) = optimize (graph_opt default pipeline) -> partition -> lower each block
+//
+// The Program is immutable and run() may be called from several threads at once. The oneTBB
+// executor (runtime/) runs the same blocks with their plans; Program::run is the sequential plan.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph_opt/pass.h"
+#include "lowering/block.h"
+
+namespace rnnc {
+
+class HalideCache;
+
+struct CompileOptions {
+  PassContext specialization;   // --fix / --dim
+  std::string cache_dir;        // "" = HalideCache's default
+  std::string target;           // "" = host (or $RNNC_TARGET)
+  bool reference_only = false;  // every block on reference kernels (debugging)
+};
+
+class Program {
+ public:
+  const Model& model() const { return *model_; }
+  const std::vector<std::unique_ptr<ExecutionBlock>>& blocks() const { return blocks_; }
+
+  // Inputs are validated like the reference evaluator's (names, dtypes, ranks, dims).
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+  // `rnnc plan`: one line per block with its kind, nodes, plan per axis, cost, compile time.
+  std::string describe() const;
+
+ private:
+  friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const CompileOptions&);
+  std::unique_ptr<Model> model_;
+  std::shared_ptr<HalideCache> cache_;
+  std::vector<std::unique_ptr<ExecutionBlock>> blocks_;
+};
+
+std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const CompileOptions& options);
+
+}  // namespace rnnc
