@@ -11,6 +11,9 @@ namespace rnnc {
 
 std::vector<std::string> default_pipeline() {
   return {
+      "specialize",         // --fix inputs become constants, --dim axes become sizes
+      "fold_constants",     // evaluate what depends only on constants (weight slices, Constant)
+      "fold_shape_chains",  // shape values known as numbers; zero initial states omitted
       "dce",  // drop what no output depends on
   };
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "graph_opt/pipeline.h"
+#include "graph_opt/specialize.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "ir/printer.h"
@@ -21,6 +22,30 @@ std::vector<std::string> split_list(const std::string& text) {
     if (!item.empty()) items.push_back(item);
   }
   return items;
+}
+
+// --fix NAME=VALUE and --dim NAME=N: what the specialize pass compiles in.
+PassContext parse_specialization(const Parsed& args, const Graph& graph) {
+  PassContext context;
+  for (const auto& text : args.all("fix")) {
+    auto [name, value] = split_assignment(text, "fix");
+    context.fixed_inputs[name] = parse_fixed_input(graph, name, value);
+  }
+  for (const auto& text : args.all("dim")) {
+    auto [name, value] = split_assignment(text, "dim");
+    size_t used = 0;
+    int64_t size = -1;
+    try {
+      size = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || size < 0) {
+      raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
+    }
+    context.fixed_dims[name] = size;
+  }
+  return context;
 }
 
 int run_optimize(const Parsed& args) {
@@ -48,6 +73,7 @@ int run_optimize(const Parsed& args) {
     for (const auto& name : split_list(list)) options.print_after.insert(name);
   }
   options.log = &std::cout;
+  options.context = parse_specialization(args, *model->graph);
   std::vector<PassReport> reports = optimize(*model, options);
   if (args.has("stats")) print_reports(reports, std::cerr);
   if (args.has("print-ir")) std::cout << to_text(*model);
@@ -59,7 +85,8 @@ int run_optimize(const Parsed& args) {
 
 const Command kOptimizeCommand{
     "optimize",
-    "rnnc optimize MODEL -o OUT.onnx [--passes a,b,...] [--print-after-all] [--stats]",
+    "rnnc optimize MODEL -o OUT.onnx [--fix NAME=VALUE]... [--dim NAME=N]... [--passes a,b,...] "
+    "[--print-after-all] [--stats]",
     "Run the graph optimization pipeline and write the optimized model as ONNX.\n"
     "MODEL is an ONNX file, or IR text (the form `rnnc info --ir` prints) if it ends in .ir.",
     {
@@ -68,6 +95,10 @@ const Command kOptimizeCommand{
         {"print-after-all", "", "print the IR after every pass"},
         {"print-after", "LIST", "print the IR after the named passes"},
         {"print-ir", "", "print the optimized IR to stdout"},
+        {"fix", "NAME=VALUE",
+         "fix an input: a number for an input of shape [] (or all 1s), or @FILE.npy / @FILE.pb "
+         "(repeatable)"},
+        {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
         {"stats", "", "print, per pass, node counts before/after and what it changed (stderr)"},
         {"list-passes", "", "list the available passes and exit"},
     },
