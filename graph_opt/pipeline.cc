@@ -15,6 +15,8 @@ std::vector<std::string> default_pipeline() {
       "fold_constants",     // evaluate what depends only on constants (weight slices, Constant)
       "fold_shape_chains",  // shape values known as numbers; zero initial states omitted
       "dce",  // drop what no output depends on
+      "eliminate_layout_ops",  // cancel layout-op pairs; layout ops at LSTM/GRU/RNN become views
+      "fusion_groups",         // mark elementwise chains lowering fuses into one loop (last)
   };
 }
 
