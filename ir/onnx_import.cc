@@ -400,14 +400,18 @@ class Importer {
   void import_graph(const onnx::GraphProto& proto, Graph& graph) {
     std::string graph_what = cat("graph '", graph.name(), "'");
     // Initializers first: a graph input with the same name is an input with a default value.
-    std::map<std::string, Tensor> initializers;
+    // In file order, so export(import(m)) keeps the order and the IR text round-trips.
+    std::vector<std::pair<std::string, Tensor>> ordered;
+    std::map<std::string, Tensor*> initializers;
+    ordered.reserve(static_cast<size_t>(proto.initializer_size()));
     for (const auto& init : proto.initializer()) {
       std::string what = cat(graph_what, " initializer '", init.name(), "'");
       if (init.name().empty()) raise_invalid_model(cat(graph_what, ": an initializer has no name"));
       if (initializers.count(init.name())) {
         raise_invalid_model(cat(what, " is defined twice"));
       }
-      initializers.emplace(init.name(), tensor_from_proto(init, base_dir_, what));
+      ordered.emplace_back(init.name(), tensor_from_proto(init, base_dir_, what));
+      initializers[init.name()] = &ordered.back().second;
     }
     if (proto.sparse_initializer_size() > 0) {
       raise_unsupported(cat(graph_what, ": sparse initializers"));
@@ -418,18 +422,21 @@ class Importer {
       auto init = initializers.find(input.name());
       if (init != initializers.end()) {
         Value* value = graph.add_input(input.name(), type);
-        if (type.dtype != init->second.dtype()) {
+        Tensor& data = *init->second;
+        if (type.dtype != data.dtype()) {
           raise_invalid_model(cat(what, ": declared ", dtype_onnx_name(type.dtype),
-                                  " but its initializer is ", dtype_onnx_name(init->second.dtype())));
+                                  " but its initializer is ", dtype_onnx_name(data.dtype())));
         }
-        value->type.shape = shape_from_values(init->second.shape());
-        value->set_constant(std::make_shared<const Tensor>(std::move(init->second)));
+        value->type.shape = shape_from_values(data.shape());
+        value->set_constant(std::make_shared<const Tensor>(std::move(data)));
         initializers.erase(init);
       } else {
         graph.add_input(input.name(), type);
       }
     }
-    for (auto& [name, tensor] : initializers) graph.add_initializer(name, std::move(tensor));
+    for (auto& [name, tensor] : ordered) {
+      if (initializers.count(name)) graph.add_initializer(name, std::move(tensor));
+    }
 
     // Pass 1: create every node with its outputs so later inputs can name them.
     std::vector<std::pair<const onnx::NodeProto*, Node*>> created;
