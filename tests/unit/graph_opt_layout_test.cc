@@ -196,6 +196,32 @@ TEST(EliminateLayoutOps, BatchMajorTransposesBecomeViews) {
   EXPECT_FALSE(node_named(graph, "rnn_layout1").has_attr("rnnc.x_layout"));
 }
 
+// canonicalize_recurrent turns a layout=1 node into Transposes around a layout-0 node; every one
+// of them folds back, so lowering reads and writes the batch-major tensors in place.
+const char* const kLayout1Gru = R"(
+model opset=14
+graph main(%x: f32[batch, seq, 2], %W: f32[1, 3, 2], %R: f32[1, 3, 1], %B: f32[1, 6],
+           %h0: f32[batch, 1, 1]) {
+  %Y, %Y_h = GRU 'gru' (%x, %W, %R, %B, _, %h0) {hidden_size=1, layout=1}
+  %out = Relu 'head' (%Y)
+  return %out, %Y_h
+}
+)";
+
+TEST(EliminateLayoutOps, CanonicalizedLayout1TransposesFoldBack) {
+  if (!find_pass("canonicalize_recurrent")) GTEST_SKIP() << "canonicalize_recurrent not registered";
+  auto model =
+      optimize_and_compare(kLayout1Gru, {"canonicalize_recurrent", "eliminate_layout_ops"}, kAxes);
+  const Graph& graph = *model->graph;
+  EXPECT_FALSE(node_named(graph, "gru").has_attr("layout"));
+  EXPECT_EQ(string_attr(graph, "gru", "rnnc.x_layout"), "batch_seq_input");
+  EXPECT_EQ(string_attr(graph, "gru", "rnnc.initial_h_layout"), "batch_dir_hidden");
+  EXPECT_EQ(string_attr(graph, "gru", "rnnc.y_layout"), "batch_seq_dir_hidden");
+  EXPECT_EQ(string_attr(graph, "gru", "rnnc.y_h_layout"), "batch_dir_hidden");
+  EXPECT_EQ(count_ops(graph, "Transpose"), 4u);
+  EXPECT_EQ(count_attr(graph, "rnnc.layout_of"), 4u);
+}
+
 TEST(EliminateLayoutOps, ViewsItCannotExpressStayUnmarked) {
   // Y read in its ONNX layout by a second node must exist as [seq, 2, batch, H].
   std::string text = kBidirectional;
