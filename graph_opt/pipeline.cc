@@ -12,8 +12,14 @@ namespace rnnc {
 std::vector<std::string> default_pipeline() {
   return {
       "specialize",         // --fix inputs become constants, --dim axes become sizes
+      "eliminate_identity",  // see through Identity and inference Dropout before folding
       "fold_constants",     // evaluate what depends only on constants (weight slices, Constant)
+      "inline_if",           // an If on a now-constant condition becomes its taken branch
+      "fold_constants",      // the inlined branch's nodes may fold in turn
       "fold_shape_chains",  // shape values known as numbers; zero initial states omitted
+      "cse",                     // merge repeated subexpressions and identical constants
+      "eliminate_identity",      // Identities that inlined branches returned are plain now
+      "canonicalize_recurrent",  // LSTM/GRU/RNN in the one form lowering reads
       "dce",  // drop what no output depends on
       "eliminate_layout_ops",  // cancel layout-op pairs; layout ops at LSTM/GRU/RNN become views
       "fusion_groups",         // mark elementwise chains lowering fuses into one loop (last)

@@ -1,0 +1,205 @@
+// eliminate_identity: removes the nodes that do nothing at inference time.
+//
+// Exporters leave behind nodes that matter only for training or for naming: Identity (PyTorch
+// writes one per shared parameter), Dropout (the identity at inference), and the statistics
+// outputs of LayerNormalization. Lowering should never see them.
+//
+//   %w2 = Identity(%w)
+//   %d, %mask = Dropout(%x)          ->    %y = MatMul(%x, %w)
+//   %y = MatMul(%d, %w2)
+//
+// Rules, applied to every node of every graph until none applies:
+//
+//   y = Identity(x)                               -> every reference to y reads x
+//   y, mask = Dropout(x, ...)      [inference]    -> the same; a used mask becomes a constant
+//                                                    all-true tensor, an unused one goes
+//   Y, Mean, InvStdDev = LayerNormalization(...)  -> Y  (Mean / InvStdDev dropped when unused)
+//
+// Graph outputs are the model's interface, so their names never change. When y is a graph
+// output (of the main graph or of a nested one):
+//   - x produced by a node of the same graph, and not itself a graph output: x is renamed y and
+//     the node goes;
+//   - x a graph input, an initializer, an outer-scope value or another graph output: y stays the
+//     output of an Identity (a Dropout becomes one) - a graph output must stay a distinct value
+//     with its own name.
+//
+// Dropout is in inference when the opset is below 12 or training_mode is omitted or a constant
+// false; a training_mode that is constant true or only known at run time leaves the node alone.
+// A used mask becomes a constant only when its shape is fully known and it is not a graph output
+// (a constant would have to take the output's name); otherwise the Dropout stays whole.
+// BatchNormalization needs no rule: its running mean/var outputs exist only in training mode,
+// which shape inference rejects (kUnsupported), so they never reach the IR.
+//
+// Run early (after specialize), so the passes after it see through the aliases; inline_if may
+// leave Identities that keep graph output names, which a later run folds.
+#include <string>
+#include <vector>
+
+#include "graph_opt/pass.h"
+#include "ir/error.h"
+
+namespace rnnc {
+
+namespace {
+
+// ---- references to a value ---------------------------------------------------------------------
+
+bool is_graph_output(const Graph& graph, const Value* value) {
+  for (const Value* output : graph.outputs()) {
+    if (output == value) return true;
+  }
+  return false;
+}
+
+// A nested graph that returns an outer value directly holds no use record for it.
+bool returned_by_nested_graph(const Graph& graph, const Value* value) {
+  for (const auto& node : graph.nodes()) {
+    for (const Graph* sub : node->subgraphs()) {
+      if (is_graph_output(*sub, value) || returned_by_nested_graph(*sub, value)) return true;
+    }
+  }
+  return false;
+}
+
+bool is_used(const Graph& graph, const Value* value) {
+  return value && (!value->uses().empty() || is_graph_output(graph, value) ||
+                   returned_by_nested_graph(graph, value));
+}
+
+void redirect_nested_outputs(const Graph& graph, Value* from, Value* to) {
+  for (const auto& node : graph.nodes()) {
+    for (Graph* sub : node->subgraphs()) {
+      std::vector<Value*> outputs = sub->outputs();
+      for (Value*& output : outputs) output = output == from ? to : output;
+      sub->set_outputs(outputs);
+      redirect_nested_outputs(*sub, from, to);
+    }
+  }
+}
+
+// Every reference to `from` - uses, outputs of `graph` and outputs of graphs nested in it - now
+// reads `to` (Graph::replace_all_uses does not see nested graphs that return `from` directly).
+void redirect(Graph& graph, Value* from, Value* to) {
+  graph.replace_all_uses(from, to);
+  redirect_nested_outputs(graph, from, to);
+}
+
+// A value that may take over a graph output's name: produced by a node of this graph, and not
+// a graph output itself. (A graph input's or initializer's name is part of the interface too.)
+bool can_take_name(const Graph& graph, const Value* value) {
+  return value->owner() == &graph && value->producer() && !is_graph_output(graph, value);
+}
+
+// ---- rules -------------------------------------------------------------------------------------
+
+// y = op(x) where y is x (Identity; Dropout in inference, its mask already dealt with): every
+// reference to y reads x. A graph output y keeps its name: x takes it, or, when x cannot, y stays
+// the output of an Identity.
+bool forward_input(Graph& graph, Node* node, PassStats& stats) {
+  Value* x = node->input(0);
+  Value* y = node->output(0);
+  std::string name = y->name();
+  bool is_output = is_graph_output(graph, y);
+  if (is_output && !can_take_name(graph, x)) {
+    if (node->op_type() == "Identity") return false;
+    graph.rename_value(y, graph.unique_name(name));
+    Node* identity = graph.add_node("Identity", node->name(), {x}, {name}, node->opset());
+    identity->output(0)->type = y->type;
+    redirect(graph, y, identity->output(0));
+    graph.remove_node(node);
+    ++stats["dropouts turned into Identity"];
+    return true;
+  }
+  ++stats[node->op_type() == "Identity" ? "identities removed" : "dropouts removed"];
+  redirect(graph, y, x);
+  graph.remove_node(node);
+  if (is_output) graph.rename_value(x, name);
+  return true;
+}
+
+bool dropout_in_inference(const Node& dropout) {
+  if (dropout.opset() < 12) return true;
+  const Value* training = dropout.input(2);
+  if (!training) return true;
+  if (!training->is_constant() || training->is_graph_input()) return false;
+  const Tensor& mode = *training->constant();
+  return mode.numel() == 1 && mode.get_int64(0) == 0;
+}
+
+// y, mask = Dropout(x) [inference] -> x, mask -> a constant all-true tensor (or dropped).
+bool remove_dropout(Graph& graph, Node* dropout, PassStats& stats) {
+  if (!dropout_in_inference(*dropout)) return false;
+  if (Value* mask = dropout->output(1); is_used(graph, mask)) {
+    if (is_graph_output(graph, mask) || !mask->type.shape || !shape_is_known(*mask->type.shape)) {
+      return false;
+    }
+    // The mask is bool from opset 10; before, it has the data's type.
+    DType dtype = dropout->opset() >= 10 ? DType::kBool : mask->type.dtype;
+    Tensor all_true(dtype, shape_values(*mask->type.shape));
+    for (int64_t i = 0; i < all_true.numel(); ++i) all_true.set_double(i, 1.0);
+    redirect(graph, mask,
+             graph.add_initializer(graph.unique_name(mask->name()), std::move(all_true)));
+    ++stats["dropout masks made constant"];
+  }
+  return forward_input(graph, dropout, stats);
+}
+
+// Y, Mean, InvStdDev = LayerNormalization(...) -> Y when Mean / InvStdDev are unused.
+bool drop_unused_statistics(Graph& graph, Node* norm, PassStats& stats) {
+  bool changed = false;
+  for (size_t i = norm->num_outputs(); i-- > 1;) {
+    Value* out = norm->output(i);
+    if (!out || is_used(graph, out)) continue;
+    graph.remove_node_output(norm, i);
+    ++stats["training outputs dropped"];
+    changed = true;
+  }
+  return changed;
+}
+
+struct Rule {
+  const char* op_type;
+  bool (*apply)(Graph& graph, Node* node, PassStats& stats);
+};
+
+// clang-format off
+constexpr Rule kRules[] = {
+    {"Identity",           forward_input},           // y = Identity(x)         -> x
+    {"Dropout",            remove_dropout},          // y, mask = Dropout(x)    -> x, true
+    {"LayerNormalization", drop_unused_statistics},  // Y, Mean, InvStdDev = .. -> Y
+};
+// clang-format on
+
+bool eliminate_in_graph(Graph& graph, PassStats& stats) {
+  bool changed = false;
+  for (bool progress = true; progress;) {
+    progress = false;
+    // A rule removes or changes only its own node, so the nodes still to visit stay valid; an
+    // Identity a rule adds (at the end) is visited on the next sweep.
+    std::vector<Node*> order;
+    for (const auto& node : graph.nodes()) order.push_back(node.get());
+    for (Node* node : order) {
+      if (!node->domain().empty() && node->domain() != "ai.onnx") continue;
+      for (const Rule& rule : kRules) {
+        if (node->op_type() != rule.op_type) continue;
+        progress = rule.apply(graph, node, stats) || progress;
+        break;  // the rule may have removed the node
+      }
+    }
+    if (progress) graph.sort_topologically();  // an added Identity goes where it belongs
+    changed = changed || progress;
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool eliminate_identity(Model& model, const PassContext& context, PassStats& stats) {
+  (void)context;
+  bool changed = false;
+  for_each_graph(model,
+                 [&](Graph& graph) { changed = eliminate_in_graph(graph, stats) || changed; });
+  return changed;
+}
+
+}  // namespace rnnc
