@@ -9,21 +9,26 @@
 
 namespace rnnc {
 
-std::vector<std::string> default_pipeline() {
+std::vector<PipelineStep> default_pipeline() {
   return {
-      "specialize",         // --fix inputs become constants, --dim axes become sizes
-      "eliminate_identity",  // see through Identity and inference Dropout before folding
-      "fold_constants",     // evaluate what depends only on constants (weight slices, Constant)
-      "inline_if",           // an If on a now-constant condition becomes its taken branch
-      "fold_constants",      // the inlined branch's nodes may fold in turn
-      "fold_shape_chains",  // shape values known as numbers; zero initial states omitted
-      "cse",                     // merge repeated subexpressions and identical constants
-      "eliminate_identity",      // Identities that inlined branches returned are plain now
-      "canonicalize_recurrent",  // LSTM/GRU/RNN in the one form lowering reads
-      "dce",  // drop what no output depends on
-      "eliminate_layout_ops",  // cancel layout-op pairs; layout ops at LSTM/GRU/RNN become views
-      "fusion_groups",         // mark elementwise chains lowering fuses into one loop (last)
+      {{"specialize"}},          // --fix inputs become constants, --dim axes become sizes
+      {{"eliminate_identity"}},  // see through Identity and inference Dropout before folding
+      {{"fold_constants",        // evaluate what depends only on constants (weight slices)
+        "fold_shape_chains",     // shape values known as numbers; zero initial states omitted
+        "inline_if",             // an If on a now-constant condition becomes its taken branch
+        "eliminate_identity"},   // Identities that inlined branches returned
+       /*max_rounds=*/8},
+      {{"cse"}},                     // merge repeated subexpressions and identical constants
+      {{"canonicalize_recurrent"}},  // LSTM/GRU/RNN in the one form lowering reads
+      {{"dce"}},                     // drop what no output depends on
   };
+}
+
+std::vector<PipelineStep> lowering_pipeline() {
+  std::vector<PipelineStep> steps = default_pipeline();
+  steps.push_back({{"eliminate_layout_ops"}});  // layout ops at LSTM/GRU/RNN become views
+  steps.push_back({{"fusion_groups"}});         // elementwise chains lowering fuses (last)
+  return steps;
 }
 
 namespace {
@@ -58,46 +63,67 @@ void restore_output_names(Model& model, const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options) {
-  std::vector<std::string> names = options.passes.empty() ? default_pipeline() : options.passes;
-  std::vector<const PassInfo*> passes;
-  for (const auto& name : names) {
-    const PassInfo* pass = find_pass(name);
-    if (!pass) {
-      std::string known;
-      for (const PassInfo& p : all_passes()) known += (known.empty() ? "" : ", ") + std::string(p.name);
-      raise_invalid_input(cat("unknown pass '", name, "' (passes: ", known, ")"));
+namespace {
+
+PassReport run_pass(Model& model, const PassInfo& pass, const OptimizeOptions& options) {
+  PassReport report;
+  report.name = pass.name;
+  report.nodes_before = count_nodes(*model.graph);
+  std::vector<std::string> output_names;
+  for (const Value* output : model.graph->outputs()) output_names.push_back(output->name());
+  auto start = std::chrono::steady_clock::now();
+  report.changed = pass.run(model, options.context, report.stats);
+  restore_output_names(model, output_names);
+  report.microseconds =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  report.nodes_after = count_nodes(*model.graph);
+  if (options.verify_each) {
+    try {
+      verify_model(model);
+    } catch (const Error& e) {
+      raise(ErrorKind::kInternal, cat("IR verifier failed after pass '", pass.name, "': ",
+                                      e.what()));
     }
-    passes.push_back(pass);
   }
-  std::vector<PassReport> reports;
-  for (const PassInfo* pass : passes) {
-    PassReport report;
-    report.name = pass->name;
-    report.nodes_before = count_nodes(*model.graph);
-    auto start = std::chrono::steady_clock::now();
-    std::vector<std::string> output_names;
-    for (const Value* output : model.graph->outputs()) output_names.push_back(output->name());
-    report.changed = pass->run(model, options.context, report.stats);
-    restore_output_names(model, output_names);
-    report.microseconds =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    report.nodes_after = count_nodes(*model.graph);
-    if (options.verify_each) {
-      try {
-        verify_model(model);
-      } catch (const Error& e) {
-        raise(ErrorKind::kInternal, cat("IR verifier failed after pass '", pass->name, "': ",
-                                        e.what()));
+  if (options.print_after_all || options.print_after.count(pass.name)) {
+    RNNC_CHECK(options.log, "IR printing requested without a log stream");
+    *options.log << "// ---- IR after " << pass.name << (report.changed ? "" : " (unchanged)")
+                 << " ----\n"
+                 << to_text(model);
+  }
+  return report;
+}
+
+}  // namespace
+
+std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options) {
+  std::vector<PipelineStep> steps;
+  if (!options.passes.empty()) {
+    for (const auto& name : options.passes) steps.push_back({{name}});
+  } else {
+    steps = options.for_lowering ? lowering_pipeline() : default_pipeline();
+  }
+  for (const PipelineStep& step : steps) {
+    for (const auto& name : step.passes) {
+      if (!find_pass(name)) {
+        std::string known;
+        for (const PassInfo& p : all_passes()) {
+          known += (known.empty() ? "" : ", ") + std::string(p.name);
+        }
+        raise_invalid_input(cat("unknown pass '", name, "' (passes: ", known, ")"));
       }
     }
-    if (options.print_after_all || options.print_after.count(pass->name)) {
-      RNNC_CHECK(options.log, "IR printing requested without a log stream");
-      *options.log << "// ---- IR after " << pass->name << (report.changed ? "" : " (unchanged)")
-                   << " ----\n"
-                   << to_text(model);
+  }
+  std::vector<PassReport> reports;
+  for (const PipelineStep& step : steps) {
+    for (int round = 0; round < step.max_rounds; ++round) {
+      bool changed = false;
+      for (const auto& name : step.passes) {
+        reports.push_back(run_pass(model, *find_pass(name), options));
+        changed = changed || reports.back().changed;
+      }
+      if (!changed) break;
     }
-    reports.push_back(std::move(report));
   }
   return reports;
 }

@@ -11,8 +11,16 @@
 
 namespace rnnc {
 
+// One step of a pipeline: its passes run in order; with max_rounds > 1 the group repeats until a
+// round changes nothing (folding can expose an If condition, inlining can expose more folding).
+struct PipelineStep {
+  std::vector<std::string> passes;
+  int max_rounds = 1;
+};
+
 struct OptimizeOptions {
-  std::vector<std::string> passes;        // empty: default_pipeline()
+  std::vector<std::string> passes;        // empty: default_pipeline() / lowering_pipeline()
+  bool for_lowering = false;              // run lowering_pipeline() (adds annotation passes)
   bool print_after_all = false;
   std::set<std::string> print_after;      // pass names
   bool verify_each = true;                // the IR verifier after every pass
@@ -29,8 +37,11 @@ struct PassReport {
   PassStats stats;
 };
 
-// The compiler's story at the graph level, in order.
-std::vector<std::string> default_pipeline();
+// The compiler's story at the graph level, in order: what `rnnc optimize` writes back as ONNX.
+std::vector<PipelineStep> default_pipeline();
+// default_pipeline() plus the passes that only annotate for lowering (layout views, fusion
+// groups): their rnnc.* annotations are not ONNX, so `rnnc optimize` does not run them.
+std::vector<PipelineStep> lowering_pipeline();
 
 // Runs the passes; an unknown pass name is kInvalidInput listing the known ones.
 std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options);

@@ -95,6 +95,7 @@ std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* 
 std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const CompileOptions& options) {
   OptimizeOptions optimize_options;
   optimize_options.context = options.specialization;
+  optimize_options.for_lowering = true;
   optimize(*model, optimize_options);
 
   auto program = std::unique_ptr<Program>(new Program());

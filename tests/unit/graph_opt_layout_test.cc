@@ -406,15 +406,17 @@ TEST_P(PytorchExport, LayoutAndFusionPassesKeepOutputsAndFoldTheViews) {
   EXPECT_EQ(int_attr(graph, "/head/Add", "rnnc.fusion_group"), 0);
 }
 
-// The whole default pipeline (folding passes included): only the recurrent nodes, the head and
+// The whole lowering pipeline (folding passes included): only the recurrent nodes, the head and
 // the layout ops marked as free views remain, with the same outputs.
-TEST_P(PytorchExport, DefaultPipelineLeavesRecurrentNodesHeadAndViews) {
+TEST_P(PytorchExport, LoweringPipelineLeavesRecurrentNodesHeadAndViews) {
   const Export& e = GetParam();
   auto model = import_onnx_file(data_path(std::string(e.name) + ".onnx"));
   std::map<std::string, Tensor> inputs = {
       {"x", read_npy(data_path(std::string(e.name) + "_input.npy"))}};
   std::vector<Tensor> before = evaluate(*model->graph, inputs);
-  optimize(*model, OptimizeOptions{});
+  OptimizeOptions options;
+  options.for_lowering = true;
+  optimize(*model, options);
   expect_identical(evaluate(*model->graph, inputs), before);
   const std::set<std::string> head = {"MatMul", "Add", "Tanh"};
   size_t recurrent = 0;
