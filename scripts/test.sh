@@ -13,4 +13,6 @@ ort=$("$root/scripts/install-onnxruntime.sh" --quiet)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRNNC_ONNXRUNTIME_DIR="$ort" \
   >/dev/null
 cmake --build "$build" -j "$jobs"
+# Silero VAD (npm) for the real-model graph_opt and streaming tests.
+"$root/models/fetch_silero.sh" "$build/models" 2>/dev/null
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
