@@ -1,0 +1,728 @@
+#include "lowering/lower_recurrent.h"
+
+#include <Halide.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "ir/error.h"
+
+namespace rnnc {
+
+namespace {
+
+// Input and output positions, common to the three ops.
+constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
+                 kP = 7;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
+  return text + "]";
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// ---- reading the node --------------------------------------------------------------------------
+
+// The spec's activation list: which of activation_alpha / activation_beta each consumes, and the
+// defaults of the ONNX operator of the same name (docs/ops/recurrent.md).
+struct ActivationInfo {
+  RecurrentActivation::Kind kind;
+  bool takes_alpha, takes_beta;
+  float default_alpha, default_beta;
+};
+
+constexpr ActivationInfo kActivations[] = {
+    {RecurrentActivation::Kind::kRelu, false, false, 0.0f, 0.0f},
+    {RecurrentActivation::Kind::kTanh, false, false, 0.0f, 0.0f},
+    {RecurrentActivation::Kind::kSigmoid, false, false, 0.0f, 0.0f},
+    {RecurrentActivation::Kind::kAffine, true, true, 1.0f, 0.0f},
+    {RecurrentActivation::Kind::kLeakyRelu, true, false, 0.01f, 0.0f},
+    {RecurrentActivation::Kind::kThresholdedRelu, true, false, 1.0f, 0.0f},
+    {RecurrentActivation::Kind::kScaledTanh, true, true, 1.0f, 1.0f},
+    {RecurrentActivation::Kind::kHardSigmoid, true, true, 0.2f, 0.5f},
+    {RecurrentActivation::Kind::kElu, true, false, 1.0f, 0.0f},
+    {RecurrentActivation::Kind::kSoftsign, false, false, 0.0f, 0.0f},
+    {RecurrentActivation::Kind::kSoftplus, false, false, 0.0f, 0.0f},
+};
+
+// 'activations' with 'activation_alpha' / 'activation_beta', read as the reference kernel reads
+// them: per_direction * num_directions entries, forward direction first.
+std::vector<RecurrentActivation> read_activations(const Node& node,
+                                                  const std::vector<std::string>& defaults,
+                                                  int num_directions) {
+  std::vector<std::string> names;
+  for (int d = 0; d < num_directions; ++d)
+    names.insert(names.end(), defaults.begin(), defaults.end());
+  if (node.has_attr("activations")) {
+    std::vector<std::string> given = node.attr_strings("activations");
+    // RNN's schema default ["Tanh", "Tanh"] is accepted for one direction (exporters write it).
+    if (node.op_type() == "RNN" && num_directions == 1 && given.size() == 2 &&
+        lowercase(given[0]) == "tanh" && lowercase(given[1]) == "tanh") {
+      given.resize(1);
+    }
+    if (given.size() != names.size()) {
+      raise_invalid_model(cat(node.describe(), ": attribute 'activations' has ", given.size(),
+                              " entries, expected ", names.size()));
+    }
+    names = given;
+  }
+  const std::vector<float> alphas = node.attr_floats("activation_alpha");
+  const std::vector<float> betas = node.attr_floats("activation_beta");
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RecurrentActivation> activations;
+  for (const std::string& name : names) {
+    const ActivationInfo* info = nullptr;
+    for (const ActivationInfo& entry : kActivations) {
+      if (lowercase(activation_name(entry.kind)) == lowercase(name)) info = &entry;
+    }
+    if (!info) {
+      raise_invalid_model(
+          cat(node.describe(), ": attribute 'activations': unknown activation '", name, "'"));
+    }
+    RecurrentActivation activation{info->kind, info->default_alpha, info->default_beta};
+    if (info->takes_alpha && next_alpha < alphas.size()) activation.alpha = alphas[next_alpha++];
+    if (info->takes_beta && next_beta < betas.size()) activation.beta = betas[next_beta++];
+    activations.push_back(activation);
+  }
+  if (next_alpha < alphas.size() || next_beta < betas.size()) {
+    raise_invalid_model(
+        cat(node.describe(), ": attribute 'activation_alpha' / 'activation_beta' have ",
+            alphas.size(), " / ", betas.size(), " values, but the activations consume only ",
+            next_alpha, " / ", next_beta));
+  }
+  return activations;
+}
+
+// A weight input's data: it must be a constant fixed at compile time (an initializer or a folded
+// value; a graph input with a default may be overridden, so it is not one) of element type float.
+const Tensor* constant_weight(const Node& node, size_t index, const char* name, bool required) {
+  const Value* value = node.input(index);
+  if (!value) {
+    if (required) raise_invalid_model(cat(node.describe(), ": input '", name, "' is missing"));
+    return nullptr;
+  }
+  if (!value->is_constant() || value->is_graph_input()) {
+    raise_unsupported(cat(node.describe(), ": input '", name,
+                          "' is computed at run time; Halide lowering needs constant weights"));
+  }
+  const Tensor& tensor = *value->constant();
+  if (tensor.dtype() != DType::kFloat32) {
+    raise_unsupported(cat(node.describe(), ": element type ", dtype_onnx_name(tensor.dtype()),
+                          " is not lowered to Halide (float32 only)"));
+  }
+  return &tensor;
+}
+
+void check_shape(const Node& node, const Tensor& tensor, const char* name,
+                 const std::vector<int64_t>& expected) {
+  if (tensor.shape() != expected) {
+    raise_invalid_model(cat(node.describe(), ": input '", name, "' has shape ",
+                            shape_text(tensor.shape()), ", expected ", shape_text(expected)));
+  }
+}
+
+std::optional<Tensor> constant_input(const Node& node, size_t index) {
+  const Value* value = node.input(index);
+  if (value && value->is_constant() && !value->is_graph_input()) return *value->constant();
+  return std::nullopt;
+}
+
+// ---- Halide buffer descriptors over rnnc memory ------------------------------------------------
+
+// A halide_buffer_t over existing memory, dims innermost first as {extent, stride} pairs.
+class BufferView {
+ public:
+  BufferView(const void* host, halide_type_t type,
+             std::initializer_list<std::pair<int64_t, int64_t>> dims) {
+    buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host));
+    buffer_.type = type;
+    buffer_.dimensions = static_cast<int32_t>(dims.size());
+    buffer_.dim = dims_;
+    int i = 0;
+    for (const auto& [extent, stride] : dims) {
+      RNNC_CHECK(extent <= std::numeric_limits<int32_t>::max() &&
+                     stride <= std::numeric_limits<int32_t>::max(),
+                 "buffer dim beyond int32 (checked when the run began)");
+      dims_[i++] =
+          halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
+    }
+  }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+
+  halide_buffer_t* get() { return &buffer_; }
+  void set_host(const void* host) { buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host)); }
+
+ private:
+  halide_buffer_t buffer_{};
+  halide_dimension_t dims_[5]{};
+};
+
+const halide_type_t kF32(halide_type_float, 32);
+const halide_type_t kI32(halide_type_int, 32);
+
+// 64-byte aligned float scratch, zero-filled.
+struct Scratch {
+  explicit Scratch(int64_t count) {
+    size_t bytes =
+        (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64 * 64;
+    data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    RNNC_CHECK(data != nullptr, "out of memory for ", bytes, " bytes of recurrent scratch");
+    std::memset(data, 0, bytes);
+  }
+  ~Scratch() { std::free(data); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* data = nullptr;
+};
+
+int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// ---- slot layouts ------------------------------------------------------------------------------
+
+struct AxisSizes {
+  int64_t seq, batch, dir, hidden, input;
+};
+
+std::vector<std::string> split_axes(const std::string& layout) {
+  std::vector<std::string> axes;
+  size_t start = 0;
+  while (start <= layout.size()) {
+    size_t end = layout.find('_', start);
+    if (end == std::string::npos) end = layout.size();
+    axes.push_back(layout.substr(start, end - start));
+    start = end + 1;
+  }
+  return axes;
+}
+
+int64_t axis_size(const std::string& axis, const AxisSizes& sizes) {
+  if (axis == "seq") return sizes.seq;
+  if (axis == "batch") return sizes.batch;
+  if (axis == "dir") return sizes.dir;
+  if (axis == "hidden") return sizes.hidden;
+  if (axis == "input") return sizes.input;
+  return sizes.dir * sizes.hidden;  // dirhidden
+}
+
+std::vector<int64_t> layout_shape(const std::vector<std::string>& axes, const AxisSizes& sizes) {
+  std::vector<int64_t> shape;
+  for (const std::string& axis : axes) shape.push_back(axis_size(axis, sizes));
+  return shape;
+}
+
+// Element stride of a logical axis (seq, batch, dir, hidden) in a slot's layout; 0 for a dir the
+// layout squeezed out (it has one index).
+int64_t layout_stride(const std::vector<std::string>& axes, const AxisSizes& sizes,
+                      const std::string& axis) {
+  int64_t stride = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    if (axes[i] == axis) return stride;
+    if (axes[i] == "dirhidden" && (axis == "dir" || axis == "hidden")) {
+      return axis == "hidden" ? stride : stride * sizes.hidden;
+    }
+    stride *= axis_size(axes[i], sizes);
+  }
+  return 0;
+}
+
+// A slot's layout, checked: every axis of `required` once, `innermost` last (hidden may come as
+// dirhidden), dir optional for a one-direction node.
+std::vector<std::string> parse_layout(const std::string& describe, const char* slot,
+                                      const std::string& layout,
+                                      const std::vector<std::string>& required,
+                                      const std::string& innermost, int num_directions) {
+  std::vector<std::string> axes = split_axes(layout);
+  std::vector<std::string> seen;
+  for (const std::string& axis : axes) {
+    if (axis == "dirhidden") {
+      seen.push_back("dir");
+      seen.push_back("hidden");
+    } else {
+      seen.push_back(axis);
+    }
+  }
+  if (num_directions == 1 && std::find(seen.begin(), seen.end(), "dir") == seen.end() &&
+      std::find(required.begin(), required.end(), "dir") != required.end()) {
+    seen.push_back("dir");
+  }
+  std::vector<std::string> sorted_seen = seen, sorted_required = required;
+  std::sort(sorted_seen.begin(), sorted_seen.end());
+  std::sort(sorted_required.begin(), sorted_required.end());
+  const std::string& last = axes.back();
+  if (sorted_seen != sorted_required ||
+      !(last == innermost || (innermost == "hidden" && last == "dirhidden"))) {
+    raise_unsupported(cat(describe, ": ", slot, " layout '", layout,
+                          "' is not one the Halide lowering reads or writes"));
+  }
+  return axes;
+}
+
+}  // namespace
+
+// ---- lowering ----------------------------------------------------------------------------------
+
+RecurrentLayouts onnx_recurrent_layouts(const Node& node) {
+  if (node.attr_int("layout", 0) == 1) {
+    return {"batch_seq_input",      "batch_dir_hidden", "batch_dir_hidden",
+            "batch_seq_dir_hidden", "batch_dir_hidden", "batch_dir_hidden"};
+  }
+  return {"seq_batch_input",      "dir_batch_hidden", "dir_batch_hidden",
+          "seq_dir_batch_hidden", "dir_batch_hidden", "dir_batch_hidden"};
+}
+
+RecurrentLayouts annotated_recurrent_layouts(const Node& node) {
+  RecurrentLayouts layouts = onnx_recurrent_layouts(node);
+  const std::pair<const char*, std::string*> slots[] = {{"x", &layouts.x},
+                                                        {"initial_h", &layouts.initial_h},
+                                                        {"initial_c", &layouts.initial_c},
+                                                        {"y", &layouts.y},
+                                                        {"y_h", &layouts.y_h},
+                                                        {"y_c", &layouts.y_c}};
+  for (const auto& [slot, layout] : slots) {
+    const std::string name = cat(kAnnotationPrefix, slot, "_layout");
+    if (node.has_attr(name)) *layout = node.attr_string(name, *layout);
+  }
+  return layouts;
+}
+
+std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache) {
+  return lower_recurrent(node, cache, onnx_recurrent_layouts(node));
+}
+
+std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
+                                                const RecurrentLayouts& layouts) {
+  auto block = std::make_unique<RecurrentBlock>();
+  block->describe_ = node.describe();
+  for (size_t i = 0; i < node.num_outputs() && i < (node.op_type() == "LSTM" ? 3u : 2u); ++i) {
+    block->has_output_.push_back(node.output(i) != nullptr);
+  }
+  const std::string& op = node.op_type();
+  int onnx_gates = 0;
+  std::vector<std::string> default_activations;
+  if (op == "LSTM") {
+    block->op_ = RecurrentOp::kLstm;
+    onnx_gates = 4;
+    default_activations = {"Sigmoid", "Tanh", "Tanh"};
+  } else if (op == "GRU") {
+    block->op_ = RecurrentOp::kGru;
+    onnx_gates = 3;
+    default_activations = {"Sigmoid", "Tanh"};
+  } else if (op == "RNN") {
+    block->op_ = RecurrentOp::kRnn;
+    onnx_gates = 1;
+    default_activations = {"Tanh"};
+  } else {
+    raise_unsupported(cat(node.describe(), ": not a recurrent op"));
+  }
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    raise_unsupported(cat(node.describe(), ": domain '", node.domain(), "' is not ai.onnx"));
+  }
+  const Value* x = node.input(kX);
+  if (!x || x->type.dtype != DType::kFloat32) {
+    raise_unsupported(cat(node.describe(), ": element type ",
+                          x ? dtype_onnx_name(x->type.dtype) : "?",
+                          " is not lowered to Halide (float32 only)"));
+  }
+
+  // Attributes.
+  const std::string direction = node.attr_string("direction", "forward");
+  std::vector<bool> reverse;
+  if (direction == "forward" || direction == "reverse") {
+    reverse = {direction == "reverse"};
+  } else if (direction == "bidirectional") {
+    reverse = {false, true};
+  } else {
+    raise_invalid_model(cat(node.describe(), ": attribute 'direction' = '", direction,
+                            "', must be one of forward, reverse, bidirectional"));
+  }
+  block->direction_name_ = direction;
+  const int dirs = static_cast<int>(reverse.size());
+  const int64_t layout = node.attr_int("layout", 0);
+  if (layout != 0 && layout != 1) {
+    raise_invalid_model(
+        cat(node.describe(), ": attribute 'layout' = ", layout, ", must be 0 or 1"));
+  }
+  const std::string& describe = block->describe_;
+  const std::vector<std::string> state_axes = {"dir", "batch", "hidden"};
+  block->x_axes_ = parse_layout(describe, "X", layouts.x, {"seq", "batch", "input"}, "input", dirs);
+  block->initial_h_axes_ =
+      parse_layout(describe, "initial_h", layouts.initial_h, state_axes, "hidden", dirs);
+  block->initial_c_axes_ =
+      parse_layout(describe, "initial_c", layouts.initial_c, state_axes, "hidden", dirs);
+  block->y_axes_ =
+      parse_layout(describe, "Y", layouts.y, {"seq", "dir", "batch", "hidden"}, "hidden", dirs);
+  block->y_h_axes_ = parse_layout(describe, "Y_h", layouts.y_h, state_axes, "hidden", dirs);
+  block->y_c_axes_ = parse_layout(describe, "Y_c", layouts.y_c, state_axes, "hidden", dirs);
+  std::optional<float> clip;
+  if (node.has_attr("clip")) {
+    clip = node.attr_float("clip", 0);
+    if (!(*clip > 0))
+      raise_invalid_model(cat(node.describe(), ": attribute 'clip' = ", *clip, ", must be > 0"));
+  }
+  const std::vector<RecurrentActivation> activations =
+      read_activations(node, default_activations, dirs);
+  const bool input_forget = op == "LSTM" && node.attr_int("input_forget", 0) != 0;
+  const bool linear_before_reset = op == "GRU" && node.attr_int("linear_before_reset", 0) != 0;
+
+  // Weights: constants, with shapes checked as the reference kernel checks them.
+  const Tensor* w = constant_weight(node, kW, "W", true);
+  const Tensor* r = constant_weight(node, kR, "R", true);
+  const Tensor* b = constant_weight(node, kB, "B", false);
+  const Tensor* p = op == "LSTM" ? constant_weight(node, kP, "P", false) : nullptr;
+  int64_t hidden = node.attr_int("hidden_size", r->rank() == 3 ? r->dim(2) : 0);
+  if (hidden <= 0) {
+    raise_invalid_model(
+        cat(node.describe(), ": attribute 'hidden_size' = ", hidden, ", must be > 0"));
+  }
+  if (w->rank() != 3) {
+    raise_invalid_model(cat(node.describe(), ": input 'W' has shape ", shape_text(w->shape()),
+                            ", expected rank 3"));
+  }
+  const int64_t input_size = w->dim(2);
+  check_shape(node, *w, "W", {dirs, onnx_gates * hidden, input_size});
+  check_shape(node, *r, "R", {dirs, onnx_gates * hidden, hidden});
+  if (b) check_shape(node, *b, "B", {dirs, 2 * onnx_gates * hidden});
+  if (p) check_shape(node, *p, "P", {dirs, 3 * hidden});
+  constexpr int64_t kMaxSize = 1 << 16;
+  if (hidden > kMaxSize || input_size > kMaxSize) {
+    raise_unsupported(cat(node.describe(), ": hidden_size ", hidden, " / input_size ", input_size,
+                          " beyond the Halide lowering's limit ", kMaxSize));
+  }
+  block->hidden_size_ = hidden;
+  block->input_size_ = input_size;
+  block->constant_sequence_lens_ = constant_input(node, kSequenceLens);
+  block->constant_initial_h_ = constant_input(node, kInitialH);
+  if (op == "LSTM") block->constant_initial_c_ = constant_input(node, kInitialC);
+
+  // One cell per direction (activations may differ); every direction shares the schedule.
+  const size_t per_direction = default_activations.size();
+  for (int d = 0; d < dirs; ++d) {
+    RecurrentBlock::Direction direction_part;
+    direction_part.reverse = reverse[static_cast<size_t>(d)];
+    RecurrentCell& cell = direction_part.cell;
+    cell.op = block->op_;
+    cell.hidden_size = static_cast<int>(hidden);
+    cell.input_size = static_cast<int>(input_size);
+    if (op == "LSTM") {
+      cell.gates = input_forget ? std::vector<int>{kLstmI, kLstmO, kLstmC}
+                                : std::vector<int>{kLstmI, kLstmO, kLstmF, kLstmC};
+    } else if (op == "GRU") {
+      cell.gates = {kGruZ, kGruR, kGruH};
+    } else {
+      cell.gates = {0};
+    }
+    cell.activations.assign(
+        activations.begin() + static_cast<std::ptrdiff_t>(d * per_direction),
+        activations.begin() + static_cast<std::ptrdiff_t>((d + 1) * per_direction));
+    cell.clip = clip;
+    cell.input_forget = input_forget;
+    cell.peepholes = p != nullptr;
+    cell.linear_before_reset = linear_before_reset;
+    block->directions_.push_back(std::move(direction_part));
+  }
+  block->schedule_ = choose_recurrent_schedule(block->directions_[0].cell, cache.target());
+  block->batched_schedule_ =
+      choose_recurrent_schedule(block->directions_[0].cell, cache.target(), /*batched=*/true);
+  const RecurrentSchedule& schedule = block->schedule_;
+
+  // Marshal the weights (layouts in recurrent_pipelines.h): gate g of hidden unit j = jo*T + ji
+  // is column n = (jo*G + g)*T + ji of Wt, bias and XW, and R is [jo][k][g][ji].
+  const int64_t padded = schedule.padded_hidden, tile = schedule.hidden_tile;
+  for (int d = 0; d < dirs; ++d) {
+    RecurrentBlock::Direction& part = block->directions_[static_cast<size_t>(d)];
+    const RecurrentCell& cell = part.cell;
+    const int64_t gates = static_cast<int64_t>(cell.gates.size()), n_extent = gates * padded;
+    const float* w_d = w->data<float>() + d * onnx_gates * hidden * input_size;
+    const float* r_d = r->data<float>() + d * onnx_gates * hidden * hidden;
+    const float* b_d = b ? b->data<float>() + d * 2 * onnx_gates * hidden : nullptr;
+    part.wt = Tensor(DType::kFloat32, {input_size, n_extent});
+    part.bias = Tensor(DType::kFloat32, {n_extent});
+    part.r = Tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
+    float* wt = part.wt.data<float>();
+    float* bias = part.bias.data<float>();
+    float* rt = part.r.data<float>();
+    for (int64_t g = 0; g < gates; ++g) {
+      const int onnx_gate = cell.gates[static_cast<size_t>(g)];
+      // GRU linear_before_reset: rt multiplies the h gate's Rb, so it stays out of the bias.
+      const bool fold_rb = !(linear_before_reset && onnx_gate == kGruH);
+      for (int64_t j = 0; j < hidden; ++j) {
+        const int64_t jo = j / tile, ji = j % tile;
+        const int64_t n = (jo * gates + g) * tile + ji, row = onnx_gate * hidden + j;
+        for (int64_t k = 0; k < input_size; ++k) wt[k * n_extent + n] = w_d[row * input_size + k];
+        for (int64_t k = 0; k < hidden; ++k) {
+          rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
+        }
+        if (b_d) bias[n] = b_d[row] + (fold_rb ? b_d[onnx_gates * hidden + row] : 0.0f);
+      }
+    }
+    if (p) {
+      part.peepholes = Tensor(DType::kFloat32, {3, padded});
+      const float* p_d = p->data<float>() + d * 3 * hidden;
+      for (int64_t q = 0; q < 3; ++q) {
+        std::copy(p_d + q * hidden, p_d + (q + 1) * hidden,
+                  part.peepholes.data<float>() + q * padded);
+      }
+    }
+    if (linear_before_reset) {
+      part.rbh = Tensor(DType::kFloat32, {padded});
+      if (b_d) {
+        const float* rbh = b_d + (onnx_gates + kGruH) * hidden;
+        std::copy(rbh, rbh + hidden, part.rbh.data<float>());
+      }
+    }
+  }
+
+  // Compile (or load) the pipelines.
+  const RecurrentCell& first = block->directions_[0].cell;
+  block->projection_ = cache.get(
+      input_projection_key(first, schedule),
+      [&](const std::string& path, const std::string& name, const Halide::Target& target) {
+        compile_input_projection(first, schedule, path, name, target);
+      });
+  block->compile_ms = block->projection_.compile_ms;
+  block->from_cache = block->projection_.from_cache;
+  for (RecurrentBlock::Direction& part : block->directions_) {
+    for (bool batched : {false, true}) {
+      const RecurrentSchedule& step_schedule = batched ? block->batched_schedule_ : schedule;
+      CompiledPipeline& step = batched ? part.batched_step : part.step;
+      step = cache.get(
+          recurrent_step_key(part.cell, step_schedule),
+          [&](const std::string& path, const std::string& name, const Halide::Target& target) {
+            compile_recurrent_step(part.cell, step_schedule, path, name, target);
+          });
+      block->compile_ms += step.compile_ms;
+      block->from_cache = block->from_cache && step.from_cache;
+    }
+  }
+  block->nodes = {&node};
+  block->plan.sequence = AxisPlan::kSequential;
+  block->plan.batch = AxisPlan::kParallel;
+  return block;
+}
+
+// ---- running -----------------------------------------------------------------------------------
+
+std::string RecurrentBlock::kind() const {
+  const char* name = op_ == RecurrentOp::kLstm ? "lstm" : op_ == RecurrentOp::kGru ? "gru" : "rnn";
+  return cat("halide ", name, " ", direction_name_, " h=", hidden_size_, " in=", input_size_);
+}
+
+RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
+  auto input = [&](size_t i, const std::optional<Tensor>& constant) -> const Tensor* {
+    if (i < io.inputs.size() && io.inputs[i]) return io.inputs[i];
+    return constant ? &*constant : nullptr;
+  };
+  auto fail = [&](const std::string& message) {
+    raise_invalid_input(cat(describe_, ": ", message));
+  };
+  const Tensor* x = input(kX, std::nullopt);
+  if (!x) raise_invalid_model(cat(describe_, ": input 'X' is missing"));
+  if (x->dtype() != DType::kFloat32) {
+    raise_invalid_model(cat(describe_, ": input 'X' has element type ", dtype_onnx_name(x->dtype()),
+                            ", expected float (the lowered element type)"));
+  }
+  // seq_length and batch_size from X's dims at their axes in X's layout.
+  Run run;
+  run.x = x->data<float>();
+  const auto position = [&](const char* axis) {
+    return std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin();
+  };
+  if (x->rank() != static_cast<int64_t>(x_axes_.size()) ||
+      x->dim(position("input")) != input_size_) {
+    fail(cat("input 'X' has shape ", shape_text(x->shape()), ", expected rank 3 with input_size ",
+             input_size_));
+  }
+  run.seq_length = x->dim(position("seq"));
+  run.batch_size = x->dim(position("batch"));
+  const int64_t dirs = num_directions(), hidden = hidden_size_;
+  const int64_t n_extent =
+      static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
+  if (round_up(run.seq_length * run.batch_size, schedule_.gemm_rows) * n_extent >
+      std::numeric_limits<int32_t>::max()) {
+    raise_unsupported(cat(describe_,
+                          ": seq_length * batch_size = ", run.seq_length * run.batch_size,
+                          " is beyond the Halide lowering's limit"));
+  }
+  const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
+  auto state_input = [&](size_t index, const char* name, const std::optional<Tensor>& constant,
+                         const Axes& axes) -> const float* {
+    const std::vector<int64_t> state_shape = layout_shape(axes, sizes);
+    const Tensor* tensor = input(index, constant);
+    if (!tensor) return nullptr;
+    if (tensor->dtype() != DType::kFloat32) {
+      raise_invalid_model(cat(describe_, ": input '", name, "' has element type ",
+                              dtype_onnx_name(tensor->dtype()),
+                              ", expected float (the element type of X)"));
+    }
+    if (tensor->shape() != state_shape) {
+      fail(cat("input '", name, "' has shape ", shape_text(tensor->shape()), ", expected ",
+               shape_text(state_shape)));
+    }
+    return tensor->data<float>();
+  };
+  run.initial_h = state_input(kInitialH, "initial_h", constant_initial_h_, initial_h_axes_);
+  if (op_ == RecurrentOp::kLstm) {
+    run.initial_c = state_input(kInitialC, "initial_c", constant_initial_c_, initial_c_axes_);
+  }
+
+  run.sequence_lens.assign(static_cast<size_t>(run.batch_size), run.seq_length);
+  if (const Tensor* lens = input(kSequenceLens, constant_sequence_lens_)) {
+    if (!is_integer(lens->dtype())) {
+      raise_invalid_model(cat(describe_, ": input 'sequence_lens' has element type ",
+                              dtype_onnx_name(lens->dtype()), ", expected int32"));
+    }
+    if (lens->shape() != std::vector<int64_t>{run.batch_size}) {
+      fail(cat("input 'sequence_lens' has shape ", shape_text(lens->shape()), ", expected [",
+               run.batch_size, "] (batch_size)"));
+    }
+    for (int64_t b = 0; b < run.batch_size; ++b) {
+      int64_t length = lens->get_int64(b);
+      if (length < 0 || length > run.seq_length) {
+        fail(cat("input 'sequence_lens'[", b, "] = ", length,
+                 ", must be in [0, seq_length = ", run.seq_length, "]"));
+      }
+      run.sequence_lens[static_cast<size_t>(b)] = length;
+    }
+  }
+
+  // Outputs in node output order; only those the node has are allocated.
+  io.outputs.assign(has_output_.size(), Tensor());
+  for (size_t i = 0; i < has_output_.size(); ++i) {
+    if (!has_output_[i]) continue;
+    io.outputs[i] = Tensor(DType::kFloat32, layout_shape(i == 0   ? y_axes_
+                                                         : i == 1 ? y_h_axes_
+                                                                  : y_c_axes_,
+                                                         sizes));
+    float* data = io.outputs[i].data<float>();
+    (i == 0 ? run.y : i == 1 ? run.y_h : run.y_c) = data;
+  }
+  return run;
+}
+
+void RecurrentBlock::run(BlockIO& io) const {
+  Run run = begin(io);
+  for (int d = 0; d < num_directions(); ++d) run_direction(run, d);
+}
+
+void RecurrentBlock::run_direction(const Run& run, int direction) const {
+  const Direction& part = directions_.at(static_cast<size_t>(direction));
+  const int64_t seq = run.seq_length, batch = run.batch_size, dirs = num_directions();
+  const int64_t hidden = hidden_size_, padded = schedule_.padded_hidden, d = direction;
+  const int64_t gates = static_cast<int64_t>(part.cell.gates.size()), n_extent = gates * padded;
+  const int64_t rows = seq * batch, padded_rows = round_up(rows, schedule_.gemm_rows);
+  const bool lstm = op_ == RecurrentOp::kLstm;
+  // Element offsets in each slot's layout.
+  const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
+  auto offset = [&](const Axes& axes, int64_t t, int64_t b) {
+    return t * layout_stride(axes, sizes, "seq") + d * layout_stride(axes, sizes, "dir") +
+           b * layout_stride(axes, sizes, "batch");
+  };
+
+  // Input projection for every (t, b) row at once.
+  Scratch xw(n_extent * padded_rows);
+  if (rows > 0) {
+    BufferView x_buffer(run.x, kF32, {{input_size_, 1}, {rows, input_size_}});
+    BufferView wt_buffer(part.wt.data<float>(), kF32, {{n_extent, 1}, {input_size_, n_extent}});
+    BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
+    BufferView xw_buffer(xw.data, kF32, {{n_extent, 1}, {padded_rows, n_extent}});
+    void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
+    projection_.call(args);
+  }
+
+  // State, padded to the hidden tile and the batch tile: h[current], h[next] (and c).
+  const bool batched = batch > 1;
+  const CompiledPipeline& step = batched ? part.batched_step : part.step;
+  const int64_t padded_batch = round_up(batch, batched ? batched_schedule_.batch_tile : 1);
+  Scratch h0(padded * padded_batch), h1(padded * padded_batch);
+  Scratch c0(padded * padded_batch), c1(padded * padded_batch);
+  float* h[2] = {h0.data, h1.data};
+  float* c[2] = {c0.data, c1.data};
+  for (int64_t b = 0; b < batch; ++b) {
+    if (run.initial_h) {
+      std::copy_n(run.initial_h + offset(initial_h_axes_, 0, b), hidden, h[0] + b * padded);
+    }
+    if (run.initial_c) {
+      std::copy_n(run.initial_c + offset(initial_c_axes_, 0, b), hidden, c[0] + b * padded);
+    }
+  }
+
+  int64_t steps = 0;
+  for (int64_t length : run.sequence_lens) steps = std::max(steps, length);
+  if (steps > 0) {
+    std::vector<int32_t> step_time(static_cast<size_t>(padded_batch), -1);
+    const int64_t tile = schedule_.hidden_tile, tiles = padded / tile;
+    BufferView r_buffer(
+        part.r.data<float>(), kF32,
+        {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
+    // XW's rows are X's rows, in X's (seq, batch) order.
+    const int64_t b_stride = layout_stride(x_axes_, sizes, "batch") / input_size_ * n_extent;
+    const int64_t t_stride = layout_stride(x_axes_, sizes, "seq") / input_size_ * n_extent;
+    BufferView xw_buffer(
+        xw.data, kF32,
+        {{tile, 1}, {gates, tile}, {tiles, gates * tile}, {batch, b_stride}, {seq, t_stride}});
+    BufferView time_buffer(step_time.data(), kI32, {{padded_batch, 1}});
+    const std::initializer_list<std::pair<int64_t, int64_t>> state_tiles = {
+        {tile, 1}, {tiles, tile}, {padded_batch, padded}};
+    BufferView h_in(h[0], kF32, {{padded, 1}, {padded_batch, padded}});
+    BufferView h_in_tiles(h[0], kF32, state_tiles);
+    BufferView h_out(h[1], kF32, state_tiles);
+    BufferView c_in(c[0], kF32, state_tiles);
+    BufferView c_out(c[1], kF32, state_tiles);
+    BufferView peepholes(part.cell.peepholes ? part.peepholes.data<float>() : nullptr, kF32,
+                         {{tile, 1}, {tiles, tile}, {3, padded}});
+    BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
+                   {{tile, 1}, {tiles, tile}});
+    // Argument order: recurrent_pipelines.h.
+    std::vector<void*> args = {r_buffer.get(), xw_buffer.get(), time_buffer.get(), h_in.get(),
+                               h_in_tiles.get()};
+    if (lstm) args.push_back(c_in.get());
+    if (part.cell.peepholes) args.push_back(peepholes.get());
+    if (part.cell.linear_before_reset) args.push_back(rbh.get());
+    args.push_back(h_out.get());
+    if (lstm) args.push_back(c_out.get());
+
+    int current = 0;
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t length = run.sequence_lens[static_cast<size_t>(b)];
+        step_time[static_cast<size_t>(b)] =
+            s >= length ? -1 : static_cast<int32_t>(part.reverse ? length - 1 - s : s);
+      }
+      h_in.set_host(h[current]);
+      h_in_tiles.set_host(h[current]);
+      h_out.set_host(h[1 - current]);
+      c_in.set_host(c[current]);
+      c_out.set_host(c[1 - current]);
+      step.call(args.data());
+      current = 1 - current;
+      if (run.y) {
+        for (int64_t b = 0; b < batch; ++b) {
+          const int32_t t = step_time[static_cast<size_t>(b)];
+          if (t >= 0) std::copy_n(h[current] + b * padded, hidden, run.y + offset(y_axes_, t, b));
+        }
+      }
+    }
+    if (current == 1) {
+      std::swap(h[0], h[1]);
+      std::swap(c[0], c[1]);
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    if (run.y_h) std::copy_n(h[0] + b * padded, hidden, run.y_h + offset(y_h_axes_, 0, b));
+    if (run.y_c) std::copy_n(c[0] + b * padded, hidden, run.y_c + offset(y_c_axes_, 0, b));
+  }
+}
+
+}  // namespace rnnc

@@ -1,0 +1,113 @@
+// lower_recurrent: one LSTM, GRU or RNN node with constant weights -> an execution block running
+// Halide code (recurrent_pipelines.h), computing exactly what the reference kernel computes
+// (docs/ops/recurrent.md) up to float32 rounding.
+//
+//   per direction:  XW = input_projection(X, Wt, bias)      one GEMM over all (t, b) rows
+//                   for s in 0 .. max(sequence_lens) - 1:   C++ time loop
+//                     h, c = recurrent_step(R, XW, step_time(s), h, c)
+//                     Y[step_time(s)[b], d, b] = h[b]       for the entries still running
+//
+// sequence_lens by masking: at step s, entry b runs time step t = s (forward) or len_b - 1 - s
+// (reverse), read from its own row of XW; an entry with s >= len_b gets step_time -1, and the
+// step keeps its state unchanged. Y stays zero past each entry's length and Y_h / Y_c are the
+// states after the last step, as in the reference. layout=1 needs no transposes: the rows of X
+// and XW are (b, t) instead of (t, b), which only changes the strides the step reads XW with
+// and the offsets h is copied to.
+//
+// Weights are marshaled once, here (layouts in recurrent_pipelines.h). The pipelines' cache keys
+// hold the node's attributes, sizes, dtype and the schedule, not seq_length or batch_size, so
+// the layers of a stack with equal shapes share their compiled code.
+//
+// Calling convention (as a reference kernel): BlockIO::inputs in node input order (nullptr for an
+// omitted input; W, R, B and P are ignored - the marshaled copies are used), outputs assigned in
+// node output order (an undefined Tensor for an omitted output).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/block.h"
+#include "lowering/halide_cache.h"
+#include "lowering/recurrent_pipelines.h"
+
+namespace rnnc {
+
+// Axis orders the block reads and writes the node's data slots in, outermost first, named as
+// graph_opt's eliminate_layout_ops names them: seq, batch, dir, hidden, input, and dirhidden (dir
+// and hidden merged into one axis, dir outer). input is innermost in x, hidden (or dirhidden) in
+// the others; dir may be left out (squeezed) when the node has one direction.
+struct RecurrentLayouts {
+  std::string x, initial_h, initial_c, y, y_h, y_c;
+};
+// The ONNX layouts of the node's `layout` attribute (what the reference kernel reads and writes):
+// layout 0: seq_batch_input, dir_batch_hidden, seq_dir_batch_hidden; layout 1: batch_seq_input,
+// batch_dir_hidden, batch_seq_dir_hidden.
+RecurrentLayouts onnx_recurrent_layouts(const Node& node);
+// The ONNX layouts, except that a slot annotated rnnc.<slot>_layout by eliminate_layout_ops (the
+// layout ops around the node folded into views) is read or written in the annotated layout, so
+// the block produces the view chain's last value directly and the chain's ops need not run.
+RecurrentLayouts annotated_recurrent_layouts(const Node& node);
+
+// Throws kUnsupported for what it cannot lower - weights that are not constants (initializers or
+// folded values), element types other than float32, a layout name it does not know - so the caller
+// keeps the reference kernel; kInvalidModel for attributes or weight shapes the reference kernel
+// would reject too. Any spelling of the attributes is accepted; graph_opt's canonicalize_recurrent
+// form is the common case, not a precondition. Without `layouts`, the node's ONNX layouts.
+std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache);
+std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
+                                                const RecurrentLayouts& layouts);
+
+class RecurrentBlock : public ExecutionBlock {
+ public:
+  // One run's shapes and buffers, shared by its directions.
+  struct Run {
+    const float* x = nullptr;
+    int64_t seq_length = 0, batch_size = 0;
+    std::vector<int64_t> sequence_lens;
+    const float* initial_h = nullptr;  // nullptr: zeros
+    const float* initial_c = nullptr;
+    float* y = nullptr;  // nullptr when the node omits the output
+    float* y_h = nullptr;
+    float* y_c = nullptr;
+  };
+
+  std::string kind() const override;
+  void run(BlockIO& io) const override;
+
+  // run() in parts, for a runtime that runs the directions of a bidirectional node on two
+  // threads: begin() checks the inputs and allocates the outputs (zeros); each direction then
+  // writes only its own slices of them, so run_direction(run, 0) and (run, 1) may run at once.
+  int num_directions() const { return static_cast<int>(directions_.size()); }
+  Run begin(BlockIO& io) const;
+  void run_direction(const Run& run, int direction) const;
+
+ private:
+  friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
+                                                         const RecurrentLayouts& layouts);
+  using Axes = std::vector<std::string>;  // a slot's layout, outermost first
+
+  struct Direction {
+    bool reverse = false;
+    RecurrentCell cell;
+    CompiledPipeline step;          // batch_size 1
+    CompiledPipeline batched_step;  // batch_size > 1: batch_tile entries per weight load
+    // Marshaled weights (recurrent_pipelines.h layouts).
+    Tensor wt, bias, r, peepholes, rbh;  // float32, 64-byte aligned
+  };
+
+  std::string describe_;          // the node, for error messages
+  std::vector<bool> has_output_;  // per node output: Y, Y_h (, Y_c)
+  RecurrentOp op_ = RecurrentOp::kLstm;
+  Axes x_axes_, initial_h_axes_, initial_c_axes_, y_axes_, y_h_axes_, y_c_axes_;
+  int64_t hidden_size_ = 0, input_size_ = 0;
+  std::string direction_name_;
+  RecurrentSchedule schedule_, batched_schedule_;
+  CompiledPipeline projection_;
+  std::vector<Direction> directions_;
+  // Inputs that were constants at lowering time (used when the BlockIO slot is nullptr).
+  std::optional<Tensor> constant_sequence_lens_, constant_initial_h_, constant_initial_c_;
+};
+
+}  // namespace rnnc

@@ -1,0 +1,487 @@
+#include "lowering/recurrent_pipelines.h"
+
+#include <Halide.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ir/error.h"
+
+namespace rnnc {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::ImageParam;
+using Halide::RDom;
+using Halide::Var;
+
+// ---- cell and schedule descriptions ------------------------------------------------------------
+
+const char* activation_name(RecurrentActivation::Kind kind) {
+  using Kind = RecurrentActivation::Kind;
+  switch (kind) {
+    case Kind::kRelu:
+      return "Relu";
+    case Kind::kTanh:
+      return "Tanh";
+    case Kind::kSigmoid:
+      return "Sigmoid";
+    case Kind::kAffine:
+      return "Affine";
+    case Kind::kLeakyRelu:
+      return "LeakyRelu";
+    case Kind::kThresholdedRelu:
+      return "ThresholdedRelu";
+    case Kind::kScaledTanh:
+      return "ScaledTanh";
+    case Kind::kHardSigmoid:
+      return "HardSigmoid";
+    case Kind::kElu:
+      return "Elu";
+    case Kind::kSoftsign:
+      return "Softsign";
+    case Kind::kSoftplus:
+      return "Softplus";
+  }
+  return "?";
+}
+
+namespace {
+
+const char* op_name(RecurrentOp op) {
+  switch (op) {
+    case RecurrentOp::kLstm:
+      return "lstm";
+    case RecurrentOp::kGru:
+      return "gru";
+    case RecurrentOp::kRnn:
+      return "rnn";
+  }
+  return "?";
+}
+
+// Exact text of a float (hex), so keys of cells with different constants never collide.
+std::string exact(float value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%a", static_cast<double>(value));
+  return text;
+}
+
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+}  // namespace
+
+int RecurrentCell::gate_index(int gate) const {
+  for (size_t i = 0; i < gates.size(); ++i) {
+    if (gates[i] == gate) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string RecurrentCell::step_key() const {
+  std::string key = cat(op_name(op), " hidden=", hidden_size, " input=", input_size, " gates=");
+  for (int gate : gates) key += std::to_string(gate);
+  key += " activations=";
+  for (const RecurrentActivation& a : activations) {
+    key += cat(activation_name(a.kind), "(", exact(a.alpha), ",", exact(a.beta), ")");
+  }
+  if (clip) key += " clip=" + exact(*clip);
+  if (input_forget) key += " input_forget";
+  if (peepholes) key += " peepholes";
+  if (linear_before_reset) key += " linear_before_reset";
+  return key;
+}
+
+std::string RecurrentSchedule::key() const {
+  return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
+             " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
+             gemm_columns_outer ? " columns_outer" : "");
+}
+
+// ---- the schedule table ------------------------------------------------------------------------
+
+namespace {
+
+// One row per vector width.
+//   Step: per batch entry and k, a tile reads G * T floats of R into G * T / V vector
+//   accumulators held in registers across the k loop. R streams from L2 (256 KB per step for
+//   hidden 128); about 256 bytes per k keep enough independent FMA chains in flight to take it as
+//   fast as L2 delivers (measured at hidden 128, batch 1: AVX-512 T = 16, 32, 64 all ~1.7 us; AVX2
+//   T = 8 2.5 us, T = 16 1.8 us, T = 32 2.2 us). The batched step spends the rest of the register
+//   file on batch entries: each R vector loaded serves batch_tile entries (AVX2 has no registers
+//   left for it).
+//   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
+//   fit the register file (measured [17 x 128] x [128 x 512]: AVX-512 2x6 10.2 us, 4x6 10.3 us,
+//   4x4 11.7 us, 2x8 13.5 us; AVX2 2x6 19.9 us, 3x4 22.6 us, 2x4 25.8 us).
+struct ScheduleRow {
+  int vector_width;
+  int step_floats;  // G * T: R floats per k iteration and batch entry
+  int batch_tile;   // batch entries per tile in the batched step
+  int gemm_vectors;
+  int gemm_rows;
+  int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
+};
+
+constexpr ScheduleRow kScheduleTable[] = {
+    {16, 64, 4, 2, 6, 512 * 1024},  // AVX-512: 4 x 4 step accumulators, 12 + 2 in the projection
+    {8, 64, 1, 2, 6, 512 * 1024},   // AVX2: 8 step accumulators, 12 + 2 in the projection
+};
+
+// Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
+constexpr double kMaxExtraPadding = 1.15;
+
+}  // namespace
+
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+                                            bool batched) {
+  const int vector_width = target.natural_vector_size(Halide::Float(32));
+  const ScheduleRow* row = &kScheduleTable[std::size(kScheduleTable) - 1];
+  for (const ScheduleRow& candidate : kScheduleTable) {
+    if (candidate.vector_width == vector_width) row = &candidate;
+  }
+  RecurrentSchedule schedule;
+  schedule.vector_width = row->vector_width;
+  const int v = schedule.vector_width, hidden = cell.hidden_size;
+  const int gates = static_cast<int>(cell.gates.size());
+
+  // Largest tile (more accumulators, fewer tiles) whose padding stays near the minimum.
+  const int min_padded = round_up(hidden, v);
+  const int max_vectors = std::max(1, row->step_floats / (gates * v));
+  schedule.hidden_tile = v;
+  for (int vectors = 1; vectors <= max_vectors; ++vectors) {
+    int tile = vectors * v;
+    if (tile > min_padded) break;
+    if (round_up(hidden, tile) <= min_padded * kMaxExtraPadding) schedule.hidden_tile = tile;
+  }
+  schedule.padded_hidden = round_up(hidden, schedule.hidden_tile);
+  schedule.batch_tile = batched ? row->batch_tile : 1;
+
+  // Projection tile: as many vectors along n as divide N / V (N has no tail).
+  const int n_vectors = gates * schedule.padded_hidden / v;
+  schedule.gemm_vectors = 1;
+  for (int vectors = row->gemm_vectors; vectors >= 1; --vectors) {
+    if (n_vectors % vectors == 0) {
+      schedule.gemm_vectors = vectors;
+      break;
+    }
+  }
+  schedule.gemm_rows = row->gemm_rows;
+  const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
+  schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
+  return schedule;
+}
+
+// ---- activations in vectorizable Halide arithmetic ---------------------------------------------
+
+namespace {
+
+// e^x in float32 arithmetic that vectorizes (Halide's exp calls libm per lane): x = k ln2 + r
+// with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its degree-7 Taylor polynomial (relative
+// error < 6e-9), 2^k built in the exponent field. x is clamped so 2^k stays a normal float:
+// e^x for x < -87 (< 2e-38) and x > 88 (> 1.6e38) saturates there.
+Expr exp_f32(Expr x) {
+  x = clamp(x, -87.0f, 88.0f);
+  Expr k = floor(x * 1.44269504089f + 0.5f);
+  Expr r = x - k * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4
+  r = r + k * 2.12194440e-4f;
+  Expr p = 1.0f / 5040;
+  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
+  Expr scale = Halide::reinterpret(Halide::Float(32), (Halide::cast<int32_t>(k) + 127) << 23);
+  return p * scale;
+}
+
+// tanh from e^(-2|x|) (no overflow), with the odd Taylor series below 1/16 where 1 - e^(-2|x|)
+// would cancel (series error < 1e-12 relative there).
+Expr tanh_f32(Expr x) {
+  Expr ax = abs(x);
+  Expr e = exp_f32(-2.0f * ax);
+  Expr large = (1.0f - e) / (1.0f + e);
+  Expr x2 = ax * ax;
+  Expr small = ax * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
+  Expr t = select(ax < 0.0625f, small, large);
+  return select(x < 0.0f, -t, t);
+}
+
+Expr sigmoid_f32(const Expr& x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// The formulas of docs/ops/recurrent.md (a = alpha, b = beta).
+Expr activate(const RecurrentActivation& activation, const Expr& x) {
+  using Kind = RecurrentActivation::Kind;
+  const float a = activation.alpha, b = activation.beta;
+  // clang-format off
+  switch (activation.kind) {
+    case Kind::kRelu:            return max(x, 0.0f);
+    case Kind::kTanh:            return tanh_f32(x);
+    case Kind::kSigmoid:         return sigmoid_f32(x);
+    case Kind::kAffine:          return a * x + b;
+    case Kind::kLeakyRelu:       return select(x >= 0.0f, x, a * x);
+    case Kind::kThresholdedRelu: return select(x >= a, x, 0.0f);
+    case Kind::kScaledTanh:      return a * tanh_f32(b * x);
+    case Kind::kHardSigmoid:     return clamp(a * x + b, 0.0f, 1.0f);
+    case Kind::kElu:             return select(x >= 0.0f, x, a * (exp_f32(x) - 1.0f));
+    case Kind::kSoftsign:        return x / (1.0f + abs(x));
+    // log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): no overflow for large x.
+    case Kind::kSoftplus:        return max(x, 0.0f) + Halide::log(1.0f + exp_f32(-abs(x)));
+  }
+  // clang-format on
+  return x;
+}
+
+Expr clipped(const RecurrentCell& cell, const Expr& x) {
+  return cell.clip ? clamp(x, -*cell.clip, *cell.clip) : x;
+}
+
+// Pins a buffer's innermost dims to the constant extents and dense strides marshaling gives it,
+// so the compiled loops index with constants.
+void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& extents) {
+  Expr stride = 1;
+  for (size_t d = 0; d < extents.size(); ++d) {
+    buffer.dim(static_cast<int>(d)).set_stride(stride);
+    if (extents[d] > 0) {
+      buffer.dim(static_cast<int>(d)).set_bounds(0, extents[d]);
+      stride = stride * extents[d];
+    } else {
+      buffer.dim(static_cast<int>(d)).set_min(0);
+      stride = stride * buffer.dim(static_cast<int>(d)).extent();
+    }
+  }
+}
+
+// ---- input projection --------------------------------------------------------------------------
+
+}  // namespace
+
+std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
+  return cat("recurrent input projection v1 f32 n=", cell.gates.size() * schedule.padded_hidden,
+             " k=", cell.input_size, " ", schedule.key());
+}
+
+void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                              const std::string& object_path, const std::string& function_name,
+                              const Halide::Target& target) {
+  const int v = schedule.vector_width;
+  const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
+  const int k_extent = cell.input_size;
+  ImageParam x(Halide::Float(32), 2, "x");        // (k, m)
+  ImageParam wt(Halide::Float(32), 2, "wt");      // (n, k)
+  ImageParam bias(Halide::Float(32), 1, "bias");  // (n)
+  Var n("n"), m("m");
+  RDom k(0, k_extent, "k");
+
+  // Rows past X's last (the output is padded to the row tile) read X's last row.
+  Expr row = min(m, x.dim(1).extent() - 1);
+  Func acc("acc"), xw("xw");
+  acc(n, m) = bias(n);
+  acc(n, m) += wt(n, k) * x(k, row);
+  xw(n, m) = acc(n, m);
+
+  pin_dense(x, {k_extent, 0});
+  pin_dense(wt, {n_extent, k_extent});
+  pin_dense(bias, {n_extent});
+  pin_dense(xw.output_buffer(), {n_extent, 0});
+
+  // Register tile: gemm_vectors vectors along n times gemm_rows rows, accumulated over all of k.
+  Var no("no"), ni("ni"), mo("mo"), mi("mi");
+  xw.split(n, no, ni, v * schedule.gemm_vectors)
+      .split(m, mo, mi, schedule.gemm_rows)
+      .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
+      .vectorize(ni, v)
+      .unroll(ni)
+      .unroll(mi);
+  acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
+  acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
+
+  xw.compile_to_object(object_path, {x, wt, bias}, function_name, target);
+}
+
+// ---- recurrent step ----------------------------------------------------------------------------
+
+std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
+  return cat("recurrent step v2 f32 ", cell.step_key(), " ", schedule.key());
+}
+
+namespace {
+
+// The buffers a step reads, with their layouts pinned (T = hidden tile, NT = tiles).
+struct StepInputs {
+  ImageParam r{Halide::Float(32), 4, "r"};                  // (ji, g, k, jo)
+  ImageParam xw{Halide::Float(32), 5, "xw"};                // (ji, g, jo, b, t)
+  ImageParam step_time{Halide::Int(32), 1, "step_time"};    // (b)
+  ImageParam h{Halide::Float(32), 2, "h"};                  // (k, b)
+  ImageParam h_tiles{Halide::Float(32), 3, "h_tiles"};      // (ji, jo, b): h again, tiled
+  ImageParam c{Halide::Float(32), 3, "c"};                  // (ji, jo, b), LSTM
+  ImageParam peepholes{Halide::Float(32), 3, "peepholes"};  // (ji, jo, i/o/f), LSTM with P
+  ImageParam rbh{Halide::Float(32), 2, "rbh"};              // (ji, jo), GRU linear_before_reset
+
+  StepInputs(const RecurrentSchedule& schedule, int gates, int hidden) {
+    const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
+    pin_dense(r, {tile, gates, hidden, tiles});
+    // XW rows: the (b, t) strides depend on the layout; the gate/hidden part is dense.
+    xw.dim(0).set_bounds(0, tile).set_stride(1);
+    xw.dim(1).set_bounds(0, gates).set_stride(tile);
+    xw.dim(2).set_bounds(0, tiles).set_stride(gates * tile);
+    step_time.dim(0).set_min(0);
+    pin_dense(h, {schedule.padded_hidden, 0});
+    pin_dense(h_tiles, {tile, tiles, 0});
+    pin_dense(c, {tile, tiles, 0});
+    pin_dense(peepholes, {tile, tiles, 3});
+    pin_dense(rbh, {tile, tiles});
+  }
+};
+
+// Schedules a step over its output (ji, jo, b): for each tile of batch_tile entries and each
+// hidden tile jo, the tile's accumulators (T units x the gates x the entries) are computed at jo
+// with the k loop outside G * T / V * batch_tile vector accumulators held in registers; the
+// state update then runs vectorized over the tile, reading them.
+void schedule_tile(Func output, Func accumulators, const RDom& k,
+                   const RecurrentSchedule& schedule) {
+  const int v = schedule.vector_width;
+  const std::vector<Var> out = output.args();         // (ji, jo, b)
+  const std::vector<Var> args = accumulators.args();  // (ji, [g,] jo, b)
+  Var bo("bo"), bi("bi");
+  output.split(out[2], bo, bi, schedule.batch_tile)
+      .reorder(out[0], bi, out[1], bo)
+      .vectorize(out[0], v);
+  accumulators.compute_at(output, out[1]).vectorize(args[0], v);
+  // Update loops, innermost first: ji, [g,] b, k, jo.
+  std::vector<Halide::VarOrRVar> order(args.begin(), args.end() - 2);
+  order.emplace_back(args.back());
+  order.emplace_back(k.x);
+  order.emplace_back(args[args.size() - 2]);
+  Halide::Stage update = accumulators.update();
+  update.reorder(order).vectorize(args[0], v);
+  for (size_t i = 0; i + 2 < args.size(); ++i) update.unroll(args[i]);
+  update.unroll(args.back());
+}
+
+// Pins a step output's layout: (ji, jo, b) over the padded (Hp, batch) state.
+void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedule& schedule,
+                      bool first) {
+  const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
+  out.dim(0).set_stride(1);
+  out.dim(1).set_stride(tile);
+  out.dim(2).set_stride(schedule.padded_hidden);
+  if (first) {  // a Tuple's later outputs share the first one's bounds
+    out.dim(0).set_bounds(0, tile);
+    out.dim(1).set_bounds(0, tiles);
+    // The batch is padded to the batch tile: no tail.
+    out.dim(2).set_bounds(0, out.dim(2).extent() / schedule.batch_tile * schedule.batch_tile);
+  }
+}
+
+}  // namespace
+
+void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                            const std::string& object_path, const std::string& function_name,
+                            const Halide::Target& target) {
+  const int hidden = cell.hidden_size, tile = schedule.hidden_tile;
+  const int gates = static_cast<int>(cell.gates.size());
+  StepInputs in(schedule, gates, hidden);
+  Var ji("ji"), g("g"), jo("jo"), b("b"), k_var("k");
+  RDom k(0, hidden, "k");
+  // The XW row entry b reads; inactive entries (negative time; the batch tile's padding entries
+  // past XW's batch) read a valid row and keep their state.
+  Expr t = clamp(in.step_time(b), 0, in.xw.dim(4).extent() - 1);
+  Expr xw_b = min(b, in.xw.dim(3).extent() - 1);
+  Expr active = in.step_time(b) >= 0;
+  auto input = [&](int gate) { return in.xw(ji, cell.gate_index(gate), jo, xw_b, t); };
+  const Expr h_prev = in.h_tiles(ji, jo, b);
+
+  std::vector<Halide::Argument> arguments = {in.r, in.xw, in.step_time, in.h, in.h_tiles};
+  Func state("state");
+
+  if (cell.op == RecurrentOp::kLstm) {
+    const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1],
+                              &hact = cell.activations[2];
+    // gates(ji, g, jo, b) = XW + R . h for one tile's hidden units, every computed gate.
+    Func pre("gates");
+    pre(ji, g, jo, b) = in.xw(ji, g, jo, xw_b, t);
+    pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
+    auto gate = [&](int onnx_gate) { return pre(ji, cell.gate_index(onnx_gate), jo, b); };
+    Expr c_prev = in.c(ji, jo, b);
+    Expr peep_i = 0.0f, peep_o = 0.0f, peep_f = 0.0f;
+    if (cell.peepholes) {
+      peep_i = in.peepholes(ji, jo, 0);
+      peep_o = in.peepholes(ji, jo, 1);
+      peep_f = in.peepholes(ji, jo, 2);
+    }
+    Expr it = activate(f, clipped(cell, gate(kLstmI) + peep_i * c_prev));
+    Expr ft =
+        cell.input_forget ? 1.0f - it : activate(f, clipped(cell, gate(kLstmF) + peep_f * c_prev));
+    Expr ct = activate(gact, clipped(cell, gate(kLstmC)));
+    Expr c_next = ft * c_prev + it * ct;
+    Expr ot = activate(f, clipped(cell, gate(kLstmO) + peep_o * c_next));
+    Expr h_next = ot * activate(hact, c_next);
+    state(ji, jo, b) =
+        Halide::Tuple(select(active, h_next, h_prev), select(active, c_next, c_prev));
+    pin_state_output(state.output_buffers()[0], schedule, true);
+    pin_state_output(state.output_buffers()[1], schedule, false);
+    pre.bound(g, 0, gates);
+    schedule_tile(state, pre, k, schedule);
+    arguments.push_back(in.c);
+    if (cell.peepholes) arguments.push_back(in.peepholes);
+  } else if (cell.op == RecurrentOp::kGru && cell.linear_before_reset) {
+    const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1];
+    // z and r: XW + R . h; h gate: R . h + Rbh alone (rt multiplies it before XW is added).
+    const int h_gate = cell.gate_index(kGruH);
+    Func pre("gates");
+    pre(ji, g, jo, b) = select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t));
+    pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
+    Expr zt = activate(f, clipped(cell, pre(ji, cell.gate_index(kGruZ), jo, b)));
+    Expr rt = activate(f, clipped(cell, pre(ji, cell.gate_index(kGruR), jo, b)));
+    Expr ht = activate(gact, clipped(cell, input(kGruH) + rt * pre(ji, h_gate, jo, b)));
+    state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
+    pin_state_output(state.output_buffer(), schedule, true);
+    pre.bound(g, 0, gates);
+    schedule_tile(state, pre, k, schedule);
+    arguments.push_back(in.rbh);
+  } else if (cell.op == RecurrentOp::kGru) {
+    const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1];
+    // Two phases: z and r for every hidden unit first (the h gate's product needs all of
+    // rt (.) h), then the h gate's R . (rt (.) h) fused with the update.
+    const int z_gate = cell.gate_index(kGruZ), r_gate = cell.gate_index(kGruR);
+    const int h_gate = cell.gate_index(kGruH);
+    Func zr_pre("zr_gates"), zr("zr"), reset_h("reset_h"), h_pre("h_gate");
+    zr_pre(ji, g, jo, b) = in.xw(ji, g, jo, xw_b, t);
+    zr_pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
+    zr(ji, g, jo, b) = activate(f, clipped(cell, zr_pre(ji, g, jo, b)));
+    // rt (.) Ht-1, back in the linear k order R . h reads.
+    reset_h(k_var, b) = zr(k_var % tile, r_gate, k_var / tile, b) * in.h(k_var, b);
+    h_pre(ji, jo, b) = input(kGruH);
+    h_pre(ji, jo, b) += in.r(ji, h_gate, k, jo) * reset_h(k, b);
+    Expr zt = zr(ji, z_gate, jo, b);
+    Expr ht = activate(gact, clipped(cell, h_pre(ji, jo, b)));
+    state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
+    pin_state_output(state.output_buffer(), schedule, true);
+
+    // zr tiled like a step over g in {z, r}; reset_h once per step; the h gate like a step.
+    zr.compute_root()
+        .bound(g, 0, 2)
+        .reorder(ji, g, jo, b)
+        .vectorize(ji, schedule.vector_width)
+        .unroll(g);
+    zr_pre.compute_at(zr, jo).vectorize(ji, schedule.vector_width);
+    zr_pre.update()
+        .reorder(ji, g, k, jo, b)
+        .vectorize(ji, schedule.vector_width)
+        .unroll(ji)
+        .unroll(g);
+    Var ko("ko"), ki("ki");
+    reset_h.compute_root()
+        .bound(k_var, 0, schedule.padded_hidden)
+        .split(k_var, ko, ki, tile)
+        .vectorize(ki, schedule.vector_width);
+    schedule_tile(state, h_pre, k, schedule);
+  } else {
+    const RecurrentActivation& f = cell.activations[0];
+    Func pre("gate");
+    pre(ji, jo, b) = input(0);
+    pre(ji, jo, b) += in.r(ji, 0, k, jo) * in.h(k, b);
+    state(ji, jo, b) = select(active, activate(f, clipped(cell, pre(ji, jo, b))), h_prev);
+    pin_state_output(state.output_buffer(), schedule, true);
+    schedule_tile(state, pre, k, schedule);
+  }
+  state.compile_to_object(object_path, arguments, function_name, target);
+}
+
+}  // namespace rnnc

@@ -1,0 +1,123 @@
+// The Halide pipelines an LSTM, GRU or RNN node is lowered to, and the table their schedules come
+// from. lower_recurrent.h marshals the weights into the layouts below and runs the time loop.
+//
+// Two pipelines per direction:
+//   input projection  XW[m, n] = X[m, :] . Wt[:, n] + bias[n] for every row m = (t, b) of X at
+//                     once: a register-tiled GEMM (no dependence along time: the parallel part);
+//   recurrent step    one time step for every batch entry: the R . h(t-1) product, accumulated
+//                     on top of XW[t], then clip, the gate activations and the state update, all
+//                     in one loop over tiles of hidden units (the sequential part).
+//
+// Layouts (Halide dims innermost first). Hidden units are tiled: unit j = jo * T + ji with T the
+// hidden tile, Hp = hidden_size padded to a multiple of T, G the gate blocks computed, N = G * Hp:
+//   Wt     (n, k)           the input weights transposed, n = (jo * G + g) * T + ji: a tile's
+//                           gates side by side, so a step tile reads its XW in one run
+//   bias   (n)              Wb + Rb folded (GRU linear_before_reset keeps the h gate's Rb apart)
+//   XW     (n, m)           rows padded to the GEMM's row tile; seen by the step as
+//                           (ji, g, jo, b, t)
+//   R      (ji, g, k, jo)   the recurrent weights as [tile][k][gate][unit in tile]: one tile's
+//                           weights are one contiguous run streamed from L2 in order, and the
+//                           step keeps G * T / V vector accumulators in registers over k
+//   h, c   (j, b)           state, padded to Hp (padding lanes are never read by R . h); the
+//                           step reads h linearly for R . h and as (ji, jo, b) tiles elsewhere
+// Padding rows of Wt, R and bias are zero.
+//
+// Everything a step computes with is compiled in as a constant and is part of the cache key:
+// sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
+// linear_before_reset and the schedule. seq_length and batch_size are runtime extents.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace Halide {
+struct Target;
+}  // namespace Halide
+
+namespace rnnc {
+
+enum class RecurrentOp { kLstm, kGru, kRnn };
+
+// One recurrent activation function with its (already defaulted) alpha and beta.
+struct RecurrentActivation {
+  enum class Kind {
+    kRelu,
+    kTanh,
+    kSigmoid,
+    kAffine,
+    kLeakyRelu,
+    kThresholdedRelu,
+    kScaledTanh,
+    kHardSigmoid,
+    kElu,
+    kSoftsign,
+    kSoftplus,
+  };
+  Kind kind = Kind::kTanh;
+  float alpha = 0;
+  float beta = 0;
+};
+const char* activation_name(RecurrentActivation::Kind kind);
+
+// The ONNX gate blocks of W, R and B.
+constexpr int kLstmI = 0, kLstmO = 1, kLstmF = 2, kLstmC = 3;
+constexpr int kGruZ = 0, kGruR = 1, kGruH = 2;
+
+// One direction of a node, as the step pipeline computes it.
+struct RecurrentCell {
+  RecurrentOp op = RecurrentOp::kLstm;
+  int hidden_size = 0;
+  int input_size = 0;
+  // ONNX gate blocks computed, in buffer order: LSTM i, o, f, c (f dropped with input_forget),
+  // GRU z, r, h, RNN the one block.
+  std::vector<int> gates;
+  // LSTM f, g, h; GRU f, g; RNN f.
+  std::vector<RecurrentActivation> activations;
+  std::optional<float> clip;
+  bool input_forget = false;         // LSTM
+  bool peepholes = false;            // LSTM with P
+  bool linear_before_reset = false;  // GRU
+
+  // The buffer index of ONNX gate block `gate` (-1 when not computed).
+  int gate_index(int gate) const;
+  // Everything the step pipeline's code depends on, as text (a cache key).
+  std::string step_key() const;
+};
+
+// Loop shapes, from one table keyed by the target's vector width (recurrent_pipelines.cc).
+struct RecurrentSchedule {
+  int vector_width = 8;             // floats per vector: 16 with AVX-512, 8 with AVX2
+  int hidden_tile = 8;              // T: hidden units per step tile (a multiple of vector_width)
+  int padded_hidden = 8;            // Hp: hidden_size rounded up to hidden_tile
+  int batch_tile = 1;               // batch entries per step tile (the batch is padded to it)
+  int gemm_vectors = 1;             // projection tile: vectors along n ...
+  int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
+  bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
+
+  std::string key() const;
+};
+
+// batched: the schedule of the step for batch_size > 1, which differs only in batch_tile (the
+// projection and the weight layouts are shared).
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+                                            bool batched = false);
+
+// Argument order of the projection pipeline's argv entry:
+//   x (k, m), wt (n, k), bias (n), -> xw (n, m padded to gemm_rows)
+std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
+void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                              const std::string& object_path, const std::string& function_name,
+                              const Halide::Target& target);
+
+// Argument order of the step pipeline's argv entry (bracketed ones only where the cell has them):
+//   r (ji, g, k, jo), xw (ji, g, jo, b, t), step_time (b: int32, the time row of XW entry b
+//   reads at this step; negative: b is past its sequence and keeps its state), h (k, b),
+//   h_tiles (ji, jo, b: the same h), [c (ji, jo, b)], [peepholes (ji, jo, 3): i, o, f],
+//   [rbh (ji, jo): GRU linear_before_reset's h-gate Rb], -> h_next (ji, jo, b), [c_next]
+std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
+void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                            const std::string& object_path, const std::string& function_name,
+                            const Halide::Target& target);
+
+}  // namespace rnnc

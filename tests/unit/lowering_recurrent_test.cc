@@ -1,0 +1,827 @@
+// lower_recurrent: LSTM, GRU and RNN nodes lowered to Halide against the reference kernels on the
+// same inputs, one behaviour per test.
+//
+// Tolerance: |lowered - reference| <= 1e-5 + 1e-4 * |reference|. The reference sums each gate's
+// pre-activation in double and rounds once; the lowered code sums K + H products in float32 in
+// a blocked order (error ~ sqrt(K + H) * 2^-24 * sum|terms|, about 1e-6 for K = H = 256 with
+// these weights) and evaluates exp/tanh by polynomials within 1e-7 absolute. Gates and tanh are
+// contractions, so the per-step error does not grow over the ~100-step sequences here; the
+// measured worst case is near 1e-6 (printed by LongSequenceStaysWithinTolerance).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/onnx_import.h"
+#include "ir/reference/evaluator.h"
+#include "lowering/halide_cache.h"
+#include "lowering/lower_recurrent.h"
+#include "tests/support/compare.h"
+
+namespace rnnc {
+namespace {
+
+constexpr testing::Tolerance kTolerance{1e-4, 1e-5};
+
+// One cache per target for the whole binary, in the test temp dir (warm after the first run).
+HalideCache& cache_for(const std::string& target) {
+  static std::map<std::string, std::unique_ptr<HalideCache>> caches;
+  auto& cache = caches[target];
+  if (!cache) {
+    cache = std::make_unique<HalideCache>(::testing::TempDir() + "rnnc_lowering_recurrent_cache",
+                                          target);
+  }
+  return *cache;
+}
+
+// ---- building one node -------------------------------------------------------------------------
+
+Attribute int_attr(int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = value;
+  return a;
+}
+Attribute float_attr(float value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = value;
+  return a;
+}
+Attribute string_attr(const std::string& value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = value;
+  return a;
+}
+Attribute strings_attr(std::vector<std::string> values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kStrings;
+  a.strings = std::move(values);
+  return a;
+}
+Attribute floats_attr(std::vector<float> values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloats;
+  a.floats = std::move(values);
+  return a;
+}
+
+// A recurrent node and the data it runs on; defaults: a forward LSTM, seq 5, batch 1, input 8,
+// hidden 16, with B.
+struct Case {
+  std::string op = "LSTM";
+  int64_t seq = 5, batch = 1, input = 8, hidden = 16;
+  std::string direction = "forward";
+  int64_t layout = 0;
+  std::vector<int32_t> sequence_lens;  // empty: input omitted
+  bool bias = true, initial_h = false, initial_c = false, peepholes = false;
+  std::map<std::string, Attribute> attributes;
+  std::vector<bool> outputs;  // which of Y, Y_h (, Y_c) the node has; empty: all
+  DType dtype = DType::kFloat32;
+  bool runtime_weights = false;  // W, R as graph inputs instead of initializers
+  uint32_t seed = 1;
+};
+
+int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
+
+Tensor random_tensor(std::vector<int64_t> shape, float scale, std::mt19937& random) {
+  Tensor tensor(DType::kFloat32, std::move(shape));
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  float* data = tensor.data<float>();
+  for (int64_t i = 0; i < tensor.numel(); ++i) data[i] = uniform(random);
+  return tensor;
+}
+
+struct Built {
+  Graph graph;
+  Node* node = nullptr;
+  std::vector<Tensor> inputs;  // per node input; undefined for omitted ones
+};
+
+std::unique_ptr<Built> build(const Case& c) {
+  auto built = std::make_unique<Built>();
+  std::mt19937 random(c.seed);
+  const int64_t dirs = c.direction == "bidirectional" ? 2 : 1, g = gate_count(c.op);
+  const float w_scale = 1.0f / std::sqrt(static_cast<float>(c.input));
+  const float r_scale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+  const std::vector<int64_t> state = c.layout == 0 ? std::vector<int64_t>{dirs, c.batch, c.hidden}
+                                                   : std::vector<int64_t>{c.batch, dirs, c.hidden};
+  std::vector<Tensor>& in = built->inputs;
+  in.resize(c.op == "LSTM" ? 8 : 6);
+  in[0] = random_tensor(c.layout == 0 ? std::vector<int64_t>{c.seq, c.batch, c.input}
+                                      : std::vector<int64_t>{c.batch, c.seq, c.input},
+                        1.0f, random);
+  in[1] = random_tensor({dirs, g * c.hidden, c.input}, w_scale, random);
+  in[2] = random_tensor({dirs, g * c.hidden, c.hidden}, r_scale, random);
+  if (c.bias) in[3] = random_tensor({dirs, 2 * g * c.hidden}, 0.5f, random);
+  if (!c.sequence_lens.empty()) {
+    in[4] = Tensor::from_vector<int32_t>({c.batch}, c.sequence_lens);
+  }
+  if (c.initial_h) in[5] = random_tensor(state, 1.0f, random);
+  if (c.op == "LSTM") {
+    if (c.initial_c) in[6] = random_tensor(state, 1.0f, random);
+    if (c.peepholes) in[7] = random_tensor({dirs, 3 * c.hidden}, 0.5f, random);
+  }
+  if (c.dtype != DType::kFloat32) {
+    for (Tensor& tensor : in) {
+      if (tensor.defined() && tensor.dtype() == DType::kFloat32) tensor = tensor.cast(c.dtype);
+    }
+  }
+
+  static const char* kNames[] = {"X",         "W",         "R", "B", "sequence_lens",
+                                 "initial_h", "initial_c", "P"};
+  std::vector<Value*> values;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].defined()) {
+      values.push_back(nullptr);
+      continue;
+    }
+    const bool weight = i == 1 || i == 2 || i == 3 || i == 7;
+    if (weight && !(c.runtime_weights && i <= 2)) {
+      values.push_back(built->graph.add_initializer(kNames[i], in[i]));
+    } else {
+      TensorType type;
+      type.dtype = in[i].dtype();
+      Shape shape;
+      for (int64_t dim : in[i].shape()) shape.push_back(Dim(dim));
+      type.shape = shape;
+      values.push_back(built->graph.add_input(kNames[i], type));
+    }
+  }
+  while (!values.empty() && !values.back()) values.pop_back();
+  std::vector<std::string> outputs = c.op == "LSTM" ? std::vector<std::string>{"Y", "Y_h", "Y_c"}
+                                                    : std::vector<std::string>{"Y", "Y_h"};
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    if (!c.outputs[i]) outputs[i] = "";
+  }
+  built->node = built->graph.add_node(c.op, "node", values, outputs, 14);
+  std::map<std::string, Attribute> attributes = c.attributes;
+  attributes.emplace("hidden_size", int_attr(c.hidden));
+  if (c.direction != "forward") attributes.emplace("direction", string_attr(c.direction));
+  if (c.layout != 0) attributes.emplace("layout", int_attr(c.layout));
+  for (auto& [name, attribute] : attributes) built->node->set_attr(name, attribute);
+  return built;
+}
+
+std::vector<const Tensor*> input_pointers(const Built& built) {
+  std::vector<const Tensor*> pointers;
+  for (size_t i = 0; i < built.node->num_inputs(); ++i) {
+    pointers.push_back(built.node->input(i) ? &built.inputs[i] : nullptr);
+  }
+  return pointers;
+}
+
+std::vector<Tensor> run_reference(const Built& built) {
+  return evaluate_node(*built.node, input_pointers(built), nullptr);
+}
+
+std::vector<Tensor> run_lowered(const Built& built, const std::string& target = "host") {
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built.node, cache_for(target));
+  BlockIO io;
+  io.inputs = input_pointers(built);
+  block->run(io);
+  return io.outputs;
+}
+
+// Largest |lowered - reference| over the node's outputs, after checking each within kTolerance.
+// (The reference kernel also fills the slots of omitted outputs; the lowered block leaves them
+// undefined.)
+double expect_outputs_match(const Node& node, const std::vector<Tensor>& lowered,
+                            const std::vector<Tensor>& reference) {
+  EXPECT_EQ(lowered.size(), node.num_outputs());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(lowered.size(), reference.size()); ++i) {
+    if (!node.output(i)) {
+      EXPECT_FALSE(lowered[i].defined()) << "omitted output " << i;
+      continue;
+    }
+    testing::Comparison comparison = testing::compare_tensors(lowered[i], reference[i], kTolerance);
+    EXPECT_TRUE(comparison.ok) << "output " << i << ": " << comparison.message;
+    worst = std::max(worst, comparison.max_abs_diff);
+  }
+  return worst;
+}
+
+double expect_matches_reference(const Case& c) {
+  std::unique_ptr<Built> built = build(c);
+  return expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
+}
+
+Case gru(Case c = {}) {
+  c.op = "GRU";
+  return c;
+}
+Case rnn(Case c = {}) {
+  c.op = "RNN";
+  return c;
+}
+
+std::string error_message(const std::function<void()>& action, ErrorKind kind) {
+  try {
+    action();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error was raised";
+  return "";
+}
+
+// ---- LSTM --------------------------------------------------------------------------------------
+
+TEST(LowerRecurrent, LstmForward) { expect_matches_reference({}); }
+
+TEST(LowerRecurrent, LstmReverse) {
+  Case c;
+  c.direction = "reverse";
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmBidirectional) {
+  Case c;
+  c.direction = "bidirectional";
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmBatch5) {
+  Case c;
+  c.batch = 5;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmSequenceLensWithZeroAndFullLength) {
+  Case c;
+  c.seq = 7;
+  c.batch = 5;
+  c.sequence_lens = {3, 0, 7, 1, 7};
+  c.initial_h = c.initial_c = true;  // length 0 must return them unchanged
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmReverseSequenceLensStartAtEachEntrysLastStep) {
+  Case c;
+  c.seq = 7;
+  c.batch = 5;
+  c.direction = "reverse";
+  c.sequence_lens = {3, 0, 7, 1, 6};
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmBidirectionalSequenceLens) {
+  Case c;
+  c.seq = 6;
+  c.batch = 5;
+  c.direction = "bidirectional";
+  c.sequence_lens = {6, 2, 0, 5, 1};
+  c.initial_h = c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmHidden1) {
+  Case c;
+  c.hidden = 1;
+  c.input = 3;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmHidden7NotAMultipleOfTheVectorWidth) {
+  Case c;
+  c.hidden = 7;
+  c.input = 5;
+  c.batch = 5;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmHidden128) {
+  Case c;
+  c.hidden = 128;
+  c.input = 128;
+  c.seq = 17;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmHidden256) {
+  Case c;
+  c.hidden = 256;
+  c.input = 64;
+  c.seq = 9;
+  c.batch = 5;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmHidden100PadsTheHiddenTile) {
+  Case c;
+  c.hidden = 100;
+  c.input = 37;
+  c.seq = 6;
+  c.batch = 3;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmClip) {
+  Case c;
+  c.attributes["clip"] = float_attr(0.4f);
+  c.initial_h = c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmInputForget) {
+  Case c;
+  c.attributes["input_forget"] = int_attr(1);
+  c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmPeepholes) {
+  Case c;
+  c.peepholes = true;
+  c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmPeepholesWithInputForgetAndClip) {
+  Case c;
+  c.peepholes = true;
+  c.initial_c = true;
+  c.attributes["input_forget"] = int_attr(1);
+  c.attributes["clip"] = float_attr(1.5f);
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmCustomActivationsWithAlphaBeta) {
+  Case c;
+  c.attributes["activations"] = strings_attr({"HardSigmoid", "LeakyRelu", "ScaledTanh"});
+  c.attributes["activation_alpha"] = floats_attr({0.3f, 0.05f, 1.5f});
+  c.attributes["activation_beta"] = floats_attr({0.4f, 0.8f});
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmBidirectionalDirectionsHaveTheirOwnActivations) {
+  Case c;
+  c.direction = "bidirectional";
+  c.attributes["activations"] =
+      strings_attr({"sigmoid", "tanh", "tanh", "HardSigmoid", "Softsign", "Elu"});
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmInitialStates) {
+  Case c;
+  c.initial_h = c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmWithoutBias) {
+  Case c;
+  c.bias = false;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmLayout1) {
+  Case c;
+  c.layout = 1;
+  c.batch = 3;
+  c.direction = "bidirectional";
+  c.sequence_lens = {5, 2, 0};
+  c.initial_h = c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LstmOmittedOutputsStayOmitted) {
+  Case c;
+  c.outputs = {false, true, false};
+  std::unique_ptr<Built> built = build(c);
+  std::vector<Tensor> lowered = run_lowered(*built);
+  ASSERT_EQ(lowered.size(), 3u);
+  EXPECT_FALSE(lowered[0].defined());
+  EXPECT_TRUE(lowered[1].defined());
+  EXPECT_FALSE(lowered[2].defined());
+  expect_outputs_match(*built->node, lowered, run_reference(*built));
+}
+
+TEST(LowerRecurrent, LstmBatch0AndSeq0) {
+  Case c;
+  c.batch = 0;
+  expect_matches_reference(c);
+  c.batch = 2;
+  c.seq = 0;
+  c.initial_h = c.initial_c = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, LongSequenceStaysWithinTolerance) {
+  Case c;
+  c.hidden = 256;
+  c.input = 256;
+  c.seq = 100;
+  c.batch = 2;
+  c.initial_h = c.initial_c = true;
+  double worst = expect_matches_reference(c);
+  std::printf("LSTM hidden 256, 100 steps: max |lowered - reference| = %.3g\n", worst);
+}
+
+// ---- slot layouts (graph_opt's eliminate_layout_ops views) ------------------------------------
+
+// Reads logical element (i0, i1, i2, i3) of a row-major tensor whose dims are the logical ones
+// permuted: perm[k] is the logical axis of dim k.
+Tensor permuted(const Tensor& tensor, const std::vector<int64_t>& logical_shape,
+                const std::vector<int>& perm) {
+  std::vector<int64_t> shape;
+  for (int axis : perm) shape.push_back(logical_shape[static_cast<size_t>(axis)]);
+  Tensor out(DType::kFloat32, shape);
+  std::vector<int64_t> index(logical_shape.size(), 0);
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    int64_t rest = i;  // i as a logical row-major index
+    for (size_t k = logical_shape.size(); k-- > 0;) {
+      index[k] = rest % logical_shape[k];
+      rest /= logical_shape[k];
+    }
+    int64_t o = 0;
+    for (size_t k = 0; k < perm.size(); ++k) o = o * shape[k] + index[static_cast<size_t>(perm[k])];
+    out.data<float>()[o] = tensor.data<float>()[i];
+  }
+  return out;
+}
+
+TEST(LowerRecurrent, AnnotatedLayoutsReadAndWriteTheViews) {
+  Case c;
+  c.direction = "bidirectional";
+  c.batch = 3;
+  c.seq = 4;
+  c.sequence_lens = {4, 1, 0};
+  c.initial_h = c.initial_c = true;
+  std::unique_ptr<Built> built = build(c);
+  std::vector<Tensor> reference = run_reference(*built);
+  const int64_t dirs = 2, seq = c.seq, batch = c.batch, hidden = c.hidden, input = c.input;
+  // X as PyTorch's batch_first input, initial_h batch-major, Y as [seq, batch, 2 * hidden].
+  RecurrentLayouts layouts = onnx_recurrent_layouts(*built->node);
+  layouts.x = "batch_seq_input";
+  layouts.initial_h = "batch_dir_hidden";
+  layouts.y = "seq_batch_dirhidden";
+  layouts.y_h = "batch_dir_hidden";
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, cache_for("host"), layouts);
+  Tensor x = permuted(built->inputs[0], {seq, batch, input}, {1, 0, 2});
+  Tensor initial_h = permuted(built->inputs[5], {dirs, batch, hidden}, {1, 0, 2});
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  io.inputs[0] = &x;
+  io.inputs[5] = &initial_h;
+  block->run(io);
+  std::vector<Tensor> expected = {permuted(reference[0], {seq, dirs, batch, hidden}, {0, 2, 1, 3})
+                                      .reshaped({seq, batch, dirs * hidden}),
+                                  permuted(reference[1], {dirs, batch, hidden}, {1, 0, 2}),
+                                  reference[2]};
+  expect_outputs_match(*built->node, io.outputs, expected);
+}
+
+TEST(LowerRecurrent, AnnotatedLayoutsSqueezeTheDirectionOfOneDirection) {
+  Case c = gru();
+  c.batch = 2;
+  std::unique_ptr<Built> built = build(c);
+  std::vector<Tensor> reference = run_reference(*built);
+  RecurrentLayouts layouts = onnx_recurrent_layouts(*built->node);
+  layouts.y = "batch_seq_hidden";
+  layouts.y_h = "batch_hidden";
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, cache_for("host"), layouts);
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  block->run(io);
+  std::vector<Tensor> expected = {permuted(reference[0].reshaped({c.seq, c.batch, c.hidden}),
+                                           {c.seq, c.batch, c.hidden}, {1, 0, 2}),
+                                  reference[1].reshaped({c.batch, c.hidden})};
+  expect_outputs_match(*built->node, io.outputs, expected);
+}
+
+TEST(LowerRecurrent, AnnotatedLayoutsComeFromTheNodesAnnotations) {
+  Case c;
+  c.layout = 1;
+  std::unique_ptr<Built> built = build(c);
+  built->node->set_attr("rnnc.y_layout", string_attr("batch_seq_dirhidden"));
+  built->node->set_attr("rnnc.x_layout", string_attr("seq_batch_input"));
+  RecurrentLayouts layouts = annotated_recurrent_layouts(*built->node);
+  EXPECT_EQ(layouts.x, "seq_batch_input");
+  EXPECT_EQ(layouts.y, "batch_seq_dirhidden");
+  EXPECT_EQ(layouts.y_h, "batch_dir_hidden");  // layout=1's own, not annotated
+  EXPECT_EQ(onnx_recurrent_layouts(*built->node).y, "batch_seq_dir_hidden");
+}
+
+TEST(LowerRecurrent, UnknownLayoutIsUnsupported) {
+  std::unique_ptr<Built> built = build({});
+  RecurrentLayouts layouts = onnx_recurrent_layouts(*built->node);
+  layouts.y = "seq_hidden_batch";
+  EXPECT_EQ(error_message([&] { lower_recurrent(*built->node, cache_for("host"), layouts); },
+                          ErrorKind::kUnsupported),
+            "LSTM 'node' (opset 14): Y layout 'seq_hidden_batch' is not one the Halide lowering "
+            "reads or writes");
+}
+
+// ---- GRU ---------------------------------------------------------------------------------------
+
+TEST(LowerRecurrent, GruResetBeforeLinear) { expect_matches_reference(gru()); }
+
+TEST(LowerRecurrent, GruLinearBeforeReset) {
+  Case c = gru();
+  c.attributes["linear_before_reset"] = int_attr(1);
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruHidden7Batch5LinearBeforeReset) {
+  Case c = gru();
+  c.hidden = 7;
+  c.batch = 5;
+  c.attributes["linear_before_reset"] = int_attr(1);
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruHidden256ResetBeforeLinear) {
+  Case c = gru();
+  c.hidden = 256;
+  c.input = 40;
+  c.seq = 8;
+  c.batch = 2;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruBidirectionalSequenceLens) {
+  Case c = gru();
+  c.direction = "bidirectional";
+  c.batch = 5;
+  c.seq = 6;
+  c.sequence_lens = {6, 0, 3, 1, 6};
+  c.initial_h = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruReverseLinearBeforeResetWithClip) {
+  Case c = gru();
+  c.direction = "reverse";
+  c.attributes["linear_before_reset"] = int_attr(1);
+  c.attributes["clip"] = float_attr(0.7f);
+  c.initial_h = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruCustomActivations) {
+  Case c = gru();
+  c.attributes["activations"] = strings_attr({"HardSigmoid", "Affine"});
+  c.attributes["activation_alpha"] = floats_attr({0.25f, 0.9f});
+  c.attributes["activation_beta"] = floats_attr({0.45f, 0.1f});
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, GruWithoutBias) {
+  Case c = gru();
+  c.bias = false;
+  c.attributes["linear_before_reset"] = int_attr(1);
+  expect_matches_reference(c);
+}
+
+// ---- RNN ---------------------------------------------------------------------------------------
+
+TEST(LowerRecurrent, RnnForward) { expect_matches_reference(rnn()); }
+
+TEST(LowerRecurrent, RnnReverseSequenceLens) {
+  Case c = rnn();
+  c.direction = "reverse";
+  c.batch = 5;
+  c.seq = 4;
+  c.sequence_lens = {4, 0, 2, 1, 3};
+  c.initial_h = true;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, RnnBidirectionalHidden128) {
+  Case c = rnn();
+  c.direction = "bidirectional";
+  c.hidden = 128;
+  c.input = 24;
+  c.seq = 10;
+  expect_matches_reference(c);
+}
+
+TEST(LowerRecurrent, RnnSchemaDefaultActivationsTanhTanh) {
+  Case c = rnn();
+  c.attributes["activations"] = strings_attr({"Tanh", "Tanh"});
+  expect_matches_reference(c);
+}
+
+// Every recurrent activation as the RNN's f, with alpha/beta where it takes them.
+class LowerRecurrentActivation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LowerRecurrentActivation, RnnMatchesReference) {
+  Case c = rnn();
+  c.attributes["activations"] = strings_attr({GetParam()});
+  const std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> parameters = {
+      {"Affine", {{0.7f}, {0.2f}}},      {"LeakyRelu", {{0.1f}, {}}},
+      {"ThresholdedRelu", {{0.3f}, {}}}, {"ScaledTanh", {{1.3f}, {0.6f}}},
+      {"HardSigmoid", {{0.3f}, {0.4f}}}, {"Elu", {{0.8f}, {}}},
+  };
+  if (auto it = parameters.find(GetParam()); it != parameters.end()) {
+    if (!it->second.first.empty()) c.attributes["activation_alpha"] = floats_attr(it->second.first);
+    if (!it->second.second.empty())
+      c.attributes["activation_beta"] = floats_attr(it->second.second);
+  }
+  c.initial_h = true;
+  expect_matches_reference(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryActivation, LowerRecurrentActivation,
+                         ::testing::Values("Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu",
+                                           "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu",
+                                           "Softsign", "Softplus"));
+
+// The activations at large |x| (saturation, exp clamping) and near 0 (tanh's series branch).
+TEST(LowerRecurrent, ActivationsAtExtremeInputs) {
+  for (const char* activation : {"Sigmoid", "Tanh", "Softplus", "Elu"}) {
+    Case c = rnn();
+    c.attributes["activations"] = strings_attr({activation});
+    std::unique_ptr<Built> built = build(c);
+    float* x = built->inputs[0].data<float>();
+    const float values[] = {-200.0f, -90.0f, -30.0f, -1e-3f, 0.0f,
+                            1e-5f,   0.05f,  30.0f,  90.0f,  200.0f};
+    for (int64_t i = 0; i < built->inputs[0].numel(); ++i)
+      x[i] = values[i % 10] * (i % 3 ? 1 : 0.01f);
+    SCOPED_TRACE(activation);
+    expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
+  }
+}
+
+// ---- targets, caching, plan text ----------------------------------------------------------------
+
+TEST(LowerRecurrent, Avx2TargetCompilesAndAgreesWithHost) {
+  for (Case c : {Case{}, gru(), rnn()}) {
+    c.hidden = 20;
+    c.batch = 3;
+    c.direction = "bidirectional";
+    c.sequence_lens = {5, 1, 0};
+    if (c.op == "GRU") c.attributes["linear_before_reset"] = int_attr(1);
+    std::unique_ptr<Built> built = build(c);
+    SCOPED_TRACE(c.op);
+    std::vector<Tensor> host = run_lowered(*built, "host");
+    std::vector<Tensor> avx2 = run_lowered(*built, "avx2");
+    expect_outputs_match(*built->node, avx2, host);
+    expect_outputs_match(*built->node, avx2, run_reference(*built));
+  }
+}
+
+// The cache key holds shapes and attributes, not weights: a second layer (here: a second process,
+// modeled by a fresh cache over the same directory) loads the first one's compiled code.
+TEST(LowerRecurrent, LayersWithEqualShapesShareCompiledPipelines) {
+  Case first;
+  first.hidden = 24;
+  first.input = 24;
+  first.attributes["clip"] = float_attr(2.25f);
+  Case second = first;
+  second.seed = 2;  // other weights, same shapes and attributes
+  std::unique_ptr<Built> a = build(first), b = build(second);
+  lower_recurrent(*a->node, cache_for("host"));
+  HalideCache fresh(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*b->node, fresh);
+  EXPECT_TRUE(block->from_cache);
+  EXPECT_EQ(block->compile_ms, 0.0);
+  BlockIO io;
+  io.inputs = input_pointers(*b);
+  block->run(io);
+  expect_outputs_match(*b->node, io.outputs, run_reference(*b));
+}
+
+TEST(LowerRecurrent, KindNamesOpDirectionAndSizes) {
+  Case c = gru();
+  c.direction = "bidirectional";
+  c.hidden = 128;
+  c.input = 40;
+  std::unique_ptr<Built> built = build(c);
+  EXPECT_EQ(lower_recurrent(*built->node, cache_for("host"))->kind(),
+            "halide gru bidirectional h=128 in=40");
+}
+
+// ---- what is not lowered, and input errors
+// -------------------------------------------------------
+
+TEST(LowerRecurrent, RuntimeWeightsAreUnsupported) {
+  Case c;
+  c.runtime_weights = true;
+  std::unique_ptr<Built> built = build(c);
+  EXPECT_EQ(error_message([&] { lower_recurrent(*built->node, cache_for("host")); },
+                          ErrorKind::kUnsupported),
+            "LSTM 'node' (opset 14): input 'W' is computed at run time; Halide lowering needs "
+            "constant weights");
+}
+
+TEST(LowerRecurrent, Float64IsUnsupported) {
+  Case c = gru();
+  c.dtype = DType::kFloat64;
+  std::unique_ptr<Built> built = build(c);
+  EXPECT_EQ(error_message([&] { lower_recurrent(*built->node, cache_for("host")); },
+                          ErrorKind::kUnsupported),
+            "GRU 'node' (opset 14): element type double is not lowered to Halide (float32 only)");
+}
+
+TEST(LowerRecurrent, SequenceLensOutOfRangeIsAnInputError) {
+  Case c;
+  c.batch = 2;
+  c.sequence_lens = {5, 6};
+  std::unique_ptr<Built> built = build(c);
+  EXPECT_EQ(error_message([&] { run_lowered(*built); }, ErrorKind::kInvalidInput),
+            "LSTM 'node' (opset 14): input 'sequence_lens'[1] = 6, must be in [0, seq_length = 5]");
+}
+
+TEST(LowerRecurrent, InputSizeMismatchIsAnInputError) {
+  Case c;
+  std::unique_ptr<Built> built = build(c);
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, cache_for("host"));
+  Tensor x(DType::kFloat32, {5, 1, 9});
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  io.inputs[0] = &x;
+  EXPECT_EQ(error_message([&] { block->run(io); }, ErrorKind::kInvalidInput),
+            "LSTM 'node' (opset 14): input 'X' has shape [5, 1, 9], expected rank 3 with "
+            "input_size 8");
+}
+
+// ---- stored node cases -------------------------------------------------------------------------
+
+// Imports a one-node model, turns its weight inputs into constants (the lowering's precondition)
+// and runs its test_data_set_0 through both paths. Returns false when the node is not float32.
+bool check_model_case(const std::string& dir) {
+  std::unique_ptr<Model> model = import_onnx_file(dir + "/model.onnx");
+  Graph& graph = *model->graph;
+  std::map<std::string, Tensor> data;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    std::string name;
+    Tensor tensor = read_tensor_pb(cat(dir, "/test_data_set_0/input_", i, ".pb"), &name);
+    data[name.empty() ? graph.inputs()[i]->name() : name] = tensor;
+  }
+  EXPECT_EQ(graph.nodes().size(), 1u) << dir;
+  Node* node = graph.nodes().front().get();
+  for (size_t index : {1, 2, 3, 7}) {
+    Value* value = node->input(index);
+    if (value && value->is_graph_input()) {
+      graph.convert_input_to_constant(value, data.at(value->name()));
+    }
+  }
+  std::vector<const Tensor*> inputs;
+  for (size_t i = 0; i < node->num_inputs(); ++i) {
+    const Value* value = node->input(i);
+    inputs.push_back(!value                 ? nullptr
+                     : value->is_constant() ? value->constant().get()
+                                            : &data.at(value->name()));
+  }
+  std::unique_ptr<ExecutionBlock> block;
+  try {
+    block = lower_recurrent(*node, cache_for("host"));
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << dir << ": " << e.what();
+    EXPECT_NE(inputs[0]->dtype(), DType::kFloat32) << dir << ": " << e.what();
+    return false;
+  }
+  BlockIO io;
+  io.inputs = inputs;
+  block->run(io);
+  SCOPED_TRACE(dir);
+  expect_outputs_match(*node, io.outputs, evaluate_node(*node, inputs, nullptr));
+  // And the stored outputs of the case (NumPy / ONNX's own expectations), node outputs in order.
+  size_t stored = 0;
+  for (size_t i = 0; i < node->num_outputs(); ++i) {
+    if (!node->output(i)) continue;
+    std::string path = cat(dir, "/test_data_set_0/output_", stored++, ".pb");
+    if (!std::filesystem::exists(path)) break;
+    testing::Comparison comparison =
+        testing::compare_tensors(io.outputs[i], read_tensor_pb(path), kTolerance);
+    EXPECT_TRUE(comparison.ok) << path << ": " << comparison.message;
+  }
+  return true;
+}
+
+TEST(LowerRecurrent, GeneratedRecurrentCases) {
+  int lowered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(RNNC_SOURCE_DIR) +
+                                                               "/tests/data/recurrent")) {
+    if (std::filesystem::exists(entry.path() / "model.onnx")) {
+      lowered += check_model_case(entry.path().string());
+    }
+  }
+  EXPECT_GE(lowered, 15);  // all but the float16 and float64 cases
+}
+
+TEST(LowerRecurrent, OnnxBackendNodeCases) {
+  const std::string root = "/usr/share/libonnx-testdata/data/node";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is not installed";
+  int lowered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    for (const char* prefix : {"test_lstm_", "test_gru_", "test_rnn_", "test_simple_rnn_"}) {
+      if (name.rfind(prefix, 0) == 0) lowered += check_model_case(entry.path().string());
+    }
+  }
+  EXPECT_EQ(lowered, 12);
+}
+
+}  // namespace
+}  // namespace rnnc
