@@ -209,7 +209,6 @@ graph main(%x: f32[batch, seq, 2], %W: f32[1, 3, 2], %R: f32[1, 3, 1], %B: f32[1
 )";
 
 TEST(EliminateLayoutOps, CanonicalizedLayout1TransposesFoldBack) {
-  if (!find_pass("canonicalize_recurrent")) GTEST_SKIP() << "canonicalize_recurrent not registered";
   auto model =
       optimize_and_compare(kLayout1Gru, {"canonicalize_recurrent", "eliminate_layout_ops"}, kAxes);
   const Graph& graph = *model->graph;
