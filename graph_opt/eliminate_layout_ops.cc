@@ -43,8 +43,9 @@
 // Only the views in kViewRules are folded, and only into a slot no other reader sees in the ONNX
 // layout: a Y also read by a second node, or a graph output, keeps its ONNX layout and its ops
 // stay unmarked. The pass recomputes every mark from scratch, so running it twice changes nothing.
-// Runs after canonicalize_recurrent (which turns layout=1 nodes into Transposes around a layout-0
-// node: exactly the views folded here) and after dce.
+// Runs in lowering_pipeline(), after canonicalize_recurrent (which turns layout=1 nodes into
+// Transposes around a layout-0 node: exactly the views folded here) and dce. `rnnc optimize` does
+// not run it: the marks would be dropped from the ONNX it writes anyway.
 #include <algorithm>
 #include <map>
 #include <optional>

@@ -23,7 +23,7 @@
 //   the sink's position. A node without `rnnc.fusion_group` is a loop of its own.
 // The marks are annotations: the evaluator ignores them and ONNX export drops them. The pass
 // recomputes them from scratch (running it twice changes nothing) and must run last, after every
-// pass that rewrites nodes.
+// pass that rewrites nodes: it ends lowering_pipeline().
 #include <map>
 #include <set>
 #include <string>
