@@ -319,12 +319,35 @@ Node* Graph::adopt_node(Graph& from, Node* node, Node* before) {
   return node;
 }
 
+namespace {
+
+// Nested graphs may return an outer value directly (no use record): redirect those returns.
+void replace_nested_returns(Graph& graph, Value* from, Value* to) {
+  for (const auto& node : graph.nodes()) {
+    for (Graph* sub : node->subgraphs()) {
+      std::vector<Value*> outputs = sub->outputs();
+      bool changed = false;
+      for (Value*& out : outputs) {
+        if (out == from) {
+          out = to;
+          changed = true;
+        }
+      }
+      if (changed) sub->set_outputs(outputs);
+      replace_nested_returns(*sub, from, to);
+    }
+  }
+}
+
+}  // namespace
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   std::vector<Use> uses = from->uses_;
   for (const Use& use : uses) use.node->set_input(static_cast<size_t>(use.input_index), to);
   for (Value*& out : outputs_) {
     if (out == from) out = to;
   }
+  replace_nested_returns(*this, from, to);
 }
 
 void Graph::rename_value(Value* value, const std::string& name) {

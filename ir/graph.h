@@ -227,7 +227,8 @@ class Graph {
   Node* adopt_node(Graph& from, Node* node, Node* before);
   // Moves an initializer of `from` into this graph (renamed on a clash).
   Value* adopt_initializer(Graph& from, Value* value);
-  // Rewires every use of `from` (here and in nested graphs) and graph outputs to `to`.
+  // Rewires every use of `from` (here and in nested graphs), this graph's outputs and the
+  // outputs of nested graphs that return `from` directly, to `to`.
   void replace_all_uses(Value* from, Value* to);
 
   // Renames a value of this graph (kInternal if the name is taken in scope).
