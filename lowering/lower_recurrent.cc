@@ -167,6 +167,9 @@ class BufferView {
   halide_dimension_t dims_[5]{};
 };
 
+// Halide buffers (without the LargeBuffers feature) must stay below 2 GB.
+constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
+
 const halide_type_t kF32(halide_type_float, 32);
 const halide_type_t kI32(halide_type_int, 32);
 
@@ -395,10 +398,12 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   check_shape(node, *r, "R", {dirs, onnx_gates * hidden, hidden});
   if (b) check_shape(node, *b, "B", {dirs, 2 * onnx_gates * hidden});
   if (p) check_shape(node, *p, "P", {dirs, 3 * hidden});
-  constexpr int64_t kMaxSize = 1 << 16;
-  if (hidden > kMaxSize || input_size > kMaxSize) {
+  // Every buffer a pipeline reads must stay below 2 GB (Halide without LargeBuffers); the
+  // marshaled weights are at most 4 gates x (hidden + 63) wide.
+  const int64_t widest = 4 * (hidden + 63);
+  if (widest * std::max(hidden, input_size) * 4 > kMaxBufferBytes) {
     raise_unsupported(cat(node.describe(), ": hidden_size ", hidden, " / input_size ", input_size,
-                          " beyond the Halide lowering's limit ", kMaxSize));
+                          " give weights beyond the Halide lowering's 2 GB buffer limit"));
   }
   block->hidden_size_ = hidden;
   block->input_size_ = input_size;
@@ -549,11 +554,10 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
   const int64_t dirs = num_directions(), hidden = hidden_size_;
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
-  if (round_up(run.seq_length * run.batch_size, schedule_.gemm_rows) * n_extent >
-      std::numeric_limits<int32_t>::max()) {
-    raise_unsupported(cat(describe_,
-                          ": seq_length * batch_size = ", run.seq_length * run.batch_size,
-                          " is beyond the Halide lowering's limit"));
+  const int64_t rows = run.seq_length * run.batch_size;
+  if (round_up(rows, schedule_.gemm_rows) * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
+    raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
+                          " rows give buffers beyond the Halide lowering's 2 GB limit"));
   }
   const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
   auto state_input = [&](size_t index, const char* name, const std::optional<Tensor>& constant,

@@ -177,16 +177,19 @@ namespace {
 
 // e^x in float32 arithmetic that vectorizes (Halide's exp calls libm per lane): x = k ln2 + r
 // with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its degree-7 Taylor polynomial (relative
-// error < 6e-9), 2^k built in the exponent field. x is clamped so 2^k stays a normal float:
-// e^x for x < -87 (< 2e-38) and x > 88 (> 1.6e38) saturates there.
+// error < 6e-9), 2^k built in the exponent field. x is clamped so 2^k stays a normal float: e^x
+// for x < -87 (< 2e-38) and x > 88 (> 1.6e38) saturates there. Then x / ln2 + 128.5 > 0, so
+// truncating it to an integer is floor: k = round(x / ln2) without a rounding instruction (Halide
+// splits AVX-512 floor into two 256-bit halves).
 Expr exp_f32(Expr x) {
   x = clamp(x, -87.0f, 88.0f);
-  Expr k = floor(x * 1.44269504089f + 0.5f);
+  Expr k_int = Halide::cast<int32_t>(x * 1.44269504089f + 128.5f) - 128;
+  Expr k = Halide::cast<float>(k_int);
   Expr r = x - k * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4
   r = r + k * 2.12194440e-4f;
   Expr p = 1.0f / 5040;
   for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
-  Expr scale = Halide::reinterpret(Halide::Float(32), (Halide::cast<int32_t>(k) + 127) << 23);
+  Expr scale = Halide::reinterpret(Halide::Float(32), (k_int + 127) << 23);
   return p * scale;
 }
 
@@ -297,7 +300,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 // ---- recurrent step ----------------------------------------------------------------------------
 
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent step v2 f32 ", cell.step_key(), " ", schedule.key());
+  return cat("recurrent step v5 f32 ", cell.step_key(), " ", schedule.key());
 }
 
 namespace {
