@@ -1,0 +1,321 @@
+#include "lowering/halide_block.h"
+
+#include <HalideRuntime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include "ir/error.h"
+
+namespace rnnc {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+int64_t product(const std::vector<int64_t>& shape, int first, int last) {
+  int64_t result = 1;
+  for (int d = first; d < last; ++d) result *= shape[static_cast<size_t>(d)];
+  return result;
+}
+
+halide_type_t runtime_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return halide_type_t(halide_type_float, 32);
+    case DType::kFloat64:
+      return halide_type_t(halide_type_float, 64);
+    case DType::kBool:
+      return halide_type_t(halide_type_uint, 1);
+    case DType::kInt32:
+      return halide_type_t(halide_type_int, 32);
+    case DType::kInt64:
+      return halide_type_t(halide_type_int, 64);
+    default:
+      break;
+  }
+  RNNC_CHECK(false, "no Halide buffer type for ", dtype_name(dtype));
+  return {};
+}
+
+// Fills `buffer` with the view of `tensor`. out_shape: the run's output shape, for the dims the
+// view aligns to it.
+void bind_view(const Tensor& tensor, const TensorView& view, const std::vector<int64_t>& out_shape,
+               const std::string& context, halide_buffer_t& buffer, halide_dimension_t* dims) {
+  const std::vector<int64_t>& shape = tensor.shape();
+  for (size_t i = 0; i < view.size(); ++i) {
+    const ViewDim& dim = view[i];
+    int64_t extent = product(shape, dim.first, dim.last);
+    // Row-major: the run's stride is the product of the dims after its last one.
+    int64_t stride =
+        dim.last > dim.first ? product(shape, dim.last, static_cast<int>(shape.size())) : 0;
+    if (dim.out_first >= 0) {
+      int64_t out_extent = product(out_shape, dim.out_first, dim.out_last);
+      bool ok = extent == out_extent;
+      if (dim.broadcast) {
+        ok = extent == 1;
+      } else if (!ok && dim.runtime_broadcast && extent == 1) {
+        ok = true;
+        extent = out_extent;
+        stride = 0;
+      }
+      if (!ok) {
+        raise_invalid_input(cat(context, ": an input of shape ", shape_text(shape),
+                                " does not broadcast to the result ", shape_text(out_shape)));
+      }
+    }
+    if (extent == 1 && stride == 0) stride = i == 0 ? 1 : 0;
+    RNNC_CHECK(extent <= INT32_MAX && stride <= INT32_MAX, "tensor ", shape_text(shape),
+               " is too large for 32-bit Halide indexing");
+    dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
+  }
+  buffer = halide_buffer_t();
+  buffer.host = static_cast<uint8_t*>(const_cast<void*>(tensor.raw_data()));
+  buffer.type = runtime_type(tensor.dtype());
+  buffer.dimensions = static_cast<int32_t>(view.size());
+  buffer.dim = dims;
+}
+
+}  // namespace
+
+std::string view_to_string(const TensorView& view) {
+  std::string text = "(";
+  for (size_t i = 0; i < view.size(); ++i) {
+    const ViewDim& dim = view[i];
+    text += cat(i ? " " : "", "d", dim.first, ":", dim.last, dim.broadcast ? "b" : "",
+                dim.runtime_broadcast ? "r" : "", dim.strided ? "s" : "");
+    if (dim.out_first >= 0) text += cat("@", dim.out_first, ":", dim.out_last);
+  }
+  return text + ")";
+}
+
+std::vector<DimRead> classify_operand(const Shape& operand, const Shape& output) {
+  int rank = static_cast<int>(output.size());
+  int offset = rank - static_cast<int>(operand.size());
+  RNNC_CHECK(offset >= 0, "operand ", shape_to_string(operand), " has a higher rank than ",
+             shape_to_string(output));
+  std::vector<DimRead> reads(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    DimRead& read = reads[static_cast<size_t>(d)];
+    if (d < offset) {
+      read = DimRead::kBroadcast;
+      continue;
+    }
+    const Dim& in = operand[static_cast<size_t>(d - offset)];
+    const Dim& out = output[static_cast<size_t>(d)];
+    if (in == out || (out.is_known() && out.value() == 1)) {
+      read = DimRead::kFull;
+    } else if (in.is_known() && in.value() == 1) {
+      read = DimRead::kBroadcast;
+    } else {
+      read = DimRead::kRuntime;
+    }
+  }
+  return reads;
+}
+
+std::vector<LoopDim> merge_loop_dims(int rank, const std::vector<std::vector<DimRead>>& reads,
+                                     const std::function<bool(int)>& may_merge) {
+  if (rank == 0) return {LoopDim{0, 0}};
+  std::vector<LoopDim> loops = {LoopDim{rank - 1, rank}};
+  for (int d = rank - 2; d >= 0; --d) {
+    bool merge = may_merge(d);
+    for (const std::vector<DimRead>& operand : reads) {
+      DimRead outer = operand[static_cast<size_t>(d)];
+      DimRead inner = operand[static_cast<size_t>(d + 1)];
+      merge = merge && outer == inner && outer != DimRead::kRuntime;
+    }
+    if (merge) {
+      loops.back().first = d;
+    } else {
+      loops.push_back(LoopDim{d, d + 1});
+    }
+  }
+  return loops;
+}
+
+TensorView operand_view(int operand_rank, int align_end, const std::vector<LoopDim>& loops,
+                        const std::vector<DimRead>& reads) {
+  int offset = align_end - operand_rank;
+  TensorView view;
+  for (const LoopDim& loop : loops) {
+    ViewDim dim;
+    dim.first = std::clamp(loop.first - offset, 0, operand_rank);
+    dim.last = std::clamp(loop.last - offset, 0, operand_rank);
+    dim.out_first = loop.first;
+    dim.out_last = loop.last;
+    DimRead read =
+        loop.last > loop.first ? reads[static_cast<size_t>(loop.first)] : DimRead::kBroadcast;
+    dim.broadcast = read == DimRead::kBroadcast;
+    dim.runtime_broadcast = read == DimRead::kRuntime;
+    view.push_back(dim);
+  }
+  return view;
+}
+
+TensorView output_view(const std::vector<LoopDim>& loops) {
+  TensorView view;
+  for (const LoopDim& loop : loops) {
+    ViewDim dim;
+    dim.first = loop.first;
+    dim.last = loop.last;
+    view.push_back(dim);
+  }
+  return view;
+}
+
+Halide::Type halide_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return Halide::Float(32);
+    case DType::kFloat64:
+      return Halide::Float(64);
+    case DType::kBool:
+      return Halide::Bool();
+    case DType::kInt32:
+      return Halide::Int(32);
+    case DType::kInt64:
+      return Halide::Int(64);
+    default:
+      break;
+  }
+  raise_unsupported(cat("Halide lowering does not handle ", dtype_onnx_name(dtype), " tensors"));
+}
+
+Halide::ImageParam make_image_param(const std::string& name, DType dtype, const TensorView& view) {
+  Halide::ImageParam image(halide_type_of(dtype), static_cast<int>(view.size()), name);
+  if (!view.empty() && (view[0].runtime_broadcast || view[0].strided)) {
+    image.dim(0).set_stride(Halide::Expr());
+  }
+  for (int d = 0; d < image.dimensions(); ++d) image.dim(d).set_min(0);  // views start at 0
+  return image;
+}
+
+void pin_shape(Halide::OutputImageParam image, const std::vector<int64_t>& shape) {
+  int rank = static_cast<int>(shape.size());
+  RNNC_CHECK(image.dimensions() == rank, "pinning a rank ", image.dimensions(), " buffer to ",
+             shape_text(shape));
+  int64_t stride = 1;
+  for (int d = 0; d < rank; ++d) {  // Halide dim d is the row-major dim rank - 1 - d
+    int64_t extent = shape[static_cast<size_t>(rank - 1 - d)];
+    image.dim(d).set_bounds(0, static_cast<int>(extent)).set_stride(static_cast<int>(stride));
+    stride *= extent;
+  }
+}
+
+void pin_output_mins(Halide::Func output) {
+  for (int d = 0; d < output.dimensions(); ++d) output.output_buffer().dim(d).set_min(0);
+}
+
+Halide::Expr read_view(const Halide::ImageParam& image, const TensorView& view,
+                       const std::vector<Halide::Var>& loop_vars) {
+  RNNC_CHECK(view.size() == loop_vars.size(), "view ", view_to_string(view), " read with ",
+             loop_vars.size(), " loop vars");
+  std::vector<Halide::Expr> coords;
+  for (size_t i = 0; i < view.size(); ++i) {
+    coords.push_back(view[i].broadcast ? Halide::Expr(0) : Halide::Expr(loop_vars[i]));
+  }
+  return image(coords);
+}
+
+void broadcast_into(std::vector<int64_t>& result, const std::vector<int64_t>& shape,
+                    const std::string& context) {
+  if (shape.size() > result.size()) result.insert(result.begin(), shape.size() - result.size(), 1);
+  size_t offset = result.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t& a = result[k + offset];
+    int64_t b = shape[k];
+    if (a != b && a != 1 && b != 1) {
+      std::vector<int64_t> before = result;
+      raise_invalid_input(cat(context, ": shapes ", shape_text(before), " and ", shape_text(shape),
+                              " cannot be broadcast"));
+    }
+    if (a == 1) a = b;
+  }
+}
+
+std::vector<int64_t> broadcast_runtime_shapes(const std::vector<std::vector<int64_t>>& shapes,
+                                              const std::string& context) {
+  std::vector<int64_t> result;
+  for (const std::vector<int64_t>& shape : shapes) broadcast_into(result, shape, context);
+  return result;
+}
+
+CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
+                                const std::function<BuiltPipeline()>& build) {
+  return cache.get(key, [&](const std::string& object_path, const std::string& function_name,
+                            const Halide::Target& target) {
+    BuiltPipeline pipeline = build();
+    pipeline.output.compile_to_object(object_path, pipeline.arguments, function_name, target);
+    // RNNC_DUMP_HALIDE=dir: each compiled pipeline's lowered statement and assembly, for reading
+    // what a schedule became.
+    if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
+      std::string stem = cat(dir, "/", function_name);
+      pipeline.output.compile_to_lowered_stmt(stem + ".stmt", pipeline.arguments,
+                                              Halide::StmtOutputFormat::Text, target);
+      pipeline.output.compile_to_assembly(stem + ".s", pipeline.arguments, function_name, target);
+      std::ofstream(stem + ".key") << key;
+    }
+  });
+}
+
+void HalideBlock::check_limits() const {
+  bool ok = arguments_.size() <= kMaxArguments && extent_params_.size() <= kMaxExtentParams &&
+            output_view_.size() <= kMaxViewDims;
+  for (const Argument& argument : arguments_) ok = ok && argument.view.size() <= kMaxViewDims;
+  if (!ok) {
+    raise_unsupported(cat(context_, ": a pipeline with ", arguments_.size(),
+                          " buffers or views of more than ", kMaxViewDims, " dims"));
+  }
+}
+
+void HalideBlock::run(BlockIO& io) const {
+  // Everything on the stack: a small block's call overhead is what a recurrent model pays per
+  // step.
+  RunTensors tensors;
+  tensors.count = arguments_.size();
+  for (size_t a = 0; a < arguments_.size(); ++a) {
+    const Argument& argument = arguments_[a];
+    const Tensor*& tensor = tensors.tensors[a];
+    tensor = argument.value ? nullptr : &argument.constant;
+    for (size_t i = 0; !tensor && i < inputs.size() && i < io.inputs.size(); ++i) {
+      if (inputs[i] == argument.value) tensor = io.inputs[i];
+    }
+    RNNC_CHECK(tensor, "block '", kind_, "' was not given '", argument.value->name(), "'");
+  }
+  Tensor result(output_dtype_, output_shape_(tensors));
+  if (result.numel() > 0) {
+    std::array<halide_buffer_t, kMaxArguments + 1> buffers;
+    std::array<std::array<halide_dimension_t, kMaxViewDims>, kMaxArguments + 1> dims;
+    std::array<int32_t, kMaxExtentParams> extents;
+    std::array<void*, kMaxArguments + kMaxExtentParams + 1> args;
+    size_t count = 0;
+    for (size_t a = 0; a < arguments_.size(); ++a) {
+      bind_view(tensors[a], arguments_[a].view, result.shape(), context_, buffers[a],
+                dims[a].data());
+      args[count++] = &buffers[a];
+    }
+    for (size_t e = 0; e < extent_params_.size(); ++e) {
+      extents[e] = static_cast<int32_t>(result.shape().at(static_cast<size_t>(extent_params_[e])));
+      args[count++] = &extents[e];
+    }
+    halide_buffer_t& out = buffers[arguments_.size()];
+    bind_view(result, output_view_, result.shape(), context_, out, dims[arguments_.size()].data());
+    args[count++] = &out;
+    pipeline_.call(args.data());
+  }
+  io.outputs.clear();
+  if (outputs.empty()) io.outputs.push_back(result);
+  for (const Value* value : outputs) {
+    RNNC_CHECK(value == output_value_, "block '", kind_, "' does not compute '", value->name(),
+               "'");
+    io.outputs.push_back(result);
+  }
+}
+
+}  // namespace rnnc

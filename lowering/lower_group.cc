@@ -1,0 +1,28 @@
+#include "lowering/lower_group.h"
+
+#include "ir/error.h"
+#include "lowering/lower_dense.h"
+#include "lowering/lower_elementwise.h"
+#include "lowering/lower_reduce.h"
+
+namespace rnnc {
+
+std::unique_ptr<ExecutionBlock> lower_nodes(const std::vector<const Node*>& group,
+                                            HalideCache& cache) {
+  FusionGroup structure = analyze_group(group);
+  if (structure.root) {
+    const std::string& op = structure.root->op_type();
+    if (op == "Conv") {
+      if (structure.normalizer) {
+        raise_unsupported(cat(structure.normalizer->describe(), ": a normalizer after a Conv"));
+      }
+      return lower_conv_group(structure, cache);
+    }
+    return lower_gemm_group(structure, cache);
+  }
+  if (structure.normalizer) return lower_normalizer_group(structure, cache);
+  if (structure.reduction) return lower_reduction(structure, cache);
+  return lower_elementwise_group(structure, cache);
+}
+
+}  // namespace rnnc

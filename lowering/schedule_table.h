@@ -1,0 +1,88 @@
+// The per-architecture threshold table the dense, elementwise and reduction schedules are chosen
+// from, and the choosers. A schedule is a function of the element type, the dims known at lowering
+// time (weights' K and N, a kernel's size; sequence and batch are run-time) and the target's row of
+// this one table: nothing is tuned per model.
+//
+// Every schedule is single-threaded (no Halide .parallel()): the runtime parallelizes blocks and
+// their batch/sequence plans with oneTBB, and Halide's own thread pool must never run beside it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace Halide {
+struct Target;
+}  // namespace Halide
+
+namespace rnnc {
+
+struct ArchTable {
+  const char* name;  // "avx512", "avx2", "sse41"
+  int lanes;         // float32 lanes of one vector register
+  int registers;     // architectural vector registers
+  // GEMM register tile: gemm_mr rows x (gemm_nr_vectors * lanes) columns of accumulators, plus the
+  // B vectors and one broadcast A value, must fit the register file.
+  int gemm_mr;
+  int gemm_nr_vectors;
+  // Elementwise loops: vectors per iteration when the innermost extent allows it.
+  int elementwise_unroll;
+  // Direct convolution register tile: conv_mr output channels x conv_vectors vectors of outputs.
+  int conv_mr;
+  int conv_vectors;
+  // Kernel taps along the innermost spatial axis are unrolled up to this width.
+  int conv_unroll_taps;
+};
+
+// The row for a Halide target: AVX-512 when the target has it, else AVX2, else SSE4.1.
+const ArchTable& arch_table(const Halide::Target& target);
+
+// MatMul / Gemm: a register-tiled GEMM whose k loop runs innermost over a tile of accumulators.
+struct GemmSchedule {
+  int lanes = 0;
+  int nr = 0;  // columns per register tile (a multiple of lanes); B is padded to it
+  int mr = 0;  // rows per register tile; runs with fewer rows compute one row at a time
+  // Constant B's layout, on the tensor as stored ([K, N], or [N, K] with transB): the N dim tiled
+  // to nr (one contiguous K x nr panel per tile) or, when N fits one tile, permuted innermost and
+  // padded to nr.
+  Layout b_layout;
+  std::string to_string() const;  // "gemm nr=32 mr=6 lanes=16 B tiled(d1, 32)"
+};
+// n: N when known (constant B), nullopt for a run-time N. kUnsupported for dtypes other than f32.
+GemmSchedule choose_gemm_schedule(const ArchTable& arch, DType dtype, std::optional<int64_t> n,
+                                  bool b_transposed);
+
+// Elementwise loops (and the output stage of every other pipeline): the innermost loop dim
+// vectorized and unrolled; a run-time extent gets specializations for full and partial vectors.
+struct ElementwiseSchedule {
+  int lanes = 0;   // 1: scalar (a known innermost extent below 4)
+  int unroll = 1;  // vectors per iteration
+  std::string to_string() const;
+};
+ElementwiseSchedule choose_elementwise_schedule(const ArchTable& arch, DType dtype,
+                                                std::optional<int64_t> inner_extent);
+
+// Reductions along the innermost dim (Softmax rows, ReduceSum over the last axis): lane-wise
+// partial results, combined at the end.
+struct RowReduceSchedule {
+  int lanes = 0;
+  std::string to_string() const;
+};
+RowReduceSchedule choose_row_reduce_schedule(const ArchTable& arch, DType dtype);
+
+// Conv: direct convolution, register-tiled over output channels x output positions.
+struct ConvSchedule {
+  int lanes = 0;
+  int mr = 1;       // output channels per tile
+  int vectors = 1;  // vectors of output positions per tile
+  bool unroll_taps = false;
+  Layout w_layout;  // W [M, C/group, k...]: tiled(d0, mr) so a tile's weights are adjacent
+  std::string to_string() const;
+};
+ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
+                                  int64_t kernel_width);
+
+}  // namespace rnnc

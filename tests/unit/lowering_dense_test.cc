@@ -1,0 +1,785 @@
+// Lowering of the non-recurrent compute ops to Halide (lowering/lower_group.h): every test builds
+// a small graph, runs it through the reference evaluator, lowers its nodes to one Halide block and
+// runs that on the very same inputs, and compares. One behaviour per test.
+//
+// Tolerances (float32 Halide code against the reference, which computes elementwise ops in float32
+// with libm and accumulates dot products, Softmax sums and reductions in double):
+//   - elementwise: rtol 1e-5, atol 1e-6. Halide's exp/log/erf are accurate to the last bits of the
+//     mantissa, the tanh/softplus/expm1 formulas here to ~2e-7; a chain of a few ops stays within
+//     tens of ulps (1 ulp = 6e-8 relative), and atol covers results near 0 (tanh of a tiny x).
+//   - reductions of length K (MatMul, Gemm, Conv, ReduceSum, ...): rtol 1e-5 and atol
+//     kSumAtol * K for operands in [-1, 1]. A float32 sum of K products reassociated by the tiling
+//     (and contracted to FMAs) against the reference's double sum rounded once errs like a random
+//     walk of K roundings of the partial sums, ~ u * K * rms(a * b) = 6e-8 * K / 3; measured here
+//     4.4e-8 * K (K = 128), so 2e-7 * K leaves a margin of ~4 without hiding a wrong tap.
+#include <Halide.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <random>
+
+#include "graph_opt/pass.h"
+#include "ir/op_schema.h"
+#include "ir/reference/evaluator.h"
+#include "ir/text_parser.h"
+#include "lowering/halide_cache.h"
+#include "lowering/layout.h"
+#include "lowering/lower_group.h"
+#include "lowering/schedule_table.h"
+#include "tests/support/compare.h"
+
+namespace rnnc {
+namespace {
+
+using testing::Tolerance;
+
+constexpr Tolerance kElementwise = {1e-5, 1e-6};
+constexpr double kSumAtol = 2e-7;
+Tolerance summed(int64_t k) { return {1e-5, kSumAtol * static_cast<double>(k)}; }
+
+// One kernel cache per test process, in a directory removed at exit (ctest runs each test in its
+// own process, so nothing compiled by an older build is ever reused).
+class CacheDirectory {
+ public:
+  CacheDirectory()
+      : path_(std::filesystem::temp_directory_path() /
+              ("rnnc_lowering_dense_test_" + std::to_string(::getpid()))) {}
+  ~CacheDirectory() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+CacheDirectory& cache_directory() {
+  static CacheDirectory directory;
+  return directory;
+}
+
+HalideCache& host_cache() {
+  static HalideCache cache(cache_directory().path() + "/host", "host");
+  return cache;
+}
+
+HalideCache& avx2_cache() {
+  static HalideCache cache(cache_directory().path() + "/avx2", "avx2");
+  return cache;
+}
+
+Attribute int_attr(int64_t value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+Attribute float_attr(float value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kFloat;
+  attribute.f = value;
+  return attribute;
+}
+
+Attribute ints_attr(std::vector<int64_t> values) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInts;
+  attribute.ints = std::move(values);
+  return attribute;
+}
+
+Attribute string_attr(const std::string& value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kString;
+  attribute.s = value;
+  return attribute;
+}
+
+Dim sym(const char* name) { return Dim::symbol(name); }
+
+Tensor random_tensor(const std::vector<int64_t>& shape, float low = -1, float high = 1,
+                     unsigned seed = 7) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(low, high);
+  Tensor tensor(DType::kFloat32, shape);
+  float* data = tensor.data<float>();
+  for (int64_t i = 0; i < tensor.numel(); ++i) data[i] = uniform(rng);
+  return tensor;
+}
+
+Tensor f32(std::vector<int64_t> shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(std::move(shape), values);
+}
+
+// A graph built by hand whose nodes all form one block. run() evaluates it with the reference
+// evaluator and with the lowered block on the same inputs.
+class Case {
+ public:
+  explicit Case(int opset = 17) : opset_(opset) {}
+
+  Value* input(const std::string& name, Shape shape, DType dtype = DType::kFloat32) {
+    TensorType type;
+    type.dtype = dtype;
+    type.shape = std::move(shape);
+    return graph_.add_input(name, type);
+  }
+  Value* constant(const std::string& name, Tensor data) {
+    return graph_.add_initializer(name, std::move(data));
+  }
+  Value* node(const std::string& op_type, const std::vector<Value*>& inputs,
+              const std::map<std::string, Attribute>& attributes = {}) {
+    std::string name = op_type + "_" + std::to_string(nodes_.size());
+    Node* node = graph_.add_node(op_type, name, inputs, {name}, opset_);
+    for (const auto& [attr_name, attribute] : attributes) node->set_attr(attr_name, attribute);
+    nodes_.push_back(node);
+    return node->output(0);
+  }
+
+  ExecutionBlock& lower(HalideCache& cache = host_cache()) {
+    if (!block_) {
+      finish();
+      block_ = lower_nodes(std::vector<const Node*>(nodes_.begin(), nodes_.end()), cache);
+    }
+    return *block_;
+  }
+
+  Tensor reference(const std::map<std::string, Tensor>& inputs) {
+    finish();
+    return evaluate(graph_, inputs).at(0);
+  }
+
+  Tensor lowered(const std::map<std::string, Tensor>& inputs, HalideCache& cache = host_cache()) {
+    ExecutionBlock& block = lower(cache);
+    BlockIO io;
+    for (const Value* value : block.inputs) io.inputs.push_back(&inputs.at(value->name()));
+    block.run(io);
+    EXPECT_EQ(io.outputs.size(), 1u);
+    return io.outputs.at(0);
+  }
+
+  // Lowers, runs both, compares; returns the comparison's message on a mismatch.
+  void expect_matches(const std::map<std::string, Tensor>& inputs, Tolerance tolerance,
+                      HalideCache& cache = host_cache()) {
+    Tensor expected = reference(inputs);
+    Tensor actual = lowered(inputs, cache);
+    testing::Comparison comparison = testing::compare_tensors(actual, expected, tolerance);
+    EXPECT_TRUE(comparison.ok) << block_->kind() << ": " << comparison.message;
+  }
+
+  const std::vector<Node*>& nodes() const { return nodes_; }
+
+ private:
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    graph_.add_output(nodes_.back()->output(0));
+    infer_graph(graph_);
+  }
+
+  int opset_;
+  Graph graph_;
+  std::vector<Node*> nodes_;
+  bool finished_ = false;
+  std::unique_ptr<ExecutionBlock> block_;
+};
+
+// The message of the rnnc::Error `action` raises, checking its kind.
+std::string error_of(const std::function<void()>& action, ErrorKind kind) {
+  try {
+    action();
+  } catch (const Error& e) {
+    EXPECT_EQ(error_kind_name(e.kind()), std::string(error_kind_name(kind))) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error raised";
+  return "";
+}
+
+// ---- layouts -----------------------------------------------------------------------------------
+
+TEST(LoweringLayout, TiledPutsEachColumnPanelContiguouslyWithZeroPadding) {
+  // B [K = 3, N = 5] tiled(d1, 2): [3 tiles][K][2], the last tile's second column zero.
+  Tensor b = f32({3, 5}, {0, 1, 2, 3, 4, 10, 11, 12, 13, 14, 20, 21, 22, 23, 24});
+  LayoutMap map({3, 5}, Layout{Layout::Kind::kTiled, 1, 2});
+  EXPECT_EQ(map.physical_shape(), (std::vector<int64_t>{3, 3, 2}));
+  Tensor physical = map.marshal(b);
+  std::vector<float> values(physical.data<float>(), physical.data<float>() + physical.numel());
+  EXPECT_EQ(values,
+            (std::vector<float>{0, 1, 10, 11, 20, 21, 2, 3, 12, 13, 22, 23, 4, 0, 14, 0, 24, 0}));
+  EXPECT_EQ(map.physical_offset({2, 3}), 1 * 6 + 2 * 2 + 1);
+  EXPECT_EQ(map.to_string(), "tiled(d1, 2) [3, 5] -> [3, 3, 2]");
+}
+
+TEST(LoweringLayout, PermutedPaddedMovesTheDimInnermostAndPads) {
+  // A transB Gemm weight [N = 3, K = 2] permuted_padded(d0, 4) is B^T [K][N padded to 4].
+  Tensor b = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  LayoutMap map({3, 2}, Layout{Layout::Kind::kPermutedPadded, 0, 4});
+  EXPECT_EQ(map.physical_shape(), (std::vector<int64_t>{2, 4}));
+  Tensor physical = map.marshal(b);
+  std::vector<float> values(physical.data<float>(), physical.data<float>() + physical.numel());
+  EXPECT_EQ(values, (std::vector<float>{1, 3, 5, 0, 2, 4, 6, 0}));
+}
+
+TEST(LoweringLayout, TransposedGemmWeightsMarshalToTheSameTiledArray) {
+  // [K, N] tiled(d1, 16) and its transpose [N, K] tiled(d0, 16): one physical array, so Gemm's
+  // transB costs nothing.
+  Tensor b = random_tensor({7, 37});
+  Tensor bt(DType::kFloat32, {37, 7});
+  for (int64_t k = 0; k < 7; ++k) {
+    for (int64_t n = 0; n < 37; ++n) bt.data<float>()[n * 7 + k] = b.data<float>()[k * 37 + n];
+  }
+  Tensor direct = LayoutMap({7, 37}, Layout{Layout::Kind::kTiled, 1, 16}).marshal(b);
+  Tensor transposed = LayoutMap({37, 7}, Layout{Layout::Kind::kTiled, 0, 16}).marshal(bt);
+  EXPECT_TRUE(direct.bitwise_equal(transposed));
+}
+
+TEST(LoweringLayout, HalideCoordinatesAgreeWithTheOffsets) {
+  LayoutMap map({4, 6, 5}, Layout{Layout::Kind::kTiled, 1, 4});
+  const std::vector<int64_t>& physical = map.physical_shape();
+  for (int64_t i : {0, 3}) {
+    for (int64_t j : {0, 4, 5}) {
+      for (int64_t k : {0, 4}) {
+        // Halide indexes innermost first.
+        std::vector<Halide::Expr> coords = map.physical_coords({Halide::Expr(static_cast<int>(k)),
+                                                                Halide::Expr(static_cast<int>(j)),
+                                                                Halide::Expr(static_cast<int>(i))});
+        int64_t offset = 0;
+        for (size_t d = coords.size(); d-- > 0;) {
+          const int64_t* value =
+              Halide::Internal::as_const_int(Halide::Internal::simplify(coords[d]));
+          ASSERT_NE(value, nullptr);
+          offset = offset * physical[coords.size() - 1 - d] + *value;
+        }
+        EXPECT_EQ(offset, map.physical_offset({i, j, k})) << i << "," << j << "," << k;
+      }
+    }
+  }
+}
+
+// ---- schedule table ----------------------------------------------------------------------------
+
+TEST(LoweringSchedule, GemmTileAndWeightLayoutFollowTheTargetAndN) {
+  const ArchTable& avx512 =
+      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const ArchTable& avx2 = arch_table(Halide::Target("x86-64-linux-avx-avx2-fma-f16c-sse41"));
+  EXPECT_EQ(avx512.lanes, 16);
+  EXPECT_EQ(avx2.lanes, 8);
+  GemmSchedule wide = choose_gemm_schedule(avx512, DType::kFloat32, 512, false);
+  EXPECT_EQ(wide.to_string(), "gemm nr=32 mr=6 lanes=16 B tiled(d1, 32)");
+  GemmSchedule head = choose_gemm_schedule(avx512, DType::kFloat32, 32, false);
+  EXPECT_EQ(head.b_layout.to_string(), "permuted_padded(d1, 32)");
+  GemmSchedule narrow = choose_gemm_schedule(avx512, DType::kFloat32, 5, true);
+  EXPECT_EQ(narrow.to_string(), "gemm nr=16 mr=6 lanes=16 B permuted_padded(d0, 16)");
+  EXPECT_EQ(choose_gemm_schedule(avx2, DType::kFloat32, 512, false).to_string(),
+            "gemm nr=16 mr=6 lanes=8 B tiled(d1, 16)");
+  EXPECT_NE(error_of([&] { choose_gemm_schedule(avx2, DType::kFloat64, 4, false); },
+                     ErrorKind::kUnsupported)
+                .find("float32 only"),
+            std::string::npos);
+}
+
+// ---- MatMul ------------------------------------------------------------------------------------
+
+TEST(LoweringMatMul, WeightsWithOddKAndN) {
+  Case c;
+  Value* a = c.input("a", {sym("seq"), 13});
+  c.node("MatMul", {a, c.constant("w", random_tensor({13, 37}, -1, 1, 1))});
+  c.expect_matches({{"a", random_tensor({7, 13})}}, summed(13));
+  EXPECT_EQ(c.lower().kind(), "halide matmul [K=13,N=37]");
+}
+
+TEST(LoweringMatMul, SequenceAndBatchRowsMergeIntoOneTiledDim) {
+  Case c;
+  Value* x = c.input("x", {sym("seq"), sym("batch"), 128});
+  c.node("MatMul", {x, c.constant("w", random_tensor({128, 512}, -1, 1, 2))});
+  c.expect_matches({{"x", random_tensor({5, 3, 128})}}, summed(128));
+  c.expect_matches({{"x", random_tensor({17, 1, 128}, -1, 1, 3)}}, summed(128));
+}
+
+TEST(LoweringMatMul, FewerRowsThanTheRegisterTile) {
+  Case c;
+  Value* a = c.input("a", {sym("m"), 64});
+  c.node("MatMul", {a, c.constant("w", random_tensor({64, 20}, -1, 1, 4))});
+  for (int64_t rows : {1, 2, 5, 6, 7}) {
+    SCOPED_TRACE(rows);
+    c.expect_matches({{"a", random_tensor({rows, 64})}}, summed(64));
+  }
+}
+
+TEST(LoweringMatMul, OneDimensionalOperands) {
+  {
+    Case c;  // [K] x [K, N] -> [N]
+    c.node("MatMul", {c.input("a", {24}), c.constant("w", random_tensor({24, 9}))});
+    c.expect_matches({{"a", random_tensor({24})}}, summed(24));
+  }
+  {
+    Case c;  // [M, K] x [K] -> [M]
+    c.node("MatMul", {c.input("a", {sym("m"), 24}), c.constant("w", random_tensor({24}))});
+    c.expect_matches({{"a", random_tensor({3, 24})}}, summed(24));
+  }
+  {
+    Case c;  // [K] x [K] -> []
+    c.node("MatMul", {c.input("a", {24}), c.input("b", {24})});
+    c.expect_matches({{"a", random_tensor({24})}, {"b", random_tensor({24}, -1, 1, 9)}},
+                     summed(24));
+  }
+}
+
+TEST(LoweringMatMul, BatchDimsBroadcast) {
+  Case c;  // [2, 1, 3, 4] x [3, 4, 5] -> [2, 3, 3, 5], B at run time
+  c.node("MatMul", {c.input("a", {2, 1, 3, 4}), c.input("b", {3, 4, 5})});
+  c.expect_matches({{"a", random_tensor({2, 1, 3, 4})}, {"b", random_tensor({3, 4, 5}, -1, 1, 5)}},
+                   summed(4));
+}
+
+TEST(LoweringMatMul, RunTimeBIsPackedLikeWeights) {
+  Case c;
+  c.node("MatMul", {c.input("a", {sym("m"), 20}), c.input("b", {20, sym("n")})});
+  for (int64_t n : {1, 18, 40}) {
+    SCOPED_TRACE(n);
+    c.expect_matches({{"a", random_tensor({9, 20})}, {"b", random_tensor({20, n}, -1, 1, 6)}},
+                     summed(20));
+  }
+}
+
+TEST(LoweringMatMul, InnerDimensionMismatchAtRunTimeIsAnInputError) {
+  Case c;
+  c.node("MatMul", {c.input("a", {3, sym("k")}), c.input("b", {sym("k2"), 4})});
+  c.lower();
+  std::string message = error_of(
+      [&] {
+        c.lowered({{"a", random_tensor({3, 5})}, {"b", random_tensor({6, 4})}});
+      },
+      ErrorKind::kInvalidInput);
+  EXPECT_EQ(message,
+            "MatMul 'MatMul_0' (opset 17): inner dimensions differ: A is [3, 5], B is "
+            "[6, 4]");
+}
+
+// ---- Gemm --------------------------------------------------------------------------------------
+
+TEST(LoweringGemm, EveryTransposeCombinationWithAlphaAndBeta) {
+  for (int trans_a : {0, 1}) {
+    for (int trans_b : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "transA " << trans_a << " transB " << trans_b);
+      Case c(13);
+      std::vector<int64_t> a_shape =
+          trans_a ? std::vector<int64_t>{20, 6} : std::vector<int64_t>{6, 20};
+      std::vector<int64_t> b_shape =
+          trans_b ? std::vector<int64_t>{11, 20} : std::vector<int64_t>{20, 11};
+      Value* a = c.input("a", shape_from_values(a_shape));
+      c.node("Gemm",
+             {a, c.constant("b", random_tensor(b_shape, -1, 1, 2)),
+              c.constant("c", random_tensor({11}, -1, 1, 3))},
+             {{"transA", int_attr(trans_a)},
+              {"transB", int_attr(trans_b)},
+              {"alpha", float_attr(0.5f)},
+              {"beta", float_attr(2.0f)}});
+      c.expect_matches({{"a", random_tensor(a_shape)}}, summed(20));
+    }
+  }
+}
+
+TEST(LoweringGemm, EachFormOfCBroadcasts) {
+  std::vector<std::vector<int64_t>> forms = {{}, {1}, {9}, {1, 9}, {5, 1}, {5, 9}};
+  for (const std::vector<int64_t>& form : forms) {
+    SCOPED_TRACE(shape_to_string(shape_from_values(form)));
+    Case c(13);
+    c.node("Gemm",
+           {c.input("a", {5, 16}), c.constant("b", random_tensor({16, 9}, -1, 1, 2)),
+            c.constant("c", random_tensor(form, -1, 1, 3))},
+           {{"beta", float_attr(0.25f)}});
+    c.expect_matches({{"a", random_tensor({5, 16})}}, summed(16));
+  }
+  Case c(13);  // C omitted (opset 11+)
+  c.node("Gemm", {c.input("a", {5, 16}), c.constant("b", random_tensor({16, 9}, -1, 1, 2))});
+  c.expect_matches({{"a", random_tensor({5, 16})}}, summed(16));
+}
+
+TEST(LoweringGemm, RunTimeCAndTransposedRunTimeB) {
+  Case c(13);
+  c.node("Gemm", {c.input("a", {7, 12}), c.input("b", {10, 12}), c.input("c", {7, 1})},
+         {{"transB", int_attr(1)}, {"alpha", float_attr(-1.5f)}});
+  c.expect_matches({{"a", random_tensor({7, 12})},
+                    {"b", random_tensor({10, 12}, -1, 1, 4)},
+                    {"c", random_tensor({7, 1}, -1, 1, 5)}},
+                   summed(12));
+}
+
+TEST(LoweringGemm, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c(13);
+  c.node("Gemm", {c.input("a", {sym("m"), 128}), c.constant("b", random_tensor({128, 100})),
+                  c.constant("c", random_tensor({100}, -1, 1, 3))});
+  c.expect_matches({{"a", random_tensor({17, 128})}}, summed(128), avx2_cache());
+}
+
+// ---- elementwise groups ------------------------------------------------------------------------
+
+struct UnaryCase {
+  const char* op;
+  float low, high;  // input range (positive for Log and Sqrt, away from 0 for Reciprocal)
+  std::map<std::string, Attribute> attributes;
+};
+
+void PrintTo(const UnaryCase& param, std::ostream* out) { *out << param.op; }
+
+class LoweringUnary : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(LoweringUnary, MatchesTheReferenceKernel) {
+  const UnaryCase& param = GetParam();
+  Case c;
+  c.node(param.op, {c.input("x", {sym("seq"), 3, 37})}, param.attributes);
+  Tensor x = random_tensor({5, 3, 37}, param.low, param.high);
+  x.data<float>()[0] = param.low * 40;  // saturating and overflowing regions too
+  x.data<float>()[1] = param.high * 40;
+  x.data<float>()[2] = param.low > 0 ? param.low : 1e-4f;  // tiny arguments
+  c.expect_matches({{"x", x}}, kElementwise);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, LoweringUnary,
+    ::testing::Values(
+        UnaryCase{"Relu", -3, 3, {}}, UnaryCase{"Sigmoid", -6, 6, {}}, UnaryCase{"Tanh", -4, 4, {}},
+        UnaryCase{"Exp", -5, 2, {}}, UnaryCase{"Log", 0.01f, 50, {}}, UnaryCase{"Sqrt", 0, 9, {}},
+        UnaryCase{"Neg", -3, 3, {}}, UnaryCase{"Abs", -3, 3, {}},
+        UnaryCase{"Reciprocal", 0.5f, 4, {}},
+        UnaryCase{"LeakyRelu", -3, 3, {{"alpha", float_attr(0.2f)}}},
+        UnaryCase{"HardSigmoid", -5, 5, {{"alpha", float_attr(0.3f)}, {"beta", float_attr(0.4f)}}},
+        UnaryCase{"Softplus", -20, 20, {}}, UnaryCase{"Erf", -3, 3, {}},
+        UnaryCase{"Elu", -3, 3, {{"alpha", float_attr(0.7f)}}}, UnaryCase{"Selu", -3, 3, {}},
+        UnaryCase{"Softsign", -3, 3, {}}, UnaryCase{"HardSwish", -4, 4, {}},
+        UnaryCase{"Clip", -3, 3, {}}),
+    [](const ::testing::TestParamInfo<UnaryCase>& info) { return std::string(info.param.op); });
+
+TEST(LoweringElementwise, ClipBoundsFromAttributesAndInputs) {
+  {
+    Case c(9);  // Clip-6: attributes, an absent one bounding nothing
+    c.node("Clip", {c.input("x", {40})}, {{"min", float_attr(-0.5f)}});
+    c.expect_matches({{"x", random_tensor({40})}}, kElementwise);
+  }
+  {
+    Case c(13);  // Clip-13: a constant min (compiled in) and a run-time max
+    c.node("Clip",
+           {c.input("x", {40}), c.constant("lo", Tensor::scalar(-0.25f)), c.input("hi", {})});
+    c.expect_matches({{"x", random_tensor({40})}, {"hi", Tensor::scalar(0.5f)}}, kElementwise);
+  }
+}
+
+class LoweringBinary : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoweringBinary, BroadcastsBothWays) {
+  Case c;  // [seq, 1, 8] op [3, 8] -> [seq, 3, 8]
+  c.node(GetParam(), {c.input("a", {sym("seq"), 1, 8}), c.input("b", {3, 8})});
+  bool pow = std::string(GetParam()) == "Pow";
+  c.expect_matches({{"a", random_tensor({4, 1, 8}, pow ? 0.1f : -2, 2)},
+                    {"b", random_tensor({3, 8}, 0.5f, 2, 11)}},
+                   kElementwise);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, LoweringBinary,
+                         ::testing::Values("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+TEST(LoweringElementwise, PowWithCompiledInExponents) {
+  for (float exponent : {2.0f, 3.0f, 0.5f, -1.0f, 1.7f}) {
+    SCOPED_TRACE(exponent);
+    Case c;
+    c.node("Pow", {c.input("x", {33}), c.constant("e", Tensor::scalar(exponent))});
+    c.expect_matches({{"x", random_tensor({33}, 0.1f, 3)}}, kElementwise);
+  }
+  Case c;  // an integer exponent tensor, negative bases
+  c.node("Pow", {c.input("x", {6}),
+                 c.constant("e", Tensor::from_vector<int64_t>({6}, {0, 1, 2, 3, -1, -2}))});
+  c.expect_matches({{"x", f32({6}, {-1.5f, -2, 3, -0.5f, 4, -3})}}, kElementwise);
+}
+
+TEST(LoweringElementwise, WhereBroadcastsThreeWays) {
+  Case c;  // cond [4, 1], X [1, 6], Y a compiled-in scalar -> [4, 6]
+  c.node("Where", {c.input("cond", {4, 1}, DType::kBool), c.input("x", {1, 6}),
+                   c.constant("y", Tensor::scalar(-7.0f))});
+  Tensor cond = Tensor::from_vector<bool>({4, 1}, {true, false, false, true});
+  c.expect_matches({{"cond", cond}, {"x", random_tensor({1, 6})}}, kElementwise);
+}
+
+TEST(LoweringElementwise, SymbolicDimsBroadcastAtRunTime) {
+  Case c;  // [a, 4] + [b, 4]: only the run time tells whether a or b is 1
+  c.node("Add", {c.input("x", {sym("a"), 4}), c.input("y", {sym("b"), 4})});
+  c.expect_matches({{"x", random_tensor({3, 4})}, {"y", random_tensor({3, 4}, -1, 1, 2)}},
+                   kElementwise);
+  c.expect_matches({{"x", random_tensor({3, 4})}, {"y", random_tensor({1, 4}, -1, 1, 2)}},
+                   kElementwise);
+  c.expect_matches({{"x", random_tensor({1, 4})}, {"y", random_tensor({5, 4}, -1, 1, 2)}},
+                   kElementwise);
+  std::string message = error_of(
+      [&] {
+        c.lowered({{"x", random_tensor({3, 4})}, {"y", random_tensor({2, 4})}});
+      },
+      ErrorKind::kInvalidInput);
+  EXPECT_EQ(message, "Add 'Add_0' (opset 17): shapes [3, 4] and [2, 4] cannot be broadcast");
+}
+
+TEST(LoweringElementwise, FusedChainIsOneLoop) {
+  Case c;  // the LSTM-style gate: sigmoid(x + bias) * z, then tanh
+  Value* x = c.input("x", {sym("seq"), sym("batch"), 64});
+  Value* added = c.node("Add", {x, c.constant("bias", random_tensor({64}))});
+  Value* gate = c.node("Sigmoid", {added});
+  Value* scaled = c.node("Mul", {gate, c.input("z", {sym("seq"), sym("batch"), 64})});
+  c.node("Tanh", {scaled});
+  c.expect_matches({{"x", random_tensor({6, 2, 64})}, {"z", random_tensor({6, 2, 64}, -2, 2, 3)}},
+                   kElementwise);
+  ExecutionBlock& block = c.lower();
+  EXPECT_EQ(block.kind(), "halide add+sigmoid+mul+tanh [seq, batch, 64]");
+  EXPECT_EQ(block.nodes.size(), 4u);
+  ASSERT_EQ(block.inputs.size(), 2u);  // the bias is held by the block
+  EXPECT_EQ(block.inputs[0]->name(), "x");
+}
+
+TEST(LoweringElementwise, DiamondOfTwoBranches) {
+  Case c;  // exp(t) + (-t): t read twice from outside
+  Value* t = c.input("t", {sym("n")});
+  c.node("Add", {c.node("Exp", {t}), c.node("Neg", {t})});
+  c.expect_matches({{"t", random_tensor({19})}}, kElementwise);
+}
+
+// ---- MatMul / Gemm epilogues and the classifier head -------------------------------------------
+
+TEST(LoweringEpilogue, MatMulBiasAndActivationRunInTheOutputStage) {
+  Case c;
+  Value* x = c.input("x", {sym("seq"), 1, 96});
+  Value* product = c.node("MatMul", {x, c.constant("w", random_tensor({96, 70}))});
+  Value* biased = c.node("Add", {product, c.constant("b", random_tensor({70}, -1, 1, 2))});
+  c.node("Tanh", {biased});
+  c.expect_matches({{"x", random_tensor({11, 1, 96})}}, summed(96));
+  EXPECT_EQ(c.lower().kind(), "halide matmul+add+tanh [K=96,N=70]");
+}
+
+TEST(LoweringEpilogue, EpilogueOperandThatVariesPerRowKeepsBatchDimsApart) {
+  Case c;  // the residual [2, 3, 20] varies over both leading dims; the bias [3, 1] over one
+  Value* x = c.input("x", {2, 3, 16});
+  Value* product = c.node("MatMul", {x, c.constant("w", random_tensor({16, 20}))});
+  Value* sum = c.node("Add", {product, c.input("residual", {2, 3, 20})});
+  c.node("Mul", {sum, c.constant("scale", random_tensor({3, 1}, -1, 1, 4))});
+  c.expect_matches(
+      {{"x", random_tensor({2, 3, 16})}, {"residual", random_tensor({2, 3, 20}, -1, 1, 5)}},
+      summed(16));
+}
+
+TEST(LoweringEpilogue, ClassifierHeadMatMulAddLogSoftmax) {
+  Case c;  // the LSTM acoustic model's head: [rows, 128] x [128, 32] + b, LogSoftmax over N
+  Value* h = c.input("h", {sym("rows"), 128});
+  Value* logits = c.node("MatMul", {h, c.constant("w", random_tensor({128, 32}))});
+  Value* biased = c.node("Add", {logits, c.constant("b", random_tensor({32}, -1, 1, 2))});
+  c.node("LogSoftmax", {biased}, {{"axis", int_attr(-1)}});
+  for (int64_t rows : {1, 17}) {
+    SCOPED_TRACE(rows);
+    c.expect_matches({{"h", random_tensor({rows, 128})}}, summed(128));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide matmul+add+logsoftmax [K=128,N=32]");
+}
+
+TEST(LoweringEpilogue, GemmSoftmaxOverAnOddN) {
+  Case c(13);
+  Value* h = c.input("h", {sym("rows"), 40});
+  c.node("Softmax", {c.node("Gemm",
+                            {h, c.constant("w", random_tensor({21, 40})),
+                             c.constant("b", random_tensor({21}, -1, 1, 2))},
+                            {{"transB", int_attr(1)}})});
+  c.expect_matches({{"h", random_tensor({8, 40}, -3, 3)}}, summed(40));
+}
+
+// ---- Softmax / LogSoftmax alone ----------------------------------------------------------------
+
+TEST(LoweringNormalizer, SoftmaxAndLogSoftmaxAlongTheLastAxis) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (int64_t length : {5, 32, 1000}) {
+      SCOPED_TRACE(::testing::Message() << op << " " << length);
+      Case c;
+      c.node(op, {c.input("x", {sym("seq"), 2, length})});
+      c.expect_matches({{"x", random_tensor({3, 2, length}, -8, 8)}}, kElementwise);
+    }
+  }
+}
+
+TEST(LoweringNormalizer, Opset11AxisOneOfAMatrixIsTheLastAxis) {
+  Case c(11);
+  c.node("LogSoftmax", {c.input("x", {sym("seq"), 30})}, {{"axis", int_attr(1)}});
+  c.expect_matches({{"x", random_tensor({4, 30}, -5, 5)}}, kElementwise);
+}
+
+TEST(LoweringNormalizer, ElementwisePrologueFeedsTheRows) {
+  Case c;
+  Value* x = c.input("x", {sym("seq"), 48});
+  c.node("Softmax", {c.node("Mul", {x, c.constant("temperature", Tensor::scalar(0.5f))})});
+  c.expect_matches({{"x", random_tensor({3, 48}, -6, 6)}}, kElementwise);
+}
+
+TEST(LoweringNormalizer, OtherAxesAreUnsupported) {
+  Case c;
+  c.node("Softmax", {c.input("x", {3, 4})}, {{"axis", int_attr(0)}});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "Softmax 'Softmax_0' (opset 17): lowered along the last axis only (axis 0, rank 2)");
+}
+
+// ---- Conv --------------------------------------------------------------------------------------
+
+TEST(LoweringConv, OneDimensionalWithGroupsDilationPaddingStride) {
+  Case c;
+  c.node("Conv",
+         {c.input("x", {2, 4, sym("time")}), c.constant("w", random_tensor({6, 2, 3})),
+          c.constant("b", random_tensor({6}, -1, 1, 2))},
+         {{"group", int_attr(2)},
+          {"dilations", ints_attr({2})},
+          {"pads", ints_attr({1, 2})},
+          {"strides", ints_attr({2})}});
+  for (int64_t time : {19, 4}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 4, time})}}, summed(6));
+  }
+}
+
+TEST(LoweringConv, TwoDimensionalWithStridesPadsDilationsAndRelu) {
+  Case c;
+  Value* y =
+      c.node("Conv", {c.input("x", {1, 3, 9, 11}), c.constant("w", random_tensor({5, 3, 3, 2}))},
+             {{"strides", ints_attr({2, 1})},
+              {"pads", ints_attr({1, 0, 1, 1})},
+              {"dilations", ints_attr({1, 2})}});
+  c.node("Relu", {y});
+  c.expect_matches({{"x", random_tensor({1, 3, 9, 11})}}, summed(18));
+  EXPECT_EQ(c.lower().kind(), "halide conv+relu [M=5,C=3,k=2x3]");
+}
+
+TEST(LoweringConv, DepthwiseOneChannelPerGroup) {
+  Case c;
+  c.node("Conv", {c.input("x", {1, 8, 30}), c.constant("w", random_tensor({8, 1, 5}))},
+         {{"group", int_attr(8)}, {"pads", ints_attr({2, 2})}});
+  c.expect_matches({{"x", random_tensor({1, 8, 30})}}, summed(5));
+}
+
+TEST(LoweringConv, SameUpperPadsFromKnownInputSize) {
+  Case c;
+  c.node("Conv", {c.input("x", {1, 2, 6}), c.constant("w", random_tensor({3, 2, 2}))},
+         {{"auto_pad", string_attr("SAME_UPPER")},
+          {"strides", ints_attr({2})},
+          {"dilations", ints_attr({2})}});
+  c.expect_matches({{"x", random_tensor({1, 2, 6})}}, summed(4));
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+
+TEST(LoweringReduce, MeanOverTheLastAxisKeepsDims) {
+  Case c(13);
+  c.node("ReduceMean", {c.input("x", {sym("seq"), 3, 100})}, {{"axes", ints_attr({-1})}});
+  c.expect_matches({{"x", random_tensor({4, 3, 100})}}, summed(100));
+}
+
+TEST(LoweringReduce, SumOverInnerAndOuterAxesWithoutKeepdims) {
+  Case c(13);  // opset 13: axes as a constant input
+  c.node("ReduceSum",
+         {c.input("x", {5, sym("n"), 21}),
+          c.constant("axes", Tensor::from_vector<int64_t>({2}, {0, 2}))},
+         {{"keepdims", int_attr(0)}});
+  c.expect_matches({{"x", random_tensor({5, 7, 21})}}, summed(105));
+}
+
+TEST(LoweringReduce, MaxOverAnOuterAxisVectorizesTheKeptOne) {
+  Case c(13);
+  c.node("ReduceMax", {c.input("x", {sym("seq"), 6, 50})}, {{"axes", ints_attr({1})}});
+  c.expect_matches({{"x", random_tensor({3, 6, 50})}}, kElementwise);
+  c.expect_matches({{"x", random_tensor({2, 6, 50}, -1, 1, 9)}}, kElementwise);
+}
+
+TEST(LoweringReduce, EveryAxisWhenAxesAreAbsent) {
+  Case c(13);
+  c.node("ReduceSum", {c.input("x", {sym("seq"), 9})});
+  c.expect_matches({{"x", random_tensor({13, 9})}}, summed(117));
+}
+
+// ---- graph_opt's fusion groups -----------------------------------------------------------------
+
+TEST(LoweringFusionGroups, EveryGroupTheFusionPassMarksLowersAndMatches) {
+  const PassInfo* pass = find_pass("fusion_groups");
+  if (!pass) GTEST_SKIP() << "the fusion_groups pass is not registered in this build";
+  std::unique_ptr<Model> model = parse_model_text(R"(
+model opset=14
+graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
+  %m = MatMul 'project' (%x, %w)
+  %b = Add 'add_bias' (%m, %bias)
+  %t = Tanh 'activation' (%b)
+  %e = Exp 'left' (%t)
+  %n = Neg 'right' (%t)
+  %d = Add 'join' (%e, %n)
+  %s = Sigmoid 'after_output' (%d)
+  %u = Mul 'scale' (%s, %z)
+  return %d, %u
+}
+)",
+                                                  "fusion.ir");
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({5, 4})},
+                                          {"w", random_tensor({4, 4}, -1, 1, 2)},
+                                          {"bias", random_tensor({4}, -1, 1, 3)},
+                                          {"z", random_tensor({5, 4}, -1, 1, 4)}};
+  std::vector<Tensor> expected = evaluate(*model->graph, inputs);
+  PassStats stats;
+  pass->run(*model, PassContext{}, stats);
+  const Graph& graph = *model->graph;
+
+  // Each group runs as one lowered block at its last node; every other node on its reference
+  // kernel.
+  std::map<int64_t, std::vector<const Node*>> groups;
+  for (const auto& node : graph.nodes()) {
+    if (const Attribute* group = node->find_attr("rnnc.fusion_group")) {
+      groups[group->i].push_back(node.get());
+    }
+  }
+  ASSERT_EQ(groups.size(), 3u);
+  std::map<const Value*, Tensor> values;
+  for (const Value* input : graph.inputs()) values[input] = inputs.at(input->name());
+  std::map<const Node*, std::unique_ptr<ExecutionBlock>> block_at_sink;
+  for (auto& [id, members] : groups) {
+    block_at_sink[members.back()] = lower_nodes(members, host_cache());
+  }
+  for (const auto& node : graph.nodes()) {
+    auto block = block_at_sink.find(node.get());
+    if (block != block_at_sink.end()) {
+      BlockIO io;
+      for (const Value* value : block->second->inputs) io.inputs.push_back(&values.at(value));
+      block->second->run(io);
+      values[node->output(0)] = io.outputs.at(0);
+    } else if (!node->find_attr("rnnc.fusion_group")) {
+      std::vector<const Tensor*> node_inputs;
+      for (const Value* input : node->inputs()) node_inputs.push_back(&values.at(input));
+      values[node->output(0)] = evaluate_node(*node, node_inputs, nullptr).at(0);
+    }
+  }
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    testing::Comparison comparison =
+        testing::compare_tensors(values.at(graph.outputs()[i]), expected[i], summed(4));
+    EXPECT_TRUE(comparison.ok) << graph.outputs()[i]->name() << ": " << comparison.message;
+  }
+  EXPECT_EQ(block_at_sink.begin()->second->kind(), "halide matmul+add+tanh [K=4,N=4]");
+}
+
+// ---- what falls back ---------------------------------------------------------------------------
+
+TEST(LoweringFallback, OpsOutsideTheTablesAreUnsupported) {
+  Case c;
+  c.node("Cos", {c.input("x", {4})});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "Cos 'Cos_0' (opset 17): not lowered to Halide");
+}
+
+TEST(LoweringFallback, OtherElementTypesAreUnsupported) {
+  Case c;
+  c.node("MatMul",
+         {c.input("a", {3, 4}, DType::kFloat64), c.constant("b", Tensor(DType::kFloat64, {4, 2}))});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "MatMul 'MatMul_0' (opset 17): lowered for float32 only");
+}
+
+}  // namespace
+}  // namespace rnnc
