@@ -1,0 +1,228 @@
+// Special cases of the nn ops: window geometry for Conv and the pools, per-channel parameter
+// shapes, LayerNormalization's normalized shape, reduction axes, ArgMax's non-empty axis and
+// Dropout's inference-only modes.
+#include <algorithm>
+#include <cmath>
+
+#include "ir/error.h"
+#include "tests/conformance/draft.h"
+
+namespace rnnc::conformance {
+
+namespace {
+
+int64_t normalized_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// Window attributes per spatial axis. Optional ones are left out half the time (their default).
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins, then ends
+};
+
+Window draw_window(Draft& draft, size_t spatial, bool pads_below_kernel, bool with_dilations) {
+  Rng& rng = draft.attr_rng;
+  Window w;
+  for (size_t i = 0; i < spatial; ++i) w.kernel.push_back(rng.uniform_int(1, 3));
+  bool strided = rng.chance(0.5), dilated = with_dilations && rng.chance(0.5);
+  for (size_t i = 0; i < spatial; ++i) {
+    w.strides.push_back(strided ? rng.uniform_int(1, 3) : 1);
+    w.dilations.push_back(dilated ? rng.uniform_int(1, 2) : 1);
+  }
+  if (strided) draft.set_ints("strides", w.strides);
+  if (dilated) draft.set_ints("dilations", w.dilations);
+  w.pads.assign(2 * spatial, 0);
+  if (draft.attr_string("auto_pad", "NOTSET") == "NOTSET" && rng.chance(0.5)) {
+    for (size_t i = 0; i < 2 * spatial; ++i) {
+      int64_t limit = pads_below_kernel ? w.kernel[i % spatial] - 1 : 2;
+      w.pads[i] = rng.uniform_int(0, limit);
+    }
+    draft.set_ints("pads", w.pads);
+  }
+  return w;
+}
+
+// Spatial sizes the window fits in: at least the dilated kernel minus the pads (NOTSET/VALID).
+// With `full_extent` (pools) at least the dilated kernel, so that with pads below the kernel every
+// window has a tap inside the input (a window wholly in the padding is left undefined by the spec).
+std::vector<int64_t> spatial_dims(Draft& draft, const Window& w, bool full_extent) {
+  std::string auto_pad = draft.attr_string("auto_pad", "NOTSET");
+  size_t spatial = w.kernel.size();
+  std::vector<int64_t> dims;
+  std::vector<int64_t> minimum;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t least = full_extent            ? extent
+                    : auto_pad == "NOTSET" ? extent - w.pads[i] - w.pads[i + spatial]
+                    : auto_pad == "VALID"  ? extent
+                                           : 1;
+    minimum.push_back(std::max<int64_t>(1, least));
+    dims.push_back(minimum.back() + draft.rng.uniform_int(0, spatial == 1 ? 6 : 3));
+  }
+  size_t axis = static_cast<size_t>(draft.rng.uniform_int(0, static_cast<int64_t>(spatial) - 1));
+  if (draft.forced_is(Boundary::kDim1) && minimum[axis] == 1) dims[axis] = 1;
+  if (draft.forced_is(Boundary::kDimLarge)) {
+    for (size_t i = 0; i < spatial; ++i) dims[i] = std::min<int64_t>(dims[i], minimum[i] + 1);
+    dims[axis] = draft.rng.uniform_int(kLargeDim, 2 * kLargeDim);
+  }
+  // SAME with a stride larger than the dilated kernel: the spec's pad formula
+  // (out - 1) * stride + extent - in goes negative; rnnc pads 0 (see docs/conformance.md).
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t out = (dims[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      if ((out - 1) * w.strides[i] + extent - dims[i] < 0) draft.tags.insert("same_negative_pad");
+    }
+  }
+  return dims;
+}
+
+// Conv: X [N, C, D...], W [M, C / group, k...], B [M].
+void conv(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  size_t spatial = x.shape.size() - 2;
+  int64_t group = draft.attr_int("group", 1);
+  Window w = draw_window(draft, spatial, /*pads_below_kernel=*/false, /*with_dilations=*/true);
+  if (draft.attr_rng.chance(0.5)) draft.set_ints("kernel_shape", w.kernel);
+  int64_t n = draft.forced_is(Boundary::kDim0) ? 0 : draft.rng.uniform_int(1, 2);
+  if (draft.forced_is(Boundary::kDim1)) n = 1;
+  int64_t channels_per_group = draft.rng.uniform_int(1, 3);
+  int64_t maps_per_group = draft.rng.uniform_int(1, 3);
+  x.shape = {n, group * channels_per_group};
+  for (int64_t d : spatial_dims(draft, w, /*full_extent=*/false)) x.shape.push_back(d);
+  OperandDraft& weights = *draft.input("W");
+  weights.shape = {group * maps_per_group, channels_per_group};
+  weights.shape.insert(weights.shape.end(), w.kernel.begin(), w.kernel.end());
+  draft.input("B")->shape = {group * maps_per_group};
+  if (group > 1) draft.tags.insert("grouped");
+}
+
+// MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
+void pool(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  size_t spatial = x.shape.size() - 2;
+  Window w = draw_window(draft, spatial, /*pads_below_kernel=*/true, /*with_dilations=*/true);
+  draft.set_ints("kernel_shape", w.kernel);
+  int64_t n = draft.forced_is(Boundary::kDim0) ? 0 : draft.rng.uniform_int(1, 2);
+  x.shape = {n, draft.rng.uniform_int(1, 3)};
+  for (int64_t d : spatial_dims(draft, w, /*full_extent=*/true)) x.shape.push_back(d);
+}
+
+// BatchNormalization / InstanceNormalization: one parameter per channel (X's dim 1).
+void per_channel(Draft& draft) {
+  OperandDraft& x = draft.inputs[0];
+  int64_t channels = x.shape.size() >= 2 ? x.shape[1] : 1;
+  for (size_t i = 1; i < draft.inputs.size(); ++i) draft.inputs[i].shape = {channels};
+}
+
+// LayerNormalization: Scale and B broadcast one way to X.shape[axis:] (usually that shape);
+// stash_type is the type of the Mean and InvStdDev outputs.
+void layernorm(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = normalized_axis(draft.attr_int("axis", -1), rank);
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  for (const char* name : {"Scale", "B"}) {
+    std::vector<int64_t> shape = normalized;
+    if (draft.rng.chance(0.3)) {
+      shape.erase(shape.begin(), shape.begin() + draft.rng.uniform_int(0, shape.size()));
+      for (auto& d : shape) {
+        if (draft.rng.chance(0.3)) d = 1;
+      }
+      draft.tags.insert("broadcast_scale");
+    }
+    draft.input(name)->shape = shape;
+  }
+  draft.set_int("stash_type", draft.types.at("U") == DType::kFloat32 ? 1 : 16);
+}
+
+// Reductions: a random subset of the axes (possibly none or all, some negative), as the `axes`
+// attribute or input the opset asks for. Integer ReduceMean of an empty set is undefined.
+void reduce(Draft& draft) {
+  OperandDraft& data = *draft.input("data");
+  int64_t rank = static_cast<int64_t>(data.shape.size());
+  bool as_input = !draft.attr_exists("axes");
+  Rng& rng = as_input ? draft.rng : draft.attr_rng;
+  std::vector<int64_t> axes;
+  double u = rng.uniform(0, 1);
+  for (int64_t a = 0; a < rank; ++a) {
+    if (u < 0.15 || (u >= 0.3 && rng.chance(0.5))) axes.push_back(a);
+  }
+  rng.shuffle(axes);
+  for (auto& a : axes) {
+    if (rng.chance(0.3)) a -= rank;
+  }
+  if (as_input) {
+    OperandDraft& input = *draft.input("axes");
+    if (input.present) {
+      draft.set_data(input, make_int64s(axes));
+    } else {
+      axes.clear();
+    }
+  } else if (!axes.empty()) {
+    draft.set_ints("axes", axes);
+  }
+  if (axes.empty()) draft.tags.insert("empty_axes");
+  if (draft.spec.op_type == "ReduceMean" && is_integer(data.dtype)) {
+    for (auto& d : data.shape) d = std::max<int64_t>(d, 1);
+  }
+  // Integer sums and products that can leave the type (the spec does not define integer
+  // overflow): bound the magnitude over the whole tensor, conservatively.
+  if (is_integer(data.dtype)) {
+    draft.fill(data);
+    double bits = static_cast<double>(dtype_size(data.dtype) * 8 - 1);
+    double log2_product = 0, sum = 0;
+    for (int64_t i = 0; i < data.data.numel(); ++i) {
+      double x = std::fabs(data.data.get_double(i));
+      log2_product += x > 1 ? std::log2(x) : 0;
+      sum += x * x;
+    }
+    if (log2_product >= bits || std::log2(std::max(sum, 1.0)) >= bits) {
+      draft.tags.insert("int_overflow");
+    }
+  }
+}
+
+// ArgMax / ArgMin: the axis is not empty; half the tests draw small integers so ties occur.
+void argmax(Draft& draft) {
+  OperandDraft& data = *draft.input("data");
+  int64_t rank = static_cast<int64_t>(data.shape.size());
+  int64_t axis = normalized_axis(draft.attr_int("axis", 0), rank);
+  data.shape[static_cast<size_t>(axis)] =
+      std::max<int64_t>(1, data.shape[static_cast<size_t>(axis)]);
+  draft.fill(data);
+  if (is_floating(data.dtype) && draft.rng.chance(0.5)) {
+    Tensor values = data.data.clone();
+    for (int64_t i = 0; i < values.numel(); ++i) {
+      values.set_double(i, static_cast<double>(draft.rng.uniform_int(-2, 2)));
+    }
+    data.data = values;
+    draft.tags.insert("ties");
+  }
+}
+
+// Dropout in inference: training_mode false, or true with ratio 0 (then it is the identity too).
+void dropout(Draft& draft) {
+  OperandDraft* training = draft.input("training_mode");
+  if (!training || !training->present) return;
+  bool train = draft.rng.chance(0.5);
+  draft.set_data(*training, make_tensor(DType::kBool, {}, {train ? 1.0 : 0.0}));
+  if (train) {
+    OperandDraft& ratio = *draft.input("ratio");
+    ratio.present = true;
+    draft.set_data(ratio, make_tensor(draft.types.at("T1"), {}, {0.0}));
+    draft.tags.insert("training_ratio0");
+  }
+}
+
+}  // namespace
+
+void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
+  table["conv"] = conv;
+  table["pool"] = pool;
+  table["per_channel"] = per_channel;
+  table["layernorm"] = layernorm;
+  table["reduce"] = reduce;
+  table["argmax"] = argmax;
+  table["dropout"] = dropout;
+}
+
+}  // namespace rnnc::conformance

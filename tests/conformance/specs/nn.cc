@@ -1,0 +1,181 @@
+// Convolution, pooling, normalization, reductions, ArgMax/ArgMin, Dropout (docs/ops/nn.md).
+// Window geometry (kernel, strides, dilations, pads, auto_pad), per-channel parameter shapes and
+// reduction axes depend on the input's rank and dims: named special cases set them.
+#include "tests/conformance/spec.h"
+
+// One operand or attribute per line reads as a table, which clang-format would undo.
+// clang-format off
+namespace rnnc::conformance {
+
+namespace {
+
+const std::vector<DType> kFloat16To64 = {DType::kFloat16, DType::kFloat32, DType::kFloat64};
+const std::vector<DType> kInt64 = {DType::kInt64};
+const std::vector<DType> kBool = {DType::kBool};
+// ReduceSum/Mean/Prod/L1/L2/LogSum/LogSumExp/SumSquare.
+const std::vector<DType> kReduceTypes = kFloatTypes + std::vector<DType>{
+                                                          DType::kInt32, DType::kInt64,
+                                                          DType::kUInt32, DType::kUInt64};
+
+// The reductions: axes as an attribute before `input_since`, as an optional input from it.
+Op reduce(const std::string& op_type, const std::vector<DType>& types, int input_since) {
+  return Op(op_type, 21)
+      .also_opsets({input_since == 13 ? 11 : 13})
+      .types("T", types)
+      .types("I", kInt64)
+      .attr_int("keepdims", "1", {{0, 1}})
+      .attr_int("noop_with_empty_axes", "0", {{0, 1}}).since(input_since)
+      .attr_by_special("axes", AttrKind::kInts, "all axes").until(input_since - 1)
+      .in("data", "T").rank(0, 4).specials()
+      .in("axes", "I").optional().rank(1, 1).by_special().may_be_constant().since(input_since)
+      .out("reduced", "T")
+      .special("reduce");
+}
+
+}  // namespace
+
+void add_nn_specs(std::vector<OpSpec>& specs) {
+  specs.push_back(Op("Conv", 21)
+                      .types("T", kFloat16To64)
+                      .attr_string("auto_pad", "NOTSET",
+                                   {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})
+                      .attr_by_special("dilations", AttrKind::kInts, "1 per spatial axis")
+                      .attr_int("group", "1", {{1, 3}})
+                      .attr_by_special("kernel_shape", AttrKind::kInts, "W's spatial dims")
+                      .attr_by_special("pads", AttrKind::kInts, "0 per begin and end")
+                      .attr_by_special("strides", AttrKind::kInts, "1 per spatial axis")
+                      .in("X", "T").rank(3, 5).specials()
+                      .in("W", "T").rank(3, 5).normal(0, 0.5).may_be_constant()
+                      .in("B", "T").optional().rank(1, 1).may_be_constant()
+                      .out("Y", "T")
+                      .special("conv")
+                      .note("C = group * W.shape[1]; M divisible by group; spatial dims at "
+                            "least the dilated kernel minus the pads"));
+  specs.push_back(Op("MaxPool", 21)
+                      .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
+                      .types("I", kInt64)
+                      .attr_string("auto_pad", "NOTSET",
+                                   {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})
+                      .attr_int("ceil_mode", "0", {{0, 1}})
+                      .attr_by_special("dilations", AttrKind::kInts, "1 per spatial axis")
+                      .attr_by_special("kernel_shape", AttrKind::kInts, "").required()
+                      .attr_by_special("pads", AttrKind::kInts, "0 per begin and end")
+                      .attr_int("storage_order", "0", {{0, 1}})
+                      .attr_by_special("strides", AttrKind::kInts, "1 per spatial axis")
+                      .in("X", "T").rank(3, 5).specials()
+                      .out("Y", "T")
+                      .out("Indices", "I").optional()
+                      .special("pool")
+                      .note("pads smaller than the kernel (a window never lies wholly in them)"));
+  specs.push_back(Op("AveragePool", 21)
+                      .types("T", kFloat16To64)
+                      .attr_string("auto_pad", "NOTSET",
+                                   {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})
+                      .attr_int("ceil_mode", "0", {{0, 1}})
+                      .attr_int("count_include_pad", "0", {{0, 1}})
+                      .attr_by_special("dilations", AttrKind::kInts, "1 per spatial axis")
+                      .attr_by_special("kernel_shape", AttrKind::kInts, "").required()
+                      .attr_by_special("pads", AttrKind::kInts, "0 per begin and end")
+                      .attr_by_special("strides", AttrKind::kInts, "1 per spatial axis")
+                      .in("X", "T").rank(3, 5).specials()
+                      .out("Y", "T")
+                      .special("pool"));
+  for (const char* op_type : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    specs.push_back(Op(op_type, 21)
+                        .types("T", kFloat16To64)
+                        .in("X", "T").rank(3, 5).specials()
+                        .out("Y", "T"));
+  }
+  specs.push_back(Op("BatchNormalization", 15)
+                      .types("T", kFloatTypes)
+                      .types("T1", kFloatTypes)
+                      .types("T2", kFloatTypes)
+                      .attr_float("epsilon", "1e-05", {{1e-6, 1e-2}})
+                      .attr_float("momentum", "0.9", {{0, 1}})
+                      .attr_int("training_mode", "0", {{0, 0}})
+                      .in("X", "T").rank(2, 4).specials()
+                      .in("scale", "T1").rank(1, 1).may_be_constant()
+                      .in("B", "T1").rank(1, 1).may_be_constant()
+                      .in("input_mean", "T2").rank(1, 1).may_be_constant()
+                      .in("input_var", "T2").rank(1, 1).range(0.05, 2).may_be_constant()
+                      .out("Y", "T")
+                      .special("per_channel")
+                      .note("inference form: running_mean/running_var outputs are invalid with "
+                            "training_mode = 0, so only Y"));
+  specs.push_back(Op("InstanceNormalization", 21)
+                      .types("T", kFloat16To64)
+                      .attr_float("epsilon", "1e-05", {{1e-6, 1e-2}})
+                      .in("input", "T").rank(3, 5).specials()
+                      .in("scale", "T").rank(1, 1).may_be_constant()
+                      .in("B", "T").rank(1, 1).may_be_constant()
+                      .out("output", "T")
+                      .special("per_channel")
+                      // Engines computing the variance as E[x^2] - E[x]^2 in float32 lose digits
+                      // to cancellation (ONNX Runtime does): 10x the per-type tolerance.
+                      .tolerance_scale(10));
+  specs.push_back(Op("LayerNormalization", 21)
+                      .types("T", kFloatTypes)
+                      .types("U", {DType::kFloat32, DType::kBFloat16})
+                      .attr_int("axis", "-1", {{-4, 3}})
+                      .attr_float("epsilon", "1e-05", {{1e-6, 1e-2}})
+                      .attr_by_special("stash_type", AttrKind::kInt, "1 (float)")
+                      .in("X", "T").rank(1, 4).rank_exceeds_axis().specials()
+                      .in("Scale", "T").rank(0, 4).may_be_constant()
+                      .in("B", "T").optional().rank(0, 4).may_be_constant()
+                      .out("Y", "T")
+                      .out("Mean", "U").optional()
+                      .out("InvStdDev", "U").optional()
+                      .special("layernorm")
+                      .note("Scale and B broadcast one way to X.shape[axis:]; stash_type is U"));
+
+  specs.push_back(reduce("ReduceSum", kReduceTypes, 13).type_since("T", DType::kBFloat16, 13));
+  specs.push_back(reduce("ReduceMean", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceProd", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceL1", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceL2", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceLogSum", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceLogSumExp", kReduceTypes, 18));
+  specs.push_back(reduce("ReduceSumSquare", kReduceTypes, 18));
+  const std::vector<DType> max_min_types =
+      kReduceTypes + std::vector<DType>{DType::kInt8, DType::kUInt8, DType::kBool};
+  specs.push_back(reduce("ReduceMax", max_min_types, 18)
+                      .type_since("T", DType::kInt8, 18)
+                      .type_since("T", DType::kUInt8, 18)
+                      .type_since("T", DType::kBool, 20));
+  specs.push_back(reduce("ReduceMin", max_min_types, 18)
+                      .type_since("T", DType::kInt8, 18)
+                      .type_since("T", DType::kUInt8, 18)
+                      .type_since("T", DType::kBool, 20));
+
+  for (const char* op_type : {"ArgMax", "ArgMin"}) {
+    specs.push_back(Op(op_type, 21)
+                        .types("T", kNumericTypes)
+                        .types("I", kInt64)
+                        .attr_int("axis", "0", {{-4, 3}})
+                        .attr_int("keepdims", "1", {{0, 1}})
+                        .attr_int("select_last_index", "0", {{0, 1}})
+                        .in("data", "T").rank(1, 4).rank_exceeds_axis().specials()
+                        .out("reduced", "I")
+                        .special("argmax")
+                        .note("the axis has at least one element; ties are common (small "
+                              "integer values), so select_last_index matters"));
+  }
+  specs.push_back(Op("Dropout", 21)
+                      .also_opsets({7})
+                      .types("T", kFloatTypes)
+                      .type_since("T", DType::kBFloat16, 13)
+                      .types("T1", kFloat16To64)
+                      .types("T2", kBool)
+                      .attr_float("ratio", "0.5", {{0, 0.9}}).until(11)
+                      .attr_int("seed", "random", {{0, 1000}}).since(12)
+                      .in("data", "T").rank(0, 4).specials()
+                      .in("ratio", "T1").optional().rank(0, 0).range(0, 0.9).since(12)
+                      .in("training_mode", "T2").optional().rank(0, 0).by_special().since(12)
+                      .out("output", "T")
+                      .out("mask", "T2").optional()
+                      .special("dropout")
+                      .note("inference: training_mode false, or true with ratio 0 (identity)"));
+}
+
+}  // namespace rnnc::conformance
+// clang-format on
