@@ -1,5 +1,8 @@
 #include "lowering/partition.h"
 
+#include "ir/error.h"
+
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -46,29 +49,83 @@ double estimate_node_cost(const Node& node) {
   return weight_bytes + 4 * work;
 }
 
+namespace {
+
+// Which block a node belongs to: its recurrent node's (for the node itself and for the layout ops
+// graph_opt marked as views of it), its fusion group's, or its own.
+std::string block_key(const Node& node, size_t position) {
+  if (is_recurrent(node)) return "recurrent:" + node.name();
+  if (const Attribute* a = node.find_attr(std::string(kAnnotationPrefix) + "layout_of")) {
+    if (a->kind == Attribute::Kind::kString) {
+      return "recurrent:" + a->s.substr(0, a->s.rfind('.'));
+    }
+  }
+  if (const Attribute* a = node.find_attr(std::string(kAnnotationPrefix) + "fusion_group")) {
+    if (a->kind == Attribute::Kind::kInt) return cat("fusion:", a->i);
+  }
+  return cat("node:", position);
+}
+
+// Orders blocks so each runs after the blocks producing what it reads (stable: ties keep the
+// order of first appearance).
+std::vector<BlockSpec> order_blocks(std::vector<BlockSpec> blocks) {
+  std::map<const Node*, size_t> block_of;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    for (const Node* node : blocks[i].nodes) block_of[node] = i;
+  }
+  std::vector<std::set<size_t>> depends(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    for (const Node* node : blocks[i].nodes) {
+      std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
+      for (const Graph* sub : node->subgraphs()) {
+        for (const Value* v : captured_values(*sub)) reads.push_back(v);
+      }
+      for (const Value* v : reads) {
+        if (!v || !v->producer()) continue;
+        auto it = block_of.find(v->producer());
+        if (it != block_of.end() && it->second != i) depends[i].insert(it->second);
+      }
+    }
+  }
+  std::vector<BlockSpec> ordered;
+  std::vector<bool> done(blocks.size(), false);
+  while (ordered.size() < blocks.size()) {
+    bool progressed = false;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (size_t d : depends[i]) ready = ready && done[d];
+      if (!ready) continue;
+      done[i] = true;
+      ordered.push_back(std::move(blocks[i]));
+      progressed = true;
+      break;
+    }
+    RNNC_CHECK(progressed, "execution blocks depend on each other in a cycle");
+  }
+  return ordered;
+}
+
+}  // namespace
+
 std::vector<BlockSpec> partition_graph(const Graph& graph) {
   std::vector<BlockSpec> blocks;
-  std::map<int64_t, size_t> group_block;  // fusion group -> block index
-  std::map<const Node*, size_t> block_of;
+  std::map<std::string, size_t> by_key;
+  size_t position = 0;
   for (const auto& node_ptr : graph.nodes()) {
     const Node& node = *node_ptr;
-    int64_t group = -1;
-    if (const Attribute* a = node.find_attr(std::string(kAnnotationPrefix) + "fusion_group")) {
-      if (a->kind == Attribute::Kind::kInt) group = a->i;
-    }
-    size_t index;
-    if (group >= 0 && group_block.count(group)) {
-      index = group_block[group];
-    } else {
-      index = blocks.size();
-      blocks.emplace_back();
-      if (group >= 0) group_block[group] = index;
-    }
-    BlockSpec& block = blocks[index];
+    std::string key = block_key(node, position++);
+    auto [it, inserted] = by_key.emplace(key, blocks.size());
+    if (inserted) blocks.emplace_back();
+    BlockSpec& block = blocks[it->second];
     block.nodes.push_back(&node);
     block.cost += estimate_node_cost(node);
     block.recurrent = block.recurrent || is_recurrent(node);
-    block_of[&node] = index;
+  }
+  blocks = order_blocks(std::move(blocks));
+  std::map<const Node*, size_t> block_of;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    for (const Node* node : blocks[i].nodes) block_of[node] = i;
   }
   // Plans, decided together: a recurrent block whose sequence input comes (possibly through
   // layout-only nodes) from a recurrent block of the same direction pipelines with it.
@@ -76,7 +133,8 @@ std::vector<BlockSpec> partition_graph(const Graph& graph) {
     block.plan = ExecutionPlan{AxisPlan::kParallel, AxisPlan::kParallel};
     if (!block.recurrent) continue;
     block.plan.sequence = AxisPlan::kSequential;
-    const Node& node = *block.nodes.front();
+    const Node& node = **std::find_if(block.nodes.begin(), block.nodes.end(),
+                                      [](const Node* n) { return is_recurrent(*n); });
     std::set<const Node*> seen;
     const Value* x = node.input(0);
     while (x && x->producer() && !seen.count(x->producer())) {

@@ -1,5 +1,6 @@
 #include "lowering/program.h"
 
+#include <algorithm>
 #include <functional>
 #include <iomanip>
 #include <set>
@@ -10,6 +11,7 @@
 #include "graph_opt/pipeline.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
+#include "lowering/lower_recurrent.h"
 #include "lowering/partition.h"
 #include "lowering/reference_block.h"
 
@@ -17,11 +19,103 @@ namespace rnnc {
 
 namespace {
 
+// ---- recurrent blocks ---------------------------------------------------------------------------
+
+const char* const kInputSlots[] = {"x", "", "", "", "", "initial_h", "initial_c", ""};
+const char* const kOutputSlots[] = {"y", "y_h", "y_c"};
+
+bool is_view_of(const Node* node, const std::string& target) {
+  if (!node) return false;
+  const Attribute* a = node->find_attr(std::string(kAnnotationPrefix) + "layout_of");
+  return a && a->kind == Attribute::Kind::kString && a->s == target;
+}
+
+// The value holding node input `slot`'s data in the layout the block reads: the marked
+// Transpose's input when graph_opt folded the Transpose into the node, else the input itself.
+const Value* slot_source(const Node& node, size_t slot) {
+  const Value* value = node.input(slot);
+  const char* name = slot < std::size(kInputSlots) ? kInputSlots[slot] : "";
+  if (value && *name && is_view_of(value->producer(), node.name() + "." + name)) {
+    return value->producer()->input(0);
+  }
+  return value;
+}
+
+// The value receiving node output `slot`: the end of its chain of marked view ops, if any.
+const Value* slot_destination(const Node& node, size_t slot) {
+  const Value* value = node.output(slot);
+  if (!value || slot >= std::size(kOutputSlots)) return value;
+  std::string target = node.name() + "." + kOutputSlots[slot];
+  while (value->uses().size() == 1 && is_view_of(value->uses()[0].node, target)) {
+    value = value->uses()[0].node->output(0);
+  }
+  return value;
+}
+
+// Runs a block written against one node's own inputs and outputs (the reference-kernel
+// convention lower_recurrent uses) as a block of the partition: the node's marked view ops are in
+// the same block and emit nothing, since the inner block reads and writes the views' layouts.
+class NodeConventionBlock : public ExecutionBlock {
+ public:
+  NodeConventionBlock(std::unique_ptr<ExecutionBlock> inner, const Node& node)
+      : inner_(std::move(inner)), node_(node) {}
+
+  std::string kind() const override { return inner_->kind(); }
+
+  // After the partition's inputs and outputs are known: where each node slot comes from and goes.
+  void bind() {
+    for (size_t i = 0; i < node_.num_inputs(); ++i) {
+      const Value* source = slot_source(node_, i);
+      auto it = std::find(inputs.begin(), inputs.end(), source);
+      input_from_.push_back(source && it != inputs.end() ? it - inputs.begin() : -1);
+    }
+    for (const Value* out : outputs) {
+      int slot = -1;
+      for (size_t i = 0; i < node_.num_outputs(); ++i) {
+        if (node_.output(i) && slot_destination(node_, i) == out) slot = static_cast<int>(i);
+      }
+      RNNC_CHECK(slot >= 0, "'", out->name(), "' leaves the block of ", node_.describe(),
+                 " but is none of its outputs' views");
+      output_slot_.push_back(slot);
+    }
+  }
+
+  void run(BlockIO& io) const override {
+    BlockIO inner_io;
+    for (int from : input_from_) inner_io.inputs.push_back(from >= 0 ? io.inputs[from] : nullptr);
+    inner_->run(inner_io);
+    io.outputs.clear();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      // The inner block wrote a view's data in the view's own axis order and shape.
+      Tensor& data = inner_io.outputs[output_slot_[i]];
+      RNNC_CHECK(data.rank() == outputs[i]->type.rank(), kind(), " wrote '", outputs[i]->name(),
+                 "' with rank ", data.rank(), ", expected ", outputs[i]->type.to_string());
+      io.outputs.push_back(std::move(data));
+    }
+  }
+
+ private:
+  std::unique_ptr<ExecutionBlock> inner_;
+  const Node& node_;
+  std::vector<int> input_from_;
+  std::vector<int> output_slot_;
+};
+
+std::unique_ptr<ExecutionBlock> lower_recurrent_block(const BlockSpec& spec, HalideCache& cache) {
+  const Node* node = nullptr;
+  for (const Node* n : spec.nodes) {
+    if (n->op_type() == "LSTM" || n->op_type() == "GRU" || n->op_type() == "RNN") node = n;
+  }
+  if (!node) raise_unsupported("not a recurrent block");
+  return std::make_unique<NodeConventionBlock>(
+      lower_recurrent(*node, cache, annotated_recurrent_layouts(*node)), *node);
+}
+
 // The Halide lowerings, tried in order for each block; each throws kUnsupported for a block it
 // does not handle, and the block then runs on reference kernels.
 using BlockLowerer = std::unique_ptr<ExecutionBlock> (*)(const BlockSpec& spec, HalideCache& cache);
 const std::vector<BlockLowerer>& lowerers() {
-  static const std::vector<BlockLowerer> list = {};
+  static const std::vector<BlockLowerer> list = {lower_recurrent_block};
   return list;
 }
 
@@ -105,6 +199,7 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Compi
   for (const BlockSpec& spec : partition_graph(*model->graph)) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
     assign_block_io(*block, *model->graph);
+    if (auto* recurrent = dynamic_cast<NodeConventionBlock*>(block.get())) recurrent->bind();
     program->blocks_.push_back(std::move(block));
   }
   program->model_ = std::move(model);
