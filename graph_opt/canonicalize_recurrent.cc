@@ -45,53 +45,13 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 
 namespace rnnc {
 
 namespace {
-
-// ---- references to a value ---------------------------------------------------------------------
-
-bool is_graph_output(const Graph& graph, const Value* value) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
-}
-
-bool returned_by_nested_graph(const Graph& graph, const Value* value) {
-  for (const auto& node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) {
-      if (is_graph_output(*sub, value) || returned_by_nested_graph(*sub, value)) return true;
-    }
-  }
-  return false;
-}
-
-bool is_used(const Graph& graph, const Value* value) {
-  return value && (!value->uses().empty() || is_graph_output(graph, value) ||
-                   returned_by_nested_graph(graph, value));
-}
-
-void redirect_nested_outputs(const Graph& graph, Value* from, Value* to) {
-  for (const auto& node : graph.nodes()) {
-    for (Graph* sub : node->subgraphs()) {
-      std::vector<Value*> outputs = sub->outputs();
-      for (Value*& output : outputs) output = output == from ? to : output;
-      sub->set_outputs(outputs);
-      redirect_nested_outputs(*sub, from, to);
-    }
-  }
-}
-
-// Every reference to `from` - uses, outputs of `graph` and outputs of graphs nested in it - now
-// reads `to` (Graph::replace_all_uses does not see nested graphs that return `from` directly).
-void redirect(Graph& graph, Value* from, Value* to) {
-  graph.replace_all_uses(from, to);
-  redirect_nested_outputs(graph, from, to);
-}
 
 // ---- the three ops and their activations -------------------------------------------------------
 
@@ -321,7 +281,7 @@ void rebuild(Graph& graph, Node* old, std::vector<Value*> inputs,
       result = add_transpose(graph, cat(node->name(), "/", kOutputNames[i], "_to_layout1"), result,
                              original[i], perm, node->opset(), &out->type);
     }
-    redirect(graph, out, result);
+    graph.replace_all_uses(out, result);
   }
   graph.remove_node(old);
 }

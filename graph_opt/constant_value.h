@@ -16,8 +16,4 @@ bool is_known_constant(const Value* value);
 // is removed once none of its outputs is left. `value` is destroyed; the new value is returned.
 Value* replace_with_constant(Value* value, Tensor data);
 
-// Rewires every use of `from` and every graph output returning it, in `from`'s graph and the
-// graphs nested in it, to `to`.
-void replace_value_everywhere(Value* from, Value* to);
-
 }  // namespace rnnc

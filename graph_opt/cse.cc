@@ -29,38 +29,12 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/printer.h"
 
 namespace rnnc {
 
 namespace {
-
-// ---- references to a value ---------------------------------------------------------------------
-
-bool is_graph_output(const Graph& graph, const Value* value) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
-}
-
-void redirect_nested_outputs(const Graph& graph, Value* from, Value* to) {
-  for (const auto& node : graph.nodes()) {
-    for (Graph* sub : node->subgraphs()) {
-      std::vector<Value*> outputs = sub->outputs();
-      for (Value*& output : outputs) output = output == from ? to : output;
-      sub->set_outputs(outputs);
-      redirect_nested_outputs(*sub, from, to);
-    }
-  }
-}
-
-// Every reference to `from` - uses, outputs of `graph` and outputs of graphs nested in it - now
-// reads `to` (Graph::replace_all_uses does not see nested graphs that return `from` directly).
-void redirect(Graph& graph, Value* from, Value* to) {
-  graph.replace_all_uses(from, to);
-  redirect_nested_outputs(graph, from, to);
-}
 
 // ---- what counts as the same -------------------------------------------------------------------
 
@@ -147,7 +121,7 @@ void merge_values(Graph& graph, const std::vector<Value*>& gone, const std::vect
   for (size_t i = 0; i < gone.size(); ++i) {
     if (!gone[i]) continue;
     if (is_graph_output(graph, gone[i])) names_to_pass[i] = gone[i]->name();
-    redirect(graph, gone[i], kept[i]);
+    graph.replace_all_uses(gone[i], kept[i]);
   }
 }
 

@@ -13,48 +13,33 @@
 #include <set>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 
 namespace rnnc {
 
 namespace {
 
-// Values the graph's nested graphs return directly (an If branch returning an outer value):
-// those have no use record but are live.
-std::set<const Value*> returned_by_nested_graphs(const Graph& graph) {
-  std::set<const Value*> live;
-  for (const auto& node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) {
-      for (const Value* v : captured_values(*sub)) live.insert(v);
-    }
-  }
-  return live;
-}
-
-bool is_live(const Value* value, const Graph& graph, const std::set<const Value*>& captured) {
-  if (!value) return false;
-  if (!value->uses().empty() || captured.count(value)) return true;
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
+// is_used(graph, value), with the readers that hold no use record collected once per graph.
+bool is_live(const Value* value, const std::set<const Value*>& escaping) {
+  return value && (!value->uses().empty() || escaping.count(value));
 }
 
 bool eliminate_in_graph(Graph& graph, PassStats& stats) {
   bool changed = false;
-  std::set<const Value*> captured = returned_by_nested_graphs(graph);
+  const std::set<const Value*> escaping = escaping_values(graph);
   std::vector<Node*> order;
   for (const auto& node : graph.nodes()) order.push_back(node.get());
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
     bool live = false;
-    for (const Value* output : node->outputs()) live = live || is_live(output, graph, captured);
+    for (const Value* output : node->outputs()) live = live || is_live(output, escaping);
     if (live) continue;
     graph.remove_node(node);
     ++stats["nodes removed"];
     changed = true;
   }
   for (Value* value : graph.initializers()) {
-    if (!is_live(value, graph, captured)) {
+    if (!is_live(value, escaping)) {
       graph.remove_initializer(value);
       ++stats["initializers removed"];
       changed = true;

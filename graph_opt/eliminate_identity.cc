@@ -36,59 +36,12 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/error.h"
 
 namespace rnnc {
 
 namespace {
-
-// ---- references to a value ---------------------------------------------------------------------
-
-bool is_graph_output(const Graph& graph, const Value* value) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
-}
-
-// A nested graph that returns an outer value directly holds no use record for it.
-bool returned_by_nested_graph(const Graph& graph, const Value* value) {
-  for (const auto& node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) {
-      if (is_graph_output(*sub, value) || returned_by_nested_graph(*sub, value)) return true;
-    }
-  }
-  return false;
-}
-
-bool is_used(const Graph& graph, const Value* value) {
-  return value && (!value->uses().empty() || is_graph_output(graph, value) ||
-                   returned_by_nested_graph(graph, value));
-}
-
-void redirect_nested_outputs(const Graph& graph, Value* from, Value* to) {
-  for (const auto& node : graph.nodes()) {
-    for (Graph* sub : node->subgraphs()) {
-      std::vector<Value*> outputs = sub->outputs();
-      for (Value*& output : outputs) output = output == from ? to : output;
-      sub->set_outputs(outputs);
-      redirect_nested_outputs(*sub, from, to);
-    }
-  }
-}
-
-// Every reference to `from` - uses, outputs of `graph` and outputs of graphs nested in it - now
-// reads `to` (Graph::replace_all_uses does not see nested graphs that return `from` directly).
-void redirect(Graph& graph, Value* from, Value* to) {
-  graph.replace_all_uses(from, to);
-  redirect_nested_outputs(graph, from, to);
-}
-
-// A value that may take over a graph output's name: produced by a node of this graph, and not
-// a graph output itself. (A graph input's or initializer's name is part of the interface too.)
-bool can_take_name(const Graph& graph, const Value* value) {
-  return value->owner() == &graph && value->producer() && !is_graph_output(graph, value);
-}
 
 // ---- rules -------------------------------------------------------------------------------------
 
@@ -105,13 +58,13 @@ bool forward_input(Graph& graph, Node* node, PassStats& stats) {
     graph.rename_value(y, graph.unique_name(name));
     Node* identity = graph.add_node("Identity", node->name(), {x}, {name}, node->opset());
     identity->output(0)->type = y->type;
-    redirect(graph, y, identity->output(0));
+    graph.replace_all_uses(y, identity->output(0));
     graph.remove_node(node);
     ++stats["dropouts turned into Identity"];
     return true;
   }
   ++stats[node->op_type() == "Identity" ? "identities removed" : "dropouts removed"];
-  redirect(graph, y, x);
+  graph.replace_all_uses(y, x);
   graph.remove_node(node);
   if (is_output) graph.rename_value(x, name);
   return true;
@@ -137,8 +90,8 @@ bool remove_dropout(Graph& graph, Node* dropout, PassStats& stats) {
     DType dtype = dropout->opset() >= 10 ? DType::kBool : mask->type.dtype;
     Tensor all_true(dtype, shape_values(*mask->type.shape));
     for (int64_t i = 0; i < all_true.numel(); ++i) all_true.set_double(i, 1.0);
-    redirect(graph, mask,
-             graph.add_initializer(graph.unique_name(mask->name()), std::move(all_true)));
+    graph.replace_all_uses(
+        mask, graph.add_initializer(graph.unique_name(mask->name()), std::move(all_true)));
     ++stats["dropout masks made constant"];
   }
   return forward_input(graph, dropout, stats);

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 
 namespace rnnc {
 
@@ -67,14 +68,7 @@ constexpr const char* kLayoutOf = "rnnc.layout_of";
 // value directly (an If branch returning an outer value records no use).
 class Readers {
  public:
-  explicit Readers(const Graph& graph) {
-    for (const Value* output : graph.outputs()) escaping_.insert(output);
-    for (const auto& node : graph.nodes()) {
-      for (const Graph* sub : node->subgraphs()) {
-        for (const Value* value : captured_values(*sub)) escaping_.insert(value);
-      }
-    }
-  }
+  explicit Readers(const Graph& graph) : escaping_(escaping_values(graph)) {}
 
   bool escapes(const Value* value) const { return escaping_.count(value) != 0; }
 

@@ -37,6 +37,7 @@
 
 #include "graph_opt/constant_value.h"
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 
 namespace rnnc {
 
@@ -149,22 +150,11 @@ bool is_initial_state_input(const Node& node, int input_index) {
   return false;
 }
 
-bool is_returned(const Value* value, const Graph& graph) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  for (const auto& node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) {
-      if (is_returned(value, *sub)) return true;
-    }
-  }
-  return false;
-}
-
 // Collects the initial-state slots `value` reaches through zero-preserving ops; false if it (or a
 // value derived from it) has any other reader.
 bool only_feeds_initial_states(const Value* value, std::vector<Use>& state_inputs) {
-  if (is_returned(value, *value->owner())) return false;
+  const Graph& graph = *value->owner();
+  if (is_graph_output(graph, value) || returned_by_nested_graph(graph, value)) return false;
   for (const Use& use : value->uses()) {
     if (is_initial_state_input(*use.node, use.input_index)) {
       state_inputs.push_back(use);

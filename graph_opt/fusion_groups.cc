@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 
 namespace rnnc {
 
@@ -78,17 +79,6 @@ bool in_op_set(const Node& node, const std::set<std::string>& ops) {
 
 bool is_elementwise(const Node& node) { return in_op_set(node, kElementwiseOps); }
 bool is_epilogue_root(const Node& node) { return in_op_set(node, kEpilogueRoots); }
-
-// Values read beyond their use records: graph outputs and values nested graphs return directly.
-std::set<const Value*> escaping_values(const Graph& graph) {
-  std::set<const Value*> escaping(graph.outputs().begin(), graph.outputs().end());
-  for (const auto& node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) {
-      for (const Value* value : captured_values(*sub)) escaping.insert(value);
-    }
-  }
-  return escaping;
-}
 
 bool read_only_by(const Value* value, const Node* reader, const std::set<const Value*>& escaping) {
   if (escaping.count(value) || value->uses().empty()) return false;

@@ -28,45 +28,13 @@
 #include <vector>
 
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 
 namespace rnnc {
 
 namespace {
-
-// ---- references to a value ---------------------------------------------------------------------
-
-bool is_graph_output(const Graph& graph, const Value* value) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
-}
-
-void redirect_nested_outputs(const Graph& graph, Value* from, Value* to) {
-  for (const auto& node : graph.nodes()) {
-    for (Graph* sub : node->subgraphs()) {
-      std::vector<Value*> outputs = sub->outputs();
-      for (Value*& output : outputs) output = output == from ? to : output;
-      sub->set_outputs(outputs);
-      redirect_nested_outputs(*sub, from, to);
-    }
-  }
-}
-
-// Every reference to `from` - uses, outputs of `graph` and outputs of graphs nested in it - now
-// reads `to` (Graph::replace_all_uses does not see nested graphs that return `from` directly).
-void redirect(Graph& graph, Value* from, Value* to) {
-  graph.replace_all_uses(from, to);
-  redirect_nested_outputs(graph, from, to);
-}
-
-// A value that may take over a graph output's name: produced by a node of this graph, and not
-// a graph output itself. (A graph input's or initializer's name is part of the interface too.)
-bool can_take_name(const Graph& graph, const Value* value) {
-  return value->owner() == &graph && value->producer() && !is_graph_output(graph, value);
-}
 
 // ---- inlining ----------------------------------------------------------------------------------
 
@@ -96,13 +64,13 @@ bool inline_branch(Graph& graph, Node* node, Graph& branch, PassStats& stats) {
     if (!out) continue;
     Value* result = results[i];
     if (!is_graph_output(graph, out)) {
-      redirect(graph, out, result);
+      graph.replace_all_uses(out, result);
       continue;
     }
     std::string name = out->name();
     graph.rename_value(out, graph.unique_name(name));
     if (can_take_name(graph, result)) {
-      redirect(graph, out, result);
+      graph.replace_all_uses(out, result);
       graph.rename_value(result, name);
       continue;
     }
@@ -110,7 +78,7 @@ bool inline_branch(Graph& graph, Node* node, Graph& branch, PassStats& stats) {
         graph.add_node("Identity", cat(node->name(), "/", name), {result}, {name}, node->opset());
     identity->output(0)->type = out->type;
     infer_node(*identity);
-    redirect(graph, out, identity->output(0));
+    graph.replace_all_uses(out, identity->output(0));
     ++stats["identities added for graph outputs"];
     identities_added = true;
   }
