@@ -69,6 +69,10 @@ TensorView operand_view(int operand_rank, int align_end, const std::vector<LoopD
 // The output's own view: each loop dim merges its output dims.
 TensorView output_view(const std::vector<LoopDim>& loops);
 
+// Names of Vars, Funcs and buffers in lowered pipelines never have the form of a letter followed
+// by digits ("v2"): Halide names its own unnamed Vars that way, and a clash is a compile error
+// that depends on how many Vars the process created before.
+//
 // Halide side of a view: an input buffer (the innermost stride left free when the innermost dim
 // may broadcast at run time) and a read at the loop point (index 0 on broadcast dims).
 Halide::ImageParam make_image_param(const std::string& name, DType dtype, const TensorView& view);

@@ -271,7 +271,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   block->pipeline_ = compile_cached(cache, key, [&]() {
     int lanes = schedule.lanes, nr = schedule.nr, mr = schedule.mr;
     std::vector<Var> vars;
-    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("v", i));
+    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     const Var& n = vars[0];
     const Var& m = vars[1];
     std::vector<Expr> row_vars(vars.begin() + 1, vars.end());
@@ -283,7 +283,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < epilogue.size(); ++i) {
       const TensorView& view = spec.arguments_[i + 2].view;
-      Halide::ImageParam image = make_image_param(cat("e", i), epilogue[i]->type.dtype, view);
+      Halide::ImageParam image =
+          make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
       built.arguments.push_back(image);
       reads_of[epilogue[i]] = read_view(image, view, vars);
     }
@@ -589,7 +590,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < epilogue.size(); ++i) {
       const TensorView& view = spec.arguments_[first_epilogue + i].view;
-      Halide::ImageParam image = make_image_param(cat("e", i), epilogue[i]->type.dtype, view);
+      Halide::ImageParam image =
+          make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
       built.arguments.push_back(image);
       reads_of[epilogue[i]] = read_view(image, view, vars);
     }

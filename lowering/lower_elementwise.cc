@@ -60,6 +60,14 @@ Expr softplus_expr(Expr x) {
   return Halide::select(x > 0.f, x + log1p, log1p);
 }
 
+// NaN-propagating max/min, as the reference's (numpy.maximum); see kIeeeOps.
+Expr max_expr(Expr a, Expr b) {
+  return Halide::select(a != a, a, Halide::select(b != b, b, Halide::select(a < b, b, a)));
+}
+Expr min_expr(Expr a, Expr b) {
+  return Halide::select(a != a, a, Halide::select(b != b, b, Halide::select(b < a, b, a)));
+}
+
 // x clamped by the reference's two steps: x < lo -> lo, then x > hi -> hi (so lo > hi gives hi).
 Expr clip_expr(Expr x, Expr lo, Expr hi) {
   if (lo.defined()) x = Halide::select(x < lo, lo, x);
@@ -170,14 +178,8 @@ const std::map<std::string, OpExpr>& op_table() {
          }
          return clip_expr(in[0], in.size() > 1 ? in[1] : Expr(), in.size() > 2 ? in[2] : Expr());
        }},
-      {"Max",
-       [](const Node&, const auto& in) {
-         return fold(in, [](Expr a, Expr b) { return Halide::max(a, b); });
-       }},
-      {"Min",
-       [](const Node&, const auto& in) {
-         return fold(in, [](Expr a, Expr b) { return Halide::min(a, b); });
-       }},
+      {"Max", [](const Node&, const auto& in) { return fold(in, max_expr); }},
+      {"Min", [](const Node&, const auto& in) { return fold(in, min_expr); }},
       {"Sum", [](const Node&, const auto& in) { return fold(in, std::plus<Expr>()); }},
       {"Mean",
        [](const Node&, const auto& in) {
@@ -196,6 +198,15 @@ const std::map<std::string, OpExpr>& op_table() {
   };
   return table;
 }
+
+// Ops whose formula selects on a comparison with a possibly-NaN input. Under Halide's default
+// fast-math flags LLVM may rewrite select(x < 0, 0, x) into max(x, 0), dropping the NaN the
+// reference keeps; strict_float evaluates these ops by IEEE rules (measured: no cost in a GEMM
+// epilogue, whose accumulation keeps its FMAs).
+const std::set<std::string> kIeeeOps = {"Relu",      "LeakyRelu", "PRelu", "ThresholdedRelu",
+                                        "Elu",       "Celu",      "Selu",  "HardSigmoid",
+                                        "HardSwish", "Clip",      "Sign",  "Max",
+                                        "Min"};
 
 // Element types each op is lowered for: float32 data, bool conditions; Pow's exponent may be an
 // integer (converted to float, as the reference does).
@@ -300,7 +311,8 @@ Expr elementwise_op_expr(const Node& node, const std::vector<Expr>& inputs) {
   }
   std::vector<Expr> args = inputs;
   if (node.op_type() == "Pow") args[1] = f32(args[1]);
-  return it->second(node, args);
+  Expr result = it->second(node, args);
+  return kIeeeOps.count(node.op_type()) ? Halide::strict_float(result) : result;
 }
 
 FusionGroup analyze_group(const std::vector<const Node*>& nodes) {
@@ -513,12 +525,12 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
   const HalideBlock& spec = *block;
   block->pipeline_ = compile_cached(cache, key, [&]() {
     std::vector<Halide::Var> vars;
-    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("v", i));
+    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     BuiltPipeline built;
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < group.operands.size(); ++i) {
       Halide::ImageParam image =
-          make_image_param(cat("in", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
+          make_image_param(cat("input", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
       built.arguments.push_back(image);
       reads_of[group.operands[i]] = read_view(image, spec.arguments_[i].view, vars);
     }

@@ -201,13 +201,13 @@ std::unique_ptr<ExecutionBlock> lower_normalizer_group(const FusionGroup& group,
   const HalideBlock& spec = *block;
   block->pipeline_ = compile_cached(cache, key, [&]() {
     std::vector<Var> vars;
-    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("v", i));
+    for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     std::vector<Var> rows(vars.begin() + 1, vars.end());
     BuiltPipeline built;
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < group.operands.size(); ++i) {
       Halide::ImageParam image =
-          make_image_param(cat("in", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
+          make_image_param(cat("input", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
       built.arguments.push_back(image);
       reads_of[group.operands[i]] = read_view(image, spec.arguments_[i].view, vars);
     }
@@ -379,7 +379,7 @@ std::unique_ptr<ExecutionBlock> lower_reduction(const FusionGroup& group, Halide
     Halide::ImageParam image = make_image_param("data", DType::kFloat32, argument.view);
     built.arguments.push_back(image);
     std::vector<Var> vars;  // output loop vars, innermost first
-    for (size_t i = 0; i < block->output_view_.size(); ++i) vars.emplace_back(cat("v", i));
+    for (size_t i = 0; i < block->output_view_.size(); ++i) vars.emplace_back(cat("loop", i));
     auto term = [&](Expr x) {
       std::string t = kind.term;
       return t == "square" ? x * x : t == "abs" ? Halide::abs(x) : x;
