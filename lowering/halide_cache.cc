@@ -61,6 +61,15 @@ void run_linker(const std::string& object, const std::string& shared_object) {
   }
 }
 
+// Halide's runtime reports a failed check (a buffer of the wrong size, say) through its error
+// handler and, by default, aborts the process. rnnc's handler keeps the message for the failing
+// thread; the pipeline then returns a nonzero code, which CompiledPipeline::call raises.
+thread_local std::string g_halide_error;
+
+extern "C" void rnnc_halide_error_handler(void*, const char* message) {
+  g_halide_error = message ? message : "";
+}
+
 std::shared_ptr<void> open_library(const std::string& path, int flags) {
   void* handle = ::dlopen(path.c_str(), flags);
   if (!handle) raise(ErrorKind::kIo, cat("cannot load compiled kernel '", path, "': ", ::dlerror()));
@@ -81,8 +90,14 @@ std::string hash_hex(const std::string& text) {
 }
 
 void CompiledPipeline::call(void** args) const {
+  g_halide_error.clear();
   int status = argv_entry(args);
-  RNNC_CHECK(status == 0, "Halide pipeline ", function_name, " failed with error code ", status);
+  if (status != 0) {
+    std::string message = g_halide_error;
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    raise(ErrorKind::kInternal, cat("Halide pipeline ", function_name, " failed (error ", status,
+                                    "): ", message));
+  }
 }
 
 HalideCache::HalideCache(std::string dir, std::string target)
@@ -108,6 +123,11 @@ void HalideCache::load_runtime() {
     fs::remove(stem + ".o");
   }
   runtime_ = open_library(path, RTLD_NOW | RTLD_GLOBAL);
+  using ErrorHandler = void (*)(void*, const char*);
+  auto set_handler = reinterpret_cast<ErrorHandler (*)(ErrorHandler)>(
+      ::dlsym(runtime_.get(), "halide_set_error_handler"));
+  if (!set_handler) raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
+  set_handler(rnnc_halide_error_handler);
 }
 
 CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {

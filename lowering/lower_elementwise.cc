@@ -17,7 +17,7 @@ namespace {
 using Halide::Expr;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kElementwiseVersion = "rnnc elementwise v1";
+constexpr const char* kElementwiseVersion = "rnnc elementwise v2";
 
 const std::set<std::string> kRoots = {"MatMul", "Gemm", "Conv"};
 const std::set<std::string> kNormalizers = {"Softmax", "LogSoftmax"};
@@ -49,7 +49,12 @@ Expr tanh_expr(Expr x) {
 }
 
 // 1 / (1 + e^-x): exp overflows to inf for x < -88, giving 0 as it should.
-Expr sigmoid_expr(Expr x) { return 1.f / (1.f + Halide::exp(-x)); }
+// 1 / (1 + e^-x) through e = e^-|x|, which never overflows (Halide's exp does not saturate to inf
+// for huge arguments: sigmoid(-3.4e38) came out 1).
+Expr sigmoid_expr(Expr x) {
+  Expr e = Halide::exp(-Halide::abs(x));
+  return Halide::select(x >= 0.f, 1.f / (1.f + e), e / (1.f + e));
+}
 
 // log(1 + e^x) as the reference: x + log1p(e^-x) for x > 0, log1p(e^x) otherwise, with
 // log1p(e) = log(u) * e / (u - 1), u = 1 + e (exact where 1 + e rounds).

@@ -291,6 +291,7 @@ std::unique_ptr<ExecutionBlock> lower_reduction(const FusionGroup& group, Halide
     raise_unsupported(cat(node.describe(), ": lowered for float32 data only"));
   }
   int rank = static_cast<int>(data->type.shape->size());
+  if (rank == 0) raise_unsupported(cat(node.describe(), ": a scalar input (nothing to reduce)"));
   // Axes: the attribute before the opset that made them an input (13 for ReduceSum, 18 others).
   int since = node.op_type() == "ReduceSum" ? 13 : 18;
   std::vector<int64_t> axes;

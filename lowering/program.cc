@@ -11,6 +11,7 @@
 #include "graph_opt/pipeline.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
+#include "lowering/lower_group.h"
 #include "lowering/lower_recurrent.h"
 #include "lowering/partition.h"
 #include "lowering/reference_block.h"
@@ -115,7 +116,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent_block(const BlockSpec& spec, Hal
 // does not handle, and the block then runs on reference kernels.
 using BlockLowerer = std::unique_ptr<ExecutionBlock> (*)(const BlockSpec& spec, HalideCache& cache);
 const std::vector<BlockLowerer>& lowerers() {
-  static const std::vector<BlockLowerer> list = {lower_recurrent_block};
+  static const std::vector<BlockLowerer> list = {
+      lower_recurrent_block,
+      [](const BlockSpec& spec, HalideCache& cache) { return lower_nodes(spec.nodes, cache); },
+  };
   return list;
 }
 
@@ -132,6 +136,8 @@ bool is_runtime_value(const Value* value) {
 
 // Which values a block reads from outside and which it must hand on.
 void assign_block_io(ExecutionBlock& block, const Graph& graph) {
+  block.inputs.clear();
+  block.outputs.clear();
   std::set<const Node*> members;
   for (const Node* node : block.nodes) collect_nodes(*node, members);
   std::set<const Value*> produced, seen_inputs;
