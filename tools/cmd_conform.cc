@@ -140,13 +140,17 @@ int run_run(const Parsed& args) {
   RunOptions options;
   options.dir = args.positional[1];
   options.reference = !args.has("no-reference");
+  options.compiled = args.has("compiled");
+  options.cache_dir = args.get("cache-dir");
   options.ort = args.has("ort");
   options.ort_worker = args.get("ort-worker");
   options.findings_path = args.get("findings");
   options.ops = op_filter(args);
   options.scratch_dir = args.get("scratch");
   options.results_path = args.get("results");
-  if (!options.reference && !options.ort) raise_invalid_input("no engine left to run");
+  if (!options.reference && !options.ort && !options.compiled) {
+    raise_invalid_input("no engine left to run");
+  }
   Progress progress;
   options.progress = [&](int done, int total, const std::string& test) {
     progress.show(cat("run ", done, "/", total, " ", test));
@@ -254,21 +258,25 @@ const Command kConformCommand{
     "conform",
     "rnnc conform gen --op OP[,OP...]|all [--profile smoke|full] [--count N] --out DIR "
     "[--seed N]\n"
-    "       rnnc conform run DIR [--ort --findings FILE] [--op OPS] [--report FILE.md]\n"
+    "       rnnc conform run DIR [--compiled] [--ort --findings FILE] [--op OPS] "
+    "[--report FILE.md]\n"
     "       rnnc conform specs [--op OP]",
     "The generated ONNX conformance suite (tests/conformance).\n"
     "gen writes tests in the ONNX backend layout (DIR/<op>_<profile>_<index>/model.onnx,\n"
     "test_data_set_0/{input,output}_*.pb) with expected outputs from the reference evaluator;\n"
     "smoke fixes each op's attributes at one random instance, full draws them per test.\n"
-    "run checks each test through the reference evaluator (reloaded from disk) and, with --ort,\n"
-    "ONNX Runtime, and prints per-op pass/fail and type/rank/boundary coverage; it fails on any\n"
-    "disagreement the --findings list does not explain. specs prints the operator specs.",
+    "run checks each test through the reference evaluator (reloaded from disk), with --compiled\n"
+    "rnnc's compiled path and with --ort ONNX Runtime, and prints per-op pass/fail and\n"
+    "type/rank/boundary coverage; it fails on any failure or any ONNX Runtime disagreement the\n"
+    "--findings list does not explain. specs prints the operator specs.",
     {
         {"op", "OPS", "gen/specs: ops to generate (comma-separated, or all); run: only these"},
         {"profile", "NAME", "gen: smoke (default) or full"},
         {"count", "N", "gen: tests per op (default 200)"},
         {"out", "DIR", "gen: output folder"},
         {"seed", "N", "gen: random seed (default 1)"},
+        {"compiled", "", "run: also run every test through rnnc's compiled (optimized) path"},
+        {"cache-dir", "DIR", "run: the compiled path's kernel cache (default as rnnc run)"},
         {"ort", "", "run: also run every test in ONNX Runtime (rnnc_conform_ort worker)"},
         {"ort-worker", "PATH", "run: the rnnc_conform_ort executable (default: the one built)"},
         {"findings", "FILE", "run: known ONNX Runtime disagreement classes (ort_findings.txt)"},

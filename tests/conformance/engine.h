@@ -43,6 +43,8 @@ class Engine {
 };
 
 std::unique_ptr<Engine> make_reference_engine();
+// rnnc's compiled (optimized) path; `cache_dir` "" = the Halide cache's default.
+std::unique_ptr<Engine> make_compiled_engine(const std::string& cache_dir);
 // `worker` is the rnnc_conform_ort executable; `scratch_dir` holds its output files.
 std::unique_ptr<Engine> make_ort_engine(const std::string& worker, const std::string& scratch_dir);
 

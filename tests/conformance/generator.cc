@@ -679,7 +679,10 @@ const OperandSpec* primary_operand(const OpSpec& spec) {
 std::vector<Boundary> applicable_boundaries(const OpSpec& spec) {
   std::vector<Boundary> out;
   const OperandSpec* primary = primary_operand(spec);
-  if (primary && primary->max_rank >= 1 && !spec.inputs.empty()) {
+  // Dim classes describe data tensors: not a shape or index operand (ConstantOfShape's input is
+  // as long as the output's rank).
+  if (primary && primary->max_rank >= 1 && !spec.inputs.empty() &&
+      primary->distribution != Distribution::kBySpecialCase) {
     out.push_back(Boundary::kDim1);
     if (primary->zero_dims) out.push_back(Boundary::kDim0);
     out.push_back(Boundary::kDimLarge);

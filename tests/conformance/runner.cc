@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -115,6 +116,7 @@ RunReport run_suite(const RunOptions& options) {
   } own_scratch;
   std::vector<std::unique_ptr<Engine>> engines;
   if (options.reference) engines.push_back(make_reference_engine());
+  if (options.compiled) engines.push_back(make_compiled_engine(options.cache_dir));
   if (options.ort) {
     std::string worker = options.ort_worker.empty() ? default_ort_worker() : options.ort_worker;
     std::string scratch = options.scratch_dir;
@@ -286,19 +288,26 @@ void write_markdown_report(const RunReport& report, const std::string& path,
                            const std::string& preamble) {
   std::ostringstream md;
   md << preamble << "\n\n";
-  md << "| op | tests | reference | ONNX Runtime: agree | known | not impl. | unexplained "
-        "| types | ranks | boundaries | not hit |\n"
-     << "|---|---:|---:|---:|---:|---:|---:|---|---|---|---|\n";
+  bool compiled =
+      std::find(report.engines.begin(), report.engines.end(), "compiled") != report.engines.end();
+  md << "| op | tests | reference |" << (compiled ? " compiled |" : "")
+     << " ONNX Runtime: agree | known | not impl. | unexplained | types | ranks | boundaries "
+        "| not hit |\n"
+     << "|---|---:|---:|" << (compiled ? "---:|" : "") << "---:|---:|---:|---:|---|---|---|---|\n";
   for (const auto& [op, summary] : report.ops) {
     auto counts = [&](const std::string& engine) {
       auto it = summary.engines.find(engine);
       return it == summary.engines.end() ? EngineCounts{} : it->second;
     };
-    EngineCounts reference = counts("reference");
+    auto passes = [&](const std::string& engine) {
+      EngineCounts c = counts(engine);
+      return cat(c.passed, c.failed ? cat(" (", c.failed, " FAIL)") : std::string());
+    };
     EngineCounts ort = counts("onnxruntime");
-    md << "| " << op << " | " << summary.coverage.tests() << " | " << reference.passed
-       << (reference.failed ? cat(" (", reference.failed, " FAIL)") : "") << " | " << ort.passed
-       << " | " << ort.known << " | " << ort.unsupported << " | " << ort.failed << " | ";
+    md << "| " << op << " | " << summary.coverage.tests() << " | " << passes("reference") << " | ";
+    if (compiled) md << passes("compiled") << " | ";
+    md << ort.passed << " | " << ort.known << " | " << ort.unsupported << " | " << ort.failed
+       << " | ";
     const OpSpec* spec = find_spec(op);
     if (spec) {
       CoverageUniverse universe = coverage_universe(*spec);

@@ -25,6 +25,8 @@ namespace rnnc::conformance {
 struct RunOptions {
   std::string dir;
   bool reference = true;
+  bool compiled = false;  // rnnc's optimized path (compile_model + Program::run)
+  std::string cache_dir;  // its Halide cache ("" = default)
   bool ort = false;
   std::string ort_worker;     // default: default_ort_worker()
   std::string findings_path;  // known ORT disagreements (required with ort)
