@@ -2,6 +2,7 @@
 
 #include <Halide.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -76,6 +77,22 @@ std::shared_ptr<void> open_library(const std::string& path, int flags) {
   return std::shared_ptr<void>(handle, [](void* h) { ::dlclose(h); });
 }
 
+// Which build of rnnc generated the kernels: the binary's path, size and modification time. A
+// rebuilt rnnc never loads kernels an older build compiled (whose generator code may differ);
+// the version tags in the lowerings' keys still say what changed, for readers.
+const std::string& build_identity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    struct stat status;
+    if (::dladdr(reinterpret_cast<void*>(&build_identity), &info) && info.dli_fname &&
+        ::stat(info.dli_fname, &status) == 0) {
+      return cat(info.dli_fname, " ", status.st_size, " ", status.st_mtime);
+    }
+    return std::string("unknown build");
+  }();
+  return identity;
+}
+
 }  // namespace
 
 std::string hash_hex(const std::string& text) {
@@ -132,7 +149,8 @@ void HalideCache::load_runtime() {
 
 CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {
   std::call_once(runtime_once_, [this] { load_runtime(); });
-  std::string hash = hash_hex(cat(key, "\n", target_string_, "\n", kRnncVersion));
+  std::string hash =
+      hash_hex(cat(key, "\n", target_string_, "\n", kRnncVersion, "\n", build_identity()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = loaded_.find(hash); it != loaded_.end()) return it->second;
 

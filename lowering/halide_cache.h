@@ -3,8 +3,9 @@
 // Halide 14 has no compile_to_callable and its JIT cache lives in one Pipeline object, so rnnc
 // compiles each pipeline once with compile_to_object (Target::NoRuntime), links it into a shared
 // object next to one standalone Halide runtime shared object, and dlopens it. The cache key is a
-// hash of the caller's key (block IR + schedule), the target and the rnnc version: a warm load is a
-// dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
+// hash of the caller's key (block IR + schedule), the target, the rnnc version and the identity of
+// the rnnc binary (so a rebuilt rnnc never runs kernels an older build generated): a warm load is
+// a dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
 // and renamed into place, so a reader sees a complete file or none.
 //
 // Halide code compiled here runs single-threaded unless its schedule asks for parallel loops;

@@ -17,7 +17,7 @@ namespace {
 using Halide::Expr;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kElementwiseVersion = "rnnc elementwise v2";
+constexpr const char* kElementwiseVersion = "rnnc elementwise v4";
 
 const std::set<std::string> kRoots = {"MatMul", "Gemm", "Conv"};
 const std::set<std::string> kNormalizers = {"Softmax", "LogSoftmax"};
@@ -92,7 +92,31 @@ Expr pow_expr(Expr base, Expr exponent) {
     if (*value == -1.0) return 1.f / base;
     if (*value == 0.0) return Halide::Internal::make_one(Halide::Float(32));
   }
-  return Halide::pow(base, exponent);
+  // Halide's pow is exp(e * log(b)), which gets b = 0 wrong: 0^e is inf for e < 0, 1 for e = 0.
+  Expr zero_base = Halide::select(exponent < 0.f, std::numeric_limits<float>::infinity(),
+                                  Halide::select(exponent == 0.f, 1.f, 0.f));
+  return Halide::select(base == 0.f, zero_base, Halide::pow(base, exponent));
+}
+
+// e^x with IEEE overflow and underflow (Halide's exp does not saturate for huge arguments) and
+// NaN kept.
+Expr exp_expr(Expr x) {
+  Expr inf = std::numeric_limits<float>::infinity();
+  return Halide::select(Halide::is_nan(x), x, x > 88.73f, inf, x < -104.f, 0.f, Halide::exp(x));
+}
+
+// log(x) with the IEEE special cases (Halide's log returns finite values for x <= 0).
+Expr log_expr(Expr x) {
+  Expr inf = std::numeric_limits<float>::infinity();
+  Expr nan = std::numeric_limits<float>::quiet_NaN();
+  return Halide::select(Halide::is_nan(x) || x < 0.f, nan, x == 0.f, -inf, x == inf, inf,
+                        Halide::log(x));
+}
+
+// Neither operand is NaN (always true for integers).
+Expr ordered(const Expr& a, const Expr& b) {
+  if (!a.type().is_float()) return Halide::Internal::const_true();
+  return !Halide::is_nan(a) && !Halide::is_nan(b);
 }
 
 using OpExpr = std::function<Expr(const Node&, const std::vector<Expr>&)>;
@@ -116,8 +140,8 @@ const std::map<std::string, OpExpr>& op_table() {
       {"Abs", [](const Node&, const auto& in) { return Halide::abs(in[0]); }},
       {"Reciprocal", [](const Node&, const auto& in) { return 1.f / in[0]; }},
       {"Sqrt", [](const Node&, const auto& in) { return Halide::sqrt(in[0]); }},
-      {"Exp", [](const Node&, const auto& in) { return Halide::exp(in[0]); }},
-      {"Log", [](const Node&, const auto& in) { return Halide::log(in[0]); }},
+      {"Exp", [](const Node&, const auto& in) { return exp_expr(in[0]); }},
+      {"Log", [](const Node&, const auto& in) { return log_expr(in[0]); }},
       // erf(+-inf) would be NaN in Halide's approximation; erf is +-1 in float32 beyond 4.
       {"Erf",
        [](const Node&, const auto& in) { return Halide::erf(Halide::clamp(in[0], -10.f, 10.f)); }},
@@ -194,8 +218,11 @@ const std::map<std::string, OpExpr>& op_table() {
       {"Equal", [](const Node&, const auto& in) { return in[0] == in[1]; }},
       {"Less", [](const Node&, const auto& in) { return in[0] < in[1]; }},
       {"Greater", [](const Node&, const auto& in) { return in[0] > in[1]; }},
-      {"LessOrEqual", [](const Node&, const auto& in) { return in[0] <= in[1]; }},
-      {"GreaterOrEqual", [](const Node&, const auto& in) { return in[0] >= in[1]; }},
+      // Halide's simplifier rewrites a <= b as !(b < a), which is true for NaN: say "ordered".
+      {"LessOrEqual",
+       [](const Node&, const auto& in) { return ordered(in[0], in[1]) && in[0] <= in[1]; }},
+      {"GreaterOrEqual",
+       [](const Node&, const auto& in) { return ordered(in[0], in[1]) && in[0] >= in[1]; }},
       {"Not", [](const Node&, const auto& in) { return !in[0]; }},
       {"And", [](const Node&, const auto& in) { return in[0] && in[1]; }},
       {"Or", [](const Node&, const auto& in) { return in[0] || in[1]; }},

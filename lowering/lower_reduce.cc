@@ -435,7 +435,8 @@ std::unique_ptr<ExecutionBlock> lower_reduction(const FusionGroup& group, Halide
     Expr value = total(as_exprs(vars));
     out(vars) = finish == "mean"   ? value / count
                 : finish == "sqrt" ? Halide::sqrt(value)
-                : finish == "log"  ? Halide::log(value)
+                : finish == "log"  ? Halide::select(value < 0.f, std::numeric_limits<float>::quiet_NaN(),
+                                                    Halide::log(value))
                                    : value;
     if (inner_reduced) {
       schedule_row_reduction(*rows, Halide::LoopLevel(out, vars[0]), lanes);
