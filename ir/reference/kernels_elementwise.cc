@@ -726,13 +726,24 @@ void where_kernel(KernelContext& context) {
 }
 
 // Clip: min(max(x, lo), hi) -- so lo > hi gives hi everywhere (numpy.clip). A NaN x stays NaN; a
-// NaN bound clips nothing. Bounds: attributes before opset 11, optional scalar inputs from 11.
+// NaN bound clips nothing. Bounds: attributes before opset 11, optional scalar inputs from 11;
+// an absent bound is the input type's own limit (+-65504 for float16).
 void clip_kernel(KernelContext& context) {
   Operands in = widen_operands(context);
   dispatch_arithmetic(in[0].dtype(), context, [&](auto tag) {
     using T = decltype(tag);
     T lo = std::numeric_limits<T>::lowest();
     T hi = std::numeric_limits<T>::max();
+    // 16-bit floats compute widened to float32, but their default bounds are their own range.
+    if constexpr (std::is_floating_point_v<T>) {
+      if (context.input(0).dtype() == DType::kFloat16) {
+        lo = static_cast<T>(-65504.0);
+        hi = static_cast<T>(65504.0);
+      } else if (context.input(0).dtype() == DType::kBFloat16) {
+        lo = static_cast<T>(-3.38953139e38);
+        hi = static_cast<T>(3.38953139e38);
+      }
+    }
     if (context.node.opset() < 11) {
       if constexpr (std::is_floating_point_v<T>) {
         if (context.node.has_attr("min")) lo = static_cast<T>(context.node.attr_float("min", 0));
