@@ -716,10 +716,12 @@ T reduce_integers(Reduction kind, const std::vector<T>& values, const KernelCont
   return static_cast<T>(static_cast<Wide>(result));
 }
 
-// The reduced axes (true per reduced axis), or nullopt for noop_with_empty_axes with no axes.
-// Axes come from the attribute before the opset that made them an input (13 for ReduceSum, 18 for
-// the others); an empty list means every axis.
-std::optional<std::vector<bool>> reduced_axes(const KernelContext& context, int64_t rank) {
+// The reduced axes (true per reduced axis). Axes come from the attribute before the opset that
+// made them an input (13 for ReduceSum, 18 for the others); an empty list means every axis, or,
+// with noop_with_empty_axes = 1, none: each output element then "reduces" its one input element,
+// so the elementwise part still applies (ReduceSumSquare gives x^2, ReduceLogSum log x), as the
+// spec was clarified (onnx/onnx#6103) and ONNX Runtime does.
+std::vector<bool> reduced_axes(const KernelContext& context, int64_t rank) {
   const Node& node = context.node;
   int since = node.op_type() == "ReduceSum" ? 13 : 18;
   std::vector<int64_t> axes;
@@ -727,7 +729,9 @@ std::optional<std::vector<bool>> reduced_axes(const KernelContext& context, int6
     axes = node.attr_ints("axes");
   } else {
     if (context.has_input(1)) axes = tensor_to_int64s(context.input(1));
-    if (axes.empty() && node.attr_int("noop_with_empty_axes", 0) == 1) return std::nullopt;
+    if (axes.empty() && node.attr_int("noop_with_empty_axes", 0) == 1) {
+      return std::vector<bool>(static_cast<size_t>(rank), false);
+    }
   }
   std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -748,22 +752,18 @@ void reduce(KernelContext& context) {
   const Node& node = context.node;
   Reduction kind = reduction_of(node.op_type());
   Tensor data = widen_half(context.input(0));
-  std::optional<std::vector<bool>> reduced = reduced_axes(context, data.rank());
-  if (!reduced) {  // noop_with_empty_axes = 1 and no axes: the identity
-    context.outputs[0] = context.input(0);
-    return;
-  }
+  std::vector<bool> reduced = reduced_axes(context, data.rank());
   bool keepdims = node.attr_int("keepdims", 1) == 1;
   std::vector<int64_t> kept_shape, out_shape;
   for (int64_t i = 0; i < data.rank(); ++i) {
-    bool r = (*reduced)[static_cast<size_t>(i)];
+    bool r = reduced[static_cast<size_t>(i)];
     kept_shape.push_back(r ? 1 : data.dim(i));
     if (!r || keepdims) out_shape.push_back(r ? 1 : data.dim(i));
   }
   // Output position of an input element: its index with the reduced coordinates dropped.
   std::vector<int64_t> strides = row_major_strides(kept_shape);
   for (size_t i = 0; i < strides.size(); ++i) {
-    if ((*reduced)[i]) strides[i] = 0;
+    if (reduced[i]) strides[i] = 0;
   }
   Tensor out(data.dtype(), out_shape);
   with_widened_halves(context, [&] {
