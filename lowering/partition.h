@@ -4,11 +4,12 @@
 // Rules (after the design this engine follows):
 //   - a recurrent node (LSTM/GRU/RNN) is one block, never split: its recurrence is the expensive
 //     part and its weights stay resident; a bidirectional node's directions are independent work
-//     inside it;
+//     inside it; the layout ops graph_opt marked as views of it (rnnc.layout_of) join its block,
+//     which reads and writes their layouts directly;
 //   - an elementwise fusion group (graph_opt's rnnc.fusion_group, rooted at its MatMul/Gemm/Conv
 //     producer when it has one) is one block;
-//   - every other compute node is its own block; shape-only nodes left after graph_opt (rare) join
-//     the block of their consumer when they are cheap, so no block is all call overhead;
+//   - every other node is its own block (after graph_opt few shape-only nodes remain);
+//   - blocks are ordered so each runs after the blocks producing what it reads;
 //   - cost: weight bytes + op-type work estimate, with dynamic dims at nominal sizes
 //     (seq 16, batch 1); a block over the threshold is reported, not split (recurrent nodes are
 //     only split by direction);
