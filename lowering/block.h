@@ -46,8 +46,9 @@ class ExecutionBlock {
   std::vector<const Value*> outputs;  // values other blocks or the graph outputs read
   ExecutionPlan plan;
   double cost = 0;  // estimated cost in weight-byte-equivalents (partition.h)
-  double compile_ms = 0;
-  bool from_cache = false;
+  double compile_ms = 0;     // time spent compiling its Halide pipelines (0 when all were cached)
+  bool from_cache = false;   // every pipeline it uses came from the kernel cache (or an earlier
+                             // block of the same program: equal layers share pipelines)
 };
 
 }  // namespace rnnc

@@ -178,7 +178,18 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   }
   pipeline.metadata = metadata();
   loaded_[hash] = pipeline;
+  if (pipeline.from_cache) {
+    ++stats_.from_disk;
+  } else {
+    ++stats_.compiled;
+    stats_.compile_ms += pipeline.compile_ms;
+  }
   return pipeline;
+}
+
+HalideCache::Stats HalideCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
 }
 
 }  // namespace rnnc

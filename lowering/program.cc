@@ -177,10 +177,14 @@ std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* 
   if (cache) {
     for (BlockLowerer lowerer : lowerers()) {
       try {
+        HalideCache::Stats before = cache->stats();
         std::unique_ptr<ExecutionBlock> block = lowerer(spec, *cache);
+        HalideCache::Stats after = cache->stats();
         block->nodes = spec.nodes;
         block->plan = spec.plan;
         block->cost = spec.cost;
+        block->compile_ms = after.compile_ms - before.compile_ms;
+        block->from_cache = after.compiled == before.compiled;
         return block;
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kUnsupported) throw;
@@ -254,8 +258,9 @@ std::string Program::describe() const {
     const ExecutionBlock& block = *blocks_[i];
     out << "block " << i << ": " << block.kind() << "\n    plan: seq="
         << axis_plan_name(block.plan.sequence) << " batch=" << axis_plan_name(block.plan.batch)
-        << "  cost " << std::fixed << std::setprecision(0) << block.cost << std::defaultfloat;
+        << std::fixed << std::setprecision(0) << "  cost " << block.cost;
     if (block.compile_ms > 0) out << "  compiled in " << block.compile_ms << " ms";
+    out << std::defaultfloat;
     if (block.from_cache) out << "  (cached)";
     out << "\n    nodes:";
     for (const Node* node : block.nodes) out << " " << node->op_type() << "'" << node->name() << "'";

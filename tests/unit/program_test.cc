@@ -5,6 +5,8 @@
 // than amplify errors, so they stay at ~1e-6 over the sequence lengths here.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "ir/npy.h"
@@ -94,6 +96,33 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
     ++cases;
   }
   EXPECT_EQ(cases, 12);
+}
+
+}  // namespace
+}  // namespace rnnc
+
+namespace rnnc {
+namespace {
+
+// `rnnc plan` reports per block whether it compiled (and how long) or came from the kernel cache.
+TEST(Program, BlocksReportCompileTimeOrCacheHits) {
+  const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";
+  CompileOptions options;
+  options.cache_dir = (std::filesystem::temp_directory_path() /
+                       ("rnnc_program_test_cache_" + std::to_string(::getpid())))
+                          .string();
+  std::filesystem::remove_all(options.cache_dir);
+  auto cold = compile_model(import_onnx_file(path), options);
+  EXPECT_FALSE(cold->blocks().front()->from_cache);
+  EXPECT_GT(cold->blocks().front()->compile_ms, 0);
+  auto warm = compile_model(import_onnx_file(path), options);
+  for (const auto& block : warm->blocks()) {
+    if (block->kind().rfind("halide", 0) != 0) continue;
+    EXPECT_TRUE(block->from_cache) << block->kind();
+    EXPECT_EQ(block->compile_ms, 0) << block->kind();
+  }
+  EXPECT_NE(warm->describe().find("(cached)"), std::string::npos);
+  std::filesystem::remove_all(options.cache_dir);
 }
 
 }  // namespace
