@@ -36,7 +36,7 @@ struct CompiledPipeline {
   const halide_filter_metadata_t* metadata = nullptr;
   std::shared_ptr<void> library;  // keeps the shared object loaded
   double compile_ms = 0;          // 0 when loaded from the cache
-  bool from_cache = false;
+  bool from_cache = false;        // on disk, or already loaded in this process (equal layers)
 
   // Calls the pipeline; a nonzero Halide error code becomes an rnnc internal error naming it.
   void call(void** args) const;
@@ -61,15 +61,6 @@ class HalideCache {
                                        const Halide::Target& target)>;
   CompiledPipeline get(const std::string& key, const CompileFn& compile);
 
-  // What get() has done so far in this process: compiles and their total time, and pipelines
-  // taken from the on-disk cache (for per-block compile reports).
-  struct Stats {
-    int compiled = 0;
-    int from_disk = 0;
-    double compile_ms = 0;
-  };
-  Stats stats() const;
-
  private:
   void load_runtime();
 
@@ -78,9 +69,8 @@ class HalideCache {
   std::string target_string_;
   std::once_flag runtime_once_;
   std::shared_ptr<void> runtime_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::map<std::string, CompiledPipeline> loaded_;
-  Stats stats_;
 };
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).

@@ -59,7 +59,10 @@ const Value* slot_destination(const Node& node, size_t slot) {
 class NodeConventionBlock : public ExecutionBlock {
  public:
   NodeConventionBlock(std::unique_ptr<ExecutionBlock> inner, const Node& node)
-      : inner_(std::move(inner)), node_(node) {}
+      : inner_(std::move(inner)), node_(node) {
+    compile_ms = inner_->compile_ms;
+    from_cache = inner_->from_cache;
+  }
 
   std::string kind() const override { return inner_->kind(); }
 
@@ -177,14 +180,10 @@ std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* 
   if (cache) {
     for (BlockLowerer lowerer : lowerers()) {
       try {
-        HalideCache::Stats before = cache->stats();
         std::unique_ptr<ExecutionBlock> block = lowerer(spec, *cache);
-        HalideCache::Stats after = cache->stats();
         block->nodes = spec.nodes;
         block->plan = spec.plan;
         block->cost = spec.cost;
-        block->compile_ms = after.compile_ms - before.compile_ms;
-        block->from_cache = after.compiled == before.compiled;
         return block;
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kUnsupported) throw;
