@@ -38,6 +38,39 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
   bytes_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(memory), [](uint8_t* p) { std::free(p); });
 }
 
+Tensor Tensor::borrow(DType dtype, const std::vector<int64_t>& shape, void* data, bool writable) {
+  Tensor tensor;
+  tensor.rebind(dtype, shape.data(), shape.size(), data, writable);
+  return tensor;
+}
+
+void Tensor::rebind(DType dtype, const int64_t* shape, size_t rank, void* data, bool writable) {
+  RNNC_CHECK(dtype != DType::kString && dtype != DType::kUndefined, "borrowing a ",
+             dtype_name(dtype), " tensor");
+  dtype_ = dtype;
+  shape_.assign(shape, shape + rank);
+  numel_ = shape_numel(shape_);
+  strings_.reset();
+  borrow_ = writable ? Borrow::kWritable : Borrow::kReadOnly;
+  // The aliasing constructor with an empty owner: a non-owning pointer, no control block.
+  bytes_ = std::shared_ptr<uint8_t>(std::shared_ptr<uint8_t>(), static_cast<uint8_t*>(data));
+}
+
+bool Tensor::reusable_as(DType dtype, const int64_t* shape, size_t rank) const {
+  if (dtype_ != dtype || dtype == DType::kString || !bytes_ || !exclusive()) return false;
+  if (shape_.size() != rank) return false;
+  for (size_t i = 0; i < rank; ++i) {
+    if (shape_[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+bool Tensor::recycle(Tensor& tensor, DType dtype, const int64_t* shape, size_t rank) {
+  if (tensor.reusable_as(dtype, shape, rank)) return false;
+  tensor = Tensor(dtype, std::vector<int64_t>(shape, shape + rank));
+  return true;
+}
+
 void Tensor::check_access(size_t element_size, bool is_u16, DType requested) const {
   bool ok = requested == dtype_ ||
             (is_u16 && (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16));
@@ -142,6 +175,7 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   RNNC_CHECK(shape_numel(shape) == numel_, "reshape changes the element count");
   Tensor view = *this;
   view.shape_ = std::move(shape);
+  if (view.borrow_ == Borrow::kWritable) view.borrow_ = Borrow::kReadOnly;  // one writer per buffer
   return view;
 }
 

@@ -49,6 +49,26 @@ class Tensor {
     for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
     return tensor;
   }
+  // A tensor over memory the caller owns and keeps alive (a run's input, a caller's output
+  // buffer): no copy and no allocation beyond the shape. The memory must be suitably aligned for
+  // the element type. Only a `writable` borrow (a caller's output buffer) may be recycled.
+  static Tensor borrow(DType dtype, const std::vector<int64_t>& shape, void* data,
+                       bool writable = false);
+  // Re-points this tensor at borrowed memory, reusing its shape storage: allocation-free when the
+  // rank is unchanged (a session re-binding the same input every run).
+  void rebind(DType dtype, const int64_t* shape, size_t rank, void* data, bool writable = false);
+  bool borrowed() const { return borrow_ != Borrow::kOwned; }
+
+  // Output recycling: true when nothing else holds this tensor's storage (or it is a writable
+  // borrow), so a block may overwrite it instead of allocating a fresh one.
+  bool exclusive() const {
+    return borrow_ == Borrow::kOwned ? bytes_.use_count() <= 1 : borrow_ == Borrow::kWritable;
+  }
+  bool reusable_as(DType dtype, const int64_t* shape, size_t rank) const;
+  // Makes `tensor` a writable tensor of `dtype` and `shape`: reuses it when reusable_as (contents
+  // left as they are; returns false), else replaces it by a fresh zero-filled one (returns true).
+  static bool recycle(Tensor& tensor, DType dtype, const int64_t* shape, size_t rank);
+
   template <typename T>
   static Tensor scalar(T value) {
     return from_vector<T>({}, {value});
@@ -107,7 +127,9 @@ class Tensor {
   }
   void check_access(size_t element_size, bool is_u16, DType requested) const;
 
+  enum class Borrow { kOwned, kReadOnly, kWritable };
   DType dtype_ = DType::kUndefined;
+  Borrow borrow_ = Borrow::kOwned;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   std::shared_ptr<uint8_t> bytes_;

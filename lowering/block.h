@@ -7,6 +7,8 @@
 // once (scratch memory is per call).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,9 +31,50 @@ struct ExecutionPlan {
   AxisPlan batch = AxisPlan::kParallel;
 };
 
+// Scratch memory of one block in one session: a bump allocator reset at the start of every run.
+// It grows while the first runs find their sizes, then keeps one chunk of the high-water size, so
+// steady-state runs do not touch the heap.
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // Everything handed out since the last reset is free again (and merged into one chunk).
+  void reset();
+  // `count` elements, 64-byte aligned, zero-filled.
+  template <typename T>
+  T* allocate(int64_t count) {
+    return static_cast<T*>(allocate_bytes(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+  }
+  size_t capacity() const;
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  struct Chunk {
+    std::unique_ptr<uint8_t, Free> memory;
+    size_t size = 0;
+  };
+  void* allocate_bytes(size_t bytes);
+  std::vector<Chunk> chunks_;
+  size_t used_ = 0;  // bytes used in chunks_.back()
+};
+
+// State a block keeps between the calls of one chunked run (see ExecutionBlock::run_chunk).
+struct BlockRunState {
+  virtual ~BlockRunState() = default;
+};
+
 struct BlockIO {
   std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
-  std::vector<Tensor> outputs;        // the block assigns one per output value
+  // On entry: empty, or the tensors this block produced at the previous run (or caller buffers
+  // bound to graph outputs), which the block may overwrite when dtype and shape still match
+  // (Tensor::recycle) instead of allocating. On exit: one tensor per output value.
+  std::vector<Tensor> outputs;
+  Workspace* workspace = nullptr;  // nullptr: the block uses a workspace of its own for the call
+  std::unique_ptr<BlockRunState> state;  // a chunked run's state, kept for reuse across runs
 };
 
 class ExecutionBlock {
@@ -40,6 +83,15 @@ class ExecutionBlock {
   // "halide lstm (forward, hidden 128)", "reference Shape": what runs, for `rnnc plan`.
   virtual std::string kind() const = 0;
   virtual void run(BlockIO& io) const = 0;
+
+  // Chunked runs, for blocks that run a recurrence over the sequence axis in order: the runtime's
+  // pipeline plan calls begin_chunks, then run_chunk for consecutive time ranges that cover
+  // [0, sequence_length(io)), then end_chunks; the outputs' rows for a range are final when its
+  // run_chunk returns, so the next block of a chain can consume them. Same results as run().
+  virtual bool chunkable() const { return false; }
+  virtual int64_t begin_chunks(BlockIO& io) const;  // returns the sequence length
+  virtual void run_chunk(BlockIO& io, int64_t begin, int64_t end) const;
+  virtual void end_chunks(BlockIO& io) const;
 
   std::vector<const Node*> nodes;     // the graph nodes this block computes, in order
   std::vector<const Value*> inputs;   // values read from outside the block

@@ -173,21 +173,6 @@ constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
 const halide_type_t kF32(halide_type_float, 32);
 const halide_type_t kI32(halide_type_int, 32);
 
-// 64-byte aligned float scratch, zero-filled.
-struct Scratch {
-  explicit Scratch(int64_t count) {
-    size_t bytes =
-        (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64 * 64;
-    data = static_cast<float*>(std::aligned_alloc(64, bytes));
-    RNNC_CHECK(data != nullptr, "out of memory for ", bytes, " bytes of recurrent scratch");
-    std::memset(data, 0, bytes);
-  }
-  ~Scratch() { std::free(data); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  float* data = nullptr;
-};
-
 int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
@@ -219,9 +204,20 @@ int64_t axis_size(const std::string& axis, const AxisSizes& sizes) {
   return sizes.dir * sizes.hidden;  // dirhidden
 }
 
-std::vector<int64_t> layout_shape(const std::vector<std::string>& axes, const AxisSizes& sizes) {
-  std::vector<int64_t> shape;
-  for (const std::string& axis : axes) shape.push_back(axis_size(axis, sizes));
+// A slot's shape without allocating (a slot has at most 4 axes).
+struct SlotShape {
+  int64_t dims[4] = {};
+  size_t rank = 0;
+  bool operator==(const std::vector<int64_t>& shape) const {
+    return shape.size() == rank && std::equal(shape.begin(), shape.end(), dims);
+  }
+  std::vector<int64_t> to_vector() const { return {dims, dims + rank}; }
+};
+
+SlotShape layout_shape(const std::vector<std::string>& axes, const AxisSizes& sizes) {
+  SlotShape shape;
+  RNNC_CHECK(axes.size() <= 4, "a recurrent slot layout with ", axes.size(), " axes");
+  for (const std::string& axis : axes) shape.dims[shape.rank++] = axis_size(axis, sizes);
   return shape;
 }
 
@@ -408,6 +404,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   block->hidden_size_ = hidden;
   block->input_size_ = input_size;
   block->constant_sequence_lens_ = constant_input(node, kSequenceLens);
+  block->may_have_sequence_lens_ = node.input(kSequenceLens) != nullptr;
   block->constant_initial_h_ = constant_input(node, kInitialH);
   if (op == "LSTM") block->constant_initial_c_ = constant_input(node, kInitialC);
 
@@ -524,7 +521,7 @@ std::string RecurrentBlock::kind() const {
   return cat("halide ", name, " ", direction_name_, " h=", hidden_size_, " in=", input_size_);
 }
 
-RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
+RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
   auto input = [&](size_t i, const std::optional<Tensor>& constant) -> const Tensor* {
     if (i < io.inputs.size() && io.inputs[i]) return io.inputs[i];
     return constant ? &*constant : nullptr;
@@ -555,14 +552,16 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
   const int64_t rows = run.seq_length * run.batch_size;
-  if (round_up(rows, schedule_.gemm_rows) * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
+  if ((round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows) * std::max(n_extent, input_size_) *
+          4 >
+      kMaxBufferBytes) {
     raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
                           " rows give buffers beyond the Halide lowering's 2 GB limit"));
   }
   const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
   auto state_input = [&](size_t index, const char* name, const std::optional<Tensor>& constant,
                          const Axes& axes) -> const float* {
-    const std::vector<int64_t> state_shape = layout_shape(axes, sizes);
+    const SlotShape state_shape = layout_shape(axes, sizes);
     const Tensor* tensor = input(index, constant);
     if (!tensor) return nullptr;
     if (tensor->dtype() != DType::kFloat32) {
@@ -570,9 +569,9 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
                               dtype_onnx_name(tensor->dtype()),
                               ", expected float (the element type of X)"));
     }
-    if (tensor->shape() != state_shape) {
+    if (!(state_shape == tensor->shape())) {
       fail(cat("input '", name, "' has shape ", shape_text(tensor->shape()), ", expected ",
-               shape_text(state_shape)));
+               shape_text(state_shape.to_vector())));
     }
     return tensor->data<float>();
   };
@@ -581,13 +580,14 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
     run.initial_c = state_input(kInitialC, "initial_c", constant_initial_c_, initial_c_axes_);
   }
 
-  run.sequence_lens.assign(static_cast<size_t>(run.batch_size), run.seq_length);
+  run.sequence_lens = workspace.allocate<int64_t>(run.batch_size);
+  std::fill_n(run.sequence_lens, run.batch_size, run.seq_length);
   if (const Tensor* lens = input(kSequenceLens, constant_sequence_lens_)) {
     if (!is_integer(lens->dtype())) {
       raise_invalid_model(cat(describe_, ": input 'sequence_lens' has element type ",
                               dtype_onnx_name(lens->dtype()), ", expected int32"));
     }
-    if (lens->shape() != std::vector<int64_t>{run.batch_size}) {
+    if (lens->rank() != 1 || lens->dim(0) != run.batch_size) {
       fail(cat("input 'sequence_lens' has shape ", shape_text(lens->shape()), ", expected [",
                run.batch_size, "] (batch_size)"));
     }
@@ -597,136 +597,234 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io) const {
         fail(cat("input 'sequence_lens'[", b, "] = ", length,
                  ", must be in [0, seq_length = ", run.seq_length, "]"));
       }
-      run.sequence_lens[static_cast<size_t>(b)] = length;
+      run.sequence_lens[b] = length;
     }
   }
+  run.steps = 0;
+  for (int64_t b = 0; b < run.batch_size; ++b) run.steps = std::max(run.steps, run.sequence_lens[b]);
 
-  // Outputs in node output order; only those the node has are allocated.
-  io.outputs.assign(has_output_.size(), Tensor());
+  // Outputs in node output order; only those the node has. The previous run's tensors are
+  // reused when their shapes still fit (a fresh tensor is zeros; Y must be zero past each entry's
+  // length, so a reused Y with a short entry is cleared).
+  io.outputs.resize(has_output_.size());
   for (size_t i = 0; i < has_output_.size(); ++i) {
-    if (!has_output_[i]) continue;
-    io.outputs[i] = Tensor(DType::kFloat32, layout_shape(i == 0   ? y_axes_
-                                                         : i == 1 ? y_h_axes_
-                                                                  : y_c_axes_,
-                                                         sizes));
+    if (!has_output_[i]) {
+      io.outputs[i] = Tensor();
+      continue;
+    }
+    const SlotShape shape = layout_shape(i == 0 ? y_axes_ : i == 1 ? y_h_axes_ : y_c_axes_, sizes);
+    const bool fresh = Tensor::recycle(io.outputs[i], DType::kFloat32, shape.dims, shape.rank);
     float* data = io.outputs[i].data<float>();
+    if (!fresh && i == 0 && run.steps * run.batch_size > 0 &&
+        std::any_of(run.sequence_lens, run.sequence_lens + run.batch_size,
+                    [&](int64_t length) { return length < run.seq_length; })) {
+      std::memset(data, 0, io.outputs[i].nbytes());
+    }
     (i == 0 ? run.y : i == 1 ? run.y_h : run.y_c) = data;
   }
   return run;
 }
 
-void RecurrentBlock::run(BlockIO& io) const {
-  Run run = begin(io);
-  for (int d = 0; d < num_directions(); ++d) run_direction(run, d);
+RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int direction,
+                                                             Workspace& workspace) const {
+  const Direction& part = directions_.at(static_cast<size_t>(direction));
+  const int64_t dirs = num_directions(), hidden = hidden_size_, padded = schedule_.padded_hidden;
+  const int64_t n_extent = static_cast<int64_t>(part.cell.gates.size()) * padded;
+  const int64_t rows = run.seq_length * run.batch_size;
+  const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
+  DirectionRun state;
+  // One row tile of slack: a chunk's projection writes its rows padded to the row tile.
+  state.xw = workspace.allocate<float>(n_extent *
+                                       (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
+  state.batched = run.batch_size > 1;
+  state.padded_batch =
+      round_up(run.batch_size, state.batched ? batched_schedule_.batch_tile : 1);
+  for (int i = 0; i < 2; ++i) {
+    state.h[i] = workspace.allocate<float>(padded * state.padded_batch);
+    state.c[i] = workspace.allocate<float>(padded * state.padded_batch);
+  }
+  const int64_t d = direction;
+  for (int64_t b = 0; b < run.batch_size; ++b) {
+    if (run.initial_h) {
+      std::copy_n(run.initial_h + d * layout_stride(initial_h_axes_, sizes, "dir") +
+                      b * layout_stride(initial_h_axes_, sizes, "batch"),
+                  hidden, state.h[0] + b * padded);
+    }
+    if (run.initial_c) {
+      std::copy_n(run.initial_c + d * layout_stride(initial_c_axes_, sizes, "dir") +
+                      b * layout_stride(initial_c_axes_, sizes, "batch"),
+                  hidden, state.c[0] + b * padded);
+    }
+  }
+  state.step_time = workspace.allocate<int32_t>(state.padded_batch);
+  std::fill_n(state.step_time, state.padded_batch, -1);
+  return state;
 }
 
-void RecurrentBlock::run_direction(const Run& run, int direction) const {
+void RecurrentBlock::project_rows(const Run& run, int direction, const DirectionRun& state,
+                                  int64_t row_begin, int64_t row_end) const {
+  const Direction& part = directions_.at(static_cast<size_t>(direction));
+  const int64_t n_extent = static_cast<int64_t>(part.cell.gates.size()) * schedule_.padded_hidden;
+  const int64_t rows = row_end - row_begin;
+  if (rows <= 0) return;
+  BufferView x_buffer(run.x + row_begin * input_size_, kF32, {{input_size_, 1}, {rows, input_size_}});
+  BufferView wt_buffer(part.wt.data<float>(), kF32, {{n_extent, 1}, {input_size_, n_extent}});
+  BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
+  BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
+                       {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});
+  void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
+  projection_.call(args);
+}
+
+void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
+                             int64_t step_begin, int64_t step_end) const {
   const Direction& part = directions_.at(static_cast<size_t>(direction));
   const int64_t seq = run.seq_length, batch = run.batch_size, dirs = num_directions();
   const int64_t hidden = hidden_size_, padded = schedule_.padded_hidden, d = direction;
   const int64_t gates = static_cast<int64_t>(part.cell.gates.size()), n_extent = gates * padded;
-  const int64_t rows = seq * batch, padded_rows = round_up(rows, schedule_.gemm_rows);
   const bool lstm = op_ == RecurrentOp::kLstm;
-  // Element offsets in each slot's layout.
+  step_end = std::min(step_end, run.steps);
+  if (step_begin >= step_end) return;
   const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
   auto offset = [&](const Axes& axes, int64_t t, int64_t b) {
     return t * layout_stride(axes, sizes, "seq") + d * layout_stride(axes, sizes, "dir") +
            b * layout_stride(axes, sizes, "batch");
   };
 
-  // Input projection for every (t, b) row at once.
-  Scratch xw(n_extent * padded_rows);
-  if (rows > 0) {
-    BufferView x_buffer(run.x, kF32, {{input_size_, 1}, {rows, input_size_}});
-    BufferView wt_buffer(part.wt.data<float>(), kF32, {{n_extent, 1}, {input_size_, n_extent}});
-    BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
-    BufferView xw_buffer(xw.data, kF32, {{n_extent, 1}, {padded_rows, n_extent}});
-    void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
-    projection_.call(args);
+  // The input projection of the rows these steps read: every row for a whole run (a reverse
+  // direction or sequence_lens read rows out of order), the chunk's time rows for a chunked run
+  // (forward, all entries full length, seq outermost in X: chunkable()).
+  if (step_begin == 0 && step_end == run.steps) {
+    project_rows(run, direction, state, 0, seq * batch);
+  } else {
+    project_rows(run, direction, state, step_begin * batch, step_end * batch);
   }
 
-  // State, padded to the hidden tile and the batch tile: h[current], h[next] (and c).
-  const bool batched = batch > 1;
-  const CompiledPipeline& step = batched ? part.batched_step : part.step;
-  const int64_t padded_batch = round_up(batch, batched ? batched_schedule_.batch_tile : 1);
-  Scratch h0(padded * padded_batch), h1(padded * padded_batch);
-  Scratch c0(padded * padded_batch), c1(padded * padded_batch);
-  float* h[2] = {h0.data, h1.data};
-  float* c[2] = {c0.data, c1.data};
-  for (int64_t b = 0; b < batch; ++b) {
-    if (run.initial_h) {
-      std::copy_n(run.initial_h + offset(initial_h_axes_, 0, b), hidden, h[0] + b * padded);
-    }
-    if (run.initial_c) {
-      std::copy_n(run.initial_c + offset(initial_c_axes_, 0, b), hidden, c[0] + b * padded);
-    }
+  const CompiledPipeline& step = state.batched ? part.batched_step : part.step;
+  const int64_t tile = schedule_.hidden_tile, tiles = padded / tile;
+  BufferView r_buffer(
+      part.r.data<float>(), kF32,
+      {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
+  // XW's rows are X's rows, in X's (seq, batch) order.
+  const int64_t b_stride = layout_stride(x_axes_, sizes, "batch") / input_size_ * n_extent;
+  const int64_t t_stride = layout_stride(x_axes_, sizes, "seq") / input_size_ * n_extent;
+  BufferView xw_buffer(
+      state.xw, kF32,
+      {{tile, 1}, {gates, tile}, {tiles, gates * tile}, {batch, b_stride}, {seq, t_stride}});
+  BufferView time_buffer(state.step_time, kI32, {{state.padded_batch, 1}});
+  const std::initializer_list<std::pair<int64_t, int64_t>> state_tiles = {
+      {tile, 1}, {tiles, tile}, {state.padded_batch, padded}};
+  BufferView h_in(state.h[0], kF32, {{padded, 1}, {state.padded_batch, padded}});
+  BufferView h_in_tiles(state.h[0], kF32, state_tiles);
+  BufferView h_out(state.h[1], kF32, state_tiles);
+  BufferView c_in(state.c[0], kF32, state_tiles);
+  BufferView c_out(state.c[1], kF32, state_tiles);
+  BufferView peepholes(part.cell.peepholes ? part.peepholes.data<float>() : nullptr, kF32,
+                       {{tile, 1}, {tiles, tile}, {3, padded}});
+  BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
+                 {{tile, 1}, {tiles, tile}});
+  // Argument order: recurrent_pipelines.h.
+  void* args[10];
+  size_t count = 0;
+  for (BufferView* buffer : {&r_buffer, &xw_buffer, &time_buffer, &h_in, &h_in_tiles}) {
+    args[count++] = buffer->get();
   }
+  if (lstm) args[count++] = c_in.get();
+  if (part.cell.peepholes) args[count++] = peepholes.get();
+  if (part.cell.linear_before_reset) args[count++] = rbh.get();
+  args[count++] = h_out.get();
+  if (lstm) args[count++] = c_out.get();
 
-  int64_t steps = 0;
-  for (int64_t length : run.sequence_lens) steps = std::max(steps, length);
-  if (steps > 0) {
-    std::vector<int32_t> step_time(static_cast<size_t>(padded_batch), -1);
-    const int64_t tile = schedule_.hidden_tile, tiles = padded / tile;
-    BufferView r_buffer(
-        part.r.data<float>(), kF32,
-        {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
-    // XW's rows are X's rows, in X's (seq, batch) order.
-    const int64_t b_stride = layout_stride(x_axes_, sizes, "batch") / input_size_ * n_extent;
-    const int64_t t_stride = layout_stride(x_axes_, sizes, "seq") / input_size_ * n_extent;
-    BufferView xw_buffer(
-        xw.data, kF32,
-        {{tile, 1}, {gates, tile}, {tiles, gates * tile}, {batch, b_stride}, {seq, t_stride}});
-    BufferView time_buffer(step_time.data(), kI32, {{padded_batch, 1}});
-    const std::initializer_list<std::pair<int64_t, int64_t>> state_tiles = {
-        {tile, 1}, {tiles, tile}, {padded_batch, padded}};
-    BufferView h_in(h[0], kF32, {{padded, 1}, {padded_batch, padded}});
-    BufferView h_in_tiles(h[0], kF32, state_tiles);
-    BufferView h_out(h[1], kF32, state_tiles);
-    BufferView c_in(c[0], kF32, state_tiles);
-    BufferView c_out(c[1], kF32, state_tiles);
-    BufferView peepholes(part.cell.peepholes ? part.peepholes.data<float>() : nullptr, kF32,
-                         {{tile, 1}, {tiles, tile}, {3, padded}});
-    BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
-                   {{tile, 1}, {tiles, tile}});
-    // Argument order: recurrent_pipelines.h.
-    std::vector<void*> args = {r_buffer.get(), xw_buffer.get(), time_buffer.get(), h_in.get(),
-                               h_in_tiles.get()};
-    if (lstm) args.push_back(c_in.get());
-    if (part.cell.peepholes) args.push_back(peepholes.get());
-    if (part.cell.linear_before_reset) args.push_back(rbh.get());
-    args.push_back(h_out.get());
-    if (lstm) args.push_back(c_out.get());
-
-    int current = 0;
-    for (int64_t s = 0; s < steps; ++s) {
+  int& current = state.current;
+  for (int64_t s = step_begin; s < step_end; ++s) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t length = run.sequence_lens[b];
+      state.step_time[b] =
+          s >= length ? -1 : static_cast<int32_t>(part.reverse ? length - 1 - s : s);
+    }
+    h_in.set_host(state.h[current]);
+    h_in_tiles.set_host(state.h[current]);
+    h_out.set_host(state.h[1 - current]);
+    c_in.set_host(state.c[current]);
+    c_out.set_host(state.c[1 - current]);
+    step.call(args);
+    current = 1 - current;
+    if (run.y) {
       for (int64_t b = 0; b < batch; ++b) {
-        const int64_t length = run.sequence_lens[static_cast<size_t>(b)];
-        step_time[static_cast<size_t>(b)] =
-            s >= length ? -1 : static_cast<int32_t>(part.reverse ? length - 1 - s : s);
-      }
-      h_in.set_host(h[current]);
-      h_in_tiles.set_host(h[current]);
-      h_out.set_host(h[1 - current]);
-      c_in.set_host(c[current]);
-      c_out.set_host(c[1 - current]);
-      step.call(args.data());
-      current = 1 - current;
-      if (run.y) {
-        for (int64_t b = 0; b < batch; ++b) {
-          const int32_t t = step_time[static_cast<size_t>(b)];
-          if (t >= 0) std::copy_n(h[current] + b * padded, hidden, run.y + offset(y_axes_, t, b));
-        }
+        const int32_t t = state.step_time[b];
+        if (t >= 0) std::copy_n(state.h[current] + b * padded, hidden, run.y + offset(y_axes_, t, b));
       }
     }
-    if (current == 1) {
-      std::swap(h[0], h[1]);
-      std::swap(c[0], c[1]);
-    }
   }
-  for (int64_t b = 0; b < batch; ++b) {
-    if (run.y_h) std::copy_n(h[0] + b * padded, hidden, run.y_h + offset(y_h_axes_, 0, b));
-    if (run.y_c) std::copy_n(c[0] + b * padded, hidden, run.y_c + offset(y_c_axes_, 0, b));
+}
+
+void RecurrentBlock::finish(const Run& run, int direction, const DirectionRun& state) const {
+  const int64_t padded = schedule_.padded_hidden, d = direction;
+  const AxisSizes sizes{run.seq_length, run.batch_size, num_directions(), hidden_size_,
+                        input_size_};
+  auto offset = [&](const Axes& axes, int64_t b) {
+    return d * layout_stride(axes, sizes, "dir") + b * layout_stride(axes, sizes, "batch");
+  };
+  const float* h = state.h[state.current];
+  const float* c = state.c[state.current];
+  for (int64_t b = 0; b < run.batch_size; ++b) {
+    if (run.y_h) std::copy_n(h + b * padded, hidden_size_, run.y_h + offset(y_h_axes_, b));
+    if (run.y_c) std::copy_n(c + b * padded, hidden_size_, run.y_c + offset(y_c_axes_, b));
   }
+}
+
+void RecurrentBlock::run(BlockIO& io) const {
+  Workspace local;
+  Workspace& workspace = io.workspace ? *io.workspace : local;
+  workspace.reset();
+  const Run run = begin(io, workspace);
+  for (int d = 0; d < num_directions(); ++d) {
+    DirectionRun state = start_direction(run, d, workspace);
+    advance(run, d, state, 0, run.steps);
+    finish(run, d, state);
+  }
+}
+
+// ---- chunked runs (the runtime's pipeline plan) ------------------------------------------------
+
+struct RecurrentBlock::ChunkState : BlockRunState {
+  Workspace local;  // when the BlockIO brings no workspace
+  Run run;
+  DirectionRun direction;
+};
+
+bool RecurrentBlock::chunkable() const {
+  // Forward only, every entry the full length (chunks project their own time rows), and seq
+  // outermost in X so a chunk's rows are contiguous.
+  return directions_.size() == 1 && !directions_[0].reverse && !may_have_sequence_lens_ &&
+         !x_axes_.empty() && x_axes_[0] == "seq";
+}
+
+RecurrentBlock::ChunkState& RecurrentBlock::chunk_state(BlockIO& io) const {
+  RNNC_CHECK(chunkable(), kind(), " cannot run in chunks");
+  if (!io.state || !dynamic_cast<ChunkState*>(io.state.get())) {
+    io.state = std::make_unique<ChunkState>();
+  }
+  return static_cast<ChunkState&>(*io.state);
+}
+
+int64_t RecurrentBlock::begin_chunks(BlockIO& io) const {
+  ChunkState& state = chunk_state(io);
+  Workspace& workspace = io.workspace ? *io.workspace : state.local;
+  workspace.reset();
+  state.run = begin(io, workspace);
+  state.direction = start_direction(state.run, 0, workspace);
+  return state.run.seq_length;
+}
+
+void RecurrentBlock::run_chunk(BlockIO& io, int64_t begin, int64_t end) const {
+  ChunkState& state = chunk_state(io);
+  advance(state.run, 0, state.direction, begin, end);
+}
+
+void RecurrentBlock::end_chunks(BlockIO& io) const {
+  ChunkState& state = chunk_state(io);
+  finish(state.run, 0, state.direction);
 }
 
 }  // namespace rnnc

@@ -61,31 +61,55 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
 
 class RecurrentBlock : public ExecutionBlock {
  public:
+  std::string kind() const override;
+  // All directions, one after the other, each with its projection over the whole sequence.
+  void run(BlockIO& io) const override;
+  // A forward, single-direction node without sequence_lens, X seq-outermost: each chunk projects
+  // its own time rows and runs its steps, so a following layer can start on them.
+  bool chunkable() const override;
+  int64_t begin_chunks(BlockIO& io) const override;
+  void run_chunk(BlockIO& io, int64_t begin, int64_t end) const override;
+  void end_chunks(BlockIO& io) const override;
+
+ private:
+  friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
+                                                         const RecurrentLayouts& layouts);
   // One run's shapes and buffers, shared by its directions.
   struct Run {
     const float* x = nullptr;
     int64_t seq_length = 0, batch_size = 0;
-    std::vector<int64_t> sequence_lens;
+    int64_t steps = 0;                  // max(sequence_lens)
+    int64_t* sequence_lens = nullptr;   // batch_size entries, in the workspace
     const float* initial_h = nullptr;  // nullptr: zeros
     const float* initial_c = nullptr;
     float* y = nullptr;  // nullptr when the node omits the output
     float* y_h = nullptr;
     float* y_c = nullptr;
   };
+  // One direction's progress through a run: XW and the state (double-buffered), in the workspace.
+  struct DirectionRun {
+    float* xw = nullptr;
+    float* h[2] = {};
+    float* c[2] = {};
+    int current = 0;  // h[current], c[current] hold the state after the steps so far
+    int32_t* step_time = nullptr;
+    int64_t padded_batch = 0;
+    bool batched = false;
+  };
+  struct ChunkState;
 
-  std::string kind() const override;
-  void run(BlockIO& io) const override;
-
-  // run() in parts, for a runtime that runs the directions of a bidirectional node on two
-  // threads: begin() checks the inputs and allocates the outputs (zeros); each direction then
-  // writes only its own slices of them, so run_direction(run, 0) and (run, 1) may run at once.
+  // Checks the inputs, binds the outputs (recycled when possible).
+  Run begin(BlockIO& io, Workspace& workspace) const;
+  DirectionRun start_direction(const Run& run, int direction, Workspace& workspace) const;
+  void project_rows(const Run& run, int direction, const DirectionRun& state, int64_t row_begin,
+                    int64_t row_end) const;
+  // Steps [step_begin, step_end), after projecting the rows they read.
+  void advance(const Run& run, int direction, DirectionRun& state, int64_t step_begin,
+               int64_t step_end) const;
+  void finish(const Run& run, int direction, const DirectionRun& state) const;
+  ChunkState& chunk_state(BlockIO& io) const;
   int num_directions() const { return static_cast<int>(directions_.size()); }
-  Run begin(BlockIO& io) const;
-  void run_direction(const Run& run, int direction) const;
 
- private:
-  friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
-                                                         const RecurrentLayouts& layouts);
   using Axes = std::vector<std::string>;  // a slot's layout, outermost first
 
   struct Direction {
@@ -108,6 +132,7 @@ class RecurrentBlock : public ExecutionBlock {
   std::vector<Direction> directions_;
   // Inputs that were constants at lowering time (used when the BlockIO slot is nullptr).
   std::optional<Tensor> constant_sequence_lens_, constant_initial_h_, constant_initial_c_;
+  bool may_have_sequence_lens_ = false;  // the node has a sequence_lens input
 };
 
 }  // namespace rnnc

@@ -85,20 +85,56 @@ class NodeConventionBlock : public ExecutionBlock {
   }
 
   void run(BlockIO& io) const override {
-    BlockIO inner_io;
-    for (int from : input_from_) inner_io.inputs.push_back(from >= 0 ? io.inputs[from] : nullptr);
-    inner_->run(inner_io);
-    io.outputs.clear();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      // The inner block wrote a view's data in the view's own axis order and shape.
-      Tensor& data = inner_io.outputs[output_slot_[i]];
-      RNNC_CHECK(data.rank() == outputs[i]->type.rank(), kind(), " wrote '", outputs[i]->name(),
-                 "' with rank ", data.rank(), ", expected ", outputs[i]->type.to_string());
-      io.outputs.push_back(std::move(data));
-    }
+    BlockIO& inner = enter(io);
+    inner_->run(inner);
+    leave(io);
+  }
+
+  bool chunkable() const override { return inner_->chunkable(); }
+  int64_t begin_chunks(BlockIO& io) const override { return inner_->begin_chunks(enter(io)); }
+  void run_chunk(BlockIO& io, int64_t begin, int64_t end) const override {
+    inner_->run_chunk(inner_io(io), begin, end);
+  }
+  void end_chunks(BlockIO& io) const override {
+    inner_->end_chunks(inner_io(io));
+    leave(io);
   }
 
  private:
+  // The inner block's BlockIO, kept across runs so its outputs and state are reused.
+  struct State : BlockRunState {
+    BlockIO inner;
+  };
+  BlockIO& inner_io(BlockIO& io) const {
+    if (!io.state || !dynamic_cast<State*>(io.state.get())) io.state = std::make_unique<State>();
+    return static_cast<State&>(*io.state).inner;
+  }
+  // Hands the block's inputs, workspace and recyclable outputs to the inner block's slots.
+  BlockIO& enter(BlockIO& io) const {
+    BlockIO& inner = inner_io(io);
+    inner.workspace = io.workspace;
+    inner.inputs.resize(input_from_.size());
+    for (size_t i = 0; i < input_from_.size(); ++i) {
+      inner.inputs[i] = input_from_[i] >= 0 ? io.inputs[input_from_[i]] : nullptr;
+    }
+    inner.outputs.resize(node_.num_outputs());
+    for (size_t i = 0; i < io.outputs.size() && i < output_slot_.size(); ++i) {
+      inner.outputs[output_slot_[i]] = std::move(io.outputs[i]);
+    }
+    return inner;
+  }
+  void leave(BlockIO& io) const {
+    BlockIO& inner = inner_io(io);
+    io.outputs.resize(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      // The inner block wrote a view's data in the view's own axis order and shape.
+      Tensor& data = inner.outputs[output_slot_[i]];
+      RNNC_CHECK(data.rank() == outputs[i]->type.rank(), kind(), " wrote '", outputs[i]->name(),
+                 "' with rank ", data.rank(), ", expected ", outputs[i]->type.to_string());
+      io.outputs[i] = std::move(data);
+    }
+  }
+
   std::unique_ptr<ExecutionBlock> inner_;
   const Node& node_;
   std::vector<int> input_from_;

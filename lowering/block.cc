@@ -1,0 +1,49 @@
+#include "lowering/block.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rnnc {
+
+void Workspace::Free::operator()(uint8_t* p) const { std::free(p); }
+
+size_t Workspace::capacity() const {
+  size_t total = 0;
+  for (const Chunk& chunk : chunks_) total += chunk.size;
+  return total;
+}
+
+void Workspace::reset() {
+  if (chunks_.size() > 1) {
+    // The last run needed several chunks: one chunk of their total serves the next runs.
+    const size_t total = capacity();
+    chunks_.clear();
+    allocate_bytes(total);
+  }
+  used_ = 0;
+}
+
+void* Workspace::allocate_bytes(size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
+  if (chunks_.empty() || used_ + bytes > chunks_.back().size) {
+    const size_t size = std::max(bytes, 2 * capacity());
+    void* memory = std::aligned_alloc(64, size);
+    if (!memory) raise(ErrorKind::kIo, cat("out of memory allocating ", size, " bytes of scratch"));
+    chunks_.push_back(Chunk{std::unique_ptr<uint8_t, Free>(static_cast<uint8_t*>(memory)), size});
+    used_ = 0;
+  }
+  uint8_t* result = chunks_.back().memory.get() + used_;
+  used_ += bytes;
+  std::memset(result, 0, bytes);
+  return result;
+}
+
+int64_t ExecutionBlock::begin_chunks(BlockIO&) const {
+  RNNC_CHECK(false, kind(), " cannot run in chunks");
+}
+void ExecutionBlock::run_chunk(BlockIO&, int64_t, int64_t) const {
+  RNNC_CHECK(false, kind(), " cannot run in chunks");
+}
+void ExecutionBlock::end_chunks(BlockIO&) const { RNNC_CHECK(false, kind(), " cannot run in chunks"); }
+
+}  // namespace rnnc
