@@ -7,7 +7,7 @@ namespace rnnc::bench {
 void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   options_ = options;
   outputs_.clear();
-  program_ = compile_model(import_onnx_file(path), CompileOptions{});
+  program_ = compile_model(import_onnx_file(path), ProgramOptions{});
 }
 
 void RnncEngine::execute() {

@@ -11,20 +11,11 @@
 #include <stdexcept>
 #include <string>
 
+// The error vocabulary is public API: one definition, in the public header tree, thrown by every
+// stage.
+#include "rnnc/error.h"
+
 namespace rnnc {
-
-enum class ErrorKind { kInvalidModel, kInvalidInput, kUnsupported, kIo, kInternal };
-
-const char* error_kind_name(ErrorKind kind);
-
-class Error : public std::runtime_error {
- public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
-  ErrorKind kind() const { return kind_; }
-
- private:
-  ErrorKind kind_;
-};
 
 // Concatenates anything streamable into a string: cat("rank ", 3, " != ", 2).
 template <typename... Args>

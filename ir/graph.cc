@@ -262,6 +262,17 @@ void Graph::remove_node_output(Node* node, size_t i) {
                              [&](const auto& v) { return v.get() == out; }));
 }
 
+Value* Graph::add_node_output(Node* node, size_t i, const std::string& name, TensorType type) {
+  RNNC_CHECK(node->owner_ == this && !node->output(i), "output ", i, " of ", node->describe(),
+             " already exists");
+  Value* out = add_value(name, std::move(type));
+  out->producer_ = node;
+  out->producer_output_ = static_cast<int>(i);
+  if (node->outputs_.size() <= i) node->outputs_.resize(i + 1, nullptr);
+  node->outputs_[i] = out;
+  return out;
+}
+
 void Graph::convert_input_to_constant(Value* input, Tensor data) {
   auto it = std::find(inputs_.begin(), inputs_.end(), input);
   RNNC_CHECK(it != inputs_.end(), "'", input->name(), "' is not an input of graph '", name_, "'");

@@ -145,6 +145,9 @@ class Node {
   size_t num_inputs() const { return inputs_.size(); }
   size_t num_outputs() const { return outputs_.size(); }
   void set_input(size_t i, Value* value);  // keeps use lists right
+  void grow_inputs(size_t count) {          // omitted (nullptr) inputs up to `count`
+    if (inputs_.size() < count) inputs_.resize(count, nullptr);
+  }
 
   // Attributes, in name order.
   const std::map<std::string, Attribute>& attributes() const { return attributes_; }
@@ -219,6 +222,8 @@ class Graph {
   void remove_initializer(Value* value);
   // Drops output i of a node (it must be unused): the output becomes omitted (nullptr).
   void remove_node_output(Node* node, size_t i);
+  // Gives an omitted output i of `node` a new value `name` (the node's output list grows as needed).
+  Value* add_node_output(Node* node, size_t i, const std::string& name, TensorType type = {});
   // Turns a graph input into an initializer holding `data` (specialization of a fixed input).
   void convert_input_to_constant(Value* input, Tensor data);
   // Moves a node of a nested graph `from` (and its output values) into this graph, in front of

@@ -92,6 +92,10 @@ class ExecutionBlock {
   virtual int64_t begin_chunks(BlockIO& io) const;  // returns the sequence length
   virtual void run_chunk(BlockIO& io, int64_t begin, int64_t end) const;
   virtual void end_chunks(BlockIO& io) const;
+  // For a chunkable block: the value whose time rows a chunk reads, and the one whose rows it
+  // writes (a chain of layers passes one's sequence_output to the next's sequence_input).
+  virtual const Value* sequence_input() const { return nullptr; }
+  virtual const Value* sequence_output() const { return nullptr; }
 
   std::vector<const Node*> nodes;     // the graph nodes this block computes, in order
   std::vector<const Value*> inputs;   // values read from outside the block

@@ -45,7 +45,7 @@ halide_type_t runtime_type(DType dtype) {
 
 // Fills `buffer` with the view of `tensor`. out_shape: the run's output shape, for the dims the
 // view aligns to it.
-void bind_view(const Tensor& tensor, const TensorView& view, const std::vector<int64_t>& out_shape,
+void bind_view(const Tensor& tensor, const OperandView& view, const std::vector<int64_t>& out_shape,
                const std::string& context, halide_buffer_t& buffer, halide_dimension_t* dims) {
   const std::vector<int64_t>& shape = tensor.shape();
   for (size_t i = 0; i < view.size(); ++i) {
@@ -83,7 +83,7 @@ void bind_view(const Tensor& tensor, const TensorView& view, const std::vector<i
 
 }  // namespace
 
-std::string view_to_string(const TensorView& view) {
+std::string view_to_string(const OperandView& view) {
   std::string text = "(";
   for (size_t i = 0; i < view.size(); ++i) {
     const ViewDim& dim = view[i];
@@ -139,10 +139,10 @@ std::vector<LoopDim> merge_loop_dims(int rank, const std::vector<std::vector<Dim
   return loops;
 }
 
-TensorView operand_view(int operand_rank, int align_end, const std::vector<LoopDim>& loops,
+OperandView operand_view(int operand_rank, int align_end, const std::vector<LoopDim>& loops,
                         const std::vector<DimRead>& reads) {
   int offset = align_end - operand_rank;
-  TensorView view;
+  OperandView view;
   for (const LoopDim& loop : loops) {
     ViewDim dim;
     dim.first = std::clamp(loop.first - offset, 0, operand_rank);
@@ -158,8 +158,8 @@ TensorView operand_view(int operand_rank, int align_end, const std::vector<LoopD
   return view;
 }
 
-TensorView output_view(const std::vector<LoopDim>& loops) {
-  TensorView view;
+OperandView output_view(const std::vector<LoopDim>& loops) {
+  OperandView view;
   for (const LoopDim& loop : loops) {
     ViewDim dim;
     dim.first = loop.first;
@@ -187,7 +187,7 @@ Halide::Type halide_type_of(DType dtype) {
   raise_unsupported(cat("Halide lowering does not handle ", dtype_onnx_name(dtype), " tensors"));
 }
 
-Halide::ImageParam make_image_param(const std::string& name, DType dtype, const TensorView& view) {
+Halide::ImageParam make_image_param(const std::string& name, DType dtype, const OperandView& view) {
   Halide::ImageParam image(halide_type_of(dtype), static_cast<int>(view.size()), name);
   if (!view.empty() && (view[0].runtime_broadcast || view[0].strided)) {
     image.dim(0).set_stride(Halide::Expr());
@@ -212,7 +212,7 @@ void pin_output_mins(Halide::Func output) {
   for (int d = 0; d < output.dimensions(); ++d) output.output_buffer().dim(d).set_min(0);
 }
 
-Halide::Expr read_view(const Halide::ImageParam& image, const TensorView& view,
+Halide::Expr read_view(const Halide::ImageParam& image, const OperandView& view,
                        const std::vector<Halide::Var>& loop_vars) {
   RNNC_CHECK(view.size() == loop_vars.size(), "view ", view_to_string(view), " read with ",
              loop_vars.size(), " loop vars");
@@ -288,7 +288,11 @@ void HalideBlock::run(BlockIO& io) const {
     }
     RNNC_CHECK(tensor, "block '", kind_, "' was not given '", argument.value->name(), "'");
   }
-  Tensor result(output_dtype_, output_shape_(tensors));
+  // The previous run's output is overwritten when its shape still fits.
+  const std::vector<int64_t> shape = output_shape_(tensors);
+  io.outputs.resize(1);
+  Tensor::recycle(io.outputs[0], output_dtype_, shape.data(), shape.size());
+  const Tensor& result = io.outputs[0];
   if (result.numel() > 0) {
     std::array<halide_buffer_t, kMaxArguments + 1> buffers;
     std::array<std::array<halide_dimension_t, kMaxViewDims>, kMaxArguments + 1> dims;
@@ -309,13 +313,11 @@ void HalideBlock::run(BlockIO& io) const {
     args[count++] = &out;
     pipeline_.call(args.data());
   }
-  io.outputs.clear();
-  if (outputs.empty()) io.outputs.push_back(result);
   for (const Value* value : outputs) {
     RNNC_CHECK(value == output_value_, "block '", kind_, "' does not compute '", value->name(),
                "'");
-    io.outputs.push_back(result);
   }
+  RNNC_CHECK(outputs.size() <= 1, "block '", kind_, "' has ", outputs.size(), " outputs");
 }
 
 }  // namespace rnnc

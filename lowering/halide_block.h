@@ -40,8 +40,8 @@ struct ViewDim {
   int out_first = -1;              // the output dims [out_first, out_last) this dim spans:
   int out_last = -1;               // checked against them at run time (when out_first >= 0)
 };
-using TensorView = std::vector<ViewDim>;  // innermost first
-std::string view_to_string(const TensorView& view);
+using OperandView = std::vector<ViewDim>;  // innermost first
+std::string view_to_string(const OperandView& view);
 
 // How an operand, right-aligned to the output (numpy broadcasting), reads one output dim.
 enum class DimRead {
@@ -64,10 +64,10 @@ std::vector<LoopDim> merge_loop_dims(int rank, const std::vector<std::vector<Dim
 // The view of an operand over the loop dims, from its reads (one per output dim). The operand's
 // dims line up with output dims [align_end - operand_rank, align_end): align_end is the output's
 // rank for numpy broadcasting (a MatMul's A without its K dim ends at M instead).
-TensorView operand_view(int operand_rank, int align_end, const std::vector<LoopDim>& loops,
+OperandView operand_view(int operand_rank, int align_end, const std::vector<LoopDim>& loops,
                         const std::vector<DimRead>& reads);
 // The output's own view: each loop dim merges its output dims.
-TensorView output_view(const std::vector<LoopDim>& loops);
+OperandView output_view(const std::vector<LoopDim>& loops);
 
 // Names of Vars, Funcs and buffers in lowered pipelines never have the form of a letter followed
 // by digits ("v2"): Halide names its own unnamed Vars that way, and a clash is a compile error
@@ -75,8 +75,8 @@ TensorView output_view(const std::vector<LoopDim>& loops);
 //
 // Halide side of a view: an input buffer (the innermost stride left free when the innermost dim
 // may broadcast at run time) and a read at the loop point (index 0 on broadcast dims).
-Halide::ImageParam make_image_param(const std::string& name, DType dtype, const TensorView& view);
-Halide::Expr read_view(const Halide::ImageParam& image, const TensorView& view,
+Halide::ImageParam make_image_param(const std::string& name, DType dtype, const OperandView& view);
+Halide::Expr read_view(const Halide::ImageParam& image, const OperandView& view,
                        const std::vector<Halide::Var>& loop_vars);
 Halide::Type halide_type_of(DType dtype);
 // Promises Halide the exact row-major shape of a buffer (a marshaled weight): constant extents and
@@ -107,7 +107,7 @@ class HalideBlock : public ExecutionBlock {
   struct Argument {
     const Value* value = nullptr;  // a block input, looked up at run time; or (value == nullptr)
     Tensor constant;               // a tensor the block holds (a weight in its layout)
-    TensorView view;
+    OperandView view;
   };
 
   std::string kind() const override { return kind_; }
@@ -123,7 +123,7 @@ class HalideBlock : public ExecutionBlock {
   // Output dims (ONNX order) whose run-time extents follow the buffers as int32 scalars (a row
   // length a reduction needs before the output exists). The output buffer comes last.
   std::vector<int> extent_params_;
-  TensorView output_view_;
+  OperandView output_view_;
   DType output_dtype_ = DType::kFloat32;
   const Value* output_value_ = nullptr;
   OutputShapeFn output_shape_;

@@ -59,7 +59,7 @@ std::vector<const Value*> epilogue_operands(const FusionGroup& group) {
   return operands;
 }
 
-HalideBlock::Argument argument_of(const Value* value, TensorView view) {
+HalideBlock::Argument argument_of(const Value* value, OperandView view) {
   HalideBlock::Argument argument;
   argument.view = std::move(view);
   if (is_held_constant(value)) {
@@ -214,7 +214,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   block->output_value_ = result;
   block->output_view_ = output_view(loops);
   // A: (k, rows...).
-  TensorView view_a;
+  OperandView view_a;
   int k_dim_a = gemm ? (trans_a ? 0 : 1) : ra - 1;
   ViewDim k_view{k_dim_a, k_dim_a + 1};
   k_view.strided = k_dim_a != ra - 1;
@@ -226,7 +226,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     m_view.out_last = 1;
     view_a.push_back(m_view);
   } else {
-    TensorView rows = operand_view(ra - 1, has_m ? m_dim + 1 : 0, row_loops, reads_a);
+    OperandView rows = operand_view(ra - 1, has_m ? m_dim + 1 : 0, row_loops, reads_a);
     view_a.insert(view_a.end(), rows.begin(), rows.end());
   }
   block->arguments_.push_back(argument_of(a, view_a));
@@ -245,8 +245,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     ViewDim n_view = n_dim_b >= 0 ? ViewDim{n_dim_b, n_dim_b + 1} : ViewDim{0, 0};
     n_view.broadcast = n_dim_b < 0;
     n_view.strided = n_dim_b >= 0 && n_dim_b != rb - 1;
-    TensorView view_b = {n_view, ViewDim{k_dim_b, k_dim_b + 1}};
-    TensorView rows = operand_view(std::max(rb - 2, 0), batch_rank, row_loops, reads_b);
+    OperandView view_b = {n_view, ViewDim{k_dim_b, k_dim_b + 1}};
+    OperandView rows = operand_view(std::max(rb - 2, 0), batch_rank, row_loops, reads_b);
     view_b.insert(view_b.end(), rows.begin(), rows.end());
     block->arguments_.push_back(argument_of(b, view_b));
   }
@@ -282,7 +282,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     built.arguments = {a_image, b_image};
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < epilogue.size(); ++i) {
-      const TensorView& view = spec.arguments_[i + 2].view;
+      const OperandView& view = spec.arguments_[i + 2].view;
       Halide::ImageParam image =
           make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
       built.arguments.push_back(image);
@@ -308,7 +308,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
       };
     } else {
       // Packed into zero-padded tiles of nr columns once per call, as the constant layout would.
-      const TensorView& view_b = spec.arguments_[1].view;
+      const OperandView& view_b = spec.arguments_[1].view;
       Var ni("b_ni"), kk("b_k"), tile("b_tile");
       Expr width = b_image.dim(0).extent();
       Expr column = tile * nr + ni;
@@ -526,7 +526,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   block->context_ = root.describe();
   block->output_value_ = result;
   block->output_view_ = output_view(loops);
-  TensorView view_x = {ViewDim{rank - 1, rank}, two_d ? ViewDim{2, 3} : ViewDim{0, 0},
+  OperandView view_x = {ViewDim{rank - 1, rank}, two_d ? ViewDim{2, 3} : ViewDim{0, 0},
                        ViewDim{1, 2}, ViewDim{0, 1}};
   view_x[1].broadcast = !two_d;
   block->arguments_.push_back(argument_of(x, view_x));
@@ -537,7 +537,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   block->arguments_.push_back(std::move(weights));
   bool bias_buffer = bias && !is_inline_scalar(bias);
   if (bias_buffer) {
-    TensorView view_bias = {ViewDim{0, 0}, ViewDim{0, 0}, ViewDim{0, 1}, ViewDim{0, 0}};
+    OperandView view_bias = {ViewDim{0, 0}, ViewDim{0, 0}, ViewDim{0, 1}, ViewDim{0, 0}};
     for (int i : {0, 1, 3}) view_bias[static_cast<size_t>(i)].broadcast = true;
     view_bias[2].out_first = 1;
     view_bias[2].out_last = 2;
@@ -589,7 +589,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     }
     std::map<const Value*, Expr> reads_of;
     for (size_t i = 0; i < epilogue.size(); ++i) {
-      const TensorView& view = spec.arguments_[first_epilogue + i].view;
+      const OperandView& view = spec.arguments_[first_epilogue + i].view;
       Halide::ImageParam image =
           make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
       built.arguments.push_back(image);

@@ -11,6 +11,7 @@
 #include "graph_opt/pipeline.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
+#include "lowering/lower_concat.h"
 #include "lowering/lower_group.h"
 #include "lowering/lower_recurrent.h"
 #include "lowering/partition.h"
@@ -91,14 +92,18 @@ class NodeConventionBlock : public ExecutionBlock {
   }
 
   bool chunkable() const override { return inner_->chunkable(); }
-  int64_t begin_chunks(BlockIO& io) const override { return inner_->begin_chunks(enter(io)); }
+  // The outputs are handed out when the chunked run begins (their rows fill chunk by chunk).
+  int64_t begin_chunks(BlockIO& io) const override {
+    const int64_t length = inner_->begin_chunks(enter(io));
+    leave(io);
+    return length;
+  }
   void run_chunk(BlockIO& io, int64_t begin, int64_t end) const override {
     inner_->run_chunk(inner_io(io), begin, end);
   }
-  void end_chunks(BlockIO& io) const override {
-    inner_->end_chunks(inner_io(io));
-    leave(io);
-  }
+  void end_chunks(BlockIO& io) const override { inner_->end_chunks(inner_io(io)); }
+  const Value* sequence_input() const override { return slot_source(node_, 0); }
+  const Value* sequence_output() const override { return slot_destination(node_, 0); }
 
  private:
   // The inner block's BlockIO, kept across runs so its outputs and state are reused.
@@ -157,6 +162,7 @@ using BlockLowerer = std::unique_ptr<ExecutionBlock> (*)(const BlockSpec& spec, 
 const std::vector<BlockLowerer>& lowerers() {
   static const std::vector<BlockLowerer> list = {
       lower_recurrent_block,
+      [](const BlockSpec& spec, HalideCache&) { return lower_concat(spec.nodes); },
       [](const BlockSpec& spec, HalideCache& cache) { return lower_nodes(spec.nodes, cache); },
   };
   return list;
@@ -231,7 +237,7 @@ std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* 
 
 }  // namespace
 
-std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const CompileOptions& options) {
+std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options) {
   OptimizeOptions optimize_options;
   optimize_options.context = options.specialization;
   optimize_options.for_lowering = true;

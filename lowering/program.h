@@ -19,7 +19,7 @@ namespace rnnc {
 
 class HalideCache;
 
-struct CompileOptions {
+struct ProgramOptions {
   PassContext specialization;   // --fix / --dim
   std::string cache_dir;        // "" = HalideCache's default
   std::string target;           // "" = host (or $RNNC_TARGET)
@@ -38,12 +38,12 @@ class Program {
   std::string describe() const;
 
  private:
-  friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const CompileOptions&);
+  friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const ProgramOptions&);
   std::unique_ptr<Model> model_;
   std::shared_ptr<HalideCache> cache_;
   std::vector<std::unique_ptr<ExecutionBlock>> blocks_;
 };
 
-std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const CompileOptions& options);
+std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options);
 
 }  // namespace rnnc

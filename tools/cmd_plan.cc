@@ -11,7 +11,7 @@ namespace {
 
 int run_plan(const Parsed& args) {
   if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
-  CompileOptions options;
+  ProgramOptions options;
   options.target = args.get("target");
   options.cache_dir = args.get("cache-dir");
   auto program = compile_model(import_onnx_file(args.positional[0]), options);

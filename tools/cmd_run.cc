@@ -117,7 +117,7 @@ int run_run(const Parsed& args) {
   std::unique_ptr<Program> program;
   std::string path_name = "reference evaluator";
   if (!reference) {
-    CompileOptions options;
+    ProgramOptions options;
     options.target = args.get("target");
     options.cache_dir = args.get("cache-dir");
     program = compile_model(std::move(model), options);

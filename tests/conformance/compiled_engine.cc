@@ -22,7 +22,7 @@ class CompiledEngine final : public Engine {
   EngineResult run(const TestFiles& test) override {
     EngineResult result;
     try {
-      CompileOptions options;
+      ProgramOptions options;
       options.cache_dir = cache_dir_;
       std::unique_ptr<Program> program = compile_model(import_onnx_file(test.model_path), options);
       std::map<std::string, Tensor> inputs;

@@ -20,8 +20,8 @@ namespace {
 
 constexpr testing::Tolerance kTolerance{1e-4, 1e-5};
 
-CompileOptions test_options() {
-  CompileOptions options;
+ProgramOptions test_options() {
+  ProgramOptions options;
   options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
   return options;
 }
@@ -84,7 +84,7 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
     }
     auto reference = evaluate(*model->graph, inputs);
     // The cases feed the weights as inputs; a deployment compiles them in: fix every input but X.
-    CompileOptions options = test_options();
+    ProgramOptions options = test_options();
     std::map<std::string, Tensor> runtime_inputs;
     for (const auto& [input, tensor] : inputs) {
       if (input == model->graph->inputs()[0]->name()) runtime_inputs[input] = tensor;
@@ -107,7 +107,7 @@ namespace {
 // `rnnc plan` reports per block whether it compiled (and how long) or came from the kernel cache.
 TEST(Program, BlocksReportCompileTimeOrCacheHits) {
   const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";
-  CompileOptions options;
+  ProgramOptions options;
   options.cache_dir = (std::filesystem::temp_directory_path() /
                        ("rnnc_program_test_cache_" + std::to_string(::getpid())))
                           .string();

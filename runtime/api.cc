@@ -1,0 +1,569 @@
+// The public C++ API (rnnc/rnnc.h) over Program (lowering/) and the Executor.
+//
+// A run's input checks are compiled at load time into per-input tables (element type, rank, each
+// dim a number or a symbol index), so checking a run allocates nothing; only a failing check
+// builds its message.
+#include "rnnc/rnnc.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ir/onnx_import.h"
+#include "lowering/program.h"
+#include "runtime/executor.h"
+#include "runtime/expose_state.h"
+
+namespace rnnc {
+
+// ---- small public helpers ---------------------------------------------------------------------
+
+namespace {
+
+std::optional<DType> to_dtype(ElementType type) {
+  std::optional<DType> dtype = dtype_from_onnx(static_cast<int32_t>(type));
+  if (!dtype || *dtype == DType::kString || dtype_size(*dtype) == 0) return std::nullopt;
+  return dtype;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
+  return text + "]";
+}
+
+}  // namespace
+
+size_t element_size(ElementType type) {
+  std::optional<DType> dtype = to_dtype(type);
+  return dtype ? dtype_size(*dtype) : 0;
+}
+
+const char* element_type_name(ElementType type) {
+  std::optional<DType> dtype = to_dtype(type);
+  return dtype ? dtype_onnx_name(*dtype) : "unknown";
+}
+
+int64_t TensorRef::element_count() const {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+std::string TensorInfo::to_string() const {
+  std::string text = name + ": " + element_type_name(type) + "[";
+  for (size_t k = 0; k < dims.size(); ++k) text += (k ? ", " : "") + dims[k];
+  return text + "]";
+}
+
+const char* plan_name(Plan plan) {
+  switch (plan) {
+    case Plan::kAuto: return "auto";
+    case Plan::kSequential: return "sequential";
+    case Plan::kParallel: return "parallel";
+    case Plan::kPipeline: return "pipeline";
+  }
+  return "?";
+}
+
+Plan parse_plan(const std::string& name) {
+  for (Plan plan : {Plan::kAuto, Plan::kSequential,
+                             Plan::kParallel, Plan::kPipeline}) {
+    if (name == plan_name(plan)) return plan;
+  }
+  raise_invalid_input(
+      cat("unknown execution plan '", name, "' (expected auto, sequential, parallel or pipeline)"));
+}
+
+// ---- CompiledModel ------------------------------------------------------------------------------------
+
+struct CompiledModel::Impl {
+  // One graph input as a run checks it.
+  struct InputCheck {
+    std::string name;
+    DType dtype = DType::kFloat32;
+    int64_t rank = -1;            // -1: any
+    std::vector<int64_t> known;   // per dim: its size, or -1
+    std::vector<int> symbol;      // per dim: index into symbols, or -1
+    std::string type_text;        // "f32[seq, batch, 128]"
+    bool required = true;         // no constant default
+    int state = -1;               // index into state_pairs when a session feeds it
+  };
+
+  std::unique_ptr<Program> program;
+  std::unique_ptr<Executor> executor;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<InputCheck> checks;  // per graph input (graph order)
+  std::vector<std::string> symbols;
+  std::vector<std::pair<std::string, std::string>> state;  // exposed (output, input) pairs
+  Plan plan = Plan::kSequential;
+  int threads = 1;
+
+  int find_input(const std::string& name) const {
+    for (size_t i = 0; i < checks.size(); ++i) {
+      if (checks[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  int find_output(const std::string& name) const {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  std::string input_names() const {
+    std::string names;
+    for (const InputCheck& check : checks) {
+      if (check.required || check.state >= 0) names += (names.empty() ? "'" : ", '") + check.name + "'";
+    }
+    return names;
+  }
+};
+
+namespace {
+
+TensorInfo info_of(const Value& value) {
+  TensorInfo info;
+  info.name = value.name();
+  info.type = static_cast<ElementType>(static_cast<int32_t>(value.type.dtype));
+  if (value.type.shape) {
+    for (const Dim& dim : *value.type.shape) info.dims.push_back(dim.to_string());
+  }
+  return info;
+}
+
+Tensor fixed_input_tensor(const Value& input, const std::vector<int64_t>& values) {
+  if (input.type.dtype == DType::kString || dtype_size(input.type.dtype) == 0) {
+    raise_invalid_input(cat("fixed input '", input.name(), "' has element type ",
+                            dtype_onnx_name(input.type.dtype), ", which cannot be fixed"));
+  }
+  const bool scalar = input.type.rank() == 0;
+  if (scalar && values.size() != 1) {
+    raise_invalid_input(cat("fixed input '", input.name(), "' is a scalar, got ", values.size(),
+                            " values"));
+  }
+  Tensor tensor(input.type.dtype, scalar ? std::vector<int64_t>{}
+                                         : std::vector<int64_t>{static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) tensor.set_double(static_cast<int64_t>(i), static_cast<double>(values[i]));
+  return tensor;
+}
+
+std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options) {
+  if (options.threads < 1) {
+    raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
+  }
+  if (!options.quantization_config.empty()) {
+    raise_unsupported("ModelOptions::quantization_config: quantization is not available yet");
+  }
+  auto impl = std::make_unique<CompiledModel::Impl>();
+  ProgramOptions program_options;
+  program_options.cache_dir = options.cache_dir;
+  program_options.target = options.target;
+  program_options.reference_only = options.reference;
+  program_options.specialization.fixed_dims = options.fixed_dims;
+  for (const auto& [name, values] : options.fixed_inputs) {
+    const Value* input = nullptr;
+    for (const Value* candidate : model->graph->inputs()) {
+      if (candidate->name() == name) input = candidate;
+    }
+    if (!input) {
+      raise_invalid_input(cat("fixed input '", name, "' is not an input of the model"));
+    }
+    program_options.specialization.fixed_inputs[name] = fixed_input_tensor(*input, values);
+  }
+  if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
+  impl->program = compile_model(std::move(model), program_options);
+  impl->threads = options.threads;
+
+  // The plan: kAuto pipelines chains of recurrent layers when there are threads to overlap them.
+  Plan plan = options.plan;
+  if (plan == Plan::kAuto) {
+    if (options.threads == 1) {
+      plan = Plan::kSequential;
+    } else {
+      Executor probe(*impl->program, RunPlan::kPipeline, options.threads);
+      plan = probe.chains().empty() ? Plan::kParallel : Plan::kPipeline;
+    }
+  }
+  impl->plan = plan;
+  const RunPlan run_plan = plan == Plan::kPipeline   ? RunPlan::kPipeline
+                           : plan == Plan::kParallel ? RunPlan::kParallel
+                                                              : RunPlan::kSequential;
+  impl->executor = std::make_unique<Executor>(*impl->program, run_plan, options.threads);
+
+  // Input checks and the public descriptions.
+  const Graph& graph = *impl->program->model().graph;
+  for (const Value* input : graph.inputs()) {
+    CompiledModel::Impl::InputCheck check;
+    check.name = input->name();
+    check.dtype = input->type.dtype;
+    check.type_text = input->type.to_string();
+    check.required = !input->is_constant();
+    if (input->type.shape) {
+      check.rank = input->type.rank();
+      for (const Dim& dim : *input->type.shape) {
+        check.known.push_back(dim.is_known() ? dim.value() : -1);
+        int symbol = -1;
+        std::vector<std::string> names = dim.symbols();
+        if (names.size() == 1 && dim == Dim::symbol(names[0])) {
+          auto it = std::find(impl->symbols.begin(), impl->symbols.end(), names[0]);
+          symbol = static_cast<int>(it - impl->symbols.begin());
+          if (it == impl->symbols.end()) impl->symbols.push_back(names[0]);
+        }
+        check.symbol.push_back(symbol);
+      }
+    }
+    impl->checks.push_back(std::move(check));
+    if (!input->is_constant()) impl->inputs.push_back(info_of(*input));
+  }
+  for (const Value* output : graph.outputs()) impl->outputs.push_back(info_of(*output));
+  return impl;
+}
+
+}  // namespace
+
+CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompiledModel::~CompiledModel() = default;
+
+std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path, const ModelOptions& options) {
+  return std::shared_ptr<const CompiledModel>(new CompiledModel(compile(import_onnx_file(path), options)));
+}
+
+std::shared_ptr<const CompiledModel> CompiledModel::load_bytes(const void* data, size_t size,
+                                               const ModelOptions& options) {
+  return std::shared_ptr<const CompiledModel>(new CompiledModel(compile(import_onnx_bytes(data, size), options)));
+}
+
+const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& CompiledModel::outputs() const { return impl_->outputs; }
+const std::vector<std::pair<std::string, std::string>>& CompiledModel::recurrent_state() const {
+  return impl_->state;
+}
+Plan CompiledModel::plan() const { return impl_->plan; }
+int CompiledModel::threads() const { return impl_->threads; }
+
+std::string CompiledModel::describe() const {
+  std::string text = impl_->program->describe();
+  text += cat("execution plan: ", plan_name(impl_->plan), ", ", impl_->threads,
+              " thread(s)\n");
+  for (const std::vector<size_t>& chain : impl_->executor->chains()) {
+    text += "  pipelined chain: blocks";
+    for (size_t b : chain) text += cat(" ", b);
+    text += "\n";
+  }
+  for (const auto& [output, input] : impl_->state) {
+    text += cat("  recurrent state: ", output, " -> ", input, "\n");
+  }
+  return text;
+}
+
+// ---- Session ----------------------------------------------------------------------------------
+
+struct Session::Impl {
+  std::shared_ptr<const CompiledModel> model;
+  Executor::ContextPtr context;
+  std::vector<std::pair<int, int>> state;  // (output index, input index)
+  std::vector<Tensor> state_values;        // per pair; undefined: zeros at the next run
+  std::vector<NamedTensor> outputs;        // run()'s result views
+  std::vector<char> given;                 // per graph input, this run
+  std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
+  std::vector<std::string> bound_by;       // error messages only
+
+  const CompiledModel::Impl& m() const { return model->impl(); }
+  void check_and_bind(const std::vector<NamedTensor>& inputs);
+  void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape, const void* data,
+                 const char* what);
+  void carry_state();
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session CompiledModel::new_session(const std::vector<std::pair<std::string, std::string>>& state) const {
+  auto impl = std::make_unique<Session::Impl>();
+  impl->model = shared_from_this();
+  impl->context = impl_->executor->new_context();
+  std::vector<std::pair<std::string, std::string>> pairs = impl_->state;
+  pairs.insert(pairs.end(), state.begin(), state.end());
+  for (const auto& [output_name, input_name] : pairs) {
+    const int output = impl_->find_output(output_name);
+    const int input = impl_->find_input(input_name);
+    if (output < 0) {
+      raise_invalid_input(cat("state pair (", output_name, " -> ", input_name, "): '", output_name,
+                              "' is not an output of the model"));
+    }
+    if (input < 0) {
+      raise_invalid_input(cat("state pair (", output_name, " -> ", input_name, "): '", input_name,
+                              "' is not an input of the model (inputs: ", impl_->input_names(), ")"));
+    }
+    const CompiledModel::Impl::InputCheck& check = impl_->checks[static_cast<size_t>(input)];
+    const ElementType out_type = impl_->outputs[static_cast<size_t>(output)].type;
+    if (static_cast<int32_t>(out_type) != static_cast<int32_t>(check.dtype)) {
+      raise_invalid_input(cat("state pair (", output_name, " -> ", input_name, "): the output is ",
+                              element_type_name(out_type), ", the input ",
+                              dtype_onnx_name(check.dtype)));
+    }
+    for (const auto& [o, i] : impl->state) {
+      if (i == input) {
+        raise_invalid_input(cat("state pair (", output_name, " -> ", input_name, "): '",
+                                input_name, "' is already fed by another state output"));
+      }
+    }
+    impl->state.emplace_back(output, input);
+  }
+  impl->state_values.resize(impl->state.size());
+  for (const TensorInfo& info : impl_->outputs) impl->outputs.push_back({info.name, {info.type, {}, nullptr}});
+  impl->given.assign(impl_->checks.size(), 0);
+  impl->bound.assign(impl_->symbols.size(), -1);
+  impl->bound_by.resize(impl_->symbols.size());
+  return Session(std::move(impl));
+}
+
+const CompiledModel& Session::model() const { return *impl_->model; }
+
+void Session::Impl::check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
+                              const void* data, const char* what) {
+  const CompiledModel::Impl::InputCheck& check = m().checks[index];
+  const std::optional<DType> dtype = to_dtype(type);
+  if (!dtype || *dtype != check.dtype) {
+    raise_invalid_input(cat(what, " '", check.name, "' has element type ", element_type_name(type),
+                            ", expected ", dtype_onnx_name(check.dtype), " (", check.type_text, ")"));
+  }
+  if (check.rank >= 0 && static_cast<int64_t>(shape.size()) != check.rank) {
+    raise_invalid_input(cat(what, " '", check.name, "' has rank ", shape.size(), " (shape ",
+                            shape_text(shape), "), expected ", check.rank, " (", check.type_text, ")"));
+  }
+  int64_t count = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const int64_t size = shape[k];
+    if (size < 0) {
+      raise_invalid_input(cat(what, " '", check.name, "' has a negative dim ", k, " (shape ",
+                              shape_text(shape), ")"));
+    }
+    count *= size;
+    if (check.rank < 0) continue;
+    if (check.known[k] >= 0 && size != check.known[k]) {
+      raise_invalid_input(cat(what, " '", check.name, "': dim ", k, " is ", size, ", expected ",
+                              check.known[k], " (", check.type_text, ")"));
+    }
+    const int symbol = check.symbol[k];
+    if (symbol < 0) continue;
+    int64_t& value = bound[static_cast<size_t>(symbol)];
+    if (value < 0) {
+      value = size;
+      bound_by[static_cast<size_t>(symbol)].clear();  // set lazily, on a conflict
+    } else if (value != size) {
+      // Whoever bound it first: find it again for the message.
+      std::string first;
+      for (size_t i = 0; i < m().checks.size() && first.empty(); ++i) {
+        if (!given[i] || i == index) continue;
+        const auto& other = m().checks[i];
+        for (size_t j = 0; j < other.symbol.size(); ++j) {
+          if (other.symbol[j] == symbol) first = cat("input '", other.name, "' dim ", j);
+        }
+      }
+      raise_invalid_input(cat(what, " '", check.name, "': dim ", k, " ('",
+                              m().symbols[static_cast<size_t>(symbol)], "') is ", size, " but ",
+                              first.empty() ? std::string("another dim of it") : first, " set '",
+                              m().symbols[static_cast<size_t>(symbol)], "' = ", value));
+    }
+  }
+  if (count > 0 && !data) {
+    raise_invalid_input(cat(what, " '", check.name, "' has no data (null pointer)"));
+  }
+}
+
+void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
+  const CompiledModel::Impl& model_impl = m();
+  std::fill(given.begin(), given.end(), 0);
+  std::fill(bound.begin(), bound.end(), -1);
+  for (const NamedTensor& input : inputs) {
+    const int index = model_impl.find_input(input.name);
+    if (index < 0 || !model_impl.checks[static_cast<size_t>(index)].required) {
+      raise_invalid_input(cat("'", input.name, "' is not an input of the model (inputs: ",
+                              model_impl.input_names(), ")"));
+    }
+    if (given[static_cast<size_t>(index)]) {
+      raise_invalid_input(cat("input '", input.name, "' is given twice"));
+    }
+    given[static_cast<size_t>(index)] = 1;
+  }
+  for (const NamedTensor& input : inputs) {
+    const size_t index = static_cast<size_t>(model_impl.find_input(input.name));
+    check_one(index, input.tensor.type, input.tensor.shape, input.tensor.data, "input");
+  }
+  for (size_t i = 0; i < model_impl.checks.size(); ++i) {
+    const CompiledModel::Impl::InputCheck& check = model_impl.checks[i];
+    bool fed = false;
+    for (const auto& pair : state) fed = fed || pair.second == static_cast<int>(i);
+    if (check.required && !given[i] && !fed) {
+      raise_invalid_input(cat("input '", check.name, "' (", check.type_text, ") is missing"));
+    }
+  }
+  // State inputs the caller left out: the carried state, or zeros shaped by the other inputs.
+  for (size_t p = 0; p < state.size(); ++p) {
+    const size_t index = static_cast<size_t>(state[p].second);
+    if (given[index]) continue;
+    const CompiledModel::Impl::InputCheck& check = model_impl.checks[index];
+    Tensor& value = state_values[p];
+    if (!value.defined()) {
+      std::vector<int64_t> shape;
+      for (size_t k = 0; check.rank >= 0 && k < static_cast<size_t>(check.rank); ++k) {
+        int64_t size = check.known[k];
+        if (size < 0 && check.symbol[k] >= 0) size = bound[static_cast<size_t>(check.symbol[k])];
+        if (size < 0) {
+          raise_invalid_input(cat("state input '", check.name, "' (", check.type_text,
+                                  "): dim ", k, " is not decided by the other inputs; pass '",
+                                  check.name, "' explicitly on the first run"));
+        }
+        shape.push_back(size);
+      }
+      if (check.rank < 0) {
+        raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
+                                "explicitly on the first run"));
+      }
+      value = Tensor(check.dtype, shape);
+    }
+    given[index] = 1;
+    check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())), value.shape(),
+              value.raw_data(), "carried state");
+  }
+  // Everything checked: bind.
+  const Executor& executor = *model_impl.executor;
+  for (const NamedTensor& input : inputs) {
+    const size_t index = static_cast<size_t>(model_impl.find_input(input.name));
+    executor.bind_input(*context, index, static_cast<DType>(input.tensor.type),
+                        input.tensor.shape.data(), input.tensor.shape.size(), input.tensor.data);
+  }
+  for (size_t p = 0; p < state.size(); ++p) {
+    const size_t index = static_cast<size_t>(state[p].second);
+    bool explicit_input = false;
+    for (const NamedTensor& input : inputs) explicit_input = explicit_input || input.name == model_impl.checks[index].name;
+    if (explicit_input) continue;
+    const Tensor& value = state_values[p];
+    executor.bind_input(*context, index, value.dtype(), value.shape().data(), value.shape().size(),
+                        value.raw_data());
+  }
+}
+
+void Session::Impl::carry_state() {
+  const Executor& executor = *m().executor;
+  for (size_t p = 0; p < state.size(); ++p) {
+    const Tensor& output = executor.output(*context, static_cast<size_t>(state[p].first));
+    Tensor& value = state_values[p];
+    Tensor::recycle(value, output.dtype(), output.shape().data(), output.shape().size());
+    if (output.nbytes() > 0) std::memcpy(value.raw_data(), output.raw_data(), output.nbytes());
+  }
+}
+
+const std::vector<NamedTensor>& Session::run(const std::vector<NamedTensor>& inputs) {
+  Impl& s = *impl_;
+  s.check_and_bind(inputs);
+  const Executor& executor = *s.m().executor;
+  executor.run(*s.context);
+  s.carry_state();
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const Tensor& tensor = executor.output(*s.context, i);
+    TensorRef& out = s.outputs[i].tensor;
+    out.type = static_cast<ElementType>(static_cast<int32_t>(tensor.dtype()));
+    out.shape.assign(tensor.shape().begin(), tensor.shape().end());
+    out.data = const_cast<void*>(tensor.raw_data());
+  }
+  return s.outputs;
+}
+
+void Session::run_into(const std::vector<NamedTensor>& inputs,
+                       const std::vector<NamedTensor>& outputs) {
+  Impl& s = *impl_;
+  const CompiledModel::Impl& model_impl = s.m();
+  const Executor& executor = *model_impl.executor;
+  for (size_t n = 0; n < outputs.size(); ++n) {
+    const NamedTensor& out = outputs[n];
+    const int index = model_impl.find_output(out.name);
+    if (index < 0) {
+      std::string names;
+      for (const TensorInfo& info : model_impl.outputs) names += (names.empty() ? "'" : ", '") + info.name + "'";
+      raise_invalid_input(cat("'", out.name, "' is not an output of the model (outputs: ", names, ")"));
+    }
+    for (size_t e = 0; e < n; ++e) {
+      if (outputs[e].name == out.name) raise_invalid_input(cat("output '", out.name, "' is given twice"));
+    }
+    const TensorInfo& info = model_impl.outputs[static_cast<size_t>(index)];
+    if (out.tensor.type != info.type) {
+      raise_invalid_input(cat("output '", out.name, "' buffer has element type ",
+                              element_type_name(out.tensor.type), ", the model produces ",
+                              element_type_name(info.type), " (", info.to_string(), ")"));
+    }
+    if (out.tensor.element_count() > 0 && !out.tensor.data) {
+      raise_invalid_input(cat("output '", out.name, "' buffer has no data (null pointer)"));
+    }
+  }
+  s.check_and_bind(inputs);
+  for (const NamedTensor& out : outputs) {
+    const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
+    executor.bind_output(*s.context, index, static_cast<DType>(out.tensor.type),
+                         out.tensor.shape.data(), out.tensor.shape.size(), out.tensor.data);
+  }
+  executor.run(*s.context);
+  s.carry_state();
+  for (const NamedTensor& out : outputs) {
+    const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
+    const Tensor& tensor = executor.output(*s.context, index);
+    if (tensor.raw_data() == out.tensor.data) continue;  // written in place
+    if (tensor.shape() != out.tensor.shape) {
+      raise_invalid_input(cat("output '", out.name, "' has shape ", shape_text(tensor.shape()),
+                              " at this run, but the buffer given has shape ",
+                              shape_text(out.tensor.shape)));
+    }
+    if (tensor.nbytes() > 0) std::memcpy(out.tensor.data, tensor.raw_data(), tensor.nbytes());
+  }
+}
+
+void Session::reset() {
+  for (Tensor& value : impl_->state_values) value = Tensor();
+}
+
+Session Session::clone() const {
+  Session copy = impl_->model->new_session({});
+  // The same pairs (including ones given to new_session), each with a copy of the state.
+  copy.impl_->state = impl_->state;
+  copy.impl_->state_values.clear();
+  for (const Tensor& value : impl_->state_values) {
+    copy.impl_->state_values.push_back(value.defined() ? value.clone() : Tensor());
+  }
+  return copy;
+}
+
+std::vector<NamedTensor> Session::state() const {
+  std::vector<NamedTensor> result;
+  for (size_t p = 0; p < impl_->state.size(); ++p) {
+    const Tensor& value = impl_->state_values[p];
+    if (!value.defined()) continue;
+    const std::string& name = impl_->m().checks[static_cast<size_t>(impl_->state[p].second)].name;
+    result.push_back({name, {static_cast<ElementType>(static_cast<int32_t>(value.dtype())),
+                             value.shape(), const_cast<void*>(value.raw_data())}});
+  }
+  return result;
+}
+
+std::vector<CompiledModel::Output> CompiledModel::run(const std::vector<NamedTensor>& inputs) const {
+  Session session = new_session();
+  const std::vector<NamedTensor>& views = session.run(inputs);
+  std::vector<Output> outputs;
+  for (const NamedTensor& view : views) {
+    Output out;
+    out.name = view.name;
+    out.type = view.tensor.type;
+    out.shape = view.tensor.shape;
+    const size_t bytes = view.tensor.byte_size();
+    std::shared_ptr<uint8_t> storage(new uint8_t[std::max<size_t>(bytes, 1)],
+                                     std::default_delete<uint8_t[]>());
+    if (bytes > 0) std::memcpy(storage.get(), view.tensor.data, bytes);
+    out.storage = storage;
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+}  // namespace rnnc

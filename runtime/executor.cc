@@ -1,0 +1,310 @@
+#include "runtime/executor.h"
+
+#include <oneapi/tbb/flow_graph.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+namespace rnnc {
+
+namespace flow = oneapi::tbb::flow;
+
+const char* run_plan_name(RunPlan plan) {
+  switch (plan) {
+    case RunPlan::kSequential: return "sequential";
+    case RunPlan::kParallel: return "parallel";
+    case RunPlan::kPipeline: return "pipeline";
+  }
+  return "?";
+}
+
+namespace {
+
+// Time steps per pipeline message: a multiple of the projection GEMM's row tile (6 rows on both
+// x86 tables) keeps the chunked projections as cheap as one over the whole sequence, while a
+// 17-step sequence still gives three chunks to overlap. RNNC_PIPELINE_CHUNK overrides it.
+int64_t pipeline_chunk() {
+  if (const char* text = std::getenv("RNNC_PIPELINE_CHUNK")) {
+    const int64_t value = std::atoll(text);
+    if (value > 0) return value;
+  }
+  return 6;
+}
+
+}  // namespace
+
+class Executor::Context {
+ public:
+  std::vector<Tensor> slots;
+  std::vector<char> bound_now, bound_last;  // slot bound to a caller's output buffer
+  std::vector<BlockIO> io;                  // per block, kept for recycling
+  std::unique_ptr<Workspace[]> workspaces;  // per block
+
+  // Parallel plan: one continue_node per block.
+  flow::graph graph;
+  std::unique_ptr<flow::broadcast_node<flow::continue_msg>> start;
+  std::vector<std::unique_ptr<flow::continue_node<flow::continue_msg>>> block_nodes;
+  // Pipeline plan: per chain, one serial node per layer passing chunk indices.
+  struct Chain {
+    flow::graph graph;
+    std::vector<std::unique_ptr<flow::function_node<int64_t, int64_t>>> layers;
+    int64_t length = 0;  // the run's sequence length
+    int64_t chunk = 1;
+  };
+  std::vector<std::unique_ptr<Chain>> chains;
+
+  // The first error a block raised on a worker thread; later blocks of the run are skipped.
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+};
+
+Executor::Executor(const Program& program, RunPlan plan, int threads)
+    : program_(program), plan_(plan), threads_(std::max(1, threads)), arena_(std::max(1, threads)) {
+  const Graph& graph = *program.model().graph;
+  std::map<const Value*, size_t> slot_of;
+  std::map<const Value*, size_t> producer_of;
+  auto slot = [&](const Value* value) {
+    auto [it, inserted] = slot_of.emplace(value, num_slots_);
+    if (inserted) ++num_slots_;
+    return it->second;
+  };
+  for (const Value* input : graph.inputs()) input_slots_.push_back(slot(input));
+  const auto& blocks = program.blocks();
+  blocks_.resize(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (const Value* value : blocks[b]->inputs) {
+      blocks_[b].inputs.push_back(slot(value));
+      if (auto it = producer_of.find(value); it != producer_of.end()) {
+        auto& preds = blocks_[b].predecessors;
+        if (std::find(preds.begin(), preds.end(), it->second) == preds.end()) {
+          preds.push_back(it->second);
+        }
+      }
+    }
+    for (const Value* value : blocks[b]->outputs) {
+      blocks_[b].outputs.push_back(slot(value));
+      producer_of[value] = b;
+    }
+  }
+  for (const Value* output : graph.outputs()) output_slots_.push_back(slot(output));
+
+  // Chains: consecutive chunkable blocks, each reading its predecessor's sequence output (and
+  // nothing else of it).
+  chain_of_.assign(blocks.size(), -1);
+  if (plan_ == RunPlan::kPipeline) {
+    std::vector<size_t> chain;
+    auto close = [&] {
+      if (chain.size() >= 2) {
+        for (size_t b : chain) chain_of_[b] = static_cast<int>(chains_.size());
+        chains_.push_back(chain);
+      }
+      chain.clear();
+    };
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      const ExecutionBlock& block = *blocks[b];
+      if (!block.chunkable() || block.plan.sequence != AxisPlan::kPipeline) {
+        close();
+        continue;
+      }
+      bool continues = false;
+      if (!chain.empty()) {
+        const ExecutionBlock& previous = *blocks[chain.back()];
+        continues = block.sequence_input() && block.sequence_input() == previous.sequence_output();
+        for (const Value* value : block.inputs) {
+          const bool from_previous = std::find(previous.outputs.begin(), previous.outputs.end(),
+                                               value) != previous.outputs.end();
+          if (from_previous && value != previous.sequence_output()) continues = false;
+        }
+      }
+      if (!continues) close();
+      chain.push_back(b);
+    }
+    close();
+  }
+}
+
+Executor::~Executor() = default;
+
+void Executor::ContextDeleter::operator()(Context* context) const { delete context; }
+
+Executor::ContextPtr Executor::new_context() const {
+  // Flow graphs run their tasks in the arena they are constructed in: build them in ours.
+  ContextPtr context;
+  arena_.execute([&] { context = build_context(); });
+  return context;
+}
+
+Executor::ContextPtr Executor::build_context() const {
+  ContextPtr context(new Context());
+  Context& ctx = *context;
+  ctx.slots.resize(num_slots_);
+  ctx.bound_now.assign(num_slots_, 0);
+  ctx.bound_last.assign(num_slots_, 0);
+  const Graph& graph = *program_.model().graph;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* input = graph.inputs()[i];
+    if (input->is_constant()) ctx.slots[input_slots_[i]] = *input->constant();  // a default
+  }
+  const size_t count = program_.blocks().size();
+  ctx.io.resize(count);
+  ctx.workspaces.reset(new Workspace[count]);
+  for (size_t b = 0; b < count; ++b) {
+    ctx.io[b].inputs.resize(blocks_[b].inputs.size());
+    ctx.io[b].outputs.resize(blocks_[b].outputs.size());
+    ctx.io[b].workspace = &ctx.workspaces[b];
+  }
+  Context* raw = context.get();
+  if (plan_ == RunPlan::kParallel) {
+    ctx.start = std::make_unique<flow::broadcast_node<flow::continue_msg>>(ctx.graph);
+    for (size_t b = 0; b < count; ++b) {
+      ctx.block_nodes.push_back(std::make_unique<flow::continue_node<flow::continue_msg>>(
+          ctx.graph, [this, raw, b](const flow::continue_msg&) {
+            if (raw->failed.load()) return;
+            try {
+              run_block(*raw, b);
+            } catch (...) {
+              fail(*raw);
+            }
+          }));
+    }
+    for (size_t b = 0; b < count; ++b) {
+      if (blocks_[b].predecessors.empty()) flow::make_edge(*ctx.start, *ctx.block_nodes[b]);
+      for (size_t p : blocks_[b].predecessors) {
+        flow::make_edge(*ctx.block_nodes[p], *ctx.block_nodes[b]);
+      }
+    }
+  }
+  for (const std::vector<size_t>& chain : chains_) {
+    auto graph_chain = std::make_unique<Context::Chain>();
+    Context::Chain* c = graph_chain.get();
+    for (size_t b : chain) {
+      c->layers.push_back(std::make_unique<flow::function_node<int64_t, int64_t>>(
+          c->graph, flow::serial, [this, raw, c, b](int64_t chunk) {
+            if (raw->failed.load()) return chunk;
+            try {
+              const int64_t begin = chunk * c->chunk;
+              program_.blocks()[b]->run_chunk(raw->io[b], begin,
+                                              std::min(c->length, begin + c->chunk));
+            } catch (...) {
+              fail(*raw);
+            }
+            return chunk;
+          }));
+    }
+    for (size_t k = 0; k + 1 < c->layers.size(); ++k) {
+      flow::make_edge(*c->layers[k], *c->layers[k + 1]);
+    }
+    ctx.chains.push_back(std::move(graph_chain));
+  }
+  return context;
+}
+
+void Executor::bind_input(Context& context, size_t input, DType dtype, const int64_t* shape,
+                          size_t rank, const void* data) const {
+  context.slots[input_slots_[input]].rebind(dtype, shape, rank, const_cast<void*>(data));
+}
+
+void Executor::bind_output(Context& context, size_t output, DType dtype, const int64_t* shape,
+                           size_t rank, void* data) const {
+  const size_t slot = output_slots_[output];
+  context.slots[slot].rebind(dtype, shape, rank, data, /*writable=*/true);
+  context.bound_now[slot] = 1;
+}
+
+const Tensor& Executor::output(const Context& context, size_t output) const {
+  const Value* value = program_.model().graph->outputs()[output];
+  const Tensor& tensor = context.slots[output_slots_[output]];
+  if (!tensor.defined() && value->is_constant() && !value->is_graph_input()) {
+    return *value->constant();
+  }
+  return tensor;
+}
+
+void Executor::fail(Context& context) const {
+  std::lock_guard<std::mutex> lock(context.error_mutex);
+  if (!context.error) context.error = std::current_exception();
+  context.failed.store(true);
+}
+
+void Executor::run_block(Context& context, size_t b) const {
+  const ExecutionBlock& block = *program_.blocks()[b];
+  BlockIO& io = context.io[b];
+  const BlockSlots& slots = blocks_[b];
+  for (size_t k = 0; k < slots.inputs.size(); ++k) io.inputs[k] = &context.slots[slots.inputs[k]];
+  // Last run's outputs (or a caller's buffer) go back to the block for recycling.
+  io.outputs.resize(slots.outputs.size());
+  for (size_t j = 0; j < slots.outputs.size(); ++j) {
+    io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
+  }
+  block.run(io);
+  RNNC_CHECK(io.outputs.size() == slots.outputs.size(), "block '", block.kind(), "' produced ",
+             io.outputs.size(), " outputs, expected ", slots.outputs.size());
+  for (size_t j = 0; j < slots.outputs.size(); ++j) {
+    context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
+  }
+}
+
+void Executor::run_chain(Context& context, size_t index) const {
+  const std::vector<size_t>& chain = chains_[index];
+  Context::Chain& c = *context.chains[index];
+  // Every layer binds its outputs first (a layer's sequence output is the next one's input).
+  c.length = -1;
+  for (size_t b : chain) {
+    const ExecutionBlock& block = *program_.blocks()[b];
+    BlockIO& io = context.io[b];
+    const BlockSlots& slots = blocks_[b];
+    for (size_t k = 0; k < slots.inputs.size(); ++k) {
+      io.inputs[k] = &context.slots[slots.inputs[k]];
+    }
+    io.outputs.resize(slots.outputs.size());
+    for (size_t j = 0; j < slots.outputs.size(); ++j) {
+      io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
+    }
+    const int64_t length = block.begin_chunks(io);
+    RNNC_CHECK(c.length < 0 || length == c.length, "pipeline layers with sequence lengths ",
+               c.length, " and ", length);
+    c.length = length;
+    for (size_t j = 0; j < slots.outputs.size(); ++j) {
+      context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
+    }
+  }
+  c.chunk = pipeline_chunk();
+  const int64_t chunks = (c.length + c.chunk - 1) / c.chunk;
+  arena_.execute([&] {
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) c.layers.front()->try_put(chunk);
+    c.graph.wait_for_all();
+  });
+  if (context.failed.load()) return;
+  for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
+}
+
+void Executor::run(Context& context) const {
+  // A caller buffer bound at the previous run but not this one must not be written again.
+  for (size_t s = 0; s < num_slots_; ++s) {
+    if (context.bound_last[s] && !context.bound_now[s]) context.slots[s] = Tensor();
+  }
+  context.failed.store(false);
+  context.error = nullptr;
+  const size_t count = program_.blocks().size();
+  if (plan_ == RunPlan::kParallel) {
+    arena_.execute([&] {
+      context.start->try_put(flow::continue_msg());
+      context.graph.wait_for_all();
+    });
+  } else {
+    for (size_t b = 0; b < count && !context.failed.load(); ++b) {
+      if (chain_of_[b] < 0) {
+        run_block(context, b);
+      } else if (chains_[static_cast<size_t>(chain_of_[b])].front() == b) {
+        run_chain(context, static_cast<size_t>(chain_of_[b]));
+      }
+    }
+  }
+  context.bound_last.swap(context.bound_now);
+  std::fill(context.bound_now.begin(), context.bound_now.end(), 0);
+  if (context.error) std::rethrow_exception(context.error);
+}
+
+}  // namespace rnnc

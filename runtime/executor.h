@@ -1,0 +1,91 @@
+// The executor: runs a Program's execution blocks for one session, with one of three plans.
+//
+//   sequential  blocks in order on the calling thread;
+//   parallel    a oneTBB flow graph built once per session from the blocks' data dependencies:
+//               independent blocks run at once on the model's task arena;
+//   pipeline    blocks in order, except that each chain of recurrent layers (block k+1 reads
+//               block k's sequence output, all chunkable) runs as a flow graph of one serial node
+//               per layer, passing time-chunk indices: layer k+1 runs chunk c while layer k runs
+//               chunk c+1. Outputs are handed on by address (the chunk's rows), never copied.
+//
+// Memory: every value has a slot holding its tensor. A block's outputs from the previous run go
+// back to it for recycling (Tensor::recycle), and every block has its own Workspace, so once
+// shapes repeat a run allocates nothing on Halide and copy blocks. Graph inputs are bound in
+// place (Tensor::rebind), and a caller's output buffer is bound to its value's slot, so the
+// block producing it writes there directly.
+#pragma once
+
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lowering/program.h"
+
+namespace rnnc {
+
+enum class RunPlan { kSequential, kParallel, kPipeline };
+const char* run_plan_name(RunPlan plan);
+
+class Executor {
+ public:
+  Executor(const Program& program, RunPlan plan, int threads);
+  ~Executor();
+
+  // Per-session mutable state.
+  class Context;
+  struct ContextDeleter {
+    void operator()(Context* context) const;
+  };
+  using ContextPtr = std::unique_ptr<Context, ContextDeleter>;
+  ContextPtr new_context() const;
+
+  // Slot index of a graph input / output (by position in graph.inputs() / outputs()).
+  size_t input_slot(size_t input) const { return input_slots_[input]; }
+  size_t output_slot(size_t output) const { return output_slots_[output]; }
+
+  // Binds graph input `input` to caller memory for the next run (no copy).
+  void bind_input(Context& context, size_t input, DType dtype, const int64_t* shape, size_t rank,
+                  const void* data) const;
+  // Binds graph output `output` to a caller buffer: its producer writes into it when the shapes
+  // agree (else the run copies, or fails when they differ).
+  void bind_output(Context& context, size_t output, DType dtype, const int64_t* shape, size_t rank,
+                   void* data) const;
+  // Runs every block. Inputs must have been bound and checked (runtime/api.cc).
+  void run(Context& context) const;
+  // The tensor of graph output `output` after a run (a constant output is its constant).
+  const Tensor& output(const Context& context, size_t output) const;
+
+  RunPlan plan() const { return plan_; }
+  const Program& program() const { return program_; }
+  // Chains of block indices the pipeline plan overlaps (for describe()).
+  const std::vector<std::vector<size_t>>& chains() const { return chains_; }
+
+ private:
+  struct BlockSlots {
+    std::vector<size_t> inputs;
+    std::vector<size_t> outputs;
+    std::vector<size_t> predecessors;  // blocks producing what this one reads
+  };
+  ContextPtr build_context() const;
+  void run_block(Context& context, size_t block) const;
+  void run_chain(Context& context, size_t chain) const;
+  void fail(Context& context) const;
+
+  const Program& program_;
+  RunPlan plan_;
+  int threads_;
+  size_t num_slots_ = 0;
+  std::vector<size_t> input_slots_, output_slots_;
+  std::vector<BlockSlots> blocks_;
+  // Pipeline plan: chains of chunkable blocks, and each block's chain (-1: none).
+  std::vector<std::vector<size_t>> chains_;
+  std::vector<int> chain_of_;
+  mutable tbb::task_arena arena_;
+};
+
+}  // namespace rnnc

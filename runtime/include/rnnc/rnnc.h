@@ -1,0 +1,178 @@
+// rnnc public C++ API: load an ONNX recurrent model, compile it once, run it from many threads.
+//
+//   auto model = rnnc::CompiledModel::load("vad.onnx", options);     // compiled, immutable, shareable
+//   rnnc::Session session = model->new_session();            // one per stream / thread
+//   for (chunk : audio) {
+//     const auto& out = session.run({{"input", {rnnc::ElementType::kFloat32, {1, 512}, chunk}}});
+//     ...                                                     // state carried to the next chunk
+//   }
+//
+// Threading: a CompiledModel is immutable; any number of threads may create sessions from it and run
+// them at once. A Session is not thread-safe: one thread at a time (one per stream).
+// Memory: inputs are read in place from caller memory (no copies); outputs are written into
+// caller buffers (run_into) or into session memory the session reuses (run). After the first
+// runs at a given size, a run performs no heap allocation on the compiled path.
+// Errors: everything throws rnnc::Error (rnnc/error.h); a bad model or input never aborts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnnc/error.h"
+
+namespace rnnc {
+
+// Element types, numbered as ONNX's TensorProto.DataType.
+enum class ElementType : int32_t {
+  kFloat32 = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kFloat16 = 10,
+  kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kBFloat16 = 16,
+};
+size_t element_size(ElementType type);       // bytes per element
+const char* element_type_name(ElementType type);  // ONNX spelling: "float", "int64", ...
+
+// A dense row-major tensor in caller memory. rnnc reads inputs and writes outputs in place; the
+// memory must stay valid for the call and be aligned for the element type.
+struct TensorRef {
+  ElementType type = ElementType::kFloat32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+
+  int64_t element_count() const;
+  size_t byte_size() const { return static_cast<size_t>(element_count()) * element_size(type); }
+};
+
+struct NamedTensor {
+  std::string name;
+  TensorRef tensor;
+};
+
+// A graph input or output as the compiled model sees it: dims are numbers or symbolic names
+// ("batch", "sequence") that each run binds.
+struct TensorInfo {
+  std::string name;
+  ElementType type = ElementType::kFloat32;
+  std::vector<std::string> dims;  // "128", "batch", "?" (unknown)
+  std::string to_string() const;  // "input: float[batch, sequence, 128]"
+};
+
+// How the executor schedules a run.
+enum class Plan {
+  kAuto,        // chosen at compile time: pipeline when the model has a chain of recurrent layers
+                // and threads > 1, else sequential
+  kSequential,  // blocks in order on the calling thread (debugging, threads = 1)
+  kParallel,    // a TBB flow graph: independent blocks at once, Halide's parallel loops on TBB
+  kPipeline,    // kParallel, and chains of recurrent layers overlap over time
+};
+const char* plan_name(Plan plan);
+Plan parse_plan(const std::string& name);  // kInvalidInput for unknown names
+
+struct ModelOptions {
+  int threads = 1;  // worker threads of the model's executor (its own TBB arena)
+  Plan plan = Plan::kAuto;
+  // Specialization before compiling: dims fixed by symbol ("batch" -> 1) and inputs fixed to
+  // constants (graph_opt folds everything they decide).
+  std::map<std::string, int64_t> fixed_dims;
+  std::map<std::string, std::vector<int64_t>> fixed_inputs;  // int64 inputs (e.g. "sr" -> {16000})
+  std::string cache_dir;    // compiled-kernel cache; "" = $RNNC_CACHE_DIR or ~/.cache/rnnc
+  std::string target;       // Halide target; "" = host (or $RNNC_TARGET), e.g. "x86-64-linux-avx2"
+  bool reference = false;   // run every block on the reference evaluator (debugging)
+  // Streaming: expose the state of recurrent nodes that start from zeros (no initial_h input)
+  // and end without a Y_h output, so a Session can carry it (see Session).
+  bool expose_recurrent_state = true;
+  std::string quantization_config;  // reserved for quant/ (must be empty for now)
+};
+
+class Session;
+
+class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
+ public:
+  static std::shared_ptr<const CompiledModel> load(const std::string& path, const ModelOptions& options = {});
+  static std::shared_ptr<const CompiledModel> load_bytes(const void* data, size_t size,
+                                                 const ModelOptions& options = {});
+  ~CompiledModel();
+
+  // The inputs a run takes (state inputs a session feeds itself are listed too) and the outputs
+  // it produces, in graph order.
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  // Streaming state: pairs (state output, state input): the output's value after a run is the
+  // input's value at the next run of a session. Recurrent states rnnc exposed come first
+  // (named "<node>.Y_h" -> "<node>.initial_h"); then pairs given to new_session.
+  const std::vector<std::pair<std::string, std::string>>& recurrent_state() const;
+  Plan plan() const;  // the plan runs use (kAuto resolved)
+  int threads() const;
+  // Blocks, their kinds, nodes, plans, costs and compile times (as `rnnc plan`).
+  std::string describe() const;
+
+  // A new session with zero state. `state` adds (output, input) pairs of the model's own state
+  // tensors (e.g. Silero's {"hn", "h"}, {"cn", "c"}) to the exposed recurrent state.
+  Session new_session(const std::vector<std::pair<std::string, std::string>>& state = {}) const;
+
+  // One stateless run with owned outputs (allocates; a service should use a Session).
+  struct Output {
+    std::string name;
+    ElementType type = ElementType::kFloat32;
+    std::vector<int64_t> shape;
+    std::shared_ptr<const void> storage;
+    const void* data() const { return storage.get(); }
+    template <typename T>
+    const T* as() const {
+      return static_cast<const T*>(storage.get());
+    }
+  };
+  std::vector<Output> run(const std::vector<NamedTensor>& inputs) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit CompiledModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A stream of runs over one model, carrying recurrent state from one run to the next. Inputs
+// that are state inputs may be omitted (the session feeds the carried state: zeros at first);
+// passing one explicitly overrides the carried value for that run.
+class Session {
+ public:
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Outputs in session memory, valid until the next run or reset of this session.
+  const std::vector<NamedTensor>& run(const std::vector<NamedTensor>& inputs);
+  // Outputs written into caller buffers; every output name given must be a model output with the
+  // exact shape the run produces (outputs not named are computed but not returned).
+  void run_into(const std::vector<NamedTensor>& inputs, const std::vector<NamedTensor>& outputs);
+
+  void reset();            // zero state, as a new session
+  Session clone() const;   // an independent session with a copy of this one's state
+  // The carried state tensors (state input name -> value); empty before the first run.
+  std::vector<NamedTensor> state() const;
+  const CompiledModel& model() const;
+
+  struct Impl;
+
+ private:
+  friend class CompiledModel;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rnnc

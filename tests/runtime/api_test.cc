@@ -1,0 +1,279 @@
+// The public API (rnnc/rnnc.h): round trips against the reference evaluator, every run-time error
+// by its message, streaming in chunks against one whole run, and the three execution plans.
+//
+// Tolerance against the reference evaluator: rtol 1e-4, atol 1e-5 (float32 dot products summed in
+// a blocked order against the reference's double accumulation; see tests/unit/program_test.cc).
+// Between plans and between streamed and whole runs the same kernels do the same arithmetic in
+// the same order per element, so those comparisons are bitwise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "ir/onnx_import.h"
+#include "ir/reference/evaluator.h"
+#include "tests/runtime/test_models.h"
+#include "tests/support/compare.h"
+
+namespace rnnc {
+namespace {
+
+using testing::load_stack;
+using testing::random_vector;
+
+constexpr int64_t kHidden = 32, kInput = 24;
+
+NamedTensor input_x(std::vector<float>& data, int64_t seq, int64_t batch) {
+  return {"x", {ElementType::kFloat32, {seq, batch, kInput}, data.data()}};
+}
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RuntimeApi, DescribesInputsOutputsAndExposedState) {
+  auto model = load_stack("LSTM", 2, kHidden, kInput);
+  ASSERT_EQ(model->inputs().size(), 5u);  // x and the two layers' h and c
+  EXPECT_EQ(model->inputs()[0].to_string(), "x: float[seq, batch, 24]");
+  EXPECT_EQ(model->outputs()[0].to_string(), "y: float[seq, batch, 32]");
+  ASSERT_EQ(model->recurrent_state().size(), 4u);
+  EXPECT_EQ(model->recurrent_state()[0].first, "l0.rnn.Y_h");
+  EXPECT_EQ(model->recurrent_state()[0].second, "l0.rnn.initial_h");
+  EXPECT_EQ(model->plan(), Plan::kSequential);
+  EXPECT_NE(model->describe().find("halide lstm"), std::string::npos) << model->describe();
+}
+
+TEST(RuntimeApi, FirstRunMatchesReferenceEvaluator) {
+  const std::string bytes = testing::stacked_recurrent_onnx("LSTM", 2, kHidden, kInput);
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(),
+                                         {.cache_dir = RNNC_MODELS_DIR "/../kernel_cache"});
+  std::vector<float> x = random_vector(9 * 2 * kInput, 3);
+  Session session = model->new_session();
+  const auto& outputs = session.run({input_x(x, 9, 2)});
+  ASSERT_EQ(outputs[0].name, "y");
+  EXPECT_EQ(outputs[0].tensor.shape, (std::vector<int64_t>{9, 2, kHidden}));
+
+  auto imported = import_onnx_bytes(bytes.data(), bytes.size());
+  Tensor x_tensor = Tensor::borrow(DType::kFloat32, {9, 2, kInput}, x.data());
+  Tensor expected = evaluate(*imported->graph, {{"x", x_tensor}})[0];
+  Tensor actual = Tensor::borrow(DType::kFloat32, outputs[0].tensor.shape, outputs[0].tensor.data);
+  auto result = rnnc::testing::compare_tensors(actual, expected, {1e-4, 1e-5});
+  EXPECT_TRUE(result.ok) << result.message;
+}
+
+// Runs x [seq, 1, input] whole and in chunks through new sessions; y must agree bitwise.
+void expect_streaming_matches_whole(const std::string& op, const std::vector<int64_t>& chunks) {
+  auto model = load_stack(op, 2, kHidden, kInput);
+  int64_t seq = 0;
+  for (int64_t c : chunks) seq += c;
+  std::vector<float> x = random_vector(seq * kInput, 7);
+  Session whole = model->new_session();
+  const auto& whole_out = whole.run({input_x(x, seq, 1)});
+  std::vector<float> expected(static_cast<const float*>(whole_out[0].tensor.data),
+                              static_cast<const float*>(whole_out[0].tensor.data) + seq * kHidden);
+
+  Session stream = model->new_session();
+  std::vector<float> streamed;
+  int64_t offset = 0;
+  for (int64_t length : chunks) {
+    std::vector<float> part(x.begin() + offset * kInput, x.begin() + (offset + length) * kInput);
+    const auto& out = stream.run({input_x(part, length, 1)});
+    const float* y = static_cast<const float*>(out[0].tensor.data);
+    streamed.insert(streamed.end(), y, y + length * kHidden);
+    offset += length;
+  }
+  ASSERT_EQ(streamed.size(), expected.size());
+  EXPECT_EQ(std::memcmp(streamed.data(), expected.data(), expected.size() * sizeof(float)), 0)
+      << op << ": streamed outputs differ from the whole run";
+
+  // reset() starts over: the first chunk again gives the whole run's first rows.
+  stream.reset();
+  std::vector<float> first(x.begin(), x.begin() + chunks[0] * kInput);
+  const auto& again = stream.run({input_x(first, chunks[0], 1)});
+  EXPECT_EQ(std::memcmp(again[0].tensor.data, expected.data(), chunks[0] * kHidden * sizeof(float)),
+            0);
+}
+
+TEST(RuntimeApi, StreamingLstmInChunksEqualsOneRun) {
+  expect_streaming_matches_whole("LSTM", {5, 1, 8, 3});
+}
+
+TEST(RuntimeApi, StreamingGruInChunksEqualsOneRun) {
+  expect_streaming_matches_whole("GRU", {4, 4, 9});
+}
+
+TEST(RuntimeApi, CloneCarriesAnIndependentCopyOfTheState) {
+  auto model = load_stack("GRU", 1, kHidden, kInput);
+  std::vector<float> a = random_vector(6 * kInput, 1), b = random_vector(6 * kInput, 2);
+  Session original = model->new_session();
+  original.run({input_x(a, 6, 1)});
+  Session copy = original.clone();
+  const auto& from_original = original.run({input_x(b, 6, 1)});
+  std::vector<float> expected(static_cast<const float*>(from_original[0].tensor.data),
+                              static_cast<const float*>(from_original[0].tensor.data) + 6 * kHidden);
+  const auto& from_copy = copy.run({input_x(b, 6, 1)});
+  EXPECT_EQ(std::memcmp(from_copy[0].tensor.data, expected.data(), expected.size() * 4), 0);
+  ASSERT_EQ(copy.state().size(), 1u);
+  EXPECT_EQ(copy.state()[0].name, "l0.rnn.initial_h");
+}
+
+TEST(RuntimeApi, RunIntoWritesCallerBuffersInPlace) {
+  auto model = load_stack("LSTM", 2, kHidden, kInput);
+  std::vector<float> x = random_vector(5 * kInput, 4);
+  Session reference_session = model->new_session();
+  const auto& expected = reference_session.run({input_x(x, 5, 1)});
+  std::vector<float> y(5 * kHidden, -1.0f);
+  Session session = model->new_session();
+  session.run_into({input_x(x, 5, 1)}, {{"y", {ElementType::kFloat32, {5, 1, kHidden}, y.data()}}});
+  EXPECT_EQ(std::memcmp(y.data(), expected[0].tensor.data, y.size() * 4), 0);
+
+  std::vector<float> small(4 * kHidden);
+  EXPECT_EQ(error_of([&] {
+              session.run_into({input_x(x, 5, 1)},
+                               {{"y", {ElementType::kFloat32, {4, 1, kHidden}, small.data()}}});
+            }),
+            "output 'y' has shape [5, 1, 32] at this run, but the buffer given has shape [4, 1, 32]");
+}
+
+TEST(RuntimeApi, PlansGiveIdenticalResults) {
+  std::vector<float> x = random_vector(23 * 3 * kInput, 5);
+  std::vector<std::vector<float>> results;
+  for (Plan plan : {Plan::kSequential, Plan::kParallel, Plan::kPipeline}) {
+    ModelOptions options;
+    options.plan = plan;
+    options.threads = 2;
+    auto model = load_stack("LSTM", 4, kHidden, kInput, options);
+    EXPECT_EQ(model->plan(), plan);
+    if (plan == Plan::kPipeline) {
+      EXPECT_NE(model->describe().find("pipelined chain: blocks 0 1 2 3"), std::string::npos)
+          << model->describe();
+    }
+    Session session = model->new_session();
+    // The second run recycles every buffer and starts from the first one's carried state.
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      const auto& out = session.run({input_x(x, 23, 3)});
+      const float* y = static_cast<const float*>(out[0].tensor.data);
+      results.emplace_back(y, y + 23 * 3 * kHidden);
+    }
+  }
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_NE(std::memcmp(results[1].data(), results[0].data(), results[0].size() * 4), 0)
+      << "the second run should start from the first run's state";
+  for (size_t i = 2; i < results.size(); ++i) {
+    EXPECT_EQ(std::memcmp(results[i].data(), results[i % 2].data(), results[0].size() * 4), 0)
+        << "plan " << i / 2 << " run " << i % 2;
+  }
+}
+
+TEST(RuntimeApi, AutoPlanPipelinesStacksWhenThreaded) {
+  ModelOptions options;
+  options.threads = 2;
+  EXPECT_EQ(load_stack("LSTM", 3, kHidden, kInput, options)->plan(), Plan::kPipeline);
+  options.threads = 1;
+  EXPECT_EQ(load_stack("LSTM", 3, kHidden, kInput, options)->plan(), Plan::kSequential);
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+
+TEST(RuntimeApiErrors, NamesTheInputAndWhatWasExpected) {
+  auto model = load_stack("LSTM", 1, kHidden, kInput);
+  Session session = model->new_session();
+  std::vector<float> x = random_vector(4 * 2 * kInput, 1);
+  std::vector<int32_t> ints(4 * 2 * kInput);
+
+  EXPECT_EQ(error_of([&] { session.run({{"X", {ElementType::kFloat32, {4, 2, kInput}, x.data()}}}); }),
+            "'X' is not an input of the model (inputs: 'x', 'l0.rnn.initial_h', "
+            "'l0.rnn.initial_c')");
+  EXPECT_EQ(error_of([&] { session.run({}); }), "input 'x' (f32[seq, batch, 24]) is missing");
+  EXPECT_EQ(error_of([&] { session.run({{"x", {ElementType::kInt32, {4, 2, kInput}, ints.data()}}}); }),
+            "input 'x' has element type int32, expected float (f32[seq, batch, 24])");
+  EXPECT_EQ(error_of([&] { session.run({{"x", {ElementType::kFloat32, {8, kInput}, x.data()}}}); }),
+            "input 'x' has rank 2 (shape [8, 24]), expected 3 (f32[seq, batch, 24])");
+  EXPECT_EQ(error_of([&] { session.run({{"x", {ElementType::kFloat32, {4, 2, 12}, x.data()}}}); }),
+            "input 'x': dim 2 is 12, expected 24 (f32[seq, batch, 24])");
+  EXPECT_EQ(error_of([&] { session.run({{"x", {ElementType::kFloat32, {4, 2, kInput}, nullptr}}}); }),
+            "input 'x' has no data (null pointer)");
+  EXPECT_EQ(error_of([&] {
+              session.run({input_x(x, 4, 2), input_x(x, 4, 2)});
+            }),
+            "input 'x' is given twice");
+  // A state input given explicitly must agree with the symbols the other inputs bound.
+  std::vector<float> h(3 * kHidden);
+  EXPECT_EQ(error_of([&] {
+              session.run({input_x(x, 4, 2),
+                           {"l0.rnn.initial_h", {ElementType::kFloat32, {1, 3, kHidden}, h.data()}}});
+            }),
+            "input 'l0.rnn.initial_h': dim 1 ('batch') is 3 but input 'x' dim 1 set 'batch' = 2");
+  // Carried state from a batch-2 run does not fit a batch-1 run.
+  session.run({input_x(x, 4, 2)});
+  EXPECT_EQ(error_of([&] { session.run({input_x(x, 8, 1)}); }),
+            "carried state 'l0.rnn.initial_h': dim 1 ('batch') is 2 but input 'x' dim 1 set "
+            "'batch' = 1");
+  session.reset();
+  EXPECT_EQ(error_of([&] { session.run({input_x(x, 8, 1)}); }), "(no error)");
+}
+
+TEST(RuntimeApiErrors, BadOptionsModelsAndStatePairs) {
+  ModelOptions options;
+  options.threads = 0;
+  EXPECT_EQ(error_of([&] { load_stack("LSTM", 1, kHidden, kInput, options); }),
+            "ModelOptions::threads = 0, must be >= 1");
+  EXPECT_EQ(error_of([] { parse_plan("fastest"); }),
+            "unknown execution plan 'fastest' (expected auto, sequential, parallel or pipeline)");
+  const std::string garbage = "this is not an ONNX model";
+  try {
+    CompiledModel::load_bytes(garbage.data(), garbage.size());
+    ADD_FAILURE() << "garbage loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel) << e.what();
+  }
+  EXPECT_EQ(error_of([] { CompiledModel::load("/nonexistent/model.onnx"); }).find("/nonexistent/model.onnx") !=
+                std::string::npos,
+            true);
+  auto model = load_stack("GRU", 1, kHidden, kInput);
+  EXPECT_EQ(error_of([&] { model->new_session({{"nope", "x"}}); }),
+            "state pair (nope -> x): 'nope' is not an output of the model");
+  EXPECT_EQ(error_of([&] { model->new_session({{"y", "l0.rnn.initial_h"}}); }),
+            "state pair (y -> l0.rnn.initial_h): 'l0.rnn.initial_h' is already fed by another "
+            "state output");
+}
+
+// ---- Silero: the model's own state mapped by the caller ---------------------------------------
+
+TEST(RuntimeApi, SileroStreamsWithItsOwnStateMapped) {
+  const std::string path = RNNC_MODELS_DIR "/silero_vad_16k_op15.onnx";
+  ASSERT_TRUE(std::filesystem::exists(path)) << "run models/fetch_silero.sh " RNNC_MODELS_DIR;
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  options.fixed_inputs["sr"] = {16000};
+  auto model = CompiledModel::load(path, options);
+  EXPECT_TRUE(model->recurrent_state().empty()) << "Silero carries its own state";
+  Session session = model->new_session({{"stateN", "state"}});
+  auto original = import_onnx_file(path);
+  Tensor state(DType::kFloat32, {2, 1, 128});
+  for (int c = 0; c < 6; ++c) {
+    std::vector<float> samples(512);
+    for (int i = 0; i < 512; ++i) {
+      const double t = (c * 512 + i) / 16000.0;
+      samples[i] = static_cast<float>((0.5 + 0.5 * std::sin(2 * M_PI * 3 * t)) *
+                                      (0.3 * std::sin(2 * M_PI * 220 * t)));
+    }
+    const auto& out = session.run({{"input", {ElementType::kFloat32, {1, 512}, samples.data()}}});
+    Tensor input = Tensor::borrow(DType::kFloat32, {1, 512}, samples.data());
+    std::vector<Tensor> expected = evaluate(
+        *original->graph, {{"input", input}, {"state", state}, {"sr", Tensor::scalar<int64_t>(16000)}});
+    Tensor probability = Tensor::borrow(DType::kFloat32, out[0].tensor.shape, out[0].tensor.data);
+    auto result = rnnc::testing::compare_tensors(probability, expected[0], {1e-4, 1e-5});
+    EXPECT_TRUE(result.ok) << "chunk " << c << ": " << result.message;
+    state = expected[1];
+  }
+}
+
+}  // namespace
+}  // namespace rnnc
