@@ -71,6 +71,15 @@ extern "C" void rnnc_halide_error_handler(void*, const char* message) {
   g_halide_error = message ? message : "";
 }
 
+// Until a runtime installs its own (runtime/halide_tbb.h), parallel loops run in order on the
+// calling thread: Halide's own thread pool never starts in an rnnc process.
+int serial_do_par_for(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
+  for (int i = min; i < min + size; ++i) {
+    if (int code = task(user_context, i, closure)) return code;
+  }
+  return 0;
+}
+
 std::shared_ptr<void> open_library(const std::string& path, int flags) {
   void* handle = ::dlopen(path.c_str(), flags);
   if (!handle) raise(ErrorKind::kIo, cat("cannot load compiled kernel '", path, "': ", ::dlerror()));
@@ -145,6 +154,19 @@ void HalideCache::load_runtime() {
       ::dlsym(runtime_.get(), "halide_set_error_handler"));
   if (!set_handler) raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
   set_handler(rnnc_halide_error_handler);
+  set_do_par_for_locked(reinterpret_cast<void*>(&serial_do_par_for));
+}
+
+void HalideCache::set_do_par_for_locked(void* do_par_for) {
+  using DoParFor = void* (*)(void*);
+  auto set = reinterpret_cast<DoParFor>(::dlsym(runtime_.get(), "halide_set_custom_do_par_for"));
+  if (!set) raise(ErrorKind::kIo, "the Halide runtime lacks halide_set_custom_do_par_for");
+  set(do_par_for);
+}
+
+void HalideCache::set_do_par_for(void* do_par_for) {
+  std::call_once(runtime_once_, [this] { load_runtime(); });
+  set_do_par_for_locked(do_par_for);
 }
 
 CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {

@@ -61,8 +61,14 @@ class HalideCache {
                                        const Halide::Target& target)>;
   CompiledPipeline get(const std::string& key, const CompileFn& compile);
 
+  // Routes the parallel loops of every kernel this cache's Halide runtime runs through
+  // `do_par_for` (a halide_do_par_for_t; the runtime sets it to oneTBB's parallel_for so Halide
+  // never starts a thread pool of its own). Process-wide: the runtime is one shared object.
+  void set_do_par_for(void* do_par_for);
+
  private:
   void load_runtime();
+  void set_do_par_for_locked(void* do_par_for);
 
   std::string dir_;
   std::shared_ptr<Halide::Target> target_;

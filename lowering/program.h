@@ -36,6 +36,8 @@ class Program {
 
   // `rnnc plan`: one line per block with its kind, nodes, plan per axis, cost, compile time.
   std::string describe() const;
+  // The kernel cache the blocks were compiled through (nullptr for a reference-only program).
+  HalideCache* kernel_cache() const { return cache_.get(); }
 
  private:
   friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const ProgramOptions&);

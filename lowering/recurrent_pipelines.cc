@@ -255,7 +255,7 @@ void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& e
 }  // namespace
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v1 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v2 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key());
 }
 
@@ -290,7 +290,11 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
       .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
       .vectorize(ni, v)
       .unroll(ni)
-      .unroll(mi);
+      .unroll(mi)
+      // The outermost loop over row tiles (column panels) has independent iterations: a parallel
+      // loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one thread for a
+      // single-threaded model. Same arithmetic per element either way.
+      .parallel(schedule.gemm_columns_outer ? no : mo);
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
 

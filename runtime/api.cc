@@ -12,6 +12,8 @@
 #include "lowering/program.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
+#include "runtime/halide_tbb.h"
+#include "lowering/halide_cache.h"
 
 namespace rnnc {
 
@@ -172,6 +174,7 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   }
   if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
   impl->program = compile_model(std::move(model), program_options);
+  if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;
 
   // The plan: kAuto pipelines chains of recurrent layers when there are threads to overlap them.

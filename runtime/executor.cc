@@ -272,10 +272,8 @@ void Executor::run_chain(Context& context, size_t index) const {
   }
   c.chunk = pipeline_chunk();
   const int64_t chunks = (c.length + c.chunk - 1) / c.chunk;
-  arena_.execute([&] {
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) c.layers.front()->try_put(chunk);
-    c.graph.wait_for_all();
-  });
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) c.layers.front()->try_put(chunk);
+  c.graph.wait_for_all();
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
 }
@@ -288,20 +286,26 @@ void Executor::run(Context& context) const {
   context.failed.store(false);
   context.error = nullptr;
   const size_t count = program_.blocks().size();
-  if (plan_ == RunPlan::kParallel) {
-    arena_.execute([&] {
+  // Inside the model's arena even when sequential: Halide's parallel loops (halide_tbb.h) then
+  // use at most the model's threads.
+  arena_.execute([&] {
+    if (plan_ == RunPlan::kParallel) {
       context.start->try_put(flow::continue_msg());
       context.graph.wait_for_all();
-    });
-  } else {
+      return;
+    }
     for (size_t b = 0; b < count && !context.failed.load(); ++b) {
-      if (chain_of_[b] < 0) {
-        run_block(context, b);
-      } else if (chains_[static_cast<size_t>(chain_of_[b])].front() == b) {
-        run_chain(context, static_cast<size_t>(chain_of_[b]));
+      try {
+        if (chain_of_[b] < 0) {
+          run_block(context, b);
+        } else if (chains_[static_cast<size_t>(chain_of_[b])].front() == b) {
+          run_chain(context, static_cast<size_t>(chain_of_[b]));
+        }
+      } catch (...) {
+        fail(context);
       }
     }
-  }
+  });
   context.bound_last.swap(context.bound_now);
   std::fill(context.bound_now.begin(), context.bound_now.end(), 0);
   if (context.error) std::rethrow_exception(context.error);

@@ -13,6 +13,7 @@
 
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
+#include "runtime/halide_tbb.h"
 #include "tests/runtime/test_models.h"
 #include "tests/support/compare.h"
 
@@ -169,6 +170,19 @@ TEST(RuntimeApi, PlansGiveIdenticalResults) {
     EXPECT_EQ(std::memcmp(results[i].data(), results[i % 2].data(), results[0].size() * 4), 0)
         << "plan " << i / 2 << " run " << i % 2;
   }
+}
+
+TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
+  // The input projection's row tiles are a Halide parallel loop: each run routes it through the
+  // runtime's oneTBB do_par_for, never Halide's own thread pool.
+  ModelOptions options;
+  options.threads = 2;
+  auto model = load_stack("LSTM", 2, kHidden, kInput, options);
+  Session session = model->new_session();
+  std::vector<float> x = random_vector(30 * kInput, 9);
+  const int64_t before = tbb_parallel_loops_run();
+  session.run({input_x(x, 30, 1)});
+  EXPECT_GE(tbb_parallel_loops_run() - before, 2) << "one loop per layer's projection";
 }
 
 TEST(RuntimeApi, AutoPlanPipelinesStacksWhenThreaded) {
