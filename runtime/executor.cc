@@ -1,10 +1,12 @@
 #include "runtime/executor.h"
 
 #include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 namespace rnnc {
 
@@ -45,14 +47,12 @@ class Executor::Context {
   flow::graph graph;
   std::unique_ptr<flow::broadcast_node<flow::continue_msg>> start;
   std::vector<std::unique_ptr<flow::continue_node<flow::continue_msg>>> block_nodes;
-  // Pipeline plan: per chain, one serial node per layer passing chunk indices.
+  // Pipeline plan: per chain, each layer's progress (chunks done), released by the layer's
+  // thread and acquired by the next layer's.
   struct Chain {
-    flow::graph graph;
-    std::vector<std::unique_ptr<flow::function_node<int64_t, int64_t>>> layers;
-    int64_t length = 0;  // the run's sequence length
-    int64_t chunk = 1;
+    std::unique_ptr<std::atomic<int64_t>[]> progress;
   };
-  std::vector<std::unique_ptr<Chain>> chains;
+  std::vector<Chain> chains;
 
   // The first error a block raised on a worker thread; later blocks of the run are skipped.
   std::atomic<bool> failed{false};
@@ -177,26 +177,7 @@ Executor::ContextPtr Executor::build_context() const {
     }
   }
   for (const std::vector<size_t>& chain : chains_) {
-    auto graph_chain = std::make_unique<Context::Chain>();
-    Context::Chain* c = graph_chain.get();
-    for (size_t b : chain) {
-      c->layers.push_back(std::make_unique<flow::function_node<int64_t, int64_t>>(
-          c->graph, flow::serial, [this, raw, c, b](int64_t chunk) {
-            if (raw->failed.load()) return chunk;
-            try {
-              const int64_t begin = chunk * c->chunk;
-              program_.blocks()[b]->run_chunk(raw->io[b], begin,
-                                              std::min(c->length, begin + c->chunk));
-            } catch (...) {
-              fail(*raw);
-            }
-            return chunk;
-          }));
-    }
-    for (size_t k = 0; k + 1 < c->layers.size(); ++k) {
-      flow::make_edge(*c->layers[k], *c->layers[k + 1]);
-    }
-    ctx.chains.push_back(std::move(graph_chain));
+    ctx.chains.push_back({std::make_unique<std::atomic<int64_t>[]>(chain.size())});
   }
   return context;
 }
@@ -248,9 +229,9 @@ void Executor::run_block(Context& context, size_t b) const {
 
 void Executor::run_chain(Context& context, size_t index) const {
   const std::vector<size_t>& chain = chains_[index];
-  Context::Chain& c = *context.chains[index];
+  Context::Chain& c = context.chains[index];
   // Every layer binds its outputs first (a layer's sequence output is the next one's input).
-  c.length = -1;
+  int64_t length = -1;
   for (size_t b : chain) {
     const ExecutionBlock& block = *program_.blocks()[b];
     BlockIO& io = context.io[b];
@@ -262,18 +243,52 @@ void Executor::run_chain(Context& context, size_t index) const {
     for (size_t j = 0; j < slots.outputs.size(); ++j) {
       io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
     }
-    const int64_t length = block.begin_chunks(io);
-    RNNC_CHECK(c.length < 0 || length == c.length, "pipeline layers with sequence lengths ",
-               c.length, " and ", length);
-    c.length = length;
+    const int64_t layer_length = block.begin_chunks(io);
+    RNNC_CHECK(length < 0 || layer_length == length, "pipeline layers with sequence lengths ",
+               length, " and ", layer_length);
+    length = layer_length;
     for (size_t j = 0; j < slots.outputs.size(); ++j) {
       context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
     }
   }
-  c.chunk = pipeline_chunk();
-  const int64_t chunks = (c.length + c.chunk - 1) / c.chunk;
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) c.layers.front()->try_put(chunk);
-  c.graph.wait_for_all();
+  const int64_t chunk = pipeline_chunk();
+  const int64_t chunks = (length + chunk - 1) / chunk;
+  const size_t layers = chain.size();
+  for (size_t k = 0; k < layers; ++k) c.progress[k].store(0);
+
+  // Layers in contiguous groups, one group per thread; a group runs chunk by chunk through its
+  // layers, and its first layer waits until the previous group's last layer released the chunk
+  // (its rows of the sequence output are final). Only later groups ever wait, and the calling
+  // thread runs group 0, so the run finishes even when no worker thread joins.
+  const size_t groups = std::min<size_t>(static_cast<size_t>(threads_), layers);
+  auto run_group = [&](size_t group) {
+    const size_t first = group * layers / groups, last = (group + 1) * layers / groups;
+    for (int64_t index = 0; index < chunks; ++index) {
+      for (size_t k = first; k < last; ++k) {
+        if (k == first && k > 0) {
+          int spins = 0;
+          while (c.progress[k - 1].load(std::memory_order_acquire) <= index) {
+            if (context.failed.load(std::memory_order_relaxed)) return;
+            if (++spins > 64) std::this_thread::yield();
+          }
+        }
+        if (context.failed.load(std::memory_order_relaxed)) return;
+        try {
+          const int64_t begin = index * chunk;
+          program_.blocks()[chain[k]]->run_chunk(context.io[chain[k]], begin,
+                                                 std::min(length, begin + chunk));
+        } catch (...) {
+          fail(context);
+          return;
+        }
+        c.progress[k].store(index + 1, std::memory_order_release);
+      }
+    }
+  };
+  oneapi::tbb::task_group workers;
+  for (size_t group = 1; group < groups; ++group) workers.run([&, group] { run_group(group); });
+  run_group(0);
+  workers.wait();
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
 }

@@ -1,8 +1,8 @@
 // rnnc plan: how a model is compiled - its execution blocks, their nodes, plans and costs.
 #include <iostream>
 
-#include "ir/onnx_import.h"
-#include "lowering/program.h"
+#include "rnnc/rnnc.h"
+#include "ir/error.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -11,11 +11,13 @@ namespace {
 
 int run_plan(const Parsed& args) {
   if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
-  ProgramOptions options;
+  ModelOptions options;
   options.target = args.get("target");
   options.cache_dir = args.get("cache-dir");
-  auto program = compile_model(import_onnx_file(args.positional[0]), options);
-  std::cout << program->describe();
+  options.threads = static_cast<int>(args.get_int("threads", 1));
+  options.plan = parse_plan(args.get("plan", "auto"));
+  options.expose_recurrent_state = false;
+  std::cout << CompiledModel::load(args.positional[0], options)->describe();
   return 0;
 }
 
@@ -23,9 +25,14 @@ int run_plan(const Parsed& args) {
 
 const Command kPlanCommand{
     "plan",
-    "rnnc plan MODEL [--target host|avx2] [--cache-dir DIR]",
-    "Compile a model and print its execution blocks: kind, nodes, plan per dynamic axis, cost.",
+    "rnnc plan MODEL [--threads N] [--plan auto|sequential|parallel|pipeline] [--target host|avx2] "
+    "[--cache-dir DIR]",
+    "Compile a model and print its execution blocks (kind, nodes, plan per dynamic axis, cost),\n"
+    "the executor's plan and the chains of recurrent layers it pipelines.",
     {
+        {"threads", "N", "executor threads (default 1)"},
+        {"plan", "P", "auto (default: pipeline with threads > 1 and a layer chain), sequential, "
+                      "parallel or pipeline"},
         {"target", "T", "Halide target: host (default), avx2, or a Halide target string"},
         {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
     },

@@ -4,13 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <random>
 
 #include "ir/npy.h"
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
-#include "lowering/program.h"
+#include "rnnc/rnnc.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -114,17 +115,37 @@ int run_run(const Parsed& args) {
   // intermediates keep the model's own value names; otherwise the model is compiled.
   std::string dump_dir = args.get("dump-dir");
   bool reference = args.has("reference") || !dump_dir.empty();
-  std::unique_ptr<Program> program;
+  // The compiled path runs through the public API (runtime/), as a service would.
+  std::shared_ptr<const CompiledModel> compiled;
+  std::optional<Session> session;
+  std::vector<NamedTensor> named_inputs;
   std::string path_name = "reference evaluator";
   if (!reference) {
-    ProgramOptions options;
+    ModelOptions options;
     options.target = args.get("target");
     options.cache_dir = args.get("cache-dir");
-    program = compile_model(std::move(model), options);
-    path_name = "compiled";
+    options.threads = static_cast<int>(args.get_int("threads", 1));
+    options.plan = parse_plan(args.get("plan", "auto"));
+    options.expose_recurrent_state = false;  // one run: the model's own outputs only
+    compiled = CompiledModel::load(args.positional[0], options);
+    session = compiled->new_session();
+    path_name = cat("compiled, ", plan_name(compiled->plan()), " plan, ", compiled->threads(),
+                    " thread(s)");
+    for (auto& [name, tensor] : inputs) {
+      if (tensor.dtype() == DType::kString) raise_unsupported(cat("string input '", name, "'"));
+      named_inputs.push_back({name, {static_cast<ElementType>(static_cast<int32_t>(tensor.dtype())),
+                                     tensor.shape(), tensor.raw_data()}});
+    }
   }
   auto run_once = [&](const NodeObserver& observer) {
-    return program ? program->run(inputs) : evaluate(graph, inputs, observer);
+    if (!session) return evaluate(graph, inputs, observer);
+    std::vector<Tensor> outputs;
+    for (const NamedTensor& out : session->run(named_inputs)) {
+      outputs.push_back(Tensor::borrow(static_cast<DType>(out.tensor.type), out.tensor.shape,
+                                       out.tensor.data)
+                            .clone());
+    }
+    return outputs;
   };
 
   NodeObserver observer;
@@ -192,6 +213,8 @@ const Command kRunCommand{
         {"seed", "N", "random seed for --random (default 0)"},
         {"output-dir", "DIR", "write each output as DIR/<output name>.pb instead of printing"},
         {"repeat", "N", "run N more times after the first and print median and min time"},
+        {"threads", "N", "compiled path: executor threads (default 1)"},
+        {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
         {"dump-dir", "DIR",
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "
          "runs the reference evaluator)"},
