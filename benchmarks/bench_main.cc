@@ -171,6 +171,10 @@ struct WorkloadResult {
   std::string status = "ok";  // ok | missing model | onnxruntime failed
   std::string detail;
   EngineResult ort, rnnc;
+  // At 2+ threads, when rnnc's auto plan is not sequential: the same model on the sequential
+  // plan, timed in the same rounds, so the plan's speedup is measured rather than assumed.
+  EngineResult rnnc_sequential;
+  std::string rnnc_plan;
   bool agreement_checked = false;
   bool agreement_ok = false;
   int agreement_steps = 0;
@@ -336,6 +340,12 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   log(progress + ": loading into ONNX Runtime and rnnc");
   load_engine(ort, path, engine_options, options.load_repeats, result.ort);
   load_engine(rnnc, path, engine_options, options.load_repeats, result.rnnc);
+  result.rnnc_plan = plan_name(rnnc.plan());
+  RnncEngine rnnc_sequential(Plan::kSequential);
+  const bool compare_plans = result.rnnc.status == "ok" && rnnc.plan() != Plan::kSequential;
+  if (compare_plans) {
+    load_engine(rnnc_sequential, path, engine_options, 1, result.rnnc_sequential);
+  }
   if (result.ort.status != "ok") {
     result.status = "onnxruntime failed";
     result.detail = result.ort.error;
@@ -391,6 +401,10 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   if (result.rnnc.status == "unsupported" || result.rnnc.status == "failed")
     log(progress + ": rnnc " + result.rnnc.status + " (" + result.rnnc.error + ")");
 
+  if (result.rnnc_sequential.status == "ok") {
+    run_stream(rnnc_sequential, stream, steps, result.rnnc_sequential);
+  }
+
   // Timing: alternating rounds, registered in the order they should run.
   log(progress + ": timing");
   const bool time_rnnc = result.rnnc.status == "ok";
@@ -398,6 +412,9 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     std::vector<std::pair<std::string, std::pair<Engine*, EngineResult*>>> engines = {
         {"ort", {&ort, &result.ort}}};
     if (time_rnnc) engines.push_back({"rnnc", {&rnnc, &result.rnnc}});
+    if (time_rnnc && result.rnnc_sequential.status == "ok") {
+      engines.push_back({"rnnc_sequential", {&rnnc_sequential, &result.rnnc_sequential}});
+    }
     for (auto& [short_name, engine] : engines) {
       const std::string name =
           cat(workload.name, "/", short_name, "/threads:", threads, "/round:", round + 1);
@@ -487,6 +504,10 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   json.set("agreement", agreement);
   json.set("onnxruntime", engine_json(result.ort, workload));
   json.set("rnnc", engine_json(result.rnnc, workload));
+  json.set("rnnc_plan", result.rnnc_plan);
+  if (result.rnnc_sequential.status != "not run") {
+    json.set("rnnc_sequential", engine_json(result.rnnc_sequential, workload));
+  }
   if (!result.ort.samples_us.empty() && !result.rnnc.samples_us.empty()) {
     const LatencyStats ort = latency_stats(result.ort.samples_us);
     const LatencyStats rnnc = latency_stats(result.rnnc.samples_us);
@@ -547,6 +568,13 @@ void print_summary(const std::vector<WorkloadResult>& results) {
     std::printf("  %-20s %3d %26s %26s %10s %10s  %s\n", result.workload->name.c_str(),
                 result.threads, cell(result.ort).c_str(), cell(result.rnnc).c_str(), ratio.c_str(),
                 result.agreement_checked ? diff : "-", status.c_str());
+    if (!result.rnnc_sequential.samples_us.empty() && !result.rnnc.samples_us.empty()) {
+      std::printf("  %-20s %3s %26s %26s %10.2f  (%s plan speedup over sequential)\n", "", "",
+                  "rnnc sequential plan", cell(result.rnnc_sequential).c_str(),
+                  latency_stats(result.rnnc_sequential.samples_us).median_us /
+                      latency_stats(result.rnnc.samples_us).median_us,
+                  result.rnnc_plan.c_str());
+    }
   }
 }
 

@@ -218,6 +218,32 @@ def main():
         "\"best\" is the peer's fastest thread count in this run.")
     add("")
 
+    plan_rows = [(w, n) for n in threads_list for w in workloads
+                 if (by_key.get((w, n)) or {}).get("rnnc_sequential", {}).get("latency_us")
+                 and (by_key.get((w, n)) or {}).get("rnnc", {}).get("latency_us")]
+    if plan_rows:
+        add("## rnnc execution plans at 2+ threads")
+        add("")
+        add("The same compiled model on the executor's automatic plan (the pipeline plan for a "
+            "chain of recurrent layers: layer groups on different threads, layer k+1 running "
+            "time chunk c while layer k runs chunk c+1) and on the sequential plan, timed in "
+            "the same alternating rounds.")
+        add("")
+        add("| workload | threads | auto plan | sequential plan | auto plan | speedup | "
+            "auto plan vs ONNX Runtime (same threads) |")
+        add("|---|---|---|---|---|---|---|")
+        for w, n in plan_rows:
+            result = by_key[(w, n)]
+            seq = result["rnnc_sequential"]["latency_us"]
+            auto = result["rnnc"]["latency_us"]
+            ort = result["onnxruntime"].get("latency_us") or {}
+            speedup = seq["median"] / auto["median"]
+            vs_ort = ort["median"] / auto["median"] if ort.get("median") else None
+            add(f"| {w} | {n} | {result.get('rnnc_plan', '?')} | {latency_cell(seq)} | "
+                f"{latency_cell(auto)} | {speedup:.2f}× | "
+                f"{f'{vs_ort:.2f}× faster' if vs_ort else '-'} |")
+        add("")
+
     batched = [w for w in workloads if info[w]["batch"] > 1]
     if batched:
         add("## Throughput (batch > 1), sequences per second at the median latency")

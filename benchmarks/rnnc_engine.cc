@@ -1,25 +1,43 @@
 #include "benchmarks/rnnc_engine.h"
 
-#include "ir/onnx_import.h"
-
 namespace rnnc::bench {
 
+std::string RnncEngine::name() const {
+  return cat("rnnc (Halide blocks + reference fallback, runtime ", plan_name(plan_), " plan)");
+}
+
 void RnncEngine::load(const std::string& path, const EngineOptions& options) {
-  options_ = options;
-  outputs_.clear();
-  program_ = compile_model(import_onnx_file(path), ProgramOptions{});
+  outputs_ = nullptr;
+  session_.reset();
+  ModelOptions model_options;
+  model_options.threads = options.threads;
+  model_options.plan = plan_;
+  model_options.expose_recurrent_state = false;  // the harness feeds a model's own state
+  model_ = CompiledModel::load(path, model_options);
+  session_.emplace(model_->new_session());
+}
+
+void RnncEngine::prepare(const TensorMap& inputs) {
+  inputs_ = inputs;
+  named_inputs_.clear();
+  for (auto& [name, tensor] : inputs_) {
+    named_inputs_.push_back({name, {static_cast<ElementType>(static_cast<int32_t>(tensor.dtype())),
+                                    tensor.shape(), tensor.raw_data()}});
+  }
 }
 
 void RnncEngine::execute() {
-  RNNC_CHECK(program_ != nullptr, "execute() before load()");
-  outputs_ = program_->run(inputs_);
+  RNNC_CHECK(session_.has_value(), "execute() before load()");
+  outputs_ = &session_->run(named_inputs_);
 }
 
 TensorMap RnncEngine::outputs() const {
+  RNNC_CHECK(outputs_ != nullptr, "outputs() before execute()");
   TensorMap named;
-  const std::vector<Value*>& graph_outputs = program_->model().graph->outputs();
-  RNNC_CHECK(outputs_.size() == graph_outputs.size(), "outputs() before execute()");
-  for (size_t i = 0; i < outputs_.size(); ++i) named[graph_outputs[i]->name()] = outputs_[i];
+  for (const NamedTensor& out : *outputs_) {
+    named[out.name] =
+        Tensor::borrow(static_cast<DType>(out.tensor.type), out.tensor.shape, out.tensor.data).clone();
+  }
   return named;
 }
 

@@ -1,34 +1,39 @@
-// rnnc as the harness measures it: the compiled model (graph_opt + partition + Halide lowering,
-// blocks Halide does not handle yet on reference kernels), run by lowering's sequential Program.
-// name() says which path it is, so no table passes one path off as another.
+// rnnc as the harness measures it: the public API (runtime/): a CompiledModel (graph_opt +
+// partition + Halide lowering, blocks Halide does not handle yet on reference kernels) run by a
+// Session on the oneTBB executor. The plan is kAuto (sequential at 1 thread, the pipeline plan
+// for stacked layers at 2+) unless forced; name() says which, so no table passes one path off as
+// another.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "benchmarks/engine.h"
-#include "lowering/program.h"
+#include "rnnc/rnnc.h"
 
 namespace rnnc::bench {
 
 class RnncEngine final : public Engine {
  public:
-  std::string name() const override {
-    return "rnnc compiled (Halide blocks + reference fallback, sequential plan)";
-  }
-  // import_onnx_file + compile_model (kernels cached on disk). Throws rnnc::Error.
+  explicit RnncEngine(Plan plan = Plan::kAuto) : plan_(plan) {}
+  std::string name() const override;
+  // CompiledModel::load (kernels cached on disk). Throws rnnc::Error.
   void load(const std::string& path, const EngineOptions& options) override;
-  void prepare(const TensorMap& inputs) override { inputs_ = inputs; }
-  // Program::run: single-threaded whatever options.threads says (the TBB runtime is issue 6).
-  void execute() override;
+  void prepare(const TensorMap& inputs) override;
+  void execute() override;  // Session::run
   TensorMap outputs() const override;
+  // The plan the loaded model runs (kAuto resolved).
+  Plan plan() const { return model_ ? model_->plan() : plan_; }
 
  private:
-  std::unique_ptr<Program> program_;
-  EngineOptions options_;
+  Plan plan_;
+  std::shared_ptr<const CompiledModel> model_;
+  std::optional<Session> session_;
   TensorMap inputs_;
-  std::vector<Tensor> outputs_;
+  std::vector<NamedTensor> named_inputs_;
+  const std::vector<NamedTensor>* outputs_ = nullptr;
 };
 
 }  // namespace rnnc::bench
