@@ -22,7 +22,7 @@ using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
 constexpr const char* kGemmVersion = "rnnc gemm v1";
-constexpr const char* kConvVersion = "rnnc conv v1";
+constexpr const char* kConvVersion = "rnnc conv v3";
 
 std::optional<int64_t> known(const Dim& dim) {
   return dim.is_known() ? std::optional<int64_t>(dim.value()) : std::nullopt;
@@ -616,8 +616,12 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     };
     Func prod("prod");
     prod(vars) = bias_value;
+    // Ungrouped: the input channel is the reduction's alone (no m term, so a vector of output
+    // channels reads one broadcast input value, not a gather).
     Expr in_channel =
-        (m / static_cast<int>(group_out_channels)) * static_cast<int>(group_channels) + r.z;
+        groups == 1 ? Expr(r.z)
+                    : (m / static_cast<int>(group_out_channels)) * static_cast<int>(group_channels) +
+                          r.z;
     prod(vars) += weight_at(m, r.z, r.y, r.x) *
                   padded(ow * static_cast<int>(ax_w.stride) - static_cast<int>(ax_w.pad_begin) +
                              r.x * static_cast<int>(ax_w.dilation),
@@ -632,6 +636,30 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
 
     Var owo("owo"), owi("owi"), mo("mo"), mi("mi");
     TailStrategy m_tail = out_channels % mr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
+    if (schedule.channels_vectorized) {
+      // mr channels (whole vectors) x `positions` output positions of accumulators; W's tile of
+      // mr channels is contiguous per tap (tiled layout, zero-padded past M).
+      const int positions = schedule.positions;
+      out.split(m, mo, mi, mr, m_tail)
+          .split(ow, owo, owi, positions, TailStrategy::GuardWithIf)
+          .reorder(mi, owi, owo, oh, mo, batch)
+          .vectorize(mi, lanes);
+      // Channels innermost in the accumulator tile too: dense vectors LLVM keeps in registers
+      // (the default ow-innermost storage makes every accumulator a strided gather).
+      prod.compute_at(out, owo)
+          .reorder_storage(m, ow, oh, batch)
+          .bound_extent(ow, positions)
+          .bound_extent(m, mr)
+          .vectorize(m, lanes)
+          .unroll(m)
+          .unroll(ow);
+      prod.update().reorder(m, ow, r.x, r.y, r.z).vectorize(m, lanes).unroll(m).unroll(ow);
+      if (schedule.unroll_taps) prod.update().unroll(r.x);
+      padded.compute_at(out, batch);
+      pin_output_mins(out);
+      built.output = out;
+      return built;
+    }
     out.split(m, mo, mi, mr, m_tail)
         .split(ow, owo, owi, width, TailStrategy::GuardWithIf)
         .reorder(owi, mi, owo, oh, mo, batch)

@@ -3,8 +3,10 @@
 // time (weights' K and N, a kernel's size; sequence and batch are run-time) and the target's row of
 // this one table: nothing is tuned per model.
 //
-// Every schedule is single-threaded (no Halide .parallel()): the runtime parallelizes blocks and
-// their batch/sequence plans with oneTBB, and Halide's own thread pool must never run beside it.
+// The schedules here are single-threaded (no Halide .parallel()): the runtime parallelizes blocks
+// and their plans with oneTBB. Where a lowering does use a Halide parallel loop (the recurrent
+// input projection's row tiles), it runs on the runtime's oneTBB arena (runtime/halide_tbb.h),
+// never on Halide's own thread pool.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,10 @@ struct ArchTable {
   int conv_vectors;
   // Kernel taps along the innermost spatial axis are unrolled up to this width.
   int conv_unroll_taps;
+  // Channel-vectorized convolution (at least `lanes` output channels): conv_channel_vectors
+  // vectors of output channels x conv_positions output positions of accumulators.
+  int conv_channel_vectors;
+  int conv_positions;
 };
 
 // The row for a Halide target: AVX-512 when the target has it, else AVX2, else SSE4.1.
@@ -73,11 +79,20 @@ struct RowReduceSchedule {
 };
 RowReduceSchedule choose_row_reduce_schedule(const ArchTable& arch, DType dtype);
 
-// Conv: direct convolution, register-tiled over output channels x output positions.
+// Conv: direct convolution, register-tiled over output channels x output positions. Two forms:
+//   positions vectorized  (fewer output channels than a vector): mr channels x `vectors` vectors
+//                         of output positions, each input vector load shared by mr channels;
+//   channels vectorized   (at least a vector of output channels): mr = channel_vectors * lanes
+//                         channels x `positions` output positions, each weight vector load shared
+//                         by the positions and each input value broadcast. No gathers for strided
+//                         convs and no idle lanes when a streaming chunk has few output positions
+//                         (Silero's STFT conv: stride 128, 4 positions, 258 channels).
 struct ConvSchedule {
   int lanes = 0;
-  int mr = 1;       // output channels per tile
-  int vectors = 1;  // vectors of output positions per tile
+  bool channels_vectorized = false;
+  int mr = 1;         // output channels per tile
+  int vectors = 1;    // positions vectorized: vectors of output positions per tile
+  int positions = 1;  // channels vectorized: output positions per tile
   bool unroll_taps = false;
   Layout w_layout;  // W [M, C/group, k...]: tiled(d0, mr) so a tile's weights are adjacent
   std::string to_string() const;

@@ -696,6 +696,34 @@ TEST(LoweringConv, SameUpperPadsFromKnownInputSize) {
   c.expect_matches({{"x", random_tensor({1, 2, 6})}}, summed(4));
 }
 
+TEST(LoweringConv, ChannelVectorizedStridedWithAChannelTail) {
+  // 40 output channels (a vector or more: channels vectorized; 40 is not a multiple of the
+  // channel tile), stride 3, and 4 or 23 output positions (a partial and several position tiles).
+  Case c;
+  c.node("Conv",
+         {c.input("x", {2, 3, sym("time")}), c.constant("w", random_tensor({40, 3, 7})),
+          c.constant("b", random_tensor({40}, -1, 1, 2))},
+         {{"strides", ints_attr({3})}, {"pads", ints_attr({2, 1})}});
+  for (int64_t time : {13, 70}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 3, time})}}, summed(21));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide conv [M=40,C=3,k=7]");
+}
+
+TEST(LoweringConv, ChannelVectorizedGroupedAndTwoDimensional) {
+  Case grouped;
+  grouped.node("Conv",
+               {grouped.input("x", {1, 4, 11}), grouped.constant("w", random_tensor({32, 2, 3}))},
+               {{"group", int_attr(2)}, {"pads", ints_attr({1, 1})}});
+  grouped.expect_matches({{"x", random_tensor({1, 4, 11})}}, summed(6));
+  Case two_d;
+  two_d.node("Conv",
+             {two_d.input("x", {1, 3, 7, 9}), two_d.constant("w", random_tensor({24, 3, 3, 3}))},
+             {{"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}});
+  two_d.expect_matches({{"x", random_tensor({1, 3, 7, 9})}}, summed(27));
+}
+
 // ---- reductions --------------------------------------------------------------------------------
 
 TEST(LoweringReduce, MeanOverTheLastAxisKeepsDims) {
