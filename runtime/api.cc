@@ -509,18 +509,32 @@ void Session::run_into(const std::vector<NamedTensor>& inputs,
                          out.tensor.shape.data(), out.tensor.shape.size(), out.tensor.data);
   }
   executor.run(*s.context);
-  s.carry_state();
+  // Every buffer is checked before any is filled or the state moves on: a failed run_into leaves
+  // the stream where it was.
   for (const NamedTensor& out : outputs) {
     const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
     const Tensor& tensor = executor.output(*s.context, index);
-    if (tensor.raw_data() == out.tensor.data) continue;  // written in place
-    if (tensor.shape() != out.tensor.shape) {
+    if (tensor.raw_data() != out.tensor.data && tensor.shape() != out.tensor.shape) {
       raise_invalid_input(cat("output '", out.name, "' has shape ", shape_text(tensor.shape()),
                               " at this run, but the buffer given has shape ",
                               shape_text(out.tensor.shape)));
     }
+  }
+  for (const NamedTensor& out : outputs) {
+    const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
+    const Tensor& tensor = executor.output(*s.context, index);
+    if (tensor.raw_data() == out.tensor.data) continue;  // written in place
     if (tensor.nbytes() > 0) std::memcpy(out.tensor.data, tensor.raw_data(), tensor.nbytes());
   }
+  s.carry_state();
+}
+
+void Session::set_profiling(bool on) {
+  impl_->m().executor->set_profiling(*impl_->context, on);
+}
+
+std::string Session::profile_report() const {
+  return impl_->m().executor->profile_report(*impl_->context);
 }
 
 void Session::reset() {

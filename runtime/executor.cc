@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -53,6 +55,12 @@ class Executor::Context {
     std::unique_ptr<std::atomic<int64_t>[]> progress;
   };
   std::vector<Chain> chains;
+
+  // Profiling: per block, total microseconds and calls (written by the block's own thread).
+  bool profiling = false;
+  std::vector<double> block_us;
+  std::vector<int64_t> block_calls;
+  int64_t runs = 0;
 
   // The first error a block raised on a worker thread; later blocks of the run are skipped.
   std::atomic<bool> failed{false};
@@ -149,6 +157,8 @@ Executor::ContextPtr Executor::build_context() const {
   }
   const size_t count = program_.blocks().size();
   ctx.io.resize(count);
+  ctx.block_us.assign(count, 0.0);
+  ctx.block_calls.assign(count, 0);
   ctx.workspaces.reset(new Workspace[count]);
   for (size_t b = 0; b < count; ++b) {
     ctx.io[b].inputs.resize(blocks_[b].inputs.size());
@@ -209,7 +219,54 @@ void Executor::fail(Context& context) const {
   context.failed.store(true);
 }
 
+namespace {
+// Adds the time since `start` to block b's profile when profiling is on.
+struct BlockTimer {
+  BlockTimer(bool on, double& total, int64_t& calls)
+      : on_(on), total_(total), calls_(calls),
+        start_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point()) {}
+  ~BlockTimer() {
+    if (!on_) return;
+    total_ += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+                  .count();
+    ++calls_;
+  }
+  bool on_;
+  double& total_;
+  int64_t& calls_;
+  std::chrono::steady_clock::time_point start_;
+};
+}  // namespace
+
+void Executor::set_profiling(Context& context, bool on) const {
+  context.profiling = on;
+  context.block_us.assign(program_.blocks().size(), 0.0);
+  context.block_calls.assign(program_.blocks().size(), 0);
+  context.runs = 0;
+}
+
+std::string Executor::profile_report(const Context& context) const {
+  if (!context.profiling || context.runs == 0) return "no profiled runs\n";
+  std::vector<size_t> order(program_.blocks().size());
+  for (size_t b = 0; b < order.size(); ++b) order[b] = b;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return context.block_us[a] > context.block_us[b]; });
+  double total = 0;
+  for (double us : context.block_us) total += us;
+  std::string text = cat("per-block time over ", context.runs, " runs (", run_plan_name(plan_),
+                         " plan; us per run, share of the blocks' total):\n");
+  for (size_t b : order) {
+    const double per_run = context.block_us[b] / static_cast<double>(context.runs);
+    char line[64];
+    std::snprintf(line, sizeof(line), "  %9.2f us %5.1f%%  block %zu: ", per_run,
+                  total > 0 ? 100.0 * context.block_us[b] / total : 0.0, b);
+    text += line + program_.blocks()[b]->kind() + "\n";
+  }
+  return text;
+}
+
 void Executor::run_block(Context& context, size_t b) const {
+  BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
   const ExecutionBlock& block = *program_.blocks()[b];
   BlockIO& io = context.io[b];
   const BlockSlots& slots = blocks_[b];
@@ -274,6 +331,8 @@ void Executor::run_chain(Context& context, size_t index) const {
         }
         if (context.failed.load(std::memory_order_relaxed)) return;
         try {
+          BlockTimer timer(context.profiling, context.block_us[chain[k]],
+                           context.block_calls[chain[k]]);
           const int64_t begin = index * chunk;
           program_.blocks()[chain[k]]->run_chunk(context.io[chain[k]], begin,
                                                  std::min(length, begin + chunk));
@@ -321,6 +380,7 @@ void Executor::run(Context& context) const {
       }
     }
   });
+  if (context.profiling) ++context.runs;
   context.bound_last.swap(context.bound_now);
   std::fill(context.bound_now.begin(), context.bound_now.end(), 0);
   if (context.error) std::rethrow_exception(context.error);

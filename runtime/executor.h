@@ -62,6 +62,10 @@ class Executor {
                    void* data) const;
   // Runs every block. Inputs must have been bound and checked (runtime/api.cc).
   void run(Context& context) const;
+  // Per-block wall time, accumulated over the runs of a context with profiling on (a block of a
+  // pipelined chain counts its chunks' times).
+  void set_profiling(Context& context, bool on) const;
+  std::string profile_report(const Context& context) const;
   // The tensor of graph output `output` after a run (a constant output is its constant).
   const Tensor& output(const Context& context, size_t output) const;
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "ir/npy.h"
 #include "ir/onnx_import.h"
@@ -127,8 +128,23 @@ int run_run(const Parsed& args) {
     options.threads = static_cast<int>(args.get_int("threads", 1));
     options.plan = parse_plan(args.get("plan", "auto"));
     options.expose_recurrent_state = false;  // one run: the model's own outputs only
+    for (const auto& text : args.all("fix")) {
+      auto [name, value] = split_assignment(text, "fix");
+      std::vector<int64_t>& values = options.fixed_inputs[name];
+      std::stringstream items(value);
+      for (std::string item; std::getline(items, item, ',');) {
+        char* end = nullptr;
+        const long long parsed = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end) {
+          raise_invalid_input(cat("--fix ", name, ": '", item, "' is not an integer"));
+        }
+        values.push_back(parsed);
+      }
+      inputs.erase(name);  // compiled in: no longer an input
+    }
     compiled = CompiledModel::load(args.positional[0], options);
     session = compiled->new_session();
+    session->set_profiling(args.has("profile"));
     path_name = cat("compiled, ", plan_name(compiled->plan()), " plan, ", compiled->threads(),
                     " thread(s)");
     for (auto& [name, tensor] : inputs) {
@@ -189,6 +205,7 @@ int run_run(const Parsed& args) {
       print_output(name, outputs[i]);
     }
   }
+  if (session && args.has("profile")) std::cout << session->profile_report();
   if (!times_us.empty()) {
     std::sort(times_us.begin(), times_us.end());
     double median = times_us[times_us.size() / 2];
@@ -214,6 +231,9 @@ const Command kRunCommand{
         {"output-dir", "DIR", "write each output as DIR/<output name>.pb instead of printing"},
         {"repeat", "N", "run N more times after the first and print median and min time"},
         {"threads", "N", "compiled path: executor threads (default 1)"},
+        {"profile", "", "compiled path: print each block's time per run, slowest first"},
+        {"fix", "NAME=V[,V...]", "compiled path: compile an integer input in as a constant, e.g. "
+                                 "--fix sr=16000 (repeatable)"},
         {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
         {"dump-dir", "DIR",
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "

@@ -111,9 +111,10 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // it produces, in graph order.
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
-  // Streaming state: pairs (state output, state input): the output's value after a run is the
-  // input's value at the next run of a session. Recurrent states rnnc exposed come first
-  // (named "<node>.Y_h" -> "<node>.initial_h"); then pairs given to new_session.
+  // The recurrent state rnnc exposed (ModelOptions::expose_recurrent_state): pairs (state
+  // output, state input), named "<node>.Y_h" -> "<node>.initial_h": the output's value after a
+  // run is the input's value at the next run of a session. A session adds the pairs given to
+  // new_session.
   const std::vector<std::pair<std::string, std::string>>& recurrent_state() const;
   Plan plan() const;  // the plan runs use (kAuto resolved)
   int threads() const;
@@ -162,6 +163,10 @@ class Session {
   void run_into(const std::vector<NamedTensor>& inputs, const std::vector<NamedTensor>& outputs);
 
   void reset();            // zero state, as a new session
+  // Profiling: per-block wall time over the runs since profiling was switched on, slowest
+  // first (what to optimize, or which block runs on reference kernels).
+  void set_profiling(bool on);
+  std::string profile_report() const;
   Session clone() const;   // an independent session with a copy of this one's state
   // The carried state tensors (state input name -> value); empty before the first run.
   std::vector<NamedTensor> state() const;
