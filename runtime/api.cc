@@ -6,6 +6,8 @@
 #include "rnnc/rnnc.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "ir/onnx_import.h"
@@ -98,6 +100,7 @@ struct CompiledModel::Impl {
   std::vector<std::string> symbols;
   std::vector<std::pair<std::string, std::string>> state;  // exposed (output, input) pairs
   Plan plan = Plan::kSequential;
+  std::string plan_note;  // how kAuto chose
   int threads = 1;
 
   int find_input(const std::string& name) const {
@@ -149,6 +152,67 @@ Tensor fixed_input_tensor(const Value& input, const std::vector<int64_t>& values
   return tensor;
 }
 
+RunPlan to_run_plan(Plan plan) {
+  return plan == Plan::kPipeline   ? RunPlan::kPipeline
+         : plan == Plan::kParallel ? RunPlan::kParallel
+                                   : RunPlan::kSequential;
+}
+
+// Median time of a few runs of `plan` on nominal inputs: the sequence axis of the first recurrent
+// block's input at 16 steps (the partitioner's nominal length), every other symbolic dim 1,
+// floats small and varied, integers zero. 0 when the model cannot run on such inputs.
+double profile_plan(const Program& program, RunPlan plan, int threads) {
+  try {
+    const Graph& graph = *program.model().graph;
+    std::map<std::string, int64_t> nominal;
+    for (const auto& block : program.blocks()) {
+      const Value* x = block->sequence_input();
+      if (!x || !x->type.shape || x->type.rank() < 1) continue;
+      const Dim& seq = (*x->type.shape)[0];
+      std::vector<std::string> names = seq.symbols();
+      if (names.size() == 1 && seq == Dim::symbol(names[0])) nominal.emplace(names[0], 16);
+      break;
+    }
+    Executor executor(program, plan, threads);
+    Executor::ContextPtr context = executor.new_context();
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      const Value* input = graph.inputs()[i];
+      if (input->is_constant()) continue;
+      if (!input->type.shape || input->type.dtype == DType::kString) return 0;
+      std::vector<int64_t> shape;
+      for (const Dim& dim : *input->type.shape) {
+        std::vector<std::string> names = dim.symbols();
+        int64_t size = 1;
+        if (dim.is_known()) {
+          size = dim.value();
+        } else if (names.size() == 1 && nominal.count(names[0])) {
+          size = nominal.at(names[0]);
+        }
+        shape.push_back(size);
+      }
+      Tensor tensor(input->type.dtype, shape);
+      if (is_floating(input->type.dtype)) {
+        for (int64_t e = 0; e < tensor.numel(); ++e) tensor.set_double(e, 0.01 * ((e % 13) - 6));
+      }
+      executor.bind_input(*context, i, tensor.dtype(), tensor.shape().data(), tensor.shape().size(),
+                          tensor.raw_data());
+      inputs.push_back(std::move(tensor));
+    }
+    std::vector<double> times;
+    for (int run = 0; run < 7; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      executor.run(*context);
+      times.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin() + 1, times.end());  // the first run warms up
+    return std::round(times[4]);
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options) {
   if (options.threads < 1) {
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
@@ -177,21 +241,30 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;
 
-  // The plan: kAuto pipelines chains of recurrent layers when there are threads to overlap them.
+  // The plan: kAuto is sequential on one thread; with more, the candidate that overlaps more
+  // (pipeline for a chain of recurrent layers, else parallel) against sequential, timed on
+  // nominal inputs at load (profile_plan).
   Plan plan = options.plan;
   if (plan == Plan::kAuto) {
     if (options.threads == 1) {
       plan = Plan::kSequential;
     } else {
       Executor probe(*impl->program, RunPlan::kPipeline, options.threads);
-      plan = probe.chains().empty() ? Plan::kParallel : Plan::kPipeline;
+      const Plan candidate = probe.chains().empty() ? Plan::kParallel : Plan::kPipeline;
+      plan = candidate;
+      const double candidate_us = profile_plan(*impl->program, to_run_plan(candidate), options.threads);
+      const double sequential_us = profile_plan(*impl->program, RunPlan::kSequential, options.threads);
+      if (candidate_us > 0 && sequential_us > 0) {
+        if (sequential_us < candidate_us) plan = Plan::kSequential;
+        impl->plan_note = cat("chosen at load: ", plan_name(candidate), " ", candidate_us,
+                              " us vs sequential ", sequential_us, " us per run on nominal inputs");
+      } else {
+        impl->plan_note = "chosen by rule (profiling at load was not possible for this model)";
+      }
     }
   }
   impl->plan = plan;
-  const RunPlan run_plan = plan == Plan::kPipeline   ? RunPlan::kPipeline
-                           : plan == Plan::kParallel ? RunPlan::kParallel
-                                                              : RunPlan::kSequential;
-  impl->executor = std::make_unique<Executor>(*impl->program, run_plan, options.threads);
+  impl->executor = std::make_unique<Executor>(*impl->program, to_run_plan(plan), options.threads);
 
   // Input checks and the public descriptions.
   const Graph& graph = *impl->program->model().graph;
@@ -246,8 +319,8 @@ int CompiledModel::threads() const { return impl_->threads; }
 
 std::string CompiledModel::describe() const {
   std::string text = impl_->program->describe();
-  text += cat("execution plan: ", plan_name(impl_->plan), ", ", impl_->threads,
-              " thread(s)\n");
+  text += cat("execution plan: ", plan_name(impl_->plan), ", ", impl_->threads, " thread(s)",
+              impl_->plan_note.empty() ? "" : " (" + impl_->plan_note + ")", "\n");
   for (const std::vector<size_t>& chain : impl_->executor->chains()) {
     text += "  pipelined chain: blocks";
     for (size_t b : chain) text += cat(" ", b);

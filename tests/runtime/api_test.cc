@@ -185,10 +185,15 @@ TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
   EXPECT_GE(tbb_parallel_loops_run() - before, 2) << "one loop per layer's projection";
 }
 
-TEST(RuntimeApi, AutoPlanPipelinesStacksWhenThreaded) {
+TEST(RuntimeApi, AutoPlanProfilesThePipelineAgainstSequentialWhenThreaded) {
+  // With threads, kAuto times the pipeline plan against the sequential one at load and keeps the
+  // faster (which one wins depends on the machine's load: both are legal outcomes here).
   ModelOptions options;
   options.threads = 2;
-  EXPECT_EQ(load_stack("LSTM", 3, kHidden, kInput, options)->plan(), Plan::kPipeline);
+  auto threaded = load_stack("LSTM", 3, kHidden, kInput, options);
+  EXPECT_TRUE(threaded->plan() == Plan::kPipeline || threaded->plan() == Plan::kSequential);
+  EXPECT_NE(threaded->describe().find("(chosen at load: pipeline "), std::string::npos)
+      << threaded->describe();
   options.threads = 1;
   EXPECT_EQ(load_stack("LSTM", 3, kHidden, kInput, options)->plan(), Plan::kSequential);
 }
