@@ -52,7 +52,8 @@ class Executor::Context {
   // Pipeline plan: per chain, each layer's progress (chunks done), released by the layer's
   // thread and acquired by the next layer's.
   struct Chain {
-    std::unique_ptr<std::atomic<int64_t>[]> progress;
+    std::unique_ptr<std::atomic<int64_t>[]> progress;  // per layer
+    std::unique_ptr<std::atomic<bool>[]> busy;         // per layer: a thread is running it
   };
   std::vector<Chain> chains;
 
@@ -187,7 +188,8 @@ Executor::ContextPtr Executor::build_context() const {
     }
   }
   for (const std::vector<size_t>& chain : chains_) {
-    ctx.chains.push_back({std::make_unique<std::atomic<int64_t>[]>(chain.size())});
+    ctx.chains.push_back({std::make_unique<std::atomic<int64_t>[]>(chain.size()),
+                          std::make_unique<std::atomic<bool>[]>(chain.size())});
   }
   return context;
 }
@@ -313,40 +315,56 @@ void Executor::run_chain(Context& context, size_t index) const {
   const size_t layers = chain.size();
   for (size_t k = 0; k < layers; ++k) c.progress[k].store(0);
 
-  // Layers in contiguous groups, one group per thread; a group runs chunk by chunk through its
-  // layers, and its first layer waits until the previous group's last layer released the chunk
-  // (its rows of the sequence output are final). Only later groups ever wait, and the calling
-  // thread runs group 0, so the run finishes even when no worker thread joins.
-  const size_t groups = std::min<size_t>(static_cast<size_t>(threads_), layers);
-  auto run_group = [&](size_t group) {
-    const size_t first = group * layers / groups, last = (group + 1) * layers / groups;
-    for (int64_t index = 0; index < chunks; ++index) {
-      for (size_t k = first; k < last; ++k) {
-        if (k == first && k > 0) {
-          int spins = 0;
-          while (c.progress[k - 1].load(std::memory_order_acquire) <= index) {
-            if (context.failed.load(std::memory_order_relaxed)) return;
-            if (++spins > 64) std::this_thread::yield();
+  // A wavefront over (layer, chunk): each of the model's threads repeatedly takes a runnable
+  // chunk - the next chunk of a layer nobody is running whose layer below has released that
+  // chunk (its rows of the sequence output are final) - preferring its own layers (k mod
+  // threads, so each layer's weights stay in one core's cache) and taking any other when none of
+  // its own can run. Layer k+1 thus runs chunk c while layer k runs chunk c+1. The calling thread
+  // takes part, so a run completes even when no worker joins the arena.
+  const size_t threads = static_cast<size_t>(threads_);
+  for (size_t k = 0; k < layers; ++k) c.busy[k].store(false);
+  auto work = [&](size_t me) {
+    int idle = 0;
+    while (!context.failed.load(std::memory_order_relaxed) &&
+           c.progress[layers - 1].load(std::memory_order_acquire) < chunks) {
+      size_t picked = layers;
+      int64_t index = 0;
+      for (int pass = 0; pass < 2 && picked == layers; ++pass) {
+        for (size_t k = 0; k < layers; ++k) {
+          if ((pass == 0) != (k % threads == me)) continue;
+          auto runnable = [&] {
+            index = c.progress[k].load(std::memory_order_acquire);
+            return index < chunks &&
+                   (k == 0 || c.progress[k - 1].load(std::memory_order_acquire) > index);
+          };
+          if (!runnable() || c.busy[k].exchange(true, std::memory_order_acquire)) continue;
+          if (runnable()) {  // still, now that we hold it
+            picked = k;
+            break;
           }
+          c.busy[k].store(false, std::memory_order_release);
         }
-        if (context.failed.load(std::memory_order_relaxed)) return;
-        try {
-          BlockTimer timer(context.profiling, context.block_us[chain[k]],
-                           context.block_calls[chain[k]]);
-          const int64_t begin = index * chunk;
-          program_.blocks()[chain[k]]->run_chunk(context.io[chain[k]], begin,
-                                                 std::min(length, begin + chunk));
-        } catch (...) {
-          fail(context);
-          return;
-        }
-        c.progress[k].store(index + 1, std::memory_order_release);
       }
+      if (picked == layers) {
+        if (++idle > 64) std::this_thread::yield();
+        continue;
+      }
+      idle = 0;
+      const size_t b = chain[picked];
+      try {
+        BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
+        const int64_t begin = index * chunk;
+        program_.blocks()[b]->run_chunk(context.io[b], begin, std::min(length, begin + chunk));
+      } catch (...) {
+        fail(context);
+      }
+      c.progress[picked].store(index + 1, std::memory_order_release);
+      c.busy[picked].store(false, std::memory_order_release);
     }
   };
   oneapi::tbb::task_group workers;
-  for (size_t group = 1; group < groups; ++group) workers.run([&, group] { run_group(group); });
-  run_group(0);
+  for (size_t me = 1; me < std::min(threads, layers); ++me) workers.run([&, me] { work(me); });
+  work(0);
   workers.wait();
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
