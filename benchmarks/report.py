@@ -42,6 +42,22 @@ def fmt_ratio(value):
     return f"{value:.3g}"
 
 
+def weight_traffic_bytes(workload):
+    """Weight bytes a run must read at least: each layer's recurrent matrix once per step (it
+    cannot stay in registers across steps) and its input matrix once (one GEMM over all steps).
+    None for workloads that are not plain recurrent stacks."""
+    cell = workload.get("cell")
+    if cell not in ("lstm", "gru", "rnn"):
+        return None
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
+    hidden, dirs = workload["hidden_size"], 2 if workload.get("bidirectional") else 1
+    total = 0
+    for layer in range(workload["layers"]):
+        inputs = workload["input_size"] if layer == 0 else hidden * dirs
+        total += dirs * 4 * gates * hidden * (hidden * workload["seq"] + inputs)
+    return total
+
+
 def latency_cell(latency):
     if not latency:
         return "-"
@@ -217,6 +233,37 @@ def main():
     add("Ratios are rnnc latency / peer latency (medians): **below 1 means rnnc is faster**. "
         "\"best\" is the peer's fastest thread count in this run.")
     add("")
+
+    heavy = [w for w in workloads if info[w].get("param_bytes", 0) > 8 * 2**20
+             and weight_traffic_bytes(info[w])]
+    if heavy:
+        add("## Weight bandwidth of the large models")
+        add("")
+        add("Weights these models must read per run (each layer's recurrent matrix once per step, "
+            "its input matrix once), divided by the median latency. They do not fit the 1 MiB L2 "
+            "per core (and the largest not the 32 MiB L3), so this is the number to hold against "
+            "the machine's memory bandwidth: measured here with a single-core streaming read "
+            "(AVX-512 loads, nothing else running), about 170-200 GB/s from L2, ~80 GB/s from L3 "
+            "(8 MiB) and ~22-25 GB/s from DRAM (64 MiB+).")
+        add("")
+        add("| workload | threads | weight traffic per run | ONNX Runtime | rnnc |")
+        add("|---|---|---|---|---|")
+        for w in heavy:
+            traffic = weight_traffic_bytes(info[w])
+            for n in threads_list:
+                result = by_key.get((w, n))
+                if result is None:
+                    continue
+
+                def bandwidth(engine):
+                    latency = (engine or {}).get("latency_us") or {}
+                    if not latency.get("median"):
+                        return "-"
+                    return (f"{latency['median'] / 1000:.2f} ms = "
+                            f"{traffic / (latency['median'] * 1e-6) / 1e9:.1f} GB/s")
+                add(f"| {w} | {n} | {traffic / 2**20:.0f} MiB | "
+                    f"{bandwidth(result['onnxruntime'])} | {bandwidth(result['rnnc'])} |")
+        add("")
 
     plan_rows = [(w, n) for n in threads_list for w in workloads
                  if (by_key.get((w, n)) or {}).get("rnnc_sequential", {}).get("latency_us")
