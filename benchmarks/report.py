@@ -21,6 +21,8 @@ def parse_args():
     parser.add_argument("--torch", help="torch_runner.py --json output")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("--command", default="scripts/bench.sh")
+    parser.add_argument("--workloads", help="models/workloads.json (model structure for the "
+                        "bandwidth table)")
     return parser.parse_args()
 
 
@@ -105,7 +107,14 @@ def main():
     for result in bench["results"]:
         if result["workload"] not in workloads:
             workloads.append(result["workload"])
-    info = {r["workload"]: r for r in bench["results"]}
+    info = {r["workload"]: dict(r) for r in bench["results"]}
+    # The manifest's structure fields (cell, hidden_size, layers, ...) for the bandwidth table.
+    if args.workloads and os.path.exists(args.workloads):
+        with open(args.workloads) as f:
+            for entry in json.load(f)["workloads"]:
+                if entry["name"] in info:
+                    for key, value in entry.items():
+                        info[entry["name"]].setdefault(key, value)
 
     def best(peer, workload):
         """The peer's fastest median over the thread counts measured, and that thread count."""

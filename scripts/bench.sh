@@ -56,7 +56,8 @@ step "PyTorch (separate process), threads $threads"
   --json "$run/torch.json" || status=1
 step "report into $out"
 /usr/bin/python3 "$root/benchmarks/report.py" --bench "$run/rnnc_bench.json" \
-  --torch "$run/torch.json" --out-dir "$out" --command "$command"
+  --torch "$run/torch.json" --out-dir "$out" --command "$command" \
+  --workloads "$models/workloads.json"
 echo "bench.sh: wrote $out/benchmarks.md, $out/benchmarks.json, $out/benchmarks.png" >&2
 if [[ $status -ne 0 ]]; then
   echo "bench.sh: FAILED: an engine disagreed with ONNX Runtime or a run failed (see above)" >&2
