@@ -12,6 +12,7 @@
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
 #include "lowering/lower_concat.h"
+#include "lowering/lower_copy.h"
 #include "lowering/lower_group.h"
 #include "lowering/lower_recurrent.h"
 #include "lowering/partition.h"
@@ -163,6 +164,7 @@ const std::vector<BlockLowerer>& lowerers() {
   static const std::vector<BlockLowerer> list = {
       lower_recurrent_block,
       [](const BlockSpec& spec, HalideCache&) { return lower_concat(spec.nodes); },
+      [](const BlockSpec& spec, HalideCache&) { return lower_copy(spec.nodes); },
       [](const BlockSpec& spec, HalideCache& cache) { return lower_nodes(spec.nodes, cache); },
   };
   return list;

@@ -13,6 +13,7 @@
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/lower_copy.h"
+#include "lowering/program.h"
 
 namespace rnnc {
 namespace {
@@ -547,6 +548,44 @@ TEST(LoweringCopy, LeavesStringsAndAttributeFormsToTheReference) {
       EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
     }
   }
+}
+
+TEST(LoweringCopy, CompiledModelRunsPadAndSliceAsCopyBlocks) {
+  // x -> Pad(reflect, 2 each side of the last axis) -> Slice(run-time starts, every other column).
+  auto model = std::make_unique<Model>();
+  model->opsets[""] = 13;
+  model->graph = std::make_unique<Graph>();
+  Graph& graph = *model->graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim::symbol("batch"), Dim(16)};
+  TensorType start_type;
+  start_type.dtype = DType::kInt64;
+  start_type.shape = shape_from_values({1});
+  Value* x = graph.add_input("x", x_type);
+  Value* start = graph.add_input("start", start_type);
+  Node* pad = graph.add_node("Pad", "pad", {x, graph.add_initializer("pads", i64({0, 2, 0, 2}))},
+                             {"padded"}, 13);
+  Attribute reflect;
+  reflect.kind = Attribute::Kind::kString;
+  reflect.s = "reflect";
+  pad->set_attr("mode", reflect);
+  Node* slice = graph.add_node(
+      "Slice", "slice",
+      {pad->output(0), start, graph.add_initializer("end", i64({kInt64Max})),
+       graph.add_initializer("axis", i64({1})), graph.add_initializer("step", i64({2}))},
+      {"y"}, 13);
+  graph.add_output(slice->output(0));
+  infer_graph(graph);
+  std::map<std::string, Tensor> inputs{{"x", iota_f32({3, 16})}, {"start", i64({1})}};
+  const Tensor expected = evaluate(graph, inputs).at(0);
+
+  ProgramOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto program = compile_model(std::move(model), options);
+  EXPECT_THAT(program->describe(), HasSubstr("copy Pad"));
+  EXPECT_THAT(program->describe(), HasSubstr("copy Slice"));
+  EXPECT_TRUE(program->run(inputs).at(0).bitwise_equal(expected));
 }
 
 }  // namespace
