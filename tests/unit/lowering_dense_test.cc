@@ -249,8 +249,9 @@ TEST(LoweringLayout, HalideCoordinatesAgreeWithTheOffsets) {
                                                                 Halide::Expr(static_cast<int>(i))});
         int64_t offset = 0;
         for (size_t d = coords.size(); d-- > 0;) {
-          const int64_t* value =
-              Halide::Internal::as_const_int(Halide::Internal::simplify(coords[d]));
+          // as_const_int points into its Expr, which must outlive `value`.
+          Halide::Expr simplified = Halide::Internal::simplify(coords[d]);
+          const int64_t* value = Halide::Internal::as_const_int(simplified);
           ASSERT_NE(value, nullptr);
           offset = offset * physical[coords.size() - 1 - d] + *value;
         }
