@@ -152,6 +152,16 @@ Tensor fixed_input_tensor(const Value& input, const std::vector<int64_t>& values
   return tensor;
 }
 
+// The API promises rnnc::Error only: running out of memory is kIo (rnnc/error.h).
+template <typename Body>
+auto memory_errors_as_rnnc(const char* what, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    raise(ErrorKind::kIo, cat("out of memory while ", what));
+  }
+}
+
 RunPlan to_run_plan(Plan plan) {
   return plan == Plan::kPipeline   ? RunPlan::kPipeline
          : plan == Plan::kParallel ? RunPlan::kParallel
@@ -300,13 +310,20 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
 CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompiledModel::~CompiledModel() = default;
 
-std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path, const ModelOptions& options) {
-  return std::shared_ptr<const CompiledModel>(new CompiledModel(compile(import_onnx_file(path), options)));
+std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path,
+                                                         const ModelOptions& options) {
+  return memory_errors_as_rnnc("loading a model", [&] {
+    return std::shared_ptr<const CompiledModel>(
+        new CompiledModel(compile(import_onnx_file(path), options)));
+  });
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load_bytes(const void* data, size_t size,
-                                               const ModelOptions& options) {
-  return std::shared_ptr<const CompiledModel>(new CompiledModel(compile(import_onnx_bytes(data, size), options)));
+                                                               const ModelOptions& options) {
+  return memory_errors_as_rnnc("loading a model", [&] {
+    return std::shared_ptr<const CompiledModel>(
+        new CompiledModel(compile(import_onnx_bytes(data, size), options)));
+  });
 }
 
 const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
@@ -534,6 +551,11 @@ void Session::Impl::carry_state() {
 }
 
 const std::vector<NamedTensor>& Session::run(const std::vector<NamedTensor>& inputs) {
+  return memory_errors_as_rnnc("running a session",
+                               [&]() -> const std::vector<NamedTensor>& { return run_views(inputs); });
+}
+
+const std::vector<NamedTensor>& Session::run_views(const std::vector<NamedTensor>& inputs) {
   Impl& s = *impl_;
   s.check_and_bind(inputs);
   const Executor& executor = *s.m().executor;
@@ -551,6 +573,11 @@ const std::vector<NamedTensor>& Session::run(const std::vector<NamedTensor>& inp
 
 void Session::run_into(const std::vector<NamedTensor>& inputs,
                        const std::vector<NamedTensor>& outputs) {
+  memory_errors_as_rnnc("running a session", [&] { run_into_buffers(inputs, outputs); });
+}
+
+void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
+                               const std::vector<NamedTensor>& outputs) {
   Impl& s = *impl_;
   const CompiledModel::Impl& model_impl = s.m();
   const Executor& executor = *model_impl.executor;

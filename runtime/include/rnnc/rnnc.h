@@ -177,6 +177,9 @@ class Session {
  private:
   friend class CompiledModel;
   explicit Session(std::unique_ptr<Impl> impl);
+  const std::vector<NamedTensor>& run_views(const std::vector<NamedTensor>& inputs);
+  void run_into_buffers(const std::vector<NamedTensor>& inputs,
+                        const std::vector<NamedTensor>& outputs);
   std::unique_ptr<Impl> impl_;
 };
 
