@@ -1,5 +1,7 @@
 #include "benchmarks/ort_engine.h"
 
+#include <cstdlib>
+
 #include "ir/error.h"
 
 namespace rnnc::bench {
@@ -27,6 +29,11 @@ void OrtEngine::load(const std::string& path, const EngineOptions& options) {
   Ort::SessionOptions session_options;
   session_options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
   session_options.SetIntraOpNumThreads(options.threads);
+  // ORT's intra-op workers spin after each run by default, holding cores the next engine in the
+  // same process needs; RNNC_BENCH_ORT_SPIN=0 turns that off (ORT's own latency may change).
+  if (const char* spin = std::getenv("RNNC_BENCH_ORT_SPIN")) {
+    session_options.AddConfigEntry("session.intra_op.allow_spinning", spin);
+  }
   session_options.SetInterOpNumThreads(1);
   session_options.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
   session_ = std::make_unique<Ort::Session>(ort_env(), path.c_str(), session_options);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "ir/onnx_import.h"
@@ -255,6 +256,10 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   // (pipeline for a chain of recurrent layers, else parallel) against sequential, timed on
   // nominal inputs at load (profile_plan).
   Plan plan = options.plan;
+  if (const char* forced = std::getenv("RNNC_PLAN"); plan == Plan::kAuto && forced && *forced) {
+    plan = parse_plan(forced);  // experiments: force the plan of every kAuto model in a process
+    if (plan != Plan::kAuto) impl->plan_note = "forced by RNNC_PLAN";
+  }
   if (plan == Plan::kAuto) {
     if (options.threads == 1) {
       plan = Plan::kSequential;

@@ -36,6 +36,19 @@ int64_t pipeline_chunk() {
   return 6;
 }
 
+// One task arena per thread count for the whole process (see executor.h).
+std::shared_ptr<oneapi::tbb::task_arena> shared_arena(int threads) {
+  static std::mutex mutex;
+  static std::map<int, std::weak_ptr<oneapi::tbb::task_arena>> arenas;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<oneapi::tbb::task_arena> arena = arenas[threads].lock();
+  if (!arena) {
+    arena = std::make_shared<oneapi::tbb::task_arena>(threads);
+    arenas[threads] = arena;
+  }
+  return arena;
+}
+
 }  // namespace
 
 class Executor::Context {
@@ -70,7 +83,8 @@ class Executor::Context {
 };
 
 Executor::Executor(const Program& program, RunPlan plan, int threads)
-    : program_(program), plan_(plan), threads_(std::max(1, threads)), arena_(std::max(1, threads)) {
+    : program_(program), plan_(plan), threads_(std::max(1, threads)),
+      arena_(shared_arena(threads_)) {
   const Graph& graph = *program.model().graph;
   std::map<const Value*, size_t> slot_of;
   std::map<const Value*, size_t> producer_of;
@@ -141,7 +155,7 @@ void Executor::ContextDeleter::operator()(Context* context) const { delete conte
 Executor::ContextPtr Executor::new_context() const {
   // Flow graphs run their tasks in the arena they are constructed in: build them in ours.
   ContextPtr context;
-  arena_.execute([&] { context = build_context(); });
+  arena_->execute([&] { context = build_context(); });
   return context;
 }
 
@@ -380,7 +394,7 @@ void Executor::run(Context& context) const {
   const size_t count = program_.blocks().size();
   // Inside the model's arena even when sequential: Halide's parallel loops (halide_tbb.h) then
   // use at most the model's threads.
-  arena_.execute([&] {
+  arena_->execute([&] {
     if (plan_ == RunPlan::kParallel) {
       context.start->try_put(flow::continue_msg());
       context.graph.wait_for_all();

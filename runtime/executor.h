@@ -94,7 +94,11 @@ class Executor {
   // Pipeline plan: chains of chunkable blocks, and each block's chain (-1: none).
   std::vector<std::vector<size_t>> chains_;
   std::vector<int> chain_of_;
-  mutable tbb::task_arena arena_;
+  // Shared by every executor of the process with the same thread count (shared_arena): separate
+  // arenas would compete for oneTBB's few worker threads, and a worker lingering in one model's
+  // arena left the next model's pipeline without its second thread (measured: no overlap at all
+  // in a process holding two 2-thread models).
+  std::shared_ptr<tbb::task_arena> arena_;
 };
 
 }  // namespace rnnc
