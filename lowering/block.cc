@@ -45,5 +45,8 @@ void ExecutionBlock::run_chunk(BlockIO&, int64_t, int64_t) const {
   RNNC_CHECK(false, kind(), " cannot run in chunks");
 }
 void ExecutionBlock::end_chunks(BlockIO&) const { RNNC_CHECK(false, kind(), " cannot run in chunks"); }
+void ExecutionBlock::begin_parts(BlockIO&) const { RNNC_CHECK(false, kind(), " has no parts"); }
+void ExecutionBlock::run_part(BlockIO&, int) const { RNNC_CHECK(false, kind(), " has no parts"); }
+void ExecutionBlock::end_parts(BlockIO&) const { RNNC_CHECK(false, kind(), " has no parts"); }
 
 }  // namespace rnnc

@@ -92,6 +92,13 @@ class ExecutionBlock {
   virtual int64_t begin_chunks(BlockIO& io) const;  // returns the sequence length
   virtual void run_chunk(BlockIO& io, int64_t begin, int64_t end) const;
   virtual void end_chunks(BlockIO& io) const;
+  // Independent parts (a bidirectional node's two directions): when independent_parts() > 1,
+  // begin_parts checks the inputs and binds the outputs, then run_part(io, i) for every part -
+  // concurrently for distinct parts - then end_parts. Same results as run().
+  virtual int independent_parts() const { return 0; }
+  virtual void begin_parts(BlockIO& io) const;
+  virtual void run_part(BlockIO& io, int part) const;
+  virtual void end_parts(BlockIO& io) const;
   // For a chunkable block: the value whose time rows a chunk reads, and the one whose rows it
   // writes (a chain of layers passes one's sequence_output to the next's sequence_input).
   virtual const Value* sequence_input() const { return nullptr; }

@@ -791,6 +791,7 @@ struct RecurrentBlock::ChunkState : BlockRunState {
   Workspace local;  // when the BlockIO brings no workspace
   Run run;
   DirectionRun direction;
+  DirectionRun directions[2];  // parts: one per direction
 };
 
 bool RecurrentBlock::chunkable() const {
@@ -801,14 +802,33 @@ bool RecurrentBlock::chunkable() const {
 }
 
 RecurrentBlock::ChunkState& RecurrentBlock::chunk_state(BlockIO& io) const {
-  RNNC_CHECK(chunkable(), kind(), " cannot run in chunks");
   if (!io.state || !dynamic_cast<ChunkState*>(io.state.get())) {
     io.state = std::make_unique<ChunkState>();
   }
   return static_cast<ChunkState&>(*io.state);
 }
 
+void RecurrentBlock::begin_parts(BlockIO& io) const {
+  RNNC_CHECK(num_directions() > 1, kind(), " has no parts");
+  ChunkState& state = chunk_state(io);
+  Workspace& workspace = io.workspace ? *io.workspace : state.local;
+  workspace.reset();
+  state.run = begin(io, workspace);
+  // Both directions' memory is taken here, on one thread: the workspace is not thread-safe.
+  for (int d = 0; d < num_directions(); ++d) {
+    state.directions[d] = start_direction(state.run, d, workspace);
+  }
+}
+
+void RecurrentBlock::run_part(BlockIO& io, int part) const {
+  ChunkState& state = chunk_state(io);
+  DirectionRun& direction = state.directions[part];
+  advance(state.run, part, direction, 0, state.run.steps);
+  finish(state.run, part, direction);
+}
+
 int64_t RecurrentBlock::begin_chunks(BlockIO& io) const {
+  RNNC_CHECK(chunkable(), kind(), " cannot run in chunks");
   ChunkState& state = chunk_state(io);
   Workspace& workspace = io.workspace ? *io.workspace : state.local;
   workspace.reset();

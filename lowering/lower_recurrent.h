@@ -70,6 +70,12 @@ class RecurrentBlock : public ExecutionBlock {
   int64_t begin_chunks(BlockIO& io) const override;
   void run_chunk(BlockIO& io, int64_t begin, int64_t end) const override;
   void end_chunks(BlockIO& io) const override;
+  // A bidirectional node's directions as two independent parts (each its own projection, steps
+  // and output slices).
+  int independent_parts() const override { return num_directions() > 1 ? num_directions() : 0; }
+  void begin_parts(BlockIO& io) const override;
+  void run_part(BlockIO& io, int part) const override;
+  void end_parts(BlockIO& io) const override {}
 
  private:
   friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,

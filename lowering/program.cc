@@ -103,6 +103,13 @@ class NodeConventionBlock : public ExecutionBlock {
     inner_->run_chunk(inner_io(io), begin, end);
   }
   void end_chunks(BlockIO& io) const override { inner_->end_chunks(inner_io(io)); }
+  int independent_parts() const override { return inner_->independent_parts(); }
+  void begin_parts(BlockIO& io) const override {
+    inner_->begin_parts(enter(io));
+    leave(io);
+  }
+  void run_part(BlockIO& io, int part) const override { inner_->run_part(inner_io(io), part); }
+  void end_parts(BlockIO& io) const override { inner_->end_parts(inner_io(io)); }
   const Value* sequence_input() const override { return slot_source(node_, 0); }
   const Value* sequence_output() const override { return slot_destination(node_, 0); }
 

@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
@@ -292,7 +293,16 @@ void Executor::run_block(Context& context, size_t b) const {
   for (size_t j = 0; j < slots.outputs.size(); ++j) {
     io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
   }
-  block.run(io);
+  // With threads to spare, a block's independent parts (a bidirectional layer's directions)
+  // run at once on the model's arena.
+  const int parts = threads_ > 1 && plan_ != RunPlan::kSequential ? block.independent_parts() : 0;
+  if (parts > 1) {
+    block.begin_parts(io);
+    oneapi::tbb::parallel_for(0, parts, [&](int part) { block.run_part(io, part); });
+    block.end_parts(io);
+  } else {
+    block.run(io);
+  }
   RNNC_CHECK(io.outputs.size() == slots.outputs.size(), "block '", block.kind(), "' produced ",
              io.outputs.size(), " outputs, expected ", slots.outputs.size());
   for (size_t j = 0; j < slots.outputs.size(); ++j) {

@@ -172,6 +172,40 @@ TEST(RuntimeApi, PlansGiveIdenticalResults) {
   }
 }
 
+TEST(RuntimeApi, BidirectionalDirectionsRunAsParallelPartsWithIdenticalResults) {
+  // The parallel plan runs a bidirectional layer's two directions at once (independent parts);
+  // outputs must equal the sequential plan's bit for bit, and the reference within tolerance.
+  const std::string path = RNNC_SOURCE_DIR "/tests/data/graph_opt/lstm_bidirectional.onnx";
+  std::vector<float> x = random_vector(11 * 2 * 8, 12);
+  const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {11, 2, 8}, x.data()}}};
+  std::vector<std::vector<float>> results;
+  for (Plan plan : {Plan::kSequential, Plan::kParallel}) {
+    ModelOptions options;
+    options.threads = 2;
+    options.plan = plan;
+    options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+    auto model = CompiledModel::load(path, options);
+    Session session = model->new_session();
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      session.reset();
+      const auto& out = session.run(inputs);
+      const float* y = static_cast<const float*>(out[0].tensor.data);
+      results.emplace_back(y, y + out[0].tensor.element_count());
+    }
+  }
+  ASSERT_EQ(results.size(), 4u);
+  for (size_t i = 1; i < results.size(); ++i) {
+    ASSERT_EQ(results[i].size(), results[0].size());
+    EXPECT_EQ(std::memcmp(results[i].data(), results[0].data(), results[0].size() * 4), 0) << i;
+  }
+  auto imported = import_onnx_file(path);
+  Tensor expected = evaluate(*imported->graph,
+                             {{"x", Tensor::borrow(DType::kFloat32, {11, 2, 8}, x.data())}})[0];
+  Tensor actual = Tensor::from_vector<float>(expected.shape(), results[3]);
+  auto result = rnnc::testing::compare_tensors(actual, expected, {1e-4, 1e-5});
+  EXPECT_TRUE(result.ok) << result.message;
+}
+
 TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
   // The input projection's row tiles are a Halide parallel loop: each run routes it through the
   // runtime's oneTBB do_par_for, never Halide's own thread pool.
