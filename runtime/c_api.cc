@@ -1,6 +1,7 @@
 // The C API (rnnc/rnnc_c.h) over the public C++ API (rnnc/rnnc.h) only: handles own the C++
 // objects, and every entry point runs its body inside `guarded`, which turns any exception into a
 // status and this thread's last-error message, so none crosses into C.
+#include <cstring>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -117,7 +118,12 @@ rnnc::ModelOptions to_model_options(const rnnc_model_options* c, const char* fun
     invalid_argument(function, ": options->threads = ", c->threads, ", must be >= 1");
   }
   options.threads = c->threads;
-  switch (c->plan) {
+  // A C caller may store any int in the enum field; C++ may not read an out-of-range value as
+  // the enum type (UBSan: "not a valid value for type 'rnnc_plan'"), so read its bits as an int.
+  static_assert(sizeof(c->plan) == sizeof(int), "rnnc_plan is an int-sized C enum");
+  int plan = 0;
+  std::memcpy(&plan, &c->plan, sizeof(plan));
+  switch (plan) {
     case RNNC_PLAN_AUTO:
       options.plan = rnnc::Plan::kAuto;
       break;
@@ -131,7 +137,7 @@ rnnc::ModelOptions to_model_options(const rnnc_model_options* c, const char* fun
       options.plan = rnnc::Plan::kPipeline;
       break;
     default:
-      invalid_argument(function, ": options->plan = ", static_cast<int>(c->plan),
+      invalid_argument(function, ": options->plan = ", plan,
                        " is not an rnnc_plan (0 auto, 1 sequential, 2 parallel, 3 pipeline)");
   }
   if (c->cache_dir) options.cache_dir = c->cache_dir;
