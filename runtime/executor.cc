@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/tsan.h"
+
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_group.h>
@@ -48,6 +50,41 @@ std::shared_ptr<oneapi::tbb::task_arena> shared_arena(int threads) {
     arenas[threads] = arena;
   }
   return arena;
+}
+
+// task_arena::execute may run `body` on a worker thread when the caller cannot join the arena
+// (its slots are taken by other sessions). The functor's own address is the hand-off point
+// ThreadSanitizer is told about (runtime/tsan.h), before any of its captures is read.
+template <typename Body>
+struct ArenaCall {
+  Body body;
+  void operator()() const {
+    RNNC_TSAN_ACQUIRE(this);
+    body();
+    RNNC_TSAN_RELEASE(this);
+  }
+};
+
+// One part of a block on a worker (ExecutionBlock::independent_parts). A named type so the one
+// ThreadSanitizer report it draws - reading its two pointers, copied into the task by oneTBB's
+// uninstrumented spawn - is suppressed by name (scripts/sanitizer-suppressions/tsan.supp).
+struct RunPartTask {
+  const ExecutionBlock* block;
+  BlockIO* io;
+  void operator()(int part) const {
+    BlockIO* target = io;
+    RNNC_TSAN_ACQUIRE(target);
+    block->run_part(*target, part);
+    RNNC_TSAN_RELEASE(target);
+  }
+};
+
+template <typename Body>
+void execute_in(oneapi::tbb::task_arena& arena, Body body) {
+  ArenaCall<Body> call{std::move(body)};
+  RNNC_TSAN_RELEASE(&call);
+  arena.execute(call);
+  RNNC_TSAN_ACQUIRE(&call);
 }
 
 }  // namespace
@@ -156,7 +193,7 @@ void Executor::ContextDeleter::operator()(Context* context) const { delete conte
 Executor::ContextPtr Executor::new_context() const {
   // Flow graphs run their tasks in the arena they are constructed in: build them in ours.
   ContextPtr context;
-  arena_->execute([&] { context = build_context(); });
+  execute_in(*arena_, [&] { context = build_context(); });
   return context;
 }
 
@@ -187,12 +224,15 @@ Executor::ContextPtr Executor::build_context() const {
     for (size_t b = 0; b < count; ++b) {
       ctx.block_nodes.push_back(std::make_unique<flow::continue_node<flow::continue_msg>>(
           ctx.graph, [this, raw, b](const flow::continue_msg&) {
-            if (raw->failed.load()) return;
-            try {
-              run_block(*raw, b);
-            } catch (...) {
-              fail(*raw);
+            RNNC_TSAN_ACQUIRE(raw);
+            if (!raw->failed.load()) {
+              try {
+                run_block(*raw, b);
+              } catch (...) {
+                fail(*raw);
+              }
             }
+            RNNC_TSAN_RELEASE(raw);
           }));
     }
     for (size_t b = 0; b < count; ++b) {
@@ -298,7 +338,9 @@ void Executor::run_block(Context& context, size_t b) const {
   const int parts = threads_ > 1 && plan_ != RunPlan::kSequential ? block.independent_parts() : 0;
   if (parts > 1) {
     block.begin_parts(io);
-    oneapi::tbb::parallel_for(0, parts, [&](int part) { block.run_part(io, part); });
+    RNNC_TSAN_RELEASE(&io);
+    oneapi::tbb::parallel_for(0, parts, RunPartTask{&block, &io});
+    RNNC_TSAN_ACQUIRE(&io);
     block.end_parts(io);
   } else {
     block.run(io);
@@ -387,9 +429,17 @@ void Executor::run_chain(Context& context, size_t index) const {
     }
   };
   oneapi::tbb::task_group workers;
-  for (size_t me = 1; me < std::min(threads, layers); ++me) workers.run([&, me] { work(me); });
+  RNNC_TSAN_RELEASE(&context);
+  for (size_t me = 1; me < std::min(threads, layers); ++me) {
+    workers.run([&, me] {
+      RNNC_TSAN_ACQUIRE(&context);
+      work(me);
+      RNNC_TSAN_RELEASE(&context);
+    });
+  }
   work(0);
   workers.wait();
+  RNNC_TSAN_ACQUIRE(&context);
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
 }
@@ -404,10 +454,12 @@ void Executor::run(Context& context) const {
   const size_t count = program_.blocks().size();
   // Inside the model's arena even when sequential: Halide's parallel loops (halide_tbb.h) then
   // use at most the model's threads.
-  arena_->execute([&] {
+  execute_in(*arena_, [&] {
     if (plan_ == RunPlan::kParallel) {
       context.start->try_put(flow::continue_msg());
       context.graph.wait_for_all();
+      RNNC_TSAN_ACQUIRE(&context);
+      RNNC_TSAN_RELEASE(&context);
       return;
     }
     for (size_t b = 0; b < count && !context.failed.load(); ++b) {

@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "runtime/tsan.h"
+
 namespace rnnc {
 
 namespace {
@@ -16,12 +18,16 @@ int do_par_for(void* user_context, halide_task_t task, int min, int size, uint8_
   g_loops.fetch_add(1, std::memory_order_relaxed);
   // Halide wants zero, or the code of one failing iteration.
   std::atomic<int> result{0};
+  RNNC_TSAN_RELEASE(closure);
   oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int>(min, min + size),
                             [&](const oneapi::tbb::blocked_range<int>& range) {
+                              RNNC_TSAN_ACQUIRE(closure);
                               for (int i = range.begin(); i < range.end(); ++i) {
                                 if (int code = task(user_context, i, closure)) result = code;
                               }
+                              RNNC_TSAN_RELEASE(closure);
                             });
+  RNNC_TSAN_ACQUIRE(closure);
   return result.load();
 }
 

@@ -54,7 +54,7 @@ export RNNC_CACHE_DIR=$build/kernel_cache
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp
 export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp
 
 filter=()
 if [[ $mode == thread ]]; then
