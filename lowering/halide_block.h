@@ -99,7 +99,8 @@ struct RunTensors {
   size_t size() const { return count; }
 };
 
-// Output shape of one run, from the arguments' tensors.
+// Output shape of one run, from the arguments' tensors. It must depend on their shapes and
+// element types only (never their values): run() reuses its result while they repeat.
 using OutputShapeFn = std::function<std::vector<int64_t>(const RunTensors&)>;
 
 class HalideBlock : public ExecutionBlock {

@@ -91,6 +91,19 @@ TEST(Allocation, SteadyStateRunOfFourLayerLstmAllocatesNothing) {
   EXPECT_EQ(count_allocations([&] { session.run_into(inputs, outputs); }), 0);
 }
 
+TEST(Allocation, SteadyStateRunOfTheDemoModelAllocatesNothing) {
+  // Two LSTMs, then a MatMul+Add and a LogSoftmax as Halide blocks (their output shapes are
+  // memoized per session, their outputs recycled).
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto model = CompiledModel::load(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx", options);
+  Session session = model->new_session();
+  std::vector<float> features = testing::random_vector(17 * 40, 2);
+  const std::vector<NamedTensor> inputs = {
+      {"features", {ElementType::kFloat32, {17, 1, 40}, features.data()}}};
+  EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
+}
+
 TEST(Allocation, PipelinePlanAllocationsAreReported) {
   // Not asserted to be zero: oneTBB's flow graph may allocate task objects (its allocator caches
   // them, so this is near zero once warm). Reported
