@@ -38,6 +38,12 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
   bytes_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(memory), [](uint8_t* p) { std::free(p); });
 }
 
+std::string shape_text(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
 Tensor Tensor::borrow(DType dtype, const std::vector<int64_t>& shape, void* data, bool writable) {
   Tensor tensor;
   tensor.rebind(dtype, shape.data(), shape.size(), data, writable);

@@ -137,5 +137,7 @@ class Tensor {
 };
 
 std::string tensor_summary(const Tensor& tensor, int max_values = 8);
+// A shape or any list of integers as error messages print it: "[2, -1, 3]".
+std::string shape_text(const std::vector<int64_t>& values);
 
 }  // namespace rnnc

@@ -12,11 +12,6 @@ namespace rnnc {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 int64_t product(const std::vector<int64_t>& shape, int first, int last) {
   int64_t result = 1;

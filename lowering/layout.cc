@@ -9,11 +9,6 @@ namespace rnnc {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 template <typename T>
 std::vector<T> without(const std::vector<T>& values, size_t k) {

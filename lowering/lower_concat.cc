@@ -63,12 +63,6 @@ class ConcatBlock : public ExecutionBlock {
   }
 
  private:
-  static std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string text = "[";
-    for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-    return text + "]";
-  }
-
   const Node& node_;
   size_t axis_;
   DType dtype_;

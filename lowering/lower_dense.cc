@@ -32,11 +32,6 @@ std::string known_text(std::optional<int64_t> value) {
   return value ? std::to_string(*value) : std::string("?");
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 bool same_shape(const Shape& a, const Shape& b) {
   if (a.size() != b.size()) return false;

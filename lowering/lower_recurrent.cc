@@ -18,11 +18,6 @@ namespace {
 constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
                  kP = 7;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-  return text + "]";
-}
 
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),

@@ -67,11 +67,6 @@ std::vector<Expr> outer_vars(const RDom& domain) {
   return vars;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 }  // namespace
 

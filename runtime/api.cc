@@ -30,11 +30,6 @@ std::optional<DType> to_dtype(ElementType type) {
   return dtype;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-  return text + "]";
-}
 
 }  // namespace
 

@@ -69,9 +69,6 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const KernelContext& context
   return out;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return shape_to_string(shape_from_values(shape));
-}
 
 [[noreturn]] void fail_dtype(const KernelContext& context, DType dtype) {
   raise_unsupported(cat(context.node.describe(), ": element type ", dtype_onnx_name(dtype),

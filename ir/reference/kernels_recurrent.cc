@@ -153,11 +153,6 @@ std::vector<Activation> read_activations(const KernelContext& context,
 constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
                  kP = 7;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-  return text + "]";
-}
 
 // Everything one op run needs, with omitted optional inputs materialized as the spec's defaults
 // (zeros; full sequence lengths) and 16-bit float inputs widened to float32.

@@ -18,9 +18,6 @@ namespace rnnc {
 
 namespace {
 
-std::string ints_text(const std::vector<int64_t>& values) {
-  return shape_to_string(shape_from_values(values));
-}
 
 // ---- dtype-generic element movement --------------------------------------------------------
 
@@ -134,7 +131,7 @@ std::vector<int64_t> normalize_axes(const KernelContext& context, const std::vec
   for (int64_t& axis : axes) {
     if (axis < -rank || axis >= rank) {
       context.fail_input(
-          cat(what, " ", ints_text(given), " has ", axis, ", out of range for rank ", rank));
+          cat(what, " ", shape_text(given), " has ", axis, ", out of range for rank ", rank));
     }
     if (axis < 0) axis += rank;
     if (!seen.insert(axis).second) {
@@ -185,18 +182,18 @@ void reshape_kernel(KernelContext& context) {
   for (size_t i = 0; i < requested.size(); ++i) {
     int64_t value = requested[i];
     if (value < -1) {
-      context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has ", value,
+      context.fail_input(cat("input 1 'shape' ", shape_text(requested), " has ", value,
                              " at position ", i, " (entries must be >= -1)"));
     }
     if (value == -1) {
       if (inferred >= 0) {
-        context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has more than one -1"));
+        context.fail_input(cat("input 1 'shape' ", shape_text(requested), " has more than one -1"));
       }
       inferred = static_cast<int64_t>(i);
     } else if (value == 0 && !allow_zero) {  // 0 copies the input's dim
       if (static_cast<int64_t>(i) >= data.rank()) {
-        context.fail_input(cat("input 1 'shape' ", ints_text(requested), " copies dim ", i,
-                               " (0) but input 0 has shape ", ints_text(data.shape())));
+        context.fail_input(cat("input 1 'shape' ", shape_text(requested), " copies dim ", i,
+                               " (0) but input 0 has shape ", shape_text(data.shape())));
       }
       shape[i] = data.dim(static_cast<int64_t>(i));
     } else {
@@ -204,12 +201,12 @@ void reshape_kernel(KernelContext& context) {
     }
   }
   if (allow_zero && has_zero && inferred >= 0) {
-    context.fail_input(cat("input 1 'shape' ", ints_text(requested),
+    context.fail_input(cat("input 1 'shape' ", shape_text(requested),
                            " has both 0 and -1, which allowzero = 1 forbids"));
   }
   auto mismatch = [&] {
-    context.fail_input(cat("cannot reshape ", ints_text(data.shape()), " (", data.numel(),
-                           " elements) to ", ints_text(requested)));
+    context.fail_input(cat("cannot reshape ", shape_text(data.shape()), " (", data.numel(),
+                           " elements) to ", shape_text(requested)));
   };
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -252,7 +249,7 @@ void squeeze_kernel(KernelContext& context) {
     for (int64_t k = 0; k < input.rank(); ++k) {
       bool drop = std::find(squeezed.begin(), squeezed.end(), k) != squeezed.end();
       if (drop && input.dim(k) != 1) {
-        context.fail_input(cat("'axes' names axis ", k, " of input 0 ", ints_text(input.shape()),
+        context.fail_input(cat("'axes' names axis ", k, " of input 0 ", shape_text(input.shape()),
                                ", which has size ", input.dim(k),
                                " (only size-1 dims can be squeezed)"));
       }
@@ -314,7 +311,7 @@ void constant_of_shape_kernel(KernelContext& context) {
   std::vector<int64_t> shape = tensor_to_int64s(context.input(0));
   for (int64_t dim : shape) {
     if (dim < 0) {
-      context.fail_input(cat("input 0 'input' ", ints_text(shape), " has a negative size"));
+      context.fail_input(cat("input 0 'input' ", shape_text(shape), " has a negative size"));
     }
   }
   const Tensor* value = context.node.attr_tensor("value");
@@ -342,8 +339,8 @@ void concat_kernel(KernelContext& context) {
       fits = k == axis || input.shape()[k] == shape[k];
     }
     if (!fits) {
-      context.fail_input(cat("input ", i, " has shape ", ints_text(input.shape()),
-                             ", which does not concatenate with input 0 ", ints_text(first.shape()),
+      context.fail_input(cat("input ", i, " has shape ", shape_text(input.shape()),
+                             ", which does not concatenate with input 0 ", shape_text(first.shape()),
                              " along axis ", axis));
     }
     shape[axis] += input.shape()[axis];
@@ -374,12 +371,12 @@ void split_kernel(KernelContext& context) {
   if (auto split = int_list(context, "split", 1, 13)) {
     int64_t total = 0;
     for (int64_t size : *split) {
-      if (size < 0) context.fail_input(cat("'split' ", ints_text(*split), " has a negative size"));
+      if (size < 0) context.fail_input(cat("'split' ", shape_text(*split), " has a negative size"));
       total += size;
     }
     if (static_cast<int64_t>(split->size()) != n || total != d) {
-      context.fail_input(cat("'split' ", ints_text(*split), " does not cut dim ", axis, " of ",
-                             ints_text(input.shape()), " into ", n, " outputs"));
+      context.fail_input(cat("'split' ", shape_text(*split), " does not cut dim ", axis, " of ",
+                             shape_text(input.shape()), " into ", n, " outputs"));
     }
     sizes = *split;
   } else if (node.opset() >= 18 && node.has_attr("num_outputs")) {
@@ -388,14 +385,14 @@ void split_kernel(KernelContext& context) {
     int64_t last = d - chunk * (n - 1);
     if (last < 0) {
       context.fail_input(cat("attribute 'num_outputs' = ", n, " cannot split dim ", axis, " of ",
-                             ints_text(input.shape()), ": chunks of ", chunk, " leave ", last,
+                             shape_text(input.shape()), ": chunks of ", chunk, " leave ", last,
                              " for the last output"));
     }
     sizes.assign(static_cast<size_t>(n), chunk);
     sizes.back() = last;
   } else {
     if (d % n != 0) {
-      context.fail_input(cat("dim ", axis, " of ", ints_text(input.shape()),
+      context.fail_input(cat("dim ", axis, " of ", shape_text(input.shape()),
                              " does not split evenly into ", n, " outputs"));
     }
     sizes.assign(static_cast<size_t>(n), d / n);
@@ -428,8 +425,8 @@ void transpose_kernel(KernelContext& context) {
     bool complete = k == sorted.size() ? sorted.size() == input.shape().size()
                                        : sorted[k] == static_cast<int64_t>(k);
     if (!complete) {
-      context.fail(cat("attribute 'perm' = ", ints_text(perm),
-                       " is not a permutation of the axes of ", ints_text(input.shape())));
+      context.fail(cat("attribute 'perm' = ", shape_text(perm),
+                       " is not a permutation of the axes of ", shape_text(input.shape())));
     }
   }
   std::vector<int64_t> strides = row_major_strides(input.shape());
@@ -490,8 +487,8 @@ void slice_kernel(KernelContext& context) {
   if (!steps) steps = std::vector<int64_t>(starts->size(), 1);
   if (ends->size() != starts->size() || axes->size() != starts->size() ||
       steps->size() != starts->size()) {
-    context.fail_input(cat("'starts' ", ints_text(*starts), ", 'ends' ", ints_text(*ends),
-                           ", 'axes' ", ints_text(*axes), " and 'steps' ", ints_text(*steps),
+    context.fail_input(cat("'starts' ", shape_text(*starts), ", 'ends' ", shape_text(*ends),
+                           ", 'axes' ", shape_text(*axes), " and 'steps' ", shape_text(*steps),
                            " differ in length"));
   }
   *axes = normalize_axes(context, *axes, rank, "'axes'");
@@ -504,7 +501,7 @@ void slice_kernel(KernelContext& context) {
   std::vector<int64_t> shape = input.shape();
   for (size_t i = 0; i < axes->size(); ++i) {
     size_t axis = static_cast<size_t>((*axes)[i]);
-    if ((*steps)[i] == 0) context.fail_input(cat("'steps' ", ints_text(*steps), " has a 0"));
+    if ((*steps)[i] == 0) context.fail_input(cat("'steps' ", shape_text(*steps), " has a 0"));
     SliceRange range = resolve_slice(shape[axis], (*starts)[i], (*ends)[i], (*steps)[i]);
     walks[axis] = {range.start, (*steps)[i]};
     shape[axis] = range.count;
@@ -574,13 +571,13 @@ std::vector<int64_t> element_offsets(const KernelContext& context, const Tensor&
                                      size_t axis) {
   const Tensor& indices_tensor = context.input(1);
   if (indices_tensor.rank() != data.rank()) {
-    context.fail_input(cat("input 1 'indices' ", ints_text(indices_tensor.shape()),
-                           " must have the rank of input 0 'data' ", ints_text(data.shape())));
+    context.fail_input(cat("input 1 'indices' ", shape_text(indices_tensor.shape()),
+                           " must have the rank of input 0 'data' ", shape_text(data.shape())));
   }
   for (size_t k = 0; k < data.shape().size(); ++k) {
     if (k != axis && indices_tensor.shape()[k] > data.shape()[k]) {
-      context.fail_input(cat("input 1 'indices' ", ints_text(indices_tensor.shape()),
-                             " exceeds input 0 'data' ", ints_text(data.shape()), " at axis ", k));
+      context.fail_input(cat("input 1 'indices' ", shape_text(indices_tensor.shape()),
+                             " exceeds input 0 'data' ", shape_text(data.shape()), " at axis ", k));
     }
   }
   std::vector<int64_t> indices = checked_indices(context, 1, "indices", data.shape()[axis], axis);
@@ -629,8 +626,8 @@ void scatter_elements_kernel(KernelContext& context) {
   size_t axis = static_cast<size_t>(
       normalize_axis(context, context.node.attr_int("axis", 0), data.rank(), "attribute 'axis'"));
   if (updates.shape() != context.input(1).shape() || updates.dtype() != data.dtype()) {
-    context.fail_input(cat("input 2 'updates' ", ints_text(updates.shape()),
-                           " must match input 1 'indices' ", ints_text(context.input(1).shape()),
+    context.fail_input(cat("input 2 'updates' ", shape_text(updates.shape()),
+                           " must match input 1 'indices' ", shape_text(context.input(1).shape()),
                            " in shape and input 0 in type"));
   }
   std::vector<int64_t> targets = element_offsets(context, data, axis);
@@ -666,7 +663,7 @@ void expand_kernel(KernelContext& context) {
   std::vector<int64_t> requested = tensor_to_int64s(context.input(1));
   for (int64_t dim : requested) {
     if (dim < 0) {
-      context.fail_input(cat("input 1 'shape' ", ints_text(requested), " has a negative size"));
+      context.fail_input(cat("input 1 'shape' ", shape_text(requested), " has a negative size"));
     }
   }
   std::vector<int64_t> shape = broadcast_shapes(input.shape(), requested, context);
@@ -685,13 +682,13 @@ void tile_kernel(KernelContext& context) {
   const Tensor& input = context.input(0);
   std::vector<int64_t> repeats = tensor_to_int64s(context.input(1));
   if (static_cast<int64_t>(repeats.size()) != input.rank()) {
-    context.fail_input(cat("input 1 'repeats' ", ints_text(repeats), " has ", repeats.size(),
-                           " entries for input 0 of shape ", ints_text(input.shape())));
+    context.fail_input(cat("input 1 'repeats' ", shape_text(repeats), " has ", repeats.size(),
+                           " entries for input 0 of shape ", shape_text(input.shape())));
   }
   std::vector<int64_t> shape = input.shape();
   for (size_t k = 0; k < shape.size(); ++k) {
     if (repeats[k] < 0) {
-      context.fail_input(cat("input 1 'repeats' ", ints_text(repeats), " has a negative entry"));
+      context.fail_input(cat("input 1 'repeats' ", shape_text(repeats), " has a negative entry"));
     }
     shape[k] *= repeats[k];
   }
@@ -750,7 +747,7 @@ void pad_kernel(KernelContext& context) {
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
   }
   if (pads->size() != 2 * axes.size()) {
-    context.fail_input(cat("'pads' ", ints_text(*pads), " has ", pads->size(),
+    context.fail_input(cat("'pads' ", shape_text(*pads), " has ", pads->size(),
                            " entries, expected ", 2 * axes.size(), " (begin and end per axis)"));
   }
   std::vector<int64_t> begin(static_cast<size_t>(rank), 0);
@@ -760,12 +757,12 @@ void pad_kernel(KernelContext& context) {
     begin[axis] = (*pads)[i];
     shape[axis] += (*pads)[i] + (*pads)[i + axes.size()];
     if (shape[axis] < 0) {
-      context.fail_input(cat("'pads' ", ints_text(*pads), " makes dim ", axis, " of ",
-                             ints_text(input.shape()), " negative (", shape[axis], ")"));
+      context.fail_input(cat("'pads' ", shape_text(*pads), " makes dim ", axis, " of ",
+                             shape_text(input.shape()), " negative (", shape[axis], ")"));
     }
     if (mode != "constant" && input.shape()[axis] == 0 && shape[axis] > 0) {
       context.fail_input(cat("mode '", mode, "' cannot pad axis ", axis, " of ",
-                             ints_text(input.shape()), ": it has no elements to repeat"));
+                             shape_text(input.shape()), ": it has no elements to repeat"));
     }
   }
   // Output position p on an axis reads input position p - begin, mapped back inside by the mode.

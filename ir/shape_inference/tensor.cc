@@ -35,9 +35,6 @@ namespace {
 constexpr int64_t kIntMax = 2147483647;
 constexpr int64_t kIntMin = -2147483647 - 1;
 
-std::string ints_to_string(const std::vector<int64_t>& values) {
-  return shape_to_string(shape_from_values(values));
-}
 
 // ---- symbolic arithmetic under "every axis >= 1" -------------------------------------------
 
@@ -880,14 +877,14 @@ void infer_transpose(InferenceContext& context) {
   for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
   perm = context.node().attr_ints("perm", perm);
   if (perm.size() != input->size()) {
-    context.fail(cat("attribute 'perm' = ", ints_to_string(perm), " has ", perm.size(),
+    context.fail(cat("attribute 'perm' = ", shape_text(perm), " has ", perm.size(),
                      " entries for input ", shape_to_string(*input)));
   }
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t k = 0; k < rank; ++k) {
     if (sorted[static_cast<size_t>(k)] != k) {
-      context.fail(cat("attribute 'perm' = ", ints_to_string(perm),
+      context.fail(cat("attribute 'perm' = ", shape_text(perm),
                        " is not a permutation of the axes of ", shape_to_string(*input)));
     }
   }

@@ -529,11 +529,6 @@ std::string attr_tag(const std::string& name, const Attribute& attr) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string t = "[";
-  for (size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
-  return t + "]";
-}
 
 // Builds the model, runs inference and the reference evaluator.
 GeneratedTest build(Draft& draft) {

@@ -7,11 +7,6 @@ namespace rnnc::testing {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string t = "[";
-  for (size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
-  return t + "]";
-}
 
 }  // namespace
 

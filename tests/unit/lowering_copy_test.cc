@@ -51,13 +51,6 @@ Tensor random_tensor(DType dtype, std::vector<int64_t> shape, std::mt19937& rng)
   return tensor;
 }
 
-// "[1, -9223372036854775808]": for failure messages.
-std::string list_text(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 std::vector<float> values_of(const Tensor& tensor) {
   std::vector<float> values;
   for (int64_t i = 0; i < tensor.numel(); ++i)
@@ -295,9 +288,9 @@ TEST(LoweringCopySlice, MatchesReferenceOnRandomCases) {
       slice.operand(ints(axes), uniform(0, 1));
     }
     if (!omit_steps) slice.operand(ints(steps), uniform(0, 1));
-    slice.expect_matches(cat("trial ", trial, ": ", dtype_name(dtype), list_text(shape), " starts ",
-                             list_text(starts), " ends ", list_text(ends), " axes ",
-                             list_text(axes), " steps ", list_text(steps)));
+    slice.expect_matches(cat("trial ", trial, ": ", dtype_name(dtype), shape_text(shape), " starts ",
+                             shape_text(starts), " ends ", shape_text(ends), " axes ",
+                             shape_text(axes), " steps ", shape_text(steps)));
   }
 }
 
@@ -445,9 +438,9 @@ TEST(LoweringCopyPad, MatchesReferenceOnRandomCases) {
       for (int64_t& axis : named) axis -= uniform(0, 1) * rank;
       pad.operand(i64(named), uniform(0, 1));
     }
-    pad.expect_matches(cat("trial ", trial, ": ", mode, " ", dtype_name(dtype), list_text(shape),
-                           " pads ", list_text(pads), " axes ",
-                           given_axes ? list_text(axes) : "all"));
+    pad.expect_matches(cat("trial ", trial, ": ", mode, " ", dtype_name(dtype), shape_text(shape),
+                           " pads ", shape_text(pads), " axes ",
+                           given_axes ? shape_text(axes) : "all"));
   }
 }
 
