@@ -38,6 +38,15 @@ void* Workspace::allocate_bytes(size_t bytes) {
   return result;
 }
 
+const Tensor* ExecutionBlock::input_tensor(const BlockIO& io, const Value* value) const {
+  if (!value) return nullptr;
+  if (value->is_constant() && !value->is_graph_input()) return value->constant().get();
+  for (size_t k = 0; k < inputs.size() && k < io.inputs.size(); ++k) {
+    if (inputs[k] == value) return io.inputs[k];
+  }
+  return nullptr;
+}
+
 int64_t ExecutionBlock::begin_chunks(BlockIO&) const {
   RNNC_CHECK(false, kind(), " cannot run in chunks");
 }

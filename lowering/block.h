@@ -84,6 +84,10 @@ class ExecutionBlock {
   virtual std::string kind() const = 0;
   virtual void run(BlockIO& io) const = 0;
 
+  // The tensor a node of this block reads for `value`: a folded constant, or the BlockIO input
+  // bound to it; nullptr when it is neither.
+  const Tensor* input_tensor(const BlockIO& io, const Value* value) const;
+
   // Chunked runs, for blocks that run a recurrence over the sequence axis in order: the runtime's
   // pipeline plan calls begin_chunks, then run_chunk for consecutive time ranges that cover
   // [0, sequence_length(io)), then end_chunks; the outputs' rows for a range are final when its

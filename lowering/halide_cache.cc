@@ -154,10 +154,10 @@ void HalideCache::load_runtime() {
       ::dlsym(runtime_.get(), "halide_set_error_handler"));
   if (!set_handler) raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
   set_handler(rnnc_halide_error_handler);
-  set_do_par_for_locked(reinterpret_cast<void*>(&serial_do_par_for));
+  install_do_par_for(reinterpret_cast<void*>(&serial_do_par_for));
 }
 
-void HalideCache::set_do_par_for_locked(void* do_par_for) {
+void HalideCache::install_do_par_for(void* do_par_for) {
   using DoParFor = void* (*)(void*);
   auto set = reinterpret_cast<DoParFor>(::dlsym(runtime_.get(), "halide_set_custom_do_par_for"));
   if (!set) raise(ErrorKind::kIo, "the Halide runtime lacks halide_set_custom_do_par_for");
@@ -166,7 +166,7 @@ void HalideCache::set_do_par_for_locked(void* do_par_for) {
 
 void HalideCache::set_do_par_for(void* do_par_for) {
   std::call_once(runtime_once_, [this] { load_runtime(); });
-  set_do_par_for_locked(do_par_for);
+  install_do_par_for(do_par_for);
 }
 
 CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {

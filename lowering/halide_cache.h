@@ -68,7 +68,7 @@ class HalideCache {
 
  private:
   void load_runtime();
-  void set_do_par_for_locked(void* do_par_for);
+  void install_do_par_for(void* do_par_for);  // the runtime is loaded
 
   std::string dir_;
   std::shared_ptr<Halide::Target> target_;

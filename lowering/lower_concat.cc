@@ -21,12 +21,7 @@ class ConcatBlock : public ExecutionBlock {
     const size_t count = node_.num_inputs();
     RNNC_CHECK(count <= std::size(parts), "Concat with ", count, " inputs");
     for (size_t i = 0; i < count; ++i) {
-      const Value* value = node_.input(i);
-      parts[i] = value && value->is_constant() && !value->is_graph_input() ? value->constant().get()
-                                                                            : nullptr;
-      for (size_t k = 0; !parts[i] && k < inputs.size(); ++k) {
-        if (inputs[k] == value) parts[i] = io.inputs[k];
-      }
+      parts[i] = input_tensor(io, node_.input(i));
       RNNC_CHECK(parts[i], "Concat block was not given input ", i);
     }
     int64_t shape[kMaxRank];

@@ -81,10 +81,7 @@ class CopyBlock : public ExecutionBlock {
     for (size_t i = 0; i < node_.num_inputs(); ++i) {
       const Value* value = node_.input(i);
       if (!value) continue;
-      if (value->is_constant() && !value->is_graph_input()) operands[i] = value->constant().get();
-      for (size_t k = 0; !operands[i] && k < inputs.size(); ++k) {
-        if (inputs[k] == value) operands[i] = io.inputs[k];
-      }
+      operands[i] = input_tensor(io, value);
       RNNC_CHECK(operands[i], kind(), " block was not given input ", i);
     }
     RNNC_CHECK(operands[0], kind(), " block has no data input");

@@ -785,8 +785,7 @@ void RecurrentBlock::run(BlockIO& io) const {
 struct RecurrentBlock::ChunkState : BlockRunState {
   Workspace local;  // when the BlockIO brings no workspace
   Run run;
-  DirectionRun direction;
-  DirectionRun directions[2];  // parts: one per direction
+  DirectionRun directions[2];  // chunked runs use [0] (forward only); parts one per direction
 };
 
 bool RecurrentBlock::chunkable() const {
@@ -828,18 +827,18 @@ int64_t RecurrentBlock::begin_chunks(BlockIO& io) const {
   Workspace& workspace = io.workspace ? *io.workspace : state.local;
   workspace.reset();
   state.run = begin(io, workspace);
-  state.direction = start_direction(state.run, 0, workspace);
+  state.directions[0] = start_direction(state.run, 0, workspace);
   return state.run.seq_length;
 }
 
 void RecurrentBlock::run_chunk(BlockIO& io, int64_t begin, int64_t end) const {
   ChunkState& state = chunk_state(io);
-  advance(state.run, 0, state.direction, begin, end);
+  advance(state.run, 0, state.directions[0], begin, end);
 }
 
 void RecurrentBlock::end_chunks(BlockIO& io) const {
   ChunkState& state = chunk_state(io);
-  finish(state.run, 0, state.direction);
+  finish(state.run, 0, state.directions[0]);
 }
 
 }  // namespace rnnc

@@ -359,7 +359,6 @@ struct Session::Impl {
   std::vector<NamedTensor> outputs;        // run()'s result views
   std::vector<char> given;                 // per graph input, this run
   std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
-  std::vector<std::string> bound_by;       // error messages only
 
   const CompiledModel::Impl& m() const { return model->impl(); }
   void check_and_bind(const std::vector<NamedTensor>& inputs);
@@ -409,7 +408,6 @@ Session CompiledModel::new_session(const std::vector<std::pair<std::string, std:
   for (const TensorInfo& info : impl_->outputs) impl->outputs.push_back({info.name, {info.type, {}, nullptr}});
   impl->given.assign(impl_->checks.size(), 0);
   impl->bound.assign(impl_->symbols.size(), -1);
-  impl->bound_by.resize(impl_->symbols.size());
   return Session(std::move(impl));
 }
 
@@ -445,7 +443,6 @@ void Session::Impl::check_one(size_t index, ElementType type, const std::vector<
     int64_t& value = bound[static_cast<size_t>(symbol)];
     if (value < 0) {
       value = size;
-      bound_by[static_cast<size_t>(symbol)].clear();  // set lazily, on a conflict
     } else if (value != size) {
       // Whoever bound it first: find it again for the message.
       std::string first;

@@ -456,10 +456,10 @@ void Executor::run(Context& context) const {
   // use at most the model's threads.
   execute_in(*arena_, [&] {
     if (plan_ == RunPlan::kParallel) {
+      RNNC_TSAN_RELEASE(&context);  // the block nodes acquire it (build_context)
       context.start->try_put(flow::continue_msg());
       context.graph.wait_for_all();
       RNNC_TSAN_ACQUIRE(&context);
-      RNNC_TSAN_RELEASE(&context);
       return;
     }
     for (size_t b = 0; b < count && !context.failed.load(); ++b) {

@@ -104,10 +104,10 @@ TEST(Allocation, SteadyStateRunOfTheDemoModelAllocatesNothing) {
   EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
 }
 
-TEST(Allocation, PipelinePlanAllocationsAreReported) {
-  // Not asserted to be zero: oneTBB's flow graph may allocate task objects (its allocator caches
-  // them, so this is near zero once warm). Reported
-  // so a change shows up (docs/runtime.md quotes it).
+TEST(Allocation, PipelinePlanAllocatesAtMostOncePerRunOnAverage) {
+  // Not asserted to be zero: oneTBB may allocate task objects (its allocator caches them, so this
+  // is near zero once warm; measured 0.0-0.1 per run). Bounded at one per run on average, and
+  // reported so a change shows up (docs/runtime.md quotes it).
   ModelOptions options;
   options.threads = 2;
   options.plan = Plan::kPipeline;
@@ -117,7 +117,7 @@ TEST(Allocation, PipelinePlanAllocationsAreReported) {
   const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {17, 1, 128}, x.data()}}};
   const long seen = count_allocations([&] { session.run(inputs); });
   std::printf("pipeline plan, 2 threads: %.1f allocations per run\n", seen / 20.0);
-  SUCCEED();
+  EXPECT_LE(seen, 20);
 }
 
 }  // namespace
