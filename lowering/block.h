@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "lowering/aot_writer.h"
 
 namespace rnnc {
 
@@ -107,6 +108,11 @@ class ExecutionBlock {
   // writes (a chain of layers passes one's sequence_output to the next's sequence_input).
   virtual const Value* sequence_input() const { return nullptr; }
   virtual const Value* sequence_output() const { return nullptr; }
+
+  // Ahead-of-time export (aot/, lowering/aot_writer.h): writes this block's run as C code through
+  // `writer`, reading and writing the values of `io`. The default raises kUnsupported naming the
+  // block and its nodes (reference kernels need rnnc's C++ at run time).
+  virtual void write_aot(AotWriter& writer, const AotBlockIO& io) const;
 
   std::vector<const Node*> nodes;     // the graph nodes this block computes, in order
   std::vector<const Value*> inputs;   // values read from outside the block

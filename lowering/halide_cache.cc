@@ -185,13 +185,24 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   pipeline.function_name = "rnnc_" + hash;
   std::string path = cat(dir_, "/", pipeline.function_name, ".so");
   pipeline.from_cache = fs::exists(path);
+  const std::string object_path = cat(dir_, "/", pipeline.function_name, ".o");
+  if (keep_objects_ && pipeline.from_cache && !fs::exists(object_path)) {
+    std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
+    compile(stem + ".o", pipeline.function_name, target_->with_feature(Halide::Target::NoRuntime));
+    fs::rename(stem + ".o", object_path);
+  }
+  if (keep_objects_) pipeline.object_path = object_path;
   if (!pipeline.from_cache) {
     auto start = std::chrono::steady_clock::now();
     std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
     compile(stem + ".o", pipeline.function_name, target_->with_feature(Halide::Target::NoRuntime));
     run_linker(stem + ".o", stem + ".so");
     fs::rename(stem + ".so", path);  // atomic: concurrent processes see all or nothing
-    fs::remove(stem + ".o");
+    if (keep_objects_) {
+      fs::rename(stem + ".o", object_path);
+    } else {
+      fs::remove(stem + ".o");
+    }
     pipeline.compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }

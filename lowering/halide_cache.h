@@ -37,6 +37,7 @@ struct CompiledPipeline {
   std::shared_ptr<void> library;  // keeps the shared object loaded
   double compile_ms = 0;          // 0 when loaded from the cache
   bool from_cache = false;        // on disk, or already loaded in this process (equal layers)
+  std::string object_path;        // its object file (NoRuntime), when the cache keeps them
 
   // Calls the pipeline; a nonzero Halide error code becomes an rnnc internal error naming it.
   void call(void** args) const;
@@ -66,6 +67,11 @@ class HalideCache {
   // never starts a thread pool of its own). Process-wide: the runtime is one shared object.
   void set_do_par_for(void* do_par_for);
 
+  // Keeps each pipeline's object file beside its shared object (CompiledPipeline::object_path),
+  // compiling it again when an earlier process left only the shared object: ahead-of-time export
+  // (aot/) links the objects into a static library.
+  void set_keep_objects(bool keep) { keep_objects_ = keep; }
+
  private:
   void load_runtime();
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
@@ -77,6 +83,7 @@ class HalideCache {
   std::shared_ptr<void> runtime_;
   std::mutex mutex_;
   std::map<std::string, CompiledPipeline> loaded_;
+  bool keep_objects_ = false;
 };
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).

@@ -110,6 +110,16 @@ class NodeConventionBlock : public ExecutionBlock {
   }
   void run_part(BlockIO& io, int part) const override { inner_->run_part(inner_io(io), part); }
   void end_parts(BlockIO& io) const override { inner_->end_parts(inner_io(io)); }
+  // The inner block writes the node's slots: the block's values mapped as enter() maps tensors.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    AotBlockIO slots;
+    for (int from : input_from_) slots.inputs.push_back(from >= 0 ? io.inputs.at(from) : nullptr);
+    slots.outputs.assign(node_.num_outputs(), nullptr);
+    for (size_t i = 0; i < io.outputs.size() && i < output_slot_.size(); ++i) {
+      slots.outputs[output_slot_[i]] = io.outputs[i];
+    }
+    inner_->write_aot(writer, slots);
+  }
   const Value* sequence_input() const override { return slot_source(node_, 0); }
   const Value* sequence_output() const override { return slot_destination(node_, 0); }
 
@@ -255,6 +265,7 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Progr
   auto program = std::unique_ptr<Program>(new Program());
   if (!options.reference_only) {
     program->cache_ = std::make_shared<HalideCache>(options.cache_dir, options.target);
+    program->cache_->set_keep_objects(options.keep_objects);
   }
   for (const BlockSpec& spec : partition_graph(*model->graph)) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());

@@ -24,6 +24,7 @@ struct ProgramOptions {
   std::string cache_dir;        // "" = HalideCache's default
   std::string target;           // "" = host (or $RNNC_TARGET)
   bool reference_only = false;  // every block on reference kernels (debugging)
+  bool keep_objects = false;    // keep the kernels' object files (ahead-of-time export, aot/)
 };
 
 class Program {
