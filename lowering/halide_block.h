@@ -113,6 +113,7 @@ class HalideBlock : public ExecutionBlock {
 
   std::string kind() const override { return kind_; }
   void run(BlockIO& io) const override;
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override;  // halide_block_aot.cc
 
   // kUnsupported when the block exceeds the limits above; lowerings call it before compiling.
   void check_limits() const;

@@ -57,6 +57,60 @@ class ConcatBlock : public ExecutionBlock {
     }
   }
 
+  // The same slab copies in C (rn_concat, aot/driver_support.c), shapes checked as run() does.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty()) return;
+    std::string parts, slabs, checks;
+    std::vector<std::string> first, out_shape = writer.shape(io.outputs[0]);
+    std::string total;
+    const std::string element = cat(dtype_size(dtype_));
+    for (size_t i = 0; i < node_.num_inputs(); ++i) {
+      const Value* value = node_.input(i);
+      std::vector<std::string> shape;
+      std::string data;
+      if (value->is_constant() && !value->is_graph_input()) {
+        for (int64_t extent : value->constant()->shape()) shape.push_back(cat("((int64_t)", extent, ")"));
+        data = writer.constant(*value->constant());
+      } else {
+        shape = writer.shape(value);
+        data = writer.value(value);
+      }
+      if (shape.size() != rank_) {
+        raise_invalid_model(cat(node_.describe(), ": input ", i, " has rank ", shape.size(),
+                                ", expected ", rank_));
+      }
+      if (i == 0) first = shape;
+      std::string inner = shape[axis_];
+      for (size_t k = axis_ + 1; k < rank_; ++k) inner += "*" + shape[k];
+      parts += cat(i ? ", " : "", data);
+      slabs += cat(i ? ", " : "", "(", inner, ")*", element);
+      total += cat(i ? "+" : "", shape[axis_]);
+      std::vector<std::string> expected = first;
+      expected[axis_] = shape[axis_];
+      std::string got, want;
+      for (size_t k = 0; k < rank_; ++k) {
+        got += cat(k ? ", " : "", shape[k]);
+        want += cat(k ? ", " : "", expected[k]);
+      }
+      checks += cat("  RN_TRY(rn_check_shape(ctx, ", rank_, ", (const int64_t[]){", got,
+                    "}, (const int64_t[]){", want, "}, ",
+                    c_string_literal(cat(node_.describe(), ": input ", i)), "));\n");
+    }
+    std::string got, want, outer = "((int64_t)1)";
+    for (size_t k = 0; k < rank_; ++k) {
+      got += cat(k ? ", " : "", out_shape[k]);
+      want += cat(k ? ", " : "", k == axis_ ? "(" + total + ")" : first[k]);
+      if (k < axis_) outer += "*" + first[k];
+    }
+    checks += cat("  RN_TRY(rn_check_shape(ctx, ", rank_, ", (const int64_t[]){", got,
+                  "}, (const int64_t[]){", want, "}, ",
+                  c_string_literal(cat(node_.describe(), ": the result")), "));\n");
+    writer.code(cat("{\n", checks, "  const void* parts[] = {", parts, "};\n",
+                    "  const int64_t slabs[] = {", slabs, "};\n", "  rn_concat(",
+                    writer.value(io.outputs[0]), ", ", outer, ", ", node_.num_inputs(),
+                    ", parts, slabs);\n}\n"));
+  }
+
  private:
   const Node& node_;
   size_t axis_;
