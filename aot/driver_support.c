@@ -1,0 +1,565 @@
+/* driver_support.c: the fixed part of every ahead-of-time driver rnnc compile generates.
+ *
+ * aot/export.cc pastes this text into the generated <name>_driver.c after
+ *   #include <HalideRuntime.h>, the model's header, and  #define rn_ctx <name>_context
+ * so everything here is static to one model's driver, and two models' libraries link into one
+ * program without clashing. It holds what does not depend on the model: the weight file check
+ * (docs/aot.md has the format), the context's memory (value buffers, per-block scratch, carried
+ * state), Halide buffer binding, the Halide error hook, and the recurrent time loop the recurrent
+ * blocks call (lowering/recurrent_block_aot.cc; the C twin of RecurrentBlock::run).
+ *
+ * Nothing here allocates in steady state: buffers grow to the largest run seen and stay. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct rn_buffer {
+  void* data;
+  size_t capacity;
+} rn_buffer;
+
+struct rn_ctx {
+  const uint8_t* weights; /* the validated weight file */
+  void* mapping;          /* mmap of the file (create_from_file) */
+  size_t mapping_size;
+  void* owned_copy; /* an aligned copy of a caller's unaligned buffer */
+  rn_buffer* values;
+  rn_buffer* scratch;
+  rn_buffer* states;
+  int state_valid; /* states hold a stream's carried state */
+  int64_t state_dims[RN_NUM_DIMS + 1];
+  char error[1024];
+};
+
+typedef struct rn_ctx rn_ctx;
+
+#define RN_TRY(expr)                 \
+  do {                               \
+    int rn_status_ = (expr);         \
+    if (rn_status_) return rn_status_; \
+  } while (0)
+#define RN_ALIGN(bytes) ((((int64_t)(bytes)) + 63) / 64 * 64)
+
+static int rn_fail(rn_ctx* ctx, int status, const char* format, ...) {
+  if (ctx) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(ctx->error, sizeof ctx->error, format, args);
+    va_end(args);
+  }
+  return status;
+}
+
+static int rn_out_of_memory(rn_ctx* ctx) {
+  return rn_fail(ctx, RNNC_AOT_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+/* `bytes` of 64-byte aligned memory in `buffer`, grown (contents dropped) when too small. */
+static void* rn_grow(rn_buffer* buffer, int64_t bytes) {
+  size_t size = (size_t)RN_ALIGN(bytes > 0 ? bytes : 1);
+  if (buffer->capacity < size) {
+    free(buffer->data);
+    buffer->data = aligned_alloc(64, size);
+    buffer->capacity = buffer->data ? size : 0;
+  }
+  return buffer->data;
+}
+
+/* A block's scratch: zero-filled on every call, as lowering's Workspace hands it out. */
+static void* rn_scratch(rn_ctx* ctx, int slot, int64_t bytes) {
+  void* memory = rn_grow(&ctx->scratch[slot], bytes);
+  if (memory) memset(memory, 0, (size_t)RN_ALIGN(bytes > 0 ? bytes : 1));
+  return memory;
+}
+
+static void rn_free_buffers(rn_buffer* buffers, int count) {
+  if (!buffers) return;
+  for (int i = 0; i < count; ++i) free(buffers[i].data);
+  free(buffers);
+}
+
+/* ---- the weight file ------------------------------------------------------------------------- */
+
+static const char rn_weights_magic[8] = {'R', 'N', 'N', 'C', 'W', 'G', 'T', 'S'};
+enum { rn_header_bytes = 64, rn_checksum_offset = 32 };
+
+static uint64_t rn_read_u64(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static uint32_t rn_read_u32(const uint8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* 64-bit FNV-1a over the file's 8-byte words, the checksum word read as zero. A change of any
+ * one word (one flipped byte, say) always changes the result: each step is a bijection of the
+ * running value. */
+static uint64_t rn_checksum(const uint8_t* data, uint64_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (uint64_t offset = 0; offset + 8 <= size; offset += 8) {
+    uint64_t word = offset == rn_checksum_offset ? 0 : rn_read_u64(data + offset);
+    hash = (hash ^ word) * 0x100000001b3ull;
+  }
+  return hash;
+}
+
+/* Checks, in this order: size of the header, magic, version, size recorded in the header,
+ * checksum, and that the tensor table is the one this library was compiled with. */
+static int rn_check_weights(rn_ctx* ctx, const uint8_t* data, uint64_t size) {
+  if (size < rn_header_bytes) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_TRUNCATED,
+                   "weight file of %llu bytes is shorter than its 64-byte header",
+                   (unsigned long long)size);
+  }
+  if (memcmp(data, rn_weights_magic, 8) != 0) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_BAD_MAGIC, "not an rnnc weight file (magic is not RNNCWGTS)");
+  }
+  uint32_t version = rn_read_u32(data + 8);
+  if (version != RN_WEIGHTS_VERSION) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_BAD_VERSION,
+                   "weight file format version %u, this library reads version %d", version,
+                   RN_WEIGHTS_VERSION);
+  }
+  uint64_t recorded = rn_read_u64(data + 16);
+  if (recorded != size) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_TRUNCATED,
+                   "weight file has %llu bytes, its header records %llu (truncated or appended to)",
+                   (unsigned long long)size, (unsigned long long)recorded);
+  }
+  if (rn_checksum(data, size) != rn_read_u64(data + rn_checksum_offset)) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_CHECKSUM, "weight file checksum mismatch (corrupted)");
+  }
+  uint32_t count = rn_read_u32(data + 12);
+  int same = count == RN_NUM_TENSORS && rn_read_u64(data + 24) == RN_LAYOUT_ID &&
+             size >= rn_header_bytes + 16 * (uint64_t)count;
+  for (uint32_t i = 0; same && i < count; ++i) {
+    same = rn_read_u64(data + rn_header_bytes + 16 * i) == rn_tensor_table[2 * i] &&
+           rn_read_u64(data + rn_header_bytes + 16 * i + 8) == rn_tensor_table[2 * i + 1];
+  }
+  if (!same) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_WRONG_MODEL,
+                   "the weight file is valid but was written for another model or layout than "
+                   "this library (" RN_MODEL_NAME ")");
+  }
+  return RNNC_AOT_OK;
+}
+
+/* ---- Halide ---------------------------------------------------------------------------------- */
+
+/* Halide's default error handler aborts the process; this one keeps the message for the failing
+ * thread, and the pipeline returns an error code, which rn_call reports. */
+static _Thread_local char rn_halide_message[512];
+static void rn_halide_error(void* user_context, const char* message) {
+  (void)user_context;
+  snprintf(rn_halide_message, sizeof rn_halide_message, "%s", message ? message : "");
+}
+
+static int rn_call(rn_ctx* ctx, int (*pipeline)(void**), void** args, const char* what) {
+  rn_halide_message[0] = 0;
+  int status = pipeline(args);
+  if (status != 0) {
+    size_t n = strlen(rn_halide_message);
+    while (n > 0 && (rn_halide_message[n - 1] == '\n' || rn_halide_message[n - 1] == ' ')) {
+      rn_halide_message[--n] = 0;
+    }
+    return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: Halide error %d: %s", what, status,
+                   rn_halide_message);
+  }
+  return RNNC_AOT_OK;
+}
+
+/* A buffer over existing memory; dims innermost first as {extent, stride} pairs. */
+static void rn_buffer_init(halide_buffer_t* buffer, halide_dimension_t* dims, const void* host,
+                           int code, int bits, int rank, const int64_t* extent_stride) {
+  memset(buffer, 0, sizeof *buffer);
+  buffer->host = (uint8_t*)host;
+  buffer->type.code = (halide_type_code_t)code;
+  buffer->type.bits = (uint8_t)bits;
+  buffer->type.lanes = 1;
+  buffer->dimensions = rank;
+  buffer->dim = dims;
+  for (int i = 0; i < rank; ++i) {
+    dims[i].min = 0;
+    dims[i].extent = (int32_t)extent_stride[2 * i];
+    dims[i].stride = (int32_t)extent_stride[2 * i + 1];
+    dims[i].flags = 0;
+  }
+}
+
+/* A Halide block's view (lowering/halide_block.cc bind_view): per dim {extent, stride, output
+ * extent, check}; check 1: equal to the output's, 2: a broadcast of extent 1, 3: equal, or 1
+ * and read with stride 0. */
+static int rn_bind(rn_ctx* ctx, halide_buffer_t* buffer, halide_dimension_t* dims,
+                   const void* host, int code, int bits, int rank, const int64_t* spec,
+                   const char* what) {
+  int64_t extent_stride[2 * 8];
+  for (int i = 0; i < rank; ++i) {
+    int64_t extent = spec[4 * i], stride = spec[4 * i + 1], out = spec[4 * i + 2];
+    int check = (int)spec[4 * i + 3];
+    if (check) {
+      int ok = extent == out;
+      if (check == 2) {
+        ok = extent == 1;
+      } else if (!ok && check == 3 && extent == 1) {
+        ok = 1;
+        extent = out;
+        stride = 0;
+      }
+      if (!ok) {
+        return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                       "%s: extent %lld does not broadcast to the result's %lld", what,
+                       (long long)extent, (long long)out);
+      }
+    }
+    if (extent == 1 && stride == 0) stride = i == 0 ? 1 : 0;
+    if (extent > INT32_MAX || stride > INT32_MAX) {
+      return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                     "%s: a buffer too large for 32-bit Halide indexing", what);
+    }
+    extent_stride[2 * i] = extent;
+    extent_stride[2 * i + 1] = stride;
+  }
+  rn_buffer_init(buffer, dims, host, code, bits, rank, extent_stride);
+  return RNNC_AOT_OK;
+}
+
+static int rn_check_shape(rn_ctx* ctx, int rank, const int64_t* got, const int64_t* want,
+                          const char* what) {
+  for (int i = 0; i < rank; ++i) {
+    if (got[i] != want[i]) {
+      return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                     "%s: dim %d is %lld, expected %lld (the dims given do not agree)", what, i,
+                     (long long)got[i], (long long)want[i]);
+    }
+  }
+  return RNNC_AOT_OK;
+}
+
+/* ---- copy blocks ----------------------------------------------------------------------------- */
+
+/* Concat (lowering/lower_concat.cc): each of the `outer` slabs of the output is the parts' slabs
+ * one after another. */
+static void rn_concat(void* destination, int64_t outer, int count, const void* const* parts,
+                      const int64_t* slab_bytes) {
+  uint8_t* out = (uint8_t*)destination;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int i = 0; i < count; ++i) {
+      if (slab_bytes[i] == 0) continue;
+      memcpy(out, (const uint8_t*)parts[i] + o * slab_bytes[i], (size_t)slab_bytes[i]);
+      out += slab_bytes[i];
+    }
+  }
+}
+
+/* ---- recurrent blocks ------------------------------------------------------------------------ */
+
+typedef struct rn_recurrent_direction {
+  int reverse, peepholes, linear_before_reset;
+  int (*step)(void**);
+  int (*batched_step)(void**);
+  const float *wt, *bias, *r, *peephole_weights, *rbh;
+} rn_recurrent_direction;
+
+/* One LSTM / GRU / RNN block: its compiled shape (lowering/recurrent_pipelines.h layouts) and one
+ * run's buffers, with element strides of the slots in their layouts (0: a squeezed dir). */
+typedef struct rn_recurrent {
+  const char* name;
+  int (*projection)(void**);
+  int lstm, directions;
+  int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
+  rn_recurrent_direction dir[2];
+  const float* x;
+  int64_t seq, batch, x_seq_stride, x_batch_stride;
+  const void* sequence_lens; /* NULL: every entry runs seq steps */
+  int sequence_lens_bits;
+  const float* initial_h; /* NULL: zeros */
+  int64_t h0_dir, h0_batch;
+  const float* initial_c;
+  int64_t c0_dir, c0_batch;
+  float* y; /* NULL: not needed */
+  int64_t y_seq, y_dir, y_batch, y_elements;
+  float* y_h;
+  int64_t y_h_dir, y_h_batch;
+  float* y_c;
+  int64_t y_c_dir, y_c_batch;
+} rn_recurrent;
+
+static int64_t rn_round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+static int64_t rn_padded_batch(const rn_recurrent* L) {
+  return rn_round_up(L->batch, L->batch > 1 ? L->batch_tile : 1);
+}
+
+static int64_t rn_recurrent_direction_bytes(const rn_recurrent* L) {
+  const int64_t n = L->gates * L->padded, rows = L->seq * L->batch, pb = rn_padded_batch(L);
+  return RN_ALIGN(4 * n * (rn_round_up(rows, L->gemm_rows) + L->gemm_rows)) +
+         4 * RN_ALIGN(4 * L->padded * pb) + RN_ALIGN(4 * pb);
+}
+
+static int64_t rn_recurrent_scratch_bytes(const rn_recurrent* L) {
+  return RN_ALIGN(8 * (L->batch > 0 ? L->batch : 1)) + L->directions * rn_recurrent_direction_bytes(L);
+}
+
+static const halide_type_code_t rn_float = halide_type_float, rn_int = halide_type_int;
+
+/* RecurrentBlock::run (lowering/lower_recurrent.cc) in C: the same buffers, calls and copies. */
+static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
+  uint8_t* next = (uint8_t*)scratch;
+  const int64_t seq = L->seq, batch = L->batch, n = L->gates * L->padded, rows = seq * batch;
+  const int64_t hidden = L->hidden, padded = L->padded, tile = L->tile, tiles = padded / tile;
+  const int64_t widest = n > L->input ? n : L->input;
+  if ((rn_round_up(rows, L->gemm_rows) + L->gemm_rows) * widest * 4 > INT32_MAX) {
+    return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                   "%s: seq_length * batch_size = %lld rows give buffers beyond 2 GB", L->name,
+                   (long long)rows);
+  }
+  int64_t* lengths = (int64_t*)next;
+  next += RN_ALIGN(8 * (batch > 0 ? batch : 1));
+  int64_t steps = 0, short_entry = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = seq;
+    if (L->sequence_lens) {
+      length = L->sequence_lens_bits == 32 ? ((const int32_t*)L->sequence_lens)[b]
+                                           : ((const int64_t*)L->sequence_lens)[b];
+      if (length < 0 || length > seq) {
+        return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                       "%s: input 'sequence_lens'[%lld] = %lld, must be in [0, seq_length = %lld]",
+                       L->name, (long long)b, (long long)length, (long long)seq);
+      }
+    }
+    lengths[b] = length;
+    if (length > steps) steps = length;
+    if (length < seq) short_entry = 1;
+  }
+  /* Y stays zero past each entry's length. */
+  if (L->y && short_entry) memset(L->y, 0, (size_t)(4 * L->y_elements));
+
+  const int64_t pb = rn_padded_batch(L);
+  for (int d = 0; d < L->directions; ++d) {
+    const rn_recurrent_direction* part = &L->dir[d];
+    float* xw = (float*)next;
+    next += RN_ALIGN(4 * n * (rn_round_up(rows, L->gemm_rows) + L->gemm_rows));
+    float *h[2], *c[2];
+    for (int i = 0; i < 2; ++i) {
+      h[i] = (float*)next;
+      next += RN_ALIGN(4 * padded * pb);
+      c[i] = (float*)next;
+      next += RN_ALIGN(4 * padded * pb);
+    }
+    int32_t* step_time = (int32_t*)next;
+    next += RN_ALIGN(4 * pb);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (L->initial_h) {
+        memcpy(h[0] + b * padded, L->initial_h + d * L->h0_dir + b * L->h0_batch,
+               (size_t)(4 * hidden));
+      }
+      if (L->initial_c) {
+        memcpy(c[0] + b * padded, L->initial_c + d * L->c0_dir + b * L->c0_batch,
+               (size_t)(4 * hidden));
+      }
+    }
+    for (int64_t b = 0; b < pb; ++b) step_time[b] = -1;
+    int current = 0;
+
+    if (steps > 0) {
+      /* The input projection of every row: x (k, m), wt (n, k), bias (n) -> xw (n, m). */
+      halide_buffer_t xb, wb, bb, xwb;
+      halide_dimension_t xd[2], wd[2], bd[1], xwd[2];
+      rn_buffer_init(&xb, xd, L->x, rn_float, 32, 2,
+                     (const int64_t[]){L->input, 1, rows, L->input});
+      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 2, (const int64_t[]){n, 1, L->input, n});
+      rn_buffer_init(&bb, bd, part->bias, rn_float, 32, 1, (const int64_t[]){n, 1});
+      rn_buffer_init(&xwb, xwd, xw, rn_float, 32, 2,
+                     (const int64_t[]){n, 1, rn_round_up(rows, L->gemm_rows), n});
+      void* projection_args[] = {&xb, &wb, &bb, &xwb};
+      RN_TRY(rn_call(ctx, L->projection, projection_args, L->name));
+
+      /* The step (argument order: lowering/recurrent_pipelines.h). */
+      const int64_t g = L->gates;
+      const int64_t b_stride = L->x_batch_stride / L->input * n;
+      const int64_t t_stride = L->x_seq_stride / L->input * n;
+      halide_buffer_t rb, xws, tb, hin, hint, hout, cin, cout, pb_buf, rbh;
+      halide_dimension_t rd[4], xwsd[5], td[1], hind[2], hintd[3], houtd[3], cind[3], coutd[3],
+          pd[3], rbhd[2];
+      rn_buffer_init(&rb, rd, part->r, rn_float, 32, 4,
+                     (const int64_t[]){tile, 1, g, tile, hidden, g * tile, tiles, hidden * g * tile});
+      rn_buffer_init(&xws, xwsd, xw, rn_float, 32, 5,
+                     (const int64_t[]){tile, 1, g, tile, tiles, g * tile, batch, b_stride, seq,
+                                       t_stride});
+      rn_buffer_init(&tb, td, step_time, rn_int, 32, 1, (const int64_t[]){pb, 1});
+      const int64_t tiles_spec[] = {tile, 1, tiles, tile, pb, padded};
+      rn_buffer_init(&hin, hind, h[0], rn_float, 32, 2, (const int64_t[]){padded, 1, pb, padded});
+      rn_buffer_init(&hint, hintd, h[0], rn_float, 32, 3, tiles_spec);
+      rn_buffer_init(&hout, houtd, h[1], rn_float, 32, 3, tiles_spec);
+      rn_buffer_init(&cin, cind, c[0], rn_float, 32, 3, tiles_spec);
+      rn_buffer_init(&cout, coutd, c[1], rn_float, 32, 3, tiles_spec);
+      rn_buffer_init(&pb_buf, pd, part->peephole_weights, rn_float, 32, 3,
+                     (const int64_t[]){tile, 1, tiles, tile, 3, padded});
+      rn_buffer_init(&rbh, rbhd, part->rbh, rn_float, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
+      void* args[10];
+      int count = 0;
+      args[count++] = &rb;
+      args[count++] = &xws;
+      args[count++] = &tb;
+      args[count++] = &hin;
+      args[count++] = &hint;
+      if (L->lstm) args[count++] = &cin;
+      if (part->peepholes) args[count++] = &pb_buf;
+      if (part->linear_before_reset) args[count++] = &rbh;
+      args[count++] = &hout;
+      if (L->lstm) args[count++] = &cout;
+      int (*step)(void**) = batch > 1 ? part->batched_step : part->step;
+
+      for (int64_t s = 0; s < steps; ++s) {
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t length = lengths[b];
+          step_time[b] = s >= length ? -1 : (int32_t)(part->reverse ? length - 1 - s : s);
+        }
+        hin.host = (uint8_t*)h[current];
+        hint.host = (uint8_t*)h[current];
+        hout.host = (uint8_t*)h[1 - current];
+        cin.host = (uint8_t*)c[current];
+        cout.host = (uint8_t*)c[1 - current];
+        RN_TRY(rn_call(ctx, step, args, L->name));
+        current = 1 - current;
+        if (L->y) {
+          for (int64_t b = 0; b < batch; ++b) {
+            const int32_t t = step_time[b];
+            if (t >= 0) {
+              memcpy(L->y + t * L->y_seq + d * L->y_dir + b * L->y_batch, h[current] + b * padded,
+                     (size_t)(4 * hidden));
+            }
+          }
+        }
+      }
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      if (L->y_h) {
+        memcpy(L->y_h + d * L->y_h_dir + b * L->y_h_batch, h[current] + b * padded,
+               (size_t)(4 * hidden));
+      }
+      if (L->y_c) {
+        memcpy(L->y_c + d * L->y_c_dir + b * L->y_c_batch, c[current] + b * padded,
+               (size_t)(4 * hidden));
+      }
+    }
+  }
+  return RNNC_AOT_OK;
+}
+
+/* ---- contexts -------------------------------------------------------------------------------- */
+
+static void rn_destroy(rn_ctx* ctx) {
+  if (!ctx) return;
+  if (ctx->mapping) munmap(ctx->mapping, ctx->mapping_size);
+  free(ctx->owned_copy);
+  rn_free_buffers(ctx->values, RN_NUM_VALUES);
+  rn_free_buffers(ctx->scratch, RN_NUM_SCRATCH);
+  rn_free_buffers(ctx->states, RN_NUM_STATES);
+  free(ctx);
+}
+
+static rn_ctx* rn_new_context(void) {
+  rn_ctx* ctx = (rn_ctx*)calloc(1, sizeof(rn_ctx));
+  if (!ctx) return NULL;
+  ctx->values = (rn_buffer*)calloc(RN_NUM_VALUES + 1, sizeof(rn_buffer));
+  ctx->scratch = (rn_buffer*)calloc(RN_NUM_SCRATCH + 1, sizeof(rn_buffer));
+  ctx->states = (rn_buffer*)calloc(RN_NUM_STATES + 1, sizeof(rn_buffer));
+  if (!ctx->values || !ctx->scratch || !ctx->states) {
+    rn_destroy(ctx);
+    return NULL;
+  }
+  halide_set_error_handler(rn_halide_error);
+  return ctx;
+}
+
+/* Validates `data` (which the context then reads in place) and hands over the context. */
+static int rn_finish_create(rn_ctx* ctx, const uint8_t* data, uint64_t size, rn_ctx** out,
+                            char* error, size_t error_size) {
+  int status = rn_check_weights(ctx, data, size);
+  if (status != RNNC_AOT_OK) {
+    if (error && error_size) snprintf(error, error_size, "%s", ctx->error);
+    rn_destroy(ctx);
+    return status;
+  }
+  ctx->weights = data;
+  *out = ctx;
+  return RNNC_AOT_OK;
+}
+
+static int rn_create_from_file(const char* path, rn_ctx** out) {
+  *out = NULL;
+  rn_ctx* ctx = rn_new_context();
+  if (!ctx) return RNNC_AOT_ERROR_OUT_OF_MEMORY;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat status;
+  if (fd < 0 || fstat(fd, &status) != 0) {
+    if (fd >= 0) close(fd);
+    rn_destroy(ctx);
+    return RNNC_AOT_ERROR_IO;
+  }
+  const uint64_t size = (uint64_t)status.st_size;
+  if (size < rn_header_bytes) {
+    close(fd);
+    rn_destroy(ctx);
+    return RNNC_AOT_ERROR_TRUNCATED;
+  }
+  void* mapping = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (mapping == MAP_FAILED) {
+    rn_destroy(ctx);
+    return RNNC_AOT_ERROR_IO;
+  }
+  ctx->mapping = mapping;
+  ctx->mapping_size = (size_t)size;
+  return rn_finish_create(ctx, (const uint8_t*)mapping, size, out, NULL, 0);
+}
+
+static int rn_create_from_buffer(const void* data, size_t size, rn_ctx** out) {
+  *out = NULL;
+  if (!data && size) return RNNC_AOT_ERROR_INVALID_ARGUMENT;
+  rn_ctx* ctx = rn_new_context();
+  if (!ctx) return RNNC_AOT_ERROR_OUT_OF_MEMORY;
+  const uint8_t* bytes = (const uint8_t*)data;
+  if (((uintptr_t)bytes % 64) != 0 && size > 0) {
+    /* Kernels read the weights with vector loads: keep them 64-byte aligned. */
+    ctx->owned_copy = aligned_alloc(64, (size_t)RN_ALIGN(size));
+    if (!ctx->owned_copy) {
+      rn_destroy(ctx);
+      return RNNC_AOT_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(ctx->owned_copy, bytes, size);
+    bytes = (const uint8_t*)ctx->owned_copy;
+  }
+  return rn_finish_create(ctx, bytes, size, out, NULL, 0);
+}
+
+static const char* rn_status_text(int status) {
+  switch (status) {
+    case RNNC_AOT_OK: return "ok";
+    case RNNC_AOT_ERROR_IO: return "cannot open or map the weight file";
+    case RNNC_AOT_ERROR_TRUNCATED: return "weight file size does not match its header (truncated)";
+    case RNNC_AOT_ERROR_BAD_MAGIC: return "not an rnnc weight file (wrong magic)";
+    case RNNC_AOT_ERROR_BAD_VERSION: return "unsupported weight file version";
+    case RNNC_AOT_ERROR_CHECKSUM: return "weight file checksum mismatch (corrupted)";
+    case RNNC_AOT_ERROR_WRONG_MODEL: return "weight file of another model or layout";
+    case RNNC_AOT_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case RNNC_AOT_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case RNNC_AOT_ERROR_KERNEL: return "a compiled kernel failed";
+    default: return "unknown status";
+  }
+}
