@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "graph_opt/specialize.h"
 #include "ir/error.h"
 
 namespace rnnc::cli {
@@ -92,6 +93,29 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
     raise_invalid_input(cat("--", option, " expects NAME=VALUE, got '", text, "'"));
   }
   return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+PassContext parse_specialization(const Parsed& args, const Graph& graph) {
+  PassContext context;
+  for (const auto& text : args.all("fix")) {
+    auto [name, value] = split_assignment(text, "fix");
+    context.fixed_inputs[name] = parse_fixed_input(graph, name, value);
+  }
+  for (const auto& text : args.all("dim")) {
+    auto [name, value] = split_assignment(text, "dim");
+    size_t used = 0;
+    int64_t size = -1;
+    try {
+      size = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || size < 0) {
+      raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
+    }
+    context.fixed_dims[name] = size;
+  }
+  return context;
 }
 
 }  // namespace rnnc::cli

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_opt/pass.h"
+
 namespace rnnc::cli {
 
 struct Option {
@@ -41,5 +43,9 @@ void print_help(const Command& command);
 // "seq=17" -> {"seq", "17"}; throws naming the option when there is no '='.
 std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option);
+
+// --fix NAME=VALUE and --dim NAME=N: what the specialize pass compiles in (rnnc optimize,
+// rnnc compile).
+PassContext parse_specialization(const Parsed& args, const Graph& graph);
 
 }  // namespace rnnc::cli

@@ -24,30 +24,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-// --fix NAME=VALUE and --dim NAME=N: what the specialize pass compiles in.
-PassContext parse_specialization(const Parsed& args, const Graph& graph) {
-  PassContext context;
-  for (const auto& text : args.all("fix")) {
-    auto [name, value] = split_assignment(text, "fix");
-    context.fixed_inputs[name] = parse_fixed_input(graph, name, value);
-  }
-  for (const auto& text : args.all("dim")) {
-    auto [name, value] = split_assignment(text, "dim");
-    size_t used = 0;
-    int64_t size = -1;
-    try {
-      size = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != value.size() || size < 0) {
-      raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
-    }
-    context.fixed_dims[name] = size;
-  }
-  return context;
-}
-
 int run_optimize(const Parsed& args) {
   if (args.has("list-passes")) {
     for (const PassInfo& pass : all_passes()) {

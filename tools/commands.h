@@ -10,5 +10,6 @@ extern const Command kRunCommand;
 extern const Command kOptimizeCommand;
 extern const Command kConformCommand;
 extern const Command kPlanCommand;
+extern const Command kCompileCommand;
 
 }  // namespace rnnc::cli

@@ -13,6 +13,7 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kOptimizeCommand,
     &rnnc::cli::kConformCommand,
     &rnnc::cli::kPlanCommand,
+    &rnnc::cli::kCompileCommand,
 };
 
 void print_usage() {

@@ -1,0 +1,81 @@
+// rnnc compile: ahead-of-time export of a model into a standalone C library (aot/export.h,
+// docs/aot.md): <name>.h, lib<name>.a, <name>.weights and a README in the output directory.
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+#include "aot/export.h"
+#include "ir/error.h"
+#include "ir/onnx_import.h"
+#include "runtime/expose_state.h"
+#include "tools/commands.h"
+
+namespace rnnc::cli {
+
+namespace {
+
+// --target: the two names the issue promises, or a Halide target string.
+std::string parse_target(const std::string& text) {
+  if (text.empty() || text == "host") return "host";
+  if (text == "x86-64-avx2" || text == "avx2") return "avx2";
+  return text;  // HalideCache validates it
+}
+
+int run_compile(const Parsed& args) {
+  if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
+  if (!args.has("o")) raise_invalid_input("give the output directory with -o DIR");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string& path = args.positional[0];
+  std::unique_ptr<Model> model = import_onnx_file(path);
+
+  aot::ExportOptions options;
+  options.name = args.get("name", "model");
+  options.output_dir = args.get("o");
+  options.target = parse_target(args.get("target"));
+  options.cache_dir = args.get("cache-dir");
+  options.specialization = parse_specialization(args, *model->graph);
+  options.source = path.substr(path.find_last_of('/') + 1);
+  for (const Value* output : model->graph->outputs()) options.api_outputs.push_back(output->name());
+  // As the runtime does by default (ModelOptions::expose_recurrent_state): the state of forward
+  // recurrent nodes becomes state the context carries between step calls.
+  if (!args.has("no-state")) options.state = expose_recurrent_state(*model);
+  options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
+
+  const aot::ExportResult result = aot::export_model(std::move(model), options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "compiled " << options.source << " in " << std::fixed << std::setprecision(1)
+            << seconds << " s: " << result.blocks << " blocks, " << result.kernels
+            << " Halide kernels (target " << result.target << ")\n";
+  for (const std::string& file : result.files) std::cout << "  " << file << "\n";
+  return 0;
+}
+
+}  // namespace
+
+const Command kCompileCommand{
+    "compile",
+    "rnnc compile MODEL -o DIR [--name NAME] [--fix NAME=VALUE]... [--dim NAME=N]... "
+    "[--target x86-64-avx2|host] [--cache-dir DIR] [--no-state]",
+    "Compile a model ahead of time into a standalone C library: DIR/NAME.h, DIR/libNAME.a\n"
+    "(Halide kernels, Halide runtime, generated driver; links with -lm -lpthread -ldl only),\n"
+    "DIR/NAME.weights and DIR/README.md. See docs/aot.md.",
+    {
+        {"o", "DIR", "output directory (created if missing)"},
+        {"name", "NAME", "C prefix and file stem (default model)"},
+        {"fix", "NAME=VALUE",
+         "fix an input: a number for an input of shape [] (or all 1s), or @FILE.npy / @FILE.pb "
+         "(repeatable)"},
+        {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
+        {"target", "T",
+         "host (default: this machine's features), x86-64-avx2 (any AVX2 x86-64), or a Halide "
+         "target string"},
+        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
+        {"no-state", "",
+         "do not carry recurrent state between step calls (keep initial states as the model has "
+         "them)"},
+    },
+    run_compile,
+};
+
+}  // namespace rnnc::cli
