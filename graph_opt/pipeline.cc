@@ -26,6 +26,13 @@ std::vector<PipelineStep> default_pipeline() {
 
 std::vector<PipelineStep> lowering_pipeline() {
   std::vector<PipelineStep> steps = default_pipeline();
+  // Quantized weights become annotated float constants before anything else folds them (the
+  // fold group's first pass, so scales computed by foldable nodes are seen in a later round).
+  for (PipelineStep& step : steps) {
+    if (step.passes.front() == "fold_constants") {
+      step.passes.insert(step.passes.begin(), "fold_quantized_weights");
+    }
+  }
   steps.push_back({{"eliminate_layout_ops"}});  // layout ops at LSTM/GRU/RNN become views
   steps.push_back({{"fusion_groups"}});         // elementwise chains lowering fuses (last)
   return steps;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/quantization.h"
 
 namespace rnnc {
 
@@ -131,6 +132,66 @@ std::optional<Tensor> constant_input(const Node& node, size_t index) {
   return std::nullopt;
 }
 
+// A quantized weight (W or R) as the integer kernels read it: q[d][row][k] int8 with a scale and
+// a zero point per (direction, row). The graph holds the dequantized float constant with the
+// QuantParams of the DequantizeLinear it was folded from (graph_opt/fold_quantized_weights), so
+// the integers are recovered exactly: w = (q - zp) * scale rounds to the nearest float, and
+// w / scale lies within 1e-6 of the integer q - zp. uint8 storage is shifted by -128 into int8
+// (q - zp is unchanged), which is what u8 x s8 dot products take.
+struct QuantizedWeight {
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;
+  bool has_zero_points = false;
+};
+
+QuantizedWeight quantized_weight(const Node& node, size_t index, const char* name,
+                                 const Tensor& weight) {
+  const Value* value = node.input(index);
+  const QuantParams* params = value->type.quant.get();
+  if (!params) {
+    raise_unsupported(cat(node.describe(), ": activations are quantized but input '", name,
+                          "' is a float weight (quantize it with rnnc quantize)"));
+  }
+  if (params->bits > 8) {
+    raise_unsupported(cat(node.describe(), ": input '", name, "' is quantized to ", params->bits,
+                          " bits; the integer kernels take weights of up to 8 bits"));
+  }
+  const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
+  const bool per_axis = params->granularity == QuantParams::Granularity::kAxis;
+  if (per_axis && params->axis != 0 && params->axis != 1) {
+    raise_unsupported(cat(node.describe(), ": input '", name, "' has scales along axis ",
+                          params->axis,
+                          ", the reduction axis; integer products need per-tensor, per-direction "
+                          "or per-row scales (keep this node's activations in float)"));
+  }
+  const int32_t shift = params->is_signed ? 0 : 128;
+  QuantizedWeight out;
+  out.q.resize(static_cast<size_t>(dirs * rows * cols));
+  out.scale.resize(static_cast<size_t>(dirs * rows));
+  out.zero_point.resize(static_cast<size_t>(dirs * rows));
+  const float* w = weight.data<float>();
+  for (int64_t d = 0; d < dirs; ++d) {
+    for (int64_t row = 0; row < rows; ++row) {
+      const size_t at = static_cast<size_t>(!per_axis ? 0 : params->axis == 0 ? d : row);
+      const float scale = params->scales.at(at);
+      const int32_t zero_point =
+          (params->zero_points.empty() ? 0 : params->zero_points.at(at)) - shift;
+      out.scale[static_cast<size_t>(d * rows + row)] = scale;
+      out.zero_point[static_cast<size_t>(d * rows + row)] = zero_point;
+      out.has_zero_points = out.has_zero_points || zero_point != 0;
+      for (int64_t k = 0; k < cols; ++k) {
+        const int64_t i = (d * rows + row) * cols + k;
+        const long q = std::lround(w[i] / scale) + zero_point;
+        RNNC_CHECK(q >= -128 && q <= 127, node.describe(), ": input '", name,
+                   "' does not recover to int8 from its quantization parameters");
+        out.q[static_cast<size_t>(i)] = static_cast<int8_t>(q);
+      }
+    }
+  }
+  return out;
+}
+
 // ---- Halide buffer descriptors over rnnc memory ------------------------------------------------
 
 // A halide_buffer_t over existing memory, dims innermost first as {extent, stride} pairs.
@@ -167,6 +228,7 @@ constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
 
 const halide_type_t kF32(halide_type_float, 32);
 const halide_type_t kI32(halide_type_int, 32);
+const halide_type_t kI8(halide_type_int, 8);
 
 int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -369,6 +431,15 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       read_activations(node, default_activations, dirs);
   const bool input_forget = op == "LSTM" && node.attr_int("input_forget", 0) != 0;
   const bool linear_before_reset = op == "GRU" && node.attr_int("linear_before_reset", 0) != 0;
+  std::optional<ActivationQuant> activation_quantization;
+  if (has_activation_quant(node)) {
+    activation_quantization = activation_quant(node);
+    if (activation_quantization->wide()) {
+      raise_unsupported(cat(node.describe(), ": activations quantized to ",
+                            activation_quantization->bits,
+                            " bits; the integer kernels take up to 8 (u8 x s8 products)"));
+    }
+  }
 
   // Weights: constants, with shapes checked as the reference kernel checks them.
   const Tensor* w = constant_weight(node, kW, "W", true);
@@ -398,6 +469,11 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   }
   block->hidden_size_ = hidden;
   block->input_size_ = input_size;
+  std::optional<QuantizedWeight> wq, rq;
+  if (activation_quantization) {
+    wq = quantized_weight(node, kW, "W", *w);
+    rq = quantized_weight(node, kR, "R", *r);
+  }
   block->constant_sequence_lens_ = constant_input(node, kSequenceLens);
   block->may_have_sequence_lens_ = node.input(kSequenceLens) != nullptr;
   block->constant_initial_h_ = constant_input(node, kInitialH);
@@ -427,6 +503,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.input_forget = input_forget;
     cell.peepholes = p != nullptr;
     cell.linear_before_reset = linear_before_reset;
+    if (activation_quantization) {
+      cell.quant = RecurrentQuant{*activation_quantization,
+                                  wq->has_zero_points || rq->has_zero_points};
+    }
     block->directions_.push_back(std::move(direction_part));
   }
   block->schedule_ = choose_recurrent_schedule(block->directions_[0].cell, cache.target());
@@ -462,6 +542,47 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
           rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
         }
         if (b_d) bias[n] = b_d[row] + (fold_rb ? b_d[onnx_gates * hidden + row] : 0.0f);
+      }
+    }
+    if (cell.quant) {
+      // The integer layouts (recurrent_pipelines.h): Wt as (k4, n, ko), R as
+      // (k4, ji, g, ko, jo), four consecutive k of one output innermost; per-output scale,
+      // column sum and zero point indexed like XW's n = (jo * G + g) * T + ji. Padding is zero.
+      const int64_t k4_input = round_up(input_size, 4) / 4, k4_hidden = round_up(hidden, 4) / 4;
+      part.wq = Tensor(DType::kInt8, {k4_input, n_extent, 4});
+      part.rq = Tensor(DType::kInt8, {padded / tile, k4_hidden, gates, tile, 4});
+      for (Tensor* vector : {&part.w_scale, &part.r_scale}) {
+        *vector = Tensor(DType::kFloat32, {n_extent});
+      }
+      for (Tensor* vector : {&part.w_colsum, &part.w_zero, &part.r_colsum, &part.r_zero}) {
+        *vector = Tensor(DType::kInt32, {n_extent});
+      }
+      int8_t* wq_data = part.wq.data<int8_t>();
+      int8_t* rq_data = part.rq.data<int8_t>();
+      for (int64_t g = 0; g < gates; ++g) {
+        const int onnx_gate = cell.gates[static_cast<size_t>(g)];
+        for (int64_t j = 0; j < hidden; ++j) {
+          const int64_t jo = j / tile, ji = j % tile;
+          const int64_t n = (jo * gates + g) * tile + ji;
+          const int64_t row = d * onnx_gates * hidden + onnx_gate * hidden + j;
+          int32_t w_sum = 0, r_sum = 0;
+          for (int64_t k = 0; k < input_size; ++k) {
+            const int8_t q = wq->q[static_cast<size_t>(row * input_size + k)];
+            wq_data[((k / 4) * n_extent + n) * 4 + k % 4] = q;
+            w_sum += q;
+          }
+          for (int64_t k = 0; k < hidden; ++k) {
+            const int8_t q = rq->q[static_cast<size_t>(row * hidden + k)];
+            rq_data[((((jo * k4_hidden) + k / 4) * gates + g) * tile + ji) * 4 + k % 4] = q;
+            r_sum += q;
+          }
+          part.w_scale.data<float>()[n] = wq->scale[static_cast<size_t>(row)];
+          part.r_scale.data<float>()[n] = rq->scale[static_cast<size_t>(row)];
+          part.w_zero.data<int32_t>()[n] = wq->zero_point[static_cast<size_t>(row)];
+          part.r_zero.data<int32_t>()[n] = rq->zero_point[static_cast<size_t>(row)];
+          part.w_colsum.data<int32_t>()[n] = w_sum;
+          part.r_colsum.data<int32_t>()[n] = r_sum;
+        }
       }
     }
     if (p) {
@@ -667,7 +788,25 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
   BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
                        {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});
-  void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
+  if (!part.cell.quant) {
+    void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
+    projection_.call(args);
+    return;
+  }
+  // Argument order: recurrent_pipelines.h.
+  const int64_t k4 = round_up(input_size_, 4) / 4;
+  BufferView wq_buffer(part.wq.data<int8_t>(), kI8, {{4, 1}, {n_extent, 4}, {k4, 4 * n_extent}});
+  BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
+  BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
+  BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});
+  void* args[7];
+  size_t count = 0;
+  for (BufferView* buffer : {&x_buffer, &wq_buffer, &scale_buffer, &colsum_buffer}) {
+    args[count++] = buffer->get();
+  }
+  if (part.cell.quant->weight_zero_points) args[count++] = zero_buffer.get();
+  args[count++] = bias_buffer.get();
+  args[count++] = xw_buffer.get();
   projection_.call(args);
 }
 
@@ -718,10 +857,29 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
                        {{tile, 1}, {tiles, tile}, {3, padded}});
   BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
                  {{tile, 1}, {tiles, tile}});
+  const int64_t k4 = round_up(hidden, 4) / 4;
+  const bool quantized = part.cell.quant.has_value();
+  BufferView rq_buffer(quantized ? part.rq.data<int8_t>() : nullptr, kI8,
+                       {{4, 1},
+                        {tile, 4},
+                        {gates, 4 * tile},
+                        {k4, 4 * tile * gates},
+                        {tiles, 4 * tile * gates * k4}});
+  const std::initializer_list<std::pair<int64_t, int64_t>> row_tiles = {
+      {tile, 1}, {gates, tile}, {tiles, gates * tile}};
+  BufferView r_scale(quantized ? part.r_scale.data<float>() : nullptr, kF32, row_tiles);
+  BufferView r_colsum(quantized ? part.r_colsum.data<int32_t>() : nullptr, kI32, row_tiles);
+  BufferView r_zero(quantized ? part.r_zero.data<int32_t>() : nullptr, kI32, row_tiles);
   // Argument order: recurrent_pipelines.h.
-  void* args[10];
+  void* args[13];
   size_t count = 0;
-  for (BufferView* buffer : {&r_buffer, &xw_buffer, &time_buffer, &h_in, &h_in_tiles}) {
+  if (quantized) {
+    for (BufferView* buffer : {&rq_buffer, &r_scale, &r_colsum}) args[count++] = buffer->get();
+    if (part.cell.quant->weight_zero_points) args[count++] = r_zero.get();
+  } else {
+    args[count++] = r_buffer.get();
+  }
+  for (BufferView* buffer : {&xw_buffer, &time_buffer, &h_in, &h_in_tiles}) {
     args[count++] = buffer->get();
   }
   if (lstm) args[count++] = c_in.get();

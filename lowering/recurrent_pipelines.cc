@@ -89,7 +89,12 @@ std::string RecurrentCell::step_key() const {
   if (input_forget) key += " input_forget";
   if (peepholes) key += " peepholes";
   if (linear_before_reset) key += " linear_before_reset";
+  if (quant) key += " quant(" + quant->key() + ")";
   return key;
+}
+
+std::string RecurrentQuant::key() const {
+  return activations.to_string() + (weight_zero_points ? " weight_zero_points" : "");
 }
 
 std::string RecurrentSchedule::key() const {
@@ -250,18 +255,154 @@ void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& e
   }
 }
 
+// ---- activation quantization (ir/quantization.h's arithmetic, per row) ------------------------
+
+// A float operand src(k, row), k in [0, n), quantized row by row. q(k, row) is 0 for k >= n (the
+// weights there are zero padding); sum(row) is the sum of q over k < n (for weight zero points).
+struct QuantizedRows {
+  Func q, scale, zero_point, sum;
+};
+
+QuantizedRows quantize_rows(Func src, int n, const ActivationQuant& quant, bool state,
+                            int vector_width, const std::string& name) {
+  Var k("k"), row("row"), lane("lane");
+  QuantizedRows out{Func(name + "_q"), Func(name + "_scale"), Func(name + "_zero_point"),
+                    Func(name + "_sum")};
+  const float qmin = static_cast<float>(quant.qmin()), qmax = static_cast<float>(quant.qmax());
+  if (quant.dynamic) {
+    // [min(0, min x), max(0, max x)]: lanes of a vector first (out-of-row lanes contribute 0,
+    // which the range includes anyway), then across the lanes.
+    const int v = vector_width;
+    RDom vectors(0, (n + v - 1) / v, "vectors");
+    Expr kk = vectors * v + lane;
+    Expr value = select(kk < n, src(min(kk, n - 1), row), 0.0f);
+    Func lanes(name + "_lanes"), range(name + "_range");
+    lanes(lane, row) = Halide::Tuple(0.0f, 0.0f);
+    lanes(lane, row) = Halide::Tuple(min(lanes(lane, row)[0], value), max(lanes(lane, row)[1], value));
+    RDom across(0, v, "across");
+    range(row) = Halide::Tuple(0.0f, 0.0f);
+    range(row) = Halide::Tuple(min(range(row)[0], lanes(across, row)[0]),
+                               max(range(row)[1], lanes(across, row)[1]));
+    Expr lo = range(row)[0], hi = range(row)[1];
+    Expr raw_scale, zero_point;
+    if (quant.symmetric) {
+      const int half = (1 << (quant.bits - 1)) - 1;
+      raw_scale = max(-lo, hi) / static_cast<float>(half);
+      zero_point = quant.wide() ? 0 : half + 1;
+    } else {
+      raw_scale = (hi - lo) / qmax;
+      zero_point = select(raw_scale > 0.0f,
+                          Halide::cast<int32_t>(clamp(Halide::round(-lo / raw_scale), 0.0f, qmax)),
+                          0);
+    }
+    Func params(name + "_params");
+    params(row) = Halide::Tuple(select(raw_scale > 0.0f, raw_scale, 1.0f), zero_point);
+    out.scale(row) = params(row)[0];
+    out.zero_point(row) = params(row)[1];
+    lanes.compute_at(params, row).vectorize(lane);
+    lanes.update().vectorize(lane);
+    range.compute_at(params, row);
+    params.compute_root();
+  } else {
+    out.scale(row) = state ? quant.state_scale : quant.input_scale;
+    out.zero_point(row) = state ? quant.state_zero_point : quant.input_zero_point;
+  }
+  const Halide::Type storage = quant.wide() ? Halide::Int(16) : Halide::UInt(8);
+  Expr inv_scale = 1.0f / out.scale(row);
+  Expr quantized = clamp(Halide::round(src(min(k, n - 1), row) * inv_scale) +
+                             Halide::cast<float>(out.zero_point(row)),
+                         qmin, qmax);
+  out.q(k, row) = select(k < n, Halide::cast(storage, quantized), Halide::cast(storage, 0));
+  // Whole vectors from 0 (a vector wider than the row would otherwise be shifted below 0).
+  out.q.bound(k, 0, round_up(n, 4 * vector_width));
+  RDom all(0, n, "all");
+  out.sum(row) = 0;
+  out.sum(row) += Halide::cast<int32_t>(out.q(all, row));
+  return out;
+}
+
 // ---- input projection --------------------------------------------------------------------------
 
 }  // namespace
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v2 f32 n=", cell.gates.size() * schedule.padded_hidden,
-             " k=", cell.input_size, " ", schedule.key());
+  return cat("recurrent input projection v3 f32 n=", cell.gates.size() * schedule.padded_hidden,
+             " k=", cell.input_size, " ", schedule.key(),
+             cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
+
+namespace {
+
+// XW = bias + dequantized (quantized X rows) . (int8 Wt), the dot products as u8 x s8 -> s32
+// reductions four k at a time, in the float projection's register tiles.
+void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                                  const std::string& object_path, const std::string& function_name,
+                                  const Halide::Target& target) {
+  const RecurrentQuant& quant = *cell.quant;
+  const int v = schedule.vector_width;
+  const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
+  const int k_extent = cell.input_size, k4_extent = round_up(k_extent, 4) / 4;
+  ImageParam x(Halide::Float(32), 2, "x");             // (k, m)
+  ImageParam wq(Halide::Int(8), 3, "wq");              // (k4, n, ko)
+  ImageParam w_scale(Halide::Float(32), 1, "w_scale");  // (n)
+  ImageParam w_colsum(Halide::Int(32), 1, "w_colsum");  // (n)
+  ImageParam w_zero(Halide::Int(32), 1, "w_zero");      // (n)
+  ImageParam bias(Halide::Float(32), 1, "bias");        // (n)
+  Var n("n"), m("m"), k("k");
+
+  // Rows past X's last (the output is padded to the row tile) read X's last row.
+  Func rows("x_rows");
+  rows(k, m) = x(k, min(m, x.dim(1).extent() - 1));
+  QuantizedRows xq = quantize_rows(rows, k_extent, quant.activations, /*state=*/false, v, "x");
+  RDom r(0, 4, 0, k4_extent, "r");
+  Func dot("dot"), xw("xw");
+  dot(n, m) = 0;
+  dot(n, m) += Halide::cast<int32_t>(xq.q(4 * r.y + r.x, m)) *
+               Halide::cast<int32_t>(wq(r.x, n, r.y));
+  Expr corrected = dot(n, m) - xq.zero_point(m) * w_colsum(n);
+  if (quant.weight_zero_points) {
+    corrected -= w_zero(n) * (xq.sum(m) - k_extent * xq.zero_point(m));
+    xq.sum.compute_root();
+  }
+  xw(n, m) = bias(n) + Halide::cast<float>(corrected) * (xq.scale(m) * w_scale(n));
+
+  pin_dense(x, {k_extent, 0});
+  pin_dense(wq, {4, n_extent, k4_extent});
+  for (const ImageParam& vector : {w_scale, w_colsum, w_zero, bias}) pin_dense(vector, {n_extent});
+  pin_dense(xw.output_buffer(), {n_extent, 0});
+
+  Var no("no"), ni("ni"), mo("mo"), mi("mi");
+  xw.split(n, no, ni, v * schedule.gemm_vectors)
+      .split(m, mo, mi, schedule.gemm_rows)
+      .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
+      .vectorize(ni, v)
+      .unroll(ni)
+      .unroll(mi);
+  xq.q.compute_root().vectorize(xq.q.args()[0], 4 * v);
+  dot.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
+  dot.update()
+      .atomic()
+      .reorder(r.x, n, m, r.y)
+      .vectorize(r.x)
+      .vectorize(n, v)
+      .unroll(n)
+      .unroll(m);
+
+  std::vector<Halide::Argument> arguments = {x, wq, w_scale, w_colsum};
+  if (quant.weight_zero_points) arguments.push_back(w_zero);
+  arguments.push_back(bias);
+  xw.compile_to_object(object_path, arguments, function_name, target);
+}
+
+}  // namespace
 
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
                               const Halide::Target& target) {
+  if (cell.quant) {
+    compile_quantized_projection(cell, schedule, object_path, function_name, target);
+    return;
+  }
   const int v = schedule.vector_width;
   const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
   const int k_extent = cell.input_size;
@@ -304,7 +445,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 // ---- recurrent step ----------------------------------------------------------------------------
 
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent step v5 f32 ", cell.step_key(), " ", schedule.key());
+  return cat("recurrent step v6 f32 ", cell.step_key(), " ", schedule.key());
 }
 
 namespace {
@@ -312,6 +453,10 @@ namespace {
 // The buffers a step reads, with their layouts pinned (T = hidden tile, NT = tiles).
 struct StepInputs {
   ImageParam r{Halide::Float(32), 4, "r"};                  // (ji, g, k, jo)
+  ImageParam rq{Halide::Int(8), 5, "rq"};                   // (k4, ji, g, ko, jo), quantized
+  ImageParam r_scale{Halide::Float(32), 3, "r_scale"};      // (ji, g, jo), quantized
+  ImageParam r_colsum{Halide::Int(32), 3, "r_colsum"};      // (ji, g, jo), quantized
+  ImageParam r_zero{Halide::Int(32), 3, "r_zero"};          // (ji, g, jo), asymmetric weights
   ImageParam xw{Halide::Float(32), 5, "xw"};                // (ji, g, jo, b, t)
   ImageParam step_time{Halide::Int(32), 1, "step_time"};    // (b)
   ImageParam h{Halide::Float(32), 2, "h"};                  // (k, b)
@@ -323,6 +468,10 @@ struct StepInputs {
   StepInputs(const RecurrentSchedule& schedule, int gates, int hidden) {
     const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
     pin_dense(r, {tile, gates, hidden, tiles});
+    pin_dense(rq, {4, tile, gates, round_up(hidden, 4) / 4, tiles});
+    pin_dense(r_scale, {tile, gates, tiles});
+    pin_dense(r_colsum, {tile, gates, tiles});
+    pin_dense(r_zero, {tile, gates, tiles});
     // XW rows: the (b, t) strides depend on the layout; the gate/hidden part is dense.
     xw.dim(0).set_bounds(0, tile).set_stride(1);
     xw.dim(1).set_bounds(0, gates).set_stride(tile);
@@ -334,31 +483,90 @@ struct StepInputs {
     pin_dense(peepholes, {tile, tiles, 3});
     pin_dense(rbh, {tile, tiles});
   }
+
+  // The weight arguments, in argv order.
+  std::vector<Halide::Argument> weights(const RecurrentCell& cell) const {
+    if (!cell.quant) return {r};
+    std::vector<Halide::Argument> out = {rq, r_scale, r_colsum};
+    if (cell.quant->weight_zero_points) out.push_back(r_zero);
+    return out;
+  }
 };
+
+// pre(ji, g, jo, b) = init + R[gate0 + g] . operand(:, b) for the `count` gates from gate0: in
+// float, an update of pre over k; quantized, pre reads the int32 dot products `acc`.
+struct Product {
+  Func pre, acc;
+  RDom k;
+  bool quantized = false;
+};
+
+Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
+                          const RecurrentSchedule& schedule, const std::string& name, Expr init,
+                          Func operand, int gate0, int count) {
+  Var ji("ji"), g("g"), jo("jo"), b("b");
+  const int hidden = cell.hidden_size;
+  Product product;
+  product.pre = Func(name);
+  if (!cell.quant) {
+    product.k = RDom(0, hidden, "k");
+    product.pre(ji, g, jo, b) = init;
+    product.pre(ji, g, jo, b) += in.r(ji, gate0 + g, product.k, jo) * operand(product.k, b);
+    product.acc = product.pre;
+  } else {
+    const RecurrentQuant& quant = *cell.quant;
+    QuantizedRows rows = quantize_rows(operand, hidden, quant.activations, /*state=*/true,
+                                       schedule.vector_width, name + "_operand");
+    product.quantized = true;
+    product.k = RDom(0, 4, 0, round_up(hidden, 4) / 4, "k");
+    product.acc = Func(name + "_dot");
+    product.acc(ji, g, jo, b) = 0;
+    product.acc(ji, g, jo, b) +=
+        Halide::cast<int32_t>(rows.q(4 * product.k.y + product.k.x, b)) *
+        Halide::cast<int32_t>(in.rq(product.k.x, ji, gate0 + g, product.k.y, jo));
+    // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
+    Expr corrected = product.acc(ji, g, jo, b) - rows.zero_point(b) * in.r_colsum(ji, gate0 + g, jo);
+    if (quant.weight_zero_points) {
+      corrected -= in.r_zero(ji, gate0 + g, jo) * (rows.sum(b) - hidden * rows.zero_point(b));
+      rows.sum.compute_root();
+    }
+    product.pre(ji, g, jo, b) =
+        init + Halide::cast<float>(corrected) * (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
+    rows.q.compute_root().vectorize(rows.q.args()[0], 4 * schedule.vector_width);
+  }
+  product.acc.bound(g, 0, count);
+  return product;
+}
+
+// Computes a product's accumulators at `consumer`'s loop `at`, with the k loop outside the
+// tile's G * T / V * (batch entries) vector accumulators held in registers: update loops,
+// innermost first, ji, g, b, k, jo (quantized: the four k of one dot-product lane innermost,
+// vectorized with ji into one u8 x s8 -> s32 reduction).
+void schedule_product(Product product, Func consumer, const Var& at, int v) {
+  const std::vector<Var> args = product.acc.args();  // (ji, g, jo, b)
+  product.acc.compute_at(consumer, at).vectorize(args[0], v);
+  Halide::Stage update = product.acc.update();
+  if (product.quantized) {
+    update.atomic()
+        .reorder(product.k.x, args[0], args[1], args[3], product.k.y, args[2])
+        .vectorize(product.k.x)
+        .vectorize(args[0], v);
+  } else {
+    update.reorder(args[0], args[1], args[3], product.k.x, args[2]).vectorize(args[0], v);
+  }
+  update.unroll(args[0]).unroll(args[1]).unroll(args[3]);
+}
 
 // Schedules a step over its output (ji, jo, b): for each tile of batch_tile entries and each
 // hidden tile jo, the tile's accumulators (T units x the gates x the entries) are computed at jo
-// with the k loop outside G * T / V * batch_tile vector accumulators held in registers; the
-// state update then runs vectorized over the tile, reading them.
-void schedule_tile(Func output, Func accumulators, const RDom& k,
-                   const RecurrentSchedule& schedule) {
-  const int v = schedule.vector_width;
-  const std::vector<Var> out = output.args();         // (ji, jo, b)
-  const std::vector<Var> args = accumulators.args();  // (ji, [g,] jo, b)
+// (schedule_product); the state update then runs vectorized over the tile, reading them.
+void schedule_tile(Func output, const Product& product, const RecurrentSchedule& schedule) {
+  const std::vector<Var> out = output.args();  // (ji, jo, b)
   Var bo("bo"), bi("bi");
   output.split(out[2], bo, bi, schedule.batch_tile)
       .reorder(out[0], bi, out[1], bo)
-      .vectorize(out[0], v);
-  accumulators.compute_at(output, out[1]).vectorize(args[0], v);
-  // Update loops, innermost first: ji, [g,] b, k, jo.
-  std::vector<Halide::VarOrRVar> order(args.begin(), args.end() - 2);
-  order.emplace_back(args.back());
-  order.emplace_back(k.x);
-  order.emplace_back(args[args.size() - 2]);
-  Halide::Stage update = accumulators.update();
-  update.reorder(order).vectorize(args[0], v);
-  for (size_t i = 0; i + 2 < args.size(); ++i) update.unroll(args[i]);
-  update.unroll(args.back());
+      .vectorize(out[0], schedule.vector_width);
+  schedule_product(product, output, out[1], schedule.vector_width);
 }
 
 // Pins a step output's layout: (ji, jo, b) over the padded (Hp, batch) state.
@@ -385,7 +593,6 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   const int gates = static_cast<int>(cell.gates.size());
   StepInputs in(schedule, gates, hidden);
   Var ji("ji"), g("g"), jo("jo"), b("b"), k_var("k");
-  RDom k(0, hidden, "k");
   // The XW row entry b reads; inactive entries (negative time; the batch tile's padding entries
   // past XW's batch) read a valid row and keep their state.
   Expr t = clamp(in.step_time(b), 0, in.xw.dim(4).extent() - 1);
@@ -393,18 +600,23 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   Expr active = in.step_time(b) >= 0;
   auto input = [&](int gate) { return in.xw(ji, cell.gate_index(gate), jo, xw_b, t); };
   const Expr h_prev = in.h_tiles(ji, jo, b);
+  Func h("h_operand");
+  h(k_var, b) = in.h(k_var, b);
 
-  std::vector<Halide::Argument> arguments = {in.r, in.xw, in.step_time, in.h, in.h_tiles};
+  std::vector<Halide::Argument> arguments = in.weights(cell);
+  for (const Halide::Argument& a : std::vector<Halide::Argument>{in.xw, in.step_time, in.h,
+                                                                 in.h_tiles}) {
+    arguments.push_back(a);
+  }
   Func state("state");
 
   if (cell.op == RecurrentOp::kLstm) {
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1],
                               &hact = cell.activations[2];
     // gates(ji, g, jo, b) = XW + R . h for one tile's hidden units, every computed gate.
-    Func pre("gates");
-    pre(ji, g, jo, b) = in.xw(ji, g, jo, xw_b, t);
-    pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
-    auto gate = [&](int onnx_gate) { return pre(ji, cell.gate_index(onnx_gate), jo, b); };
+    Product pre = recurrent_product(cell, in, schedule, "gates", in.xw(ji, g, jo, xw_b, t), h, 0,
+                                    gates);
+    auto gate = [&](int onnx_gate) { return pre.pre(ji, cell.gate_index(onnx_gate), jo, b); };
     Expr c_prev = in.c(ji, jo, b);
     Expr peep_i = 0.0f, peep_o = 0.0f, peep_f = 0.0f;
     if (cell.peepholes) {
@@ -423,24 +635,22 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
         Halide::Tuple(select(active, h_next, h_prev), select(active, c_next, c_prev));
     pin_state_output(state.output_buffers()[0], schedule, true);
     pin_state_output(state.output_buffers()[1], schedule, false);
-    pre.bound(g, 0, gates);
-    schedule_tile(state, pre, k, schedule);
+    schedule_tile(state, pre, schedule);
     arguments.push_back(in.c);
     if (cell.peepholes) arguments.push_back(in.peepholes);
   } else if (cell.op == RecurrentOp::kGru && cell.linear_before_reset) {
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1];
     // z and r: XW + R . h; h gate: R . h + Rbh alone (rt multiplies it before XW is added).
     const int h_gate = cell.gate_index(kGruH);
-    Func pre("gates");
-    pre(ji, g, jo, b) = select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t));
-    pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
-    Expr zt = activate(f, clipped(cell, pre(ji, cell.gate_index(kGruZ), jo, b)));
-    Expr rt = activate(f, clipped(cell, pre(ji, cell.gate_index(kGruR), jo, b)));
-    Expr ht = activate(gact, clipped(cell, input(kGruH) + rt * pre(ji, h_gate, jo, b)));
+    Product pre = recurrent_product(
+        cell, in, schedule, "gates",
+        select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t)), h, 0, gates);
+    Expr zt = activate(f, clipped(cell, pre.pre(ji, cell.gate_index(kGruZ), jo, b)));
+    Expr rt = activate(f, clipped(cell, pre.pre(ji, cell.gate_index(kGruR), jo, b)));
+    Expr ht = activate(gact, clipped(cell, input(kGruH) + rt * pre.pre(ji, h_gate, jo, b)));
     state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
-    pre.bound(g, 0, gates);
-    schedule_tile(state, pre, k, schedule);
+    schedule_tile(state, pre, schedule);
     arguments.push_back(in.rbh);
   } else if (cell.op == RecurrentOp::kGru) {
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1];
@@ -448,16 +658,17 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     // rt (.) h), then the h gate's R . (rt (.) h) fused with the update.
     const int z_gate = cell.gate_index(kGruZ), r_gate = cell.gate_index(kGruR);
     const int h_gate = cell.gate_index(kGruH);
-    Func zr_pre("zr_gates"), zr("zr"), reset_h("reset_h"), h_pre("h_gate");
-    zr_pre(ji, g, jo, b) = in.xw(ji, g, jo, xw_b, t);
-    zr_pre(ji, g, jo, b) += in.r(ji, g, k, jo) * in.h(k, b);
-    zr(ji, g, jo, b) = activate(f, clipped(cell, zr_pre(ji, g, jo, b)));
+    RNNC_CHECK(z_gate == 0 && r_gate == 1, "GRU gate buffer order is z, r, h");
+    Product zr_pre =
+        recurrent_product(cell, in, schedule, "zr_gates", in.xw(ji, g, jo, xw_b, t), h, 0, 2);
+    Func zr("zr"), reset_h("reset_h");
+    zr(ji, g, jo, b) = activate(f, clipped(cell, zr_pre.pre(ji, g, jo, b)));
     // rt (.) Ht-1, back in the linear k order R . h reads.
     reset_h(k_var, b) = zr(k_var % tile, r_gate, k_var / tile, b) * in.h(k_var, b);
-    h_pre(ji, jo, b) = input(kGruH);
-    h_pre(ji, jo, b) += in.r(ji, h_gate, k, jo) * reset_h(k, b);
+    Product h_pre =
+        recurrent_product(cell, in, schedule, "h_gate", input(kGruH), reset_h, h_gate, 1);
     Expr zt = zr(ji, z_gate, jo, b);
-    Expr ht = activate(gact, clipped(cell, h_pre(ji, jo, b)));
+    Expr ht = activate(gact, clipped(cell, h_pre.pre(ji, 0, jo, b)));
     state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
 
@@ -467,26 +678,20 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
         .reorder(ji, g, jo, b)
         .vectorize(ji, schedule.vector_width)
         .unroll(g);
-    zr_pre.compute_at(zr, jo).vectorize(ji, schedule.vector_width);
-    zr_pre.update()
-        .reorder(ji, g, k, jo, b)
-        .vectorize(ji, schedule.vector_width)
-        .unroll(ji)
-        .unroll(g);
+    schedule_product(zr_pre, zr, jo, schedule.vector_width);
     Var ko("ko"), ki("ki");
     reset_h.compute_root()
         .bound(k_var, 0, schedule.padded_hidden)
         .split(k_var, ko, ki, tile)
         .vectorize(ki, schedule.vector_width);
-    schedule_tile(state, h_pre, k, schedule);
+    schedule_tile(state, h_pre, schedule);
   } else {
     const RecurrentActivation& f = cell.activations[0];
-    Func pre("gate");
-    pre(ji, jo, b) = input(0);
-    pre(ji, jo, b) += in.r(ji, 0, k, jo) * in.h(k, b);
-    state(ji, jo, b) = select(active, activate(f, clipped(cell, pre(ji, jo, b))), h_prev);
+    Product pre = recurrent_product(cell, in, schedule, "gate", input(0), h, 0, 1);
+    state(ji, jo, b) =
+        select(active, activate(f, clipped(cell, pre.pre(ji, 0, jo, b))), h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
-    schedule_tile(state, pre, k, schedule);
+    schedule_tile(state, pre, schedule);
   }
   state.compile_to_object(object_path, arguments, function_name, target);
 }

@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/quantization.h"
+
 namespace Halide {
 struct Target;
 }  // namespace Halide
@@ -66,6 +68,18 @@ const char* activation_name(RecurrentActivation::Kind kind);
 constexpr int kLstmI = 0, kLstmO = 1, kLstmF = 2, kLstmC = 3;
 constexpr int kGruZ = 0, kGruR = 1, kGruH = 2;
 
+// Integer products (docs/quant.md): W and R quantized per output row (int8, a scale and an
+// optional zero point per gate row), the activation operands (X rows, h, GRU's rt (.) h)
+// quantized as `activations` says, the dot products accumulated in int32 (u8 x s8 -> s32: the
+// AVX-512 VNNI vpdpbusd where the target has it) and dequantized before the gate arithmetic,
+// which stays float.
+struct RecurrentQuant {
+  ActivationQuant activations;
+  bool weight_zero_points = false;  // asymmetric weights: a zero point per row
+
+  std::string key() const;
+};
+
 // One direction of a node, as the step pipeline computes it.
 struct RecurrentCell {
   RecurrentOp op = RecurrentOp::kLstm;
@@ -80,6 +94,7 @@ struct RecurrentCell {
   bool input_forget = false;         // LSTM
   bool peepholes = false;            // LSTM with P
   bool linear_before_reset = false;  // GRU
+  std::optional<RecurrentQuant> quant;  // integer products; float when absent
 
   // The buffer index of ONNX gate block `gate` (-1 when not computed).
   int gate_index(int gate) const;
@@ -106,7 +121,9 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
                                             bool batched = false);
 
 // Argument order of the projection pipeline's argv entry:
-//   x (k, m), wt (n, k), bias (n), -> xw (n, m padded to gemm_rows)
+//   float:     x (k, m), wt (n, k), bias (n), -> xw (n, m padded to gemm_rows)
+//   quantized: x (k, m), wq (k4, n, ko: int8, k = 4 ko + k4, K padded to 4), w_scale (n),
+//              w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)], bias (n), -> xw
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
@@ -117,6 +134,8 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 //   reads at this step; negative: b is past its sequence and keeps its state), h (k, b),
 //   h_tiles (ji, jo, b: the same h), [c (ji, jo, b)], [peepholes (ji, jo, 3): i, o, f],
 //   [rbh (ji, jo): GRU linear_before_reset's h-gate Rb], -> h_next (ji, jo, b), [c_next]
+// Quantized: r is replaced by rq (k4, ji, g, ko, jo: int8, hidden padded to 4), r_scale
+// (ji, g, jo), r_colsum (ji, g, jo: int32), [r_zero (ji, g, jo: int32)].
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,

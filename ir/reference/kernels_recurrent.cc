@@ -12,11 +12,18 @@
 // gate's pre-activation - the dot products with W and R plus biases and peephole terms - is
 // summed in double and rounded to the element type once, before clip and the activation.
 // float16 models are widened to float32 and their outputs rounded back.
+//
+// A node annotated with an activation quantization (ir/quantization.h, float32 only) reads every
+// product's activation operand fake-quantized: each row of X, and the state h (GRU: also
+// rt (.) h) at every step, is replaced by scale * (q - zero_point) before the dot products, which
+// is exactly what the integer kernels compute with the dequantized weights (docs/quant.md).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
+#include "ir/quantization.h"
 #include "ir/reference/kernel.h"
 
 namespace rnnc {
@@ -164,6 +171,24 @@ struct RecurrentRun {
   std::optional<float> clip;
   std::vector<int64_t> sequence_lens;  // per batch entry
   Tensor x, w, r, b, initial_h, initial_c, p;
+  std::optional<ActivationQuant> quant;  // the node's activation quantization, if any
+
+  // The state row a product reads: h itself, or h fake-quantized when the node quantizes its
+  // activations.
+  template <typename T>
+  std::vector<T> product_operand(const std::vector<T>& h) const {
+    if (!quant) return h;
+    if constexpr (std::is_same_v<T, float>) {
+      std::vector<float> out(h.size());
+      const int64_t n = static_cast<int64_t>(h.size());
+      const RowQuant row = quant->dynamic ? dynamic_row_quant(h.data(), n, *quant)
+                                         : static_row_quant(quant->state_scale,
+                                                            quant->state_zero_point);
+      fake_quantize_row(h.data(), n, row, *quant, out.data());
+      return out;
+    }
+    return h;  // read_recurrent admits quantization for float32 only
+  }
 
   // Element offsets of X[t, b, :], Y[t, d, b, :] and state[d, b, :] in the chosen layout:
   // layout 0: X [seq, batch, input], Y [seq, dirs, batch, hidden], states [dirs, batch, hidden];
@@ -274,6 +299,27 @@ RecurrentRun read_recurrent(const KernelContext& context, int64_t gates,
   if (has_cell) {
     run.initial_c = read(kInitialC, "initial_c", run.state_shape());
     run.p = read(kP, "P", {dirs, 3 * hidden});
+  }
+
+  if (has_activation_quant(node)) {
+    run.quant = activation_quant(node);
+    if (run.dtype != DType::kFloat32) {
+      context.fail(cat("activation quantization needs float32 X, not ",
+                       dtype_onnx_name(run.dtype)));
+    }
+    // Each row of X, fake-quantized with its own (dynamic) or the static coefficients.
+    Tensor quantized(DType::kFloat32, run.x.shape());
+    const float* in = run.x.data<float>();
+    float* out = quantized.data<float>();
+    for (int64_t row = 0; row < run.seq_length * run.batch_size; ++row) {
+      const float* x_row = in + row * run.input_size;
+      const RowQuant coefficients =
+          run.quant->dynamic ? dynamic_row_quant(x_row, run.input_size, *run.quant)
+                             : static_row_quant(run.quant->input_scale, run.quant->input_zero_point);
+      fake_quantize_row(x_row, run.input_size, coefficients, *run.quant,
+                        out + row * run.input_size);
+    }
+    run.x = std::move(quantized);
   }
 
   run.sequence_lens.assign(static_cast<size_t>(run.batch_size), run.seq_length);
@@ -394,9 +440,11 @@ void lstm(KernelContext& context) {
       const Activation& h = run.activations[static_cast<size_t>(3 * d + 2)];
       const std::vector<T>& H = state[0];  // Ht-1
       const std::vector<T>& C = state[1];  // Ct-1
+      const std::vector<T> H_operand = run.product_operand(H);
       // activation(clip(Xt*(W^T) + Ht-1*(R^T) + Wb + Rb + peephole)) for unit j of `gate`.
       auto gate_unit = [&](const Activation& activation, int64_t gate, int64_t j, double peephole) {
-        double pre = weights.input_term(gate, j, Xt) + weights.recurrent_term(gate, j, H.data());
+        double pre =
+            weights.input_term(gate, j, Xt) + weights.recurrent_term(gate, j, H_operand.data());
         return activation(run.clipped(static_cast<T>(pre + peephole)));
       };
       std::vector<T> it(hidden), ft(hidden), ct(hidden), Ct(hidden), ot(hidden), Ht(hidden);
@@ -441,6 +489,7 @@ void gru(KernelContext& context) {
       const Activation& f = run.activations[static_cast<size_t>(2 * d)];
       const Activation& g = run.activations[static_cast<size_t>(2 * d + 1)];
       const std::vector<T>& H = state[0];  // Ht-1
+      const std::vector<T> H_operand = run.product_operand(H);
       auto activate = [&](const Activation& activation, double pre) {
         return activation(run.clipped(static_cast<T>(pre)));
       };
@@ -448,22 +497,23 @@ void gru(KernelContext& context) {
       for (int64_t j = 0; j < hidden; ++j) {
         // zt = f(Xt*(Wz^T) + Ht-1*(Rz^T) + Wbz + Rbz)
         zt[j] = activate(
-            f, weights.input_term(kGruZ, j, Xt) + weights.recurrent_term(kGruZ, j, H.data()));
+            f, weights.input_term(kGruZ, j, Xt) + weights.recurrent_term(kGruZ, j, H_operand.data()));
         // rt = f(Xt*(Wr^T) + Ht-1*(Rr^T) + Wbr + Rbr)
         rt[j] = activate(
-            f, weights.input_term(kGruR, j, Xt) + weights.recurrent_term(kGruR, j, H.data()));
+            f, weights.input_term(kGruR, j, Xt) + weights.recurrent_term(kGruR, j, H_operand.data()));
       }
       std::vector<T> reset_H(hidden);  // rt (.) Ht-1
       for (int64_t j = 0; j < hidden; ++j) reset_H[j] = rt[j] * H[j];
+      const std::vector<T> reset_H_operand = run.product_operand(reset_H);
       for (int64_t j = 0; j < hidden; ++j) {
         if (linear_before_reset) {
           // ht = g(Xt*(Wh^T) + (rt (.) (Ht-1*(Rh^T) + Rbh)) + Wbh)
           ht[j] = activate(g, weights.input_term(kGruH, j, Xt) +
-                                  double{rt[j]} * weights.recurrent_term(kGruH, j, H.data()));
+                                  double{rt[j]} * weights.recurrent_term(kGruH, j, H_operand.data()));
         } else {
           // ht = g(Xt*(Wh^T) + (rt (.) Ht-1)*(Rh^T) + Rbh + Wbh)
           ht[j] = activate(g, weights.input_term(kGruH, j, Xt) +
-                                  weights.recurrent_term(kGruH, j, reset_H.data()));
+                                  weights.recurrent_term(kGruH, j, reset_H_operand.data()));
         }
         // Ht = (1 - zt) (.) ht + zt (.) Ht-1
         Ht[j] = (T(1) - zt[j]) * ht[j] + zt[j] * H[j];
@@ -490,10 +540,11 @@ void rnn(KernelContext& context) {
       const DirectionWeights<T> weights(run, d, 1);
       const Activation& f = run.activations[static_cast<size_t>(d)];
       const std::vector<T>& H = state[0];  // Ht-1
+      const std::vector<T> H_operand = run.product_operand(H);
       std::vector<T> Ht(hidden);
       for (int64_t j = 0; j < hidden; ++j) {
         // Ht = f(Xt*(Wi^T) + Ht-1*(Ri^T) + Wbi + Rbi)
-        double pre = weights.input_term(0, j, Xt) + weights.recurrent_term(0, j, H.data());
+        double pre = weights.input_term(0, j, Xt) + weights.recurrent_term(0, j, H_operand.data());
         Ht[j] = f(run.clipped(static_cast<T>(pre)));
       }
       state = {Ht};

@@ -7,21 +7,27 @@
 // these weights) and evaluates exp/tanh by polynomials within 1e-7 absolute. Gates and tanh are
 // contractions, so the per-step error does not grow over the ~100-step sequences here; the
 // measured worst case is near 1e-6 (printed by LongSequenceStaysWithinTolerance).
+#include <Halide.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ir/onnx_import.h"
+#include "ir/quantization.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
 #include "lowering/lower_recurrent.h"
+#include "lowering/recurrent_pipelines.h"
 #include "tests/support/compare.h"
 
 namespace rnnc {
@@ -87,6 +93,11 @@ struct Case {
   DType dtype = DType::kFloat32;
   bool runtime_weights = false;  // W, R as graph inputs instead of initializers
   uint32_t seed = 1;
+  // Integer products: W and R quantized per row (int8 symmetric, or uint8 with zero points), as
+  // fold_quantized_weights leaves them (dequantized floats + QuantParams), and the node annotated
+  // with this activation quantization.
+  std::optional<ActivationQuant> quantize;
+  bool asymmetric_weights = false;
 };
 
 int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
@@ -97,6 +108,42 @@ Tensor random_tensor(std::vector<int64_t> shape, float scale, std::mt19937& rand
   float* data = tensor.data<float>();
   for (int64_t i = 0; i < tensor.numel(); ++i) data[i] = uniform(random);
   return tensor;
+}
+
+// Quantizes a [dirs, rows, cols] weight per row (one scale per row index, shared by the
+// directions, as DequantizeLinear's axis 1 gives) and returns the dequantized values' parameters;
+// `weight` is overwritten by its dequantized values.
+std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmetric) {
+  const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
+  auto params = std::make_shared<QuantParams>();
+  params->granularity = QuantParams::Granularity::kAxis;
+  params->axis = 1;
+  params->is_signed = !asymmetric;
+  params->symmetric = !asymmetric;
+  float* w = weight.data<float>();
+  for (int64_t row = 0; row < rows; ++row) {
+    float lo = 0, hi = 0;
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int64_t k = 0; k < cols; ++k) {
+        lo = std::min(lo, w[(d * rows + row) * cols + k]);
+        hi = std::max(hi, w[(d * rows + row) * cols + k]);
+      }
+    }
+    float scale = asymmetric ? (hi - lo) / 255 : std::max(-lo, hi) / 127;
+    if (!(scale > 0)) scale = 1;
+    const int32_t zero_point = asymmetric ? static_cast<int32_t>(std::nearbyint(-lo / scale)) : 0;
+    params->scales.push_back(scale);
+    if (asymmetric) params->zero_points.push_back(zero_point);
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int64_t k = 0; k < cols; ++k) {
+        float& value = w[(d * rows + row) * cols + k];
+        const float q = std::clamp(std::nearbyint(value / scale) + zero_point,
+                                   asymmetric ? 0.0f : -127.0f, asymmetric ? 255.0f : 127.0f);
+        value = (q - static_cast<float>(zero_point)) * scale;
+      }
+    }
+  }
+  return params;
 }
 
 struct Built {
@@ -129,6 +176,10 @@ std::unique_ptr<Built> build(const Case& c) {
     if (c.initial_c) in[6] = random_tensor(state, 1.0f, random);
     if (c.peepholes) in[7] = random_tensor({dirs, 3 * c.hidden}, 0.5f, random);
   }
+  std::shared_ptr<QuantParams> weight_quant[3];
+  if (c.quantize) {
+    for (int i : {1, 2}) weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights);
+  }
   if (c.dtype != DType::kFloat32) {
     for (Tensor& tensor : in) {
       if (tensor.defined() && tensor.dtype() == DType::kFloat32) tensor = tensor.cast(c.dtype);
@@ -146,6 +197,7 @@ std::unique_ptr<Built> build(const Case& c) {
     const bool weight = i == 1 || i == 2 || i == 3 || i == 7;
     if (weight && !(c.runtime_weights && i <= 2)) {
       values.push_back(built->graph.add_initializer(kNames[i], in[i]));
+      if (i <= 2 && weight_quant[i]) values.back()->type.quant = weight_quant[i];
     } else {
       TensorType type;
       type.dtype = in[i].dtype();
@@ -167,6 +219,7 @@ std::unique_ptr<Built> build(const Case& c) {
   if (c.direction != "forward") attributes.emplace("direction", string_attr(c.direction));
   if (c.layout != 0) attributes.emplace("layout", int_attr(c.layout));
   for (auto& [name, attribute] : attributes) built->node->set_attr(name, attribute);
+  if (c.quantize) set_activation_quant(*built->node, *c.quantize);
   return built;
 }
 
@@ -194,7 +247,8 @@ std::vector<Tensor> run_lowered(const Built& built, const std::string& target = 
 // (The reference kernel also fills the slots of omitted outputs; the lowered block leaves them
 // undefined.)
 double expect_outputs_match(const Node& node, const std::vector<Tensor>& lowered,
-                            const std::vector<Tensor>& reference) {
+                            const std::vector<Tensor>& reference,
+                            const testing::Tolerance& tolerance = kTolerance) {
   EXPECT_EQ(lowered.size(), node.num_outputs());
   double worst = 0;
   for (size_t i = 0; i < std::min(lowered.size(), reference.size()); ++i) {
@@ -202,7 +256,7 @@ double expect_outputs_match(const Node& node, const std::vector<Tensor>& lowered
       EXPECT_FALSE(lowered[i].defined()) << "omitted output " << i;
       continue;
     }
-    testing::Comparison comparison = testing::compare_tensors(lowered[i], reference[i], kTolerance);
+    testing::Comparison comparison = testing::compare_tensors(lowered[i], reference[i], tolerance);
     EXPECT_TRUE(comparison.ok) << "output " << i << ": " << comparison.message;
     worst = std::max(worst, comparison.max_abs_diff);
   }
@@ -649,6 +703,149 @@ TEST(LowerRecurrent, ActivationsAtExtremeInputs) {
       x[i] = values[i % 10] * (i % 3 ? 1 : 0.01f);
     SCOPED_TRACE(activation);
     expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
+  }
+}
+
+// ---- integer products (cell.quant) -------------------------------------------------------------
+
+// The integer kernels against the reference's fake quantization (the same quantized operands and
+// dequantized weights; ir/quantization.h). The integer dot products are exact, the reference sums
+// the same terms in double: they differ by float rounding (~1e-7 relative) until a rounding
+// difference lands an activation on the other side of a quantization boundary (x / scale within
+// ~1e-6 of k + 0.5, rare), which moves one code by 1: a product by at most s_h * |w| ~ (2 / 255) *
+// 0.25 here, an output by less. The tolerance admits a few such flips; the measured worst case is
+// printed.
+constexpr testing::Tolerance kQuantTolerance{1e-3, 2e-3};
+
+ActivationQuant dynamic_u8() { return ActivationQuant{}; }
+
+double expect_quantized_matches_reference(Case c) {
+  if (!c.quantize) c.quantize = dynamic_u8();
+  std::unique_ptr<Built> built = build(c);
+  const double worst = expect_outputs_match(*built->node, run_lowered(*built),
+                                            run_reference(*built), kQuantTolerance);
+  std::printf("[ quant    ] %s %s hidden=%ld: max |integer - reference| = %.3g\n", c.op.c_str(),
+              c.quantize->to_string().c_str(), static_cast<long>(c.hidden), worst);
+  return worst;
+}
+
+TEST(LowerRecurrentQuant, LstmDynamicU8) { expect_quantized_matches_reference({}); }
+
+TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
+  Case c;
+  c.hidden = 128;
+  c.input = 40;
+  c.batch = 3;
+  c.direction = "bidirectional";
+  c.sequence_lens = {5, 2, 0};
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
+  Case c;
+  c.asymmetric_weights = true;
+  c.hidden = 20;  // not a multiple of 4: the k padding of the packed weights
+  c.input = 7;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, LstmSymmetricActivations) {
+  Case c;
+  c.quantize = dynamic_u8();
+  c.quantize->symmetric = true;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, LstmStaticActivations4Bits) {
+  Case c;
+  ActivationQuant quant;
+  quant.dynamic = false;
+  quant.bits = 4;
+  quant.input_scale = 2.0f / 15;
+  quant.input_zero_point = 8;
+  quant.state_scale = 2.0f / 15;
+  quant.state_zero_point = 8;
+  c.quantize = quant;
+  c.peepholes = true;
+  c.initial_h = c.initial_c = true;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, GruLinearBeforeReset) {
+  Case c = gru();
+  c.attributes["linear_before_reset"] = int_attr(1);
+  c.hidden = 64;
+  c.batch = 5;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, GruResetBeforeLinearQuantizesTheResetState) {
+  Case c = gru();
+  c.hidden = 36;
+  c.direction = "reverse";
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, RnnBidirectional) {
+  Case c = rnn();
+  c.direction = "bidirectional";
+  c.hidden = 33;
+  expect_quantized_matches_reference(c);
+}
+
+// Quantization itself stays near float: 8-bit weights and activations on these unit-scale
+// weights move the LSTM's outputs by a few quantization steps at most.
+TEST(LowerRecurrentQuant, StaysNearFloat) {
+  Case c;
+  c.hidden = 128;
+  c.input = 64;
+  c.seq = 20;
+  Case float_case = c;
+  c.quantize = dynamic_u8();
+  std::unique_ptr<Built> quantized = build(c), float_built = build(float_case);
+  expect_outputs_match(*quantized->node, run_lowered(*quantized), run_reference(*float_built),
+                       testing::Tolerance{0.0, 0.05});
+}
+
+TEST(LowerRecurrentQuant, Avx2TargetAgreesWithReference) {
+  Case c = gru();
+  c.hidden = 24;
+  c.batch = 2;
+  c.quantize = dynamic_u8();
+  std::unique_ptr<Built> built = build(c);
+  expect_outputs_match(*built->node, run_lowered(*built, "avx2"), run_reference(*built),
+                       kQuantTolerance);
+}
+
+// The host target (AVX-512 with VNNI here) must really use the dot-product instruction: a silent
+// fallback to widening multiplies would pass every numeric test.
+TEST(LowerRecurrentQuant, HostStepUsesVnniDotProducts) {
+  const Halide::Target host = Halide::get_host_target();
+  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  }
+  RecurrentCell cell;
+  cell.hidden_size = 128;
+  cell.input_size = 64;
+  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
+  cell.activations = {{RecurrentActivation::Kind::kSigmoid},
+                      {RecurrentActivation::Kind::kTanh},
+                      {RecurrentActivation::Kind::kTanh}};
+  cell.quant = RecurrentQuant{};
+  const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
+  const std::string object = ::testing::TempDir() + "rnnc_quant_step.o";
+  for (bool projection : {false, true}) {
+    if (projection) {
+      compile_input_projection(cell, schedule, object, "quant_projection", host);
+    } else {
+      compile_recurrent_step(cell, schedule, object, "quant_step", host);
+    }
+    const std::string listing = ::testing::TempDir() + "rnnc_quant_step.txt";
+    ASSERT_EQ(std::system(("objdump -d " + object + " > " + listing).c_str()), 0);
+    std::ifstream in(listing);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("vpdpbusd"), std::string::npos)
+        << (projection ? "projection" : "step") << " has no vpdpbusd";
   }
 }
 

@@ -1,0 +1,165 @@
+#include "ir/quantization.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/graph.h"
+
+namespace rnnc {
+
+namespace {
+
+// The one annotation attribute: ActivationQuant::to_string's text.
+constexpr const char* kAttribute = "rnnc.quant_activations";
+
+std::string exact(float value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%a", static_cast<double>(value));
+  return text;
+}
+
+}  // namespace
+
+int32_t ActivationQuant::qmin() const {
+  if (wide()) return -((1 << (bits - 1)) - 1);  // symmetric int16 storage: -qmax .. qmax
+  return symmetric ? 1 : 0;  // symmetric unsigned: zero point 2^(bits-1), q - zp in +-(2^(bits-1)-1)
+}
+
+int32_t ActivationQuant::qmax() const {
+  if (wide()) return (1 << (bits - 1)) - 1;
+  return (1 << bits) - 1;
+}
+
+std::string ActivationQuant::to_string() const {
+  std::string text = cat(dynamic ? "dynamic" : "static", symmetric ? " symmetric" : " asymmetric",
+                         " bits=", bits);
+  if (!dynamic) {
+    text += cat(" x=", exact(input_scale), ",", input_zero_point, " h=", exact(state_scale), ",",
+                state_zero_point);
+  }
+  return text;
+}
+
+void validate(const ActivationQuant& quant, const std::string& where) {
+  if (quant.bits < 2 || quant.bits > 16) {
+    raise_invalid_model(cat(where, ": activation bit width ", quant.bits, ", must be in 2..16"));
+  }
+  if (quant.wide() && !quant.symmetric) {
+    raise_invalid_model(cat(where, ": activation bit width ", quant.bits,
+                            " needs symmetric quantization (widths above 8 are stored as int16 "
+                            "with zero point 0)"));
+  }
+  if (!quant.dynamic) {
+    for (float scale : {quant.input_scale, quant.state_scale}) {
+      if (!(scale > 0) || !std::isfinite(scale)) {
+        raise_invalid_model(
+            cat(where, ": static activation scale ", scale, " must be finite and > 0"));
+      }
+    }
+    for (int32_t zero_point : {quant.input_zero_point, quant.state_zero_point}) {
+      if (zero_point < quant.qmin() || zero_point > quant.qmax()) {
+        raise_invalid_model(cat(where, ": static activation zero point ", zero_point,
+                                " outside [", quant.qmin(), ", ", quant.qmax(), "]"));
+      }
+    }
+  }
+}
+
+RowQuant static_row_quant(float scale, int32_t zero_point) {
+  return RowQuant{scale, 1.0f / scale, zero_point};
+}
+
+RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  RowQuant row;
+  if (quant.symmetric) {
+    const float bound = std::max(-lo, hi);
+    const int32_t half = (1 << (quant.bits - 1)) - 1;
+    row.scale = bound / static_cast<float>(half);
+    row.zero_point = quant.wide() ? 0 : half + 1;
+  } else {
+    row.scale = (hi - lo) / static_cast<float>(quant.qmax());
+    if (row.scale > 0) {
+      const float zero = std::nearbyint(-lo / row.scale);
+      row.zero_point = static_cast<int32_t>(std::clamp(zero, 0.0f, float(quant.qmax())));
+    }
+  }
+  if (!(row.scale > 0)) row.scale = 1;  // an all-zero row: any scale represents it exactly
+  row.inv_scale = 1.0f / row.scale;
+  return row;
+}
+
+int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant) {
+  // nearbyint rounds half to even in the default rounding mode, as Halide's round does.
+  const float q = std::nearbyint(x * row.inv_scale) + static_cast<float>(row.zero_point);
+  return static_cast<int32_t>(
+      std::clamp(q, static_cast<float>(quant.qmin()), static_cast<float>(quant.qmax())));
+}
+
+void fake_quantize_row(const float* x, int64_t n, const RowQuant& row, const ActivationQuant& quant,
+                       float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = row.scale * static_cast<float>(quantize_value(x[i], row, quant) - row.zero_point);
+  }
+}
+
+bool has_activation_quant(const Node& node) { return node.has_attr(kAttribute); }
+
+ActivationQuant activation_quant(const Node& node) {
+  const std::string text = node.attr_string(kAttribute, "");
+  auto malformed = [&]() {
+    raise_invalid_model(cat(node.describe(), ": attribute '", kAttribute, "' = '", text,
+                            "' is not a valid activation quantization"));
+  };
+  std::istringstream in(text);
+  std::string kind, symmetry, bits;
+  if (!(in >> kind >> symmetry >> bits)) malformed();
+  ActivationQuant quant;
+  if (kind != "dynamic" && kind != "static") malformed();
+  if (symmetry != "symmetric" && symmetry != "asymmetric") malformed();
+  if (bits.rfind("bits=", 0) != 0) malformed();
+  quant.dynamic = kind == "dynamic";
+  quant.symmetric = symmetry == "symmetric";
+  char* end = nullptr;
+  quant.bits = static_cast<int>(std::strtol(bits.c_str() + 5, &end, 10));
+  if (*end != '\0') malformed();
+  if (!quant.dynamic) {
+    std::string x, h;
+    if (!(in >> x >> h)) malformed();
+    auto read_pair = [&](const std::string& field, const char* prefix, float& scale,
+                         int32_t& zero_point) {
+      if (field.rfind(prefix, 0) != 0) malformed();
+      const char* start = field.c_str() + 2;
+      scale = std::strtof(start, &end);
+      if (*end != ',') malformed();
+      zero_point = static_cast<int32_t>(std::strtol(end + 1, &end, 10));
+      if (*end != '\0') malformed();
+    };
+    read_pair(x, "x=", quant.input_scale, quant.input_zero_point);
+    read_pair(h, "h=", quant.state_scale, quant.state_zero_point);
+  }
+  std::string rest;
+  if (in >> rest) malformed();
+  validate(quant, node.describe());
+  return quant;
+}
+
+void set_activation_quant(Node& node, const ActivationQuant& quant) {
+  validate(quant, node.describe());
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kString;
+  attribute.s = quant.to_string();
+  node.set_attr(kAttribute, std::move(attribute));
+}
+
+void clear_activation_quant(Node& node) { node.remove_attr(kAttribute); }
+
+}  // namespace rnnc

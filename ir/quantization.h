@@ -1,0 +1,72 @@
+// Activation quantization of one node: the scheme quant/ chooses for the inputs of a node's
+// products (X and the recurrent state h of LSTM/GRU/RNN, the activation operand of MatMul/Gemm),
+// and the plain arithmetic every path shares (the reference kernels' fake quantization, the Halide
+// kernels' integer form, the quantizer's calibration).
+//
+// Weights are quantized in the graph itself, as standard ONNX: a constant integer tensor read
+// through DequantizeLinear (per tensor or per axis), so other runtimes load the model. Activations
+// have no ONNX form for a recurrent op's state, so the scheme is a node annotation
+// (rnnc.quant_* attributes, written and read only here) that the ONNX writer drops and
+// quant/ stores in the model's metadata to survive a round trip.
+//
+// Arithmetic (docs/quant.md): a row x[0..n) (one (t, b) row of X, one batch entry of h) is
+//   q = clamp(round_half_even(x * inv_scale) + zero_point, qmin, qmax),  inv_scale = 1 / scale
+//   x' = scale * (q - zero_point)
+// with, for dynamic coefficients computed from the row itself,
+//   asymmetric: [lo, hi] = [min(0, min x), max(0, max x)], scale = (hi - lo) / (2^bits - 1),
+//               zero_point = clamp(round_half_even(-lo / scale), 0, 2^bits - 1)  (unsigned)
+//   symmetric:  scale = max |x| / (2^(bits-1) - 1); zero_point = 2^(bits-1) for bits <= 8
+//               (unsigned storage, what u8 x s8 dot products take), 0 above (int16 storage)
+// and scale = 1 when the row is all zeros. Dynamic coefficients are per row, so a sequence run in
+// chunks quantizes exactly as one whole run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace rnnc {
+
+class Node;
+
+struct ActivationQuant {
+  int bits = 8;            // 2..16; <= 8 computed in 8-bit storage, 9..16 in 16-bit
+  bool symmetric = false;  // bits > 8 requires symmetric (int16 storage, zero point 0)
+  bool dynamic = true;
+  // Static coefficients (dynamic == false): for the op's input X, and for LSTM/GRU/RNN the
+  // recurrent state h (and GRU's reset state r (.) h).
+  float input_scale = 0, state_scale = 0;
+  int32_t input_zero_point = 0, state_zero_point = 0;
+
+  bool wide() const { return bits > 8; }  // 16-bit storage
+  int32_t qmin() const;
+  int32_t qmax() const;
+  // "dynamic u8", "static s16 x=(0.0123, 128) h=(0.0078, 128)", ...
+  std::string to_string() const;
+};
+
+// One row's coefficients.
+struct RowQuant {
+  float scale = 1;
+  float inv_scale = 1;
+  int32_t zero_point = 0;
+};
+
+// Throws kInvalidModel (naming `where`) for a bit width outside 2..16, bits > 8 without
+// symmetric, or a static scale that is not finite and > 0.
+void validate(const ActivationQuant& quant, const std::string& where);
+
+RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant);
+RowQuant static_row_quant(float scale, int32_t zero_point);
+int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant);
+// out[i] = scale * (q(x[i]) - zero_point); out may alias x.
+void fake_quantize_row(const float* x, int64_t n, const RowQuant& row, const ActivationQuant& quant,
+                       float* out);
+
+// The node's annotation, or nothing when its activations are float.
+bool has_activation_quant(const Node& node);
+// Throws kInvalidModel naming the node for a malformed annotation.
+ActivationQuant activation_quant(const Node& node);
+void set_activation_quant(Node& node, const ActivationQuant& quant);
+void clear_activation_quant(Node& node);
+
+}  // namespace rnnc
