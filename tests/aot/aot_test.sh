@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
+# model's and the 4-layer stacked LSTM's libraries (examples/aot) gives the JIT path's outputs
+# (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same order of work -
+# for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
+# oneTBB, protobuf or ONNX; rnnc compile's errors name what it cannot export.
+#   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
+# With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
+# forbidden libraries are looked for.
+set -u
+rnnc=$1 compare=$2 examples=$3 src=$4 cache=$5 sanitizers=${6:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 checks=0
+pass() { checks=$((checks + 1)); }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+run() {  # run NAME CMD...: the command succeeds (its output shown on failure)
+  local name=$1; shift
+  local out
+  if out=$("$@" 2>&1); then pass; else fail "$name: $out"; fi
+}
+same() {  # same NAME ACTUAL EXPECTED: equal bit for bit (tolerance 0)
+  local out
+  if out=$("$compare" "$2" "$3" 0 0 2>&1); then pass; else fail "$1: $out"; fi
+}
+
+demo=$src/models/demo
+# Demo model: the stored 50-frame input, whole and streamed in chunks of 7 (the last one 1).
+run "demo: AOT run" "$examples/aot_example_demo" "$examples/demo/demo.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --out "$tmp" --repeat 5
+run "demo: JIT run" "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" \
+  --output-dir "$tmp/jit" --cache-dir "$cache"
+same "demo: AOT == JIT" "$tmp/log_probs.npy" "$tmp/jit/log_probs.pb"
+mkdir -p "$tmp/chunked"
+run "demo: AOT stream" "$examples/aot_example_demo" "$examples/demo/demo.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --chunk 7 --out "$tmp/chunked"
+same "demo: AOT stream == JIT run" "$tmp/chunked/log_probs.npy" "$tmp/jit/log_probs.pb"
+
+# 4-layer stacked LSTM (h128): batch 1 (the single-entry step), batch 3 (the batched step), and
+# a batch-3 stream in chunks of 4.
+for shape in "17 1" "9 3"; do
+  set -- $shape
+  dir=$tmp/stack_$1_$2
+  mkdir -p "$dir/in" "$dir/chunked"
+  run "stack $1x$2: AOT run" "$examples/aot_example_stack" "$examples/stack/stack.weights" \
+    --dim seq=$1 --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+  run "stack $1x$2: JIT run" "$rnnc" run "$examples/lstm128_l4.onnx" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  same "stack $1x$2: AOT == JIT" "$dir/y.npy" "$dir/jit/y.pb"
+  run "stack $1x$2: AOT stream" "$examples/aot_example_stack" "$examples/stack/stack.weights" \
+    --dim seq=$1 --dim batch=$2 --chunk 4 --out "$dir/chunked"
+  same "stack $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
+done
+
+# Linked with the C runtime only.
+for example in aot_example_demo aot_example_stack; do
+  libs=$(ldd "$examples/$example" | awk '{print $1}')
+  if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
+    fail "$example links: $libs"
+  elif [[ -z $sanitizers ]] && grep -vqE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|pthread|dl)\.so\.[0-9]+)$' <<<"$libs"; then
+    fail "$example links more than libc, libm, libpthread, libdl: $libs"
+  else
+    pass
+  fi
+done
+
+# rnnc compile: what it writes, and its errors.
+for file in demo.h libdemo.a demo.weights README.md; do
+  if [[ -s $examples/demo/$file ]]; then pass; else fail "rnnc compile did not write $file"; fi
+done
+expect_error() {  # expect_error NAME PATTERN CMD...: exit 1, the last line matching PATTERN
+  local name=$1 pattern=$2; shift 2
+  local err code
+  err=$("$@" 2>&1 >/dev/null); code=$?
+  if [[ $code -ne 1 ]]; then fail "$name: exit code $code, expected 1 ($err)"; return; fi
+  if ! tail -1 <<<"$err" | grep -qF -- "$pattern"; then fail "$name: error lacks '$pattern': $err"; return; fi
+  pass
+}
+node=/usr/share/libonnx-testdata/data/node
+expect_error "a reference block" "rnnc compile: unsupported: ahead-of-time export: ArgMax 'ArgMax_0' (opset 13) runs as 'reference ArgMax', which needs rnnc's C++ at run time" \
+  "$rnnc" compile "$node/test_argmax_default_axis_example/model.onnx" -o "$tmp/bad" --cache-dir "$cache"
+expect_error "a bad name" "rnnc compile: invalid input: --name '2x' is not a C identifier" \
+  "$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/bad" --name 2x --cache-dir "$cache"
+expect_error "no output directory" "rnnc compile: invalid input: give the output directory with -o DIR" \
+  "$rnnc" compile "$demo/lstm_demo.onnx"
+expect_error "a bad target" "rnnc compile: invalid input: 'armv9' is not a Halide target" \
+  "$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/bad" --target armv9 --cache-dir "$cache"
+
+echo "$checks checks, $failures failures"
+[[ $failures -eq 0 ]]
