@@ -76,6 +76,9 @@ class RecurrentBlock : public ExecutionBlock {
   void begin_parts(BlockIO& io) const override;
   void run_part(BlockIO& io, int part) const override;
   void end_parts(BlockIO& io) const override {}
+  // The run as C for an ahead-of-time library (recurrent_block_aot.cc): the same pipelines and
+  // time loop; io holds the node's slots.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override;
 
  private:
   friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
