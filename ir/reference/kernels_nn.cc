@@ -26,15 +26,6 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return result;
 }
 
-// The row-major multi-index of position `flat` in a tensor of shape `extent`.
-void unravel(int64_t flat, const std::vector<int64_t>& extent, std::vector<int64_t>& index) {
-  index.resize(extent.size());
-  for (size_t k = extent.size(); k-- > 0;) {
-    index[k] = flat % extent[k];
-    flat /= extent[k];
-  }
-}
-
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string text = "[";
   for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
@@ -91,93 +82,6 @@ T empty_min() {
 
 // ---- convolution and pooling windows -----------------------------------------------------------
 
-// One spatial axis of a sliding window, with auto_pad resolved to explicit pads.
-struct WindowAxis {
-  int64_t input;
-  int64_t kernel;
-  int64_t stride;
-  int64_t dilation;
-  int64_t pad_begin;
-  int64_t pad_end;
-  int64_t output;
-};
-
-// The ONNX Conv/MaxPool/AveragePool output-size and padding formulas for input spatial sizes
-// `input` and kernel sizes `kernel`.
-std::vector<WindowAxis> window_axes(const KernelContext& context, const std::vector<int64_t>& input,
-                                    const std::vector<int64_t>& kernel) {
-  const Node& node = context.node;
-  size_t rank = input.size();
-  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(rank, 1));
-  std::vector<int64_t> dilations = node.attr_ints("dilations", std::vector<int64_t>(rank, 1));
-  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
-  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  bool ceil_mode = node.attr_int("ceil_mode", 0) == 1;
-  std::vector<WindowAxis> axes(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    WindowAxis& axis = axes[i];
-    axis.input = input[i];
-    axis.kernel = kernel[i];
-    axis.stride = strides[i];
-    axis.dilation = dilations[i];
-    int64_t extent = (axis.kernel - 1) * axis.dilation + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      // output = ceil(input / stride); the total padding that achieves it is split in half, the
-      // odd element going to the end (SAME_UPPER) or to the beginning (SAME_LOWER).
-      axis.output = (axis.input + axis.stride - 1) / axis.stride;
-      int64_t total = std::max<int64_t>(0, (axis.output - 1) * axis.stride + extent - axis.input);
-      axis.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      axis.pad_end = total - axis.pad_begin;
-      continue;
-    }
-    bool valid = auto_pad == "VALID";
-    axis.pad_begin = valid ? 0 : pads[i];
-    axis.pad_end = valid ? 0 : pads[i + rank];
-    int64_t padded = axis.input + axis.pad_begin + axis.pad_end;
-    if (padded < extent) {
-      context.fail_input(cat("spatial axis ", i, ": input size ", axis.input, " + pads ",
-                             axis.pad_begin, " + ", axis.pad_end,
-                             " is smaller than the dilated kernel size ", extent));
-    }
-    int64_t steps = ceil_mode ? (padded - extent + axis.stride - 1) / axis.stride
-                              : (padded - extent) / axis.stride;
-    // Ceil mode: a last window that would start in the end padding is dropped.
-    if (ceil_mode && steps * axis.stride >= axis.input + axis.pad_begin) --steps;
-    axis.output = steps + 1;
-  }
-  return axes;
-}
-
-std::vector<int64_t> output_spatial_shape(const std::vector<WindowAxis>& axes) {
-  std::vector<int64_t> shape;
-  for (const WindowAxis& axis : axes) shape.push_back(axis.output);
-  return shape;
-}
-
-// Every tap of a kernel, as a multi-index, in row-major order.
-std::vector<std::vector<int64_t>> kernel_taps(const std::vector<int64_t>& kernel) {
-  std::vector<std::vector<int64_t>> taps(static_cast<size_t>(product(kernel, 0, kernel.size())));
-  for (size_t t = 0; t < taps.size(); ++t) unravel(static_cast<int64_t>(t), kernel, taps[t]);
-  return taps;
-}
-
-// Input coordinates of kernel tap `tap` for the window at output position `out`:
-// position = out * stride - pad_begin + tap * dilation, per axis.
-void tap_position(const std::vector<WindowAxis>& axes, const std::vector<int64_t>& out,
-                  const std::vector<int64_t>& tap, std::vector<int64_t>& position) {
-  position.resize(axes.size());
-  for (size_t i = 0; i < axes.size(); ++i) {
-    position[i] = out[i] * axes[i].stride - axes[i].pad_begin + tap[i] * axes[i].dilation;
-  }
-}
-
-bool inside_input(const std::vector<WindowAxis>& axes, const std::vector<int64_t>& position) {
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (position[i] < 0 || position[i] >= axes[i].input) return false;
-  }
-  return true;
-}
-
 // Inside the input or its explicit (or auto_pad) padding; ceil mode can reach beyond both.
 bool inside_padded_input(const std::vector<WindowAxis>& axes,
                          const std::vector<int64_t>& position) {
@@ -187,13 +91,6 @@ bool inside_padded_input(const std::vector<WindowAxis>& axes,
     }
   }
   return true;
-}
-
-int64_t row_major_offset(const std::vector<WindowAxis>& axes,
-                         const std::vector<int64_t>& position) {
-  int64_t offset = 0;
-  for (size_t i = 0; i < axes.size(); ++i) offset = offset * axes[i].input + position[i];
-  return offset;
 }
 
 int64_t column_major_offset(const std::vector<WindowAxis>& axes,
@@ -214,43 +111,15 @@ void check_spatial_rank(const KernelContext& context, const Tensor& x) {
 //              X[n, c, o * stride - pad_begin + k * dilation] * W[m, c - group_start, k]
 // with taps that land in the padding contributing zero.
 void conv(KernelContext& context) {
-  const Node& node = context.node;
   Tensor x = widen_half(context.input(0));
   Tensor w = widen_half(context.input(1));
   Tensor bias = context.has_input(2) ? widen_half(context.input(2)) : Tensor();
-  check_spatial_rank(context, x);
-  if (w.rank() != x.rank()) {
-    context.fail_input(
-        cat("input W has shape ", dims_text(w.shape()), " but X has shape ", dims_text(x.shape())));
+  ConvGeometry geometry = conv_geometry(context, x.shape(), w.shape(), "X", "W");
+  if (bias.defined() && bias.numel() != geometry.out_channels) {
+    context.fail_input(cat("input B has ", bias.numel(), " elements but W has ",
+                           geometry.out_channels, " output channels"));
   }
-  int64_t group = node.attr_int("group", 1);
-  int64_t batch = x.dim(0), channels = x.dim(1);
-  int64_t out_channels = w.dim(0), group_channels = w.dim(1);
-  if (channels != group_channels * group) {
-    context.fail_input(cat("input channels ", channels, " != weight channels ", group_channels,
-                           " * group ", group));
-  }
-  if (out_channels % group != 0) {
-    context.fail_input(
-        cat("weight output channels ", out_channels, " are not a multiple of group ", group));
-  }
-  if (bias.defined() && bias.numel() != out_channels) {
-    context.fail_input(cat("input B has ", bias.numel(), " elements but W has ", out_channels,
-                           " output channels"));
-  }
-  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
-  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  std::vector<WindowAxis> axes = window_axes(context, in_spatial, kernel);
-  std::vector<int64_t> out_spatial = output_spatial_shape(axes);
-  std::vector<int64_t> y_shape = {batch, out_channels};
-  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
-  Tensor y(x.dtype(), y_shape);
-
-  int64_t in_size = product(in_spatial, 0, in_spatial.size());
-  int64_t out_size = product(out_spatial, 0, out_spatial.size());
-  int64_t out_channels_per_group = out_channels / group;
-  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
-  int64_t kernel_size = static_cast<int64_t>(taps.size());
+  Tensor y(x.dtype(), geometry.y_shape);
   with_widened_halves(context, [&] {
     dispatch_float(x.dtype(), context, [&](auto tag) {
       using T = decltype(tag);
@@ -258,27 +127,12 @@ void conv(KernelContext& context) {
       const T* w_data = w.data<T>();
       const T* b_data = bias.defined() ? bias.data<T>() : nullptr;
       T* y_data = y.data<T>();
-      std::vector<int64_t> out_index, position;
-      for (int64_t n = 0; n < batch; ++n) {
-        for (int64_t m = 0; m < out_channels; ++m) {
-          int64_t first_channel = (m / out_channels_per_group) * group_channels;
-          for (int64_t o = 0; o < out_size; ++o) {
-            unravel(o, out_spatial, out_index);
-            double sum = b_data ? static_cast<double>(b_data[m]) : 0.0;
-            for (int64_t c = 0; c < group_channels; ++c) {
-              const T* x_plane = x_data + (n * channels + first_channel + c) * in_size;
-              const T* w_plane = w_data + (m * group_channels + c) * kernel_size;
-              for (int64_t k = 0; k < kernel_size; ++k) {
-                tap_position(axes, out_index, taps[static_cast<size_t>(k)], position);
-                if (!inside_input(axes, position)) continue;
-                sum += static_cast<double>(x_plane[row_major_offset(axes, position)]) *
-                       static_cast<double>(w_plane[k]);
-              }
-            }
-            y_data[(n * out_channels + m) * out_size + o] = static_cast<T>(sum);
-          }
-        }
-      }
+      convolve<double>(
+          geometry, [&](int64_t m) { return b_data ? static_cast<double>(b_data[m]) : 0.0; },
+          [&](int64_t xi, int64_t wi) {
+            return static_cast<double>(x_data[xi]) * static_cast<double>(w_data[wi]);
+          },
+          [&](int64_t yi, int64_t, double sum) { y_data[yi] = static_cast<T>(sum); });
     });
     context.outputs[0] = y;
   });

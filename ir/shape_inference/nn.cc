@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/op_schema.h"
+#include "ir/shape_inference/conv_shape.h"
 
 namespace rnnc {
 
@@ -164,73 +165,17 @@ const Shape* spatial_input_shape(const InferenceContext& context) {
 }
 
 void infer_conv(InferenceContext& context) {
-  const Node& node = context.node();
   check_dtype(context, 0, "X", float_types(false));
   check_same_dtype(context, 1, "W", 0, "X");
   if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
   DType dtype = context.input_type(0).dtype;
-  const Shape* x = spatial_input_shape(context);
-  if (!x) {
+  std::optional<Shape> out = conv_output_shape(context, {0, "X", 1, "W"});
+  if (!out) {
     context.set_output_unknown_rank(0, dtype);
     return;
   }
-  size_t spatial_rank = x->size() - 2;
-  const Shape* w = shape_if_ranked(context, 1);
-  if (w && w->size() != x->size()) {
-    context.fail(cat("input W has rank ", w->size(), " but X has rank ", x->size(),
-                     " (W is M x C/group x k1 x ... x kn)"));
-  }
-  int64_t group = node.attr_int("group", 1);
-  if (group < 1) context.fail(cat("attribute 'group' = ", group, ", must be > 0"));
-
-  std::optional<std::vector<int64_t>> kernel;
-  if (node.has_attr("kernel_shape")) {
-    kernel = per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
-    for (size_t i = 0; w && i < spatial_rank; ++i) {
-      const Dim& weight_dim = (*w)[i + 2];
-      if (weight_dim.is_known() && weight_dim.value() != (*kernel)[i]) {
-        context.fail(cat("attribute 'kernel_shape'[", i, "] = ", (*kernel)[i],
-                         " but W has spatial dim ", weight_dim.value(), " (W shape ",
-                         shape_to_string(*w), ")"));
-      }
-    }
-  } else if (w) {
-    std::vector<int64_t> from_weight;
-    for (size_t i = 0; i < spatial_rank; ++i) {
-      if ((*w)[i + 2].is_known()) from_weight.push_back((*w)[i + 2].value());
-    }
-    if (from_weight.size() == spatial_rank) kernel = from_weight;
-  }
-  Window window = read_window(context, spatial_rank, kernel);
-
-  Dim channels = (*x)[1];
-  Dim out_channels = w ? (*w)[0] : Dim::unknown();
-  if (w && channels.is_known() && (*w)[1].is_known() &&
-      channels.value() != (*w)[1].value() * group) {
-    context.fail(cat("input channels ", channels.value(), " != weight channels ", (*w)[1].value(),
-                     " * group ", group));
-  }
-  if (out_channels.is_known() && out_channels.value() % group != 0) {
-    context.fail(cat("weight output channels ", out_channels.value(),
-                     " are not a multiple of group ", group));
-  }
-  if (context.has_input(2)) {
-    if (const Shape* b = shape_if_ranked(context, 2)) {
-      if (b->size() != 1) {
-        context.fail(cat("input B has rank ", b->size(), ", expected 1 (a bias per channel)"));
-      }
-      if ((*b)[0].is_known() && out_channels.is_known() &&
-          (*b)[0].value() != out_channels.value()) {
-        context.fail(cat("input B has ", (*b)[0].value(), " elements but W has ",
-                         out_channels.value(), " output channels"));
-      }
-    }
-  }
-  Shape out = {(*x)[0], out_channels};
-  for (size_t i = 0; i < spatial_rank; ++i) {
-    out.push_back(window_output_dim(context, window, i, (*x)[i + 2]));
-  }
-  context.set_output(0, dtype, out);
+  if (context.has_input(2)) check_conv_bias(context, 2, "B", (*out)[1], "W");
+  context.set_output(0, dtype, *out);
 }
 
 // MaxPool and AveragePool.
@@ -612,6 +557,75 @@ void infer_dropout(InferenceContext& context) {
 }
 
 }  // namespace
+
+std::optional<Shape> conv_output_shape(const InferenceContext& context, const ConvOperands& in) {
+  const Node& node = context.node();
+  const Shape* x = shape_if_ranked(context, in.x);
+  if (x && x->size() < 3) {
+    context.fail(cat("input ", in.x_name, " has rank ", x->size(), " ", shape_to_string(*x),
+                     ", expected at least 3 (N x C x D1 ...)"));
+  }
+  if (!x) return std::nullopt;
+  size_t spatial_rank = x->size() - 2;
+  const Shape* w = shape_if_ranked(context, in.w);
+  if (w && w->size() != x->size()) {
+    context.fail(cat("input ", in.w_name, " has rank ", w->size(), " but ", in.x_name,
+                     " has rank ", x->size(), " (", in.w_name, " is M x C/group x k1 x ... x kn)"));
+  }
+  int64_t group = node.attr_int("group", 1);
+  if (group < 1) context.fail(cat("attribute 'group' = ", group, ", must be > 0"));
+
+  std::optional<std::vector<int64_t>> kernel;
+  if (node.has_attr("kernel_shape")) {
+    kernel = per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+    for (size_t i = 0; w && i < spatial_rank; ++i) {
+      const Dim& weight_dim = (*w)[i + 2];
+      if (weight_dim.is_known() && weight_dim.value() != (*kernel)[i]) {
+        context.fail(cat("attribute 'kernel_shape'[", i, "] = ", (*kernel)[i], " but ",
+                         in.w_name, " has spatial dim ", weight_dim.value(), " (", in.w_name,
+                         " shape ", shape_to_string(*w), ")"));
+      }
+    }
+  } else if (w) {
+    std::vector<int64_t> from_weight;
+    for (size_t i = 0; i < spatial_rank; ++i) {
+      if ((*w)[i + 2].is_known()) from_weight.push_back((*w)[i + 2].value());
+    }
+    if (from_weight.size() == spatial_rank) kernel = from_weight;
+  }
+  Window window = read_window(context, spatial_rank, kernel);
+
+  Dim channels = (*x)[1];
+  Dim out_channels = w ? (*w)[0] : Dim::unknown();
+  if (w && channels.is_known() && (*w)[1].is_known() &&
+      channels.value() != (*w)[1].value() * group) {
+    context.fail(cat("input channels ", channels.value(), " != weight channels ", (*w)[1].value(),
+                     " * group ", group));
+  }
+  if (out_channels.is_known() && out_channels.value() % group != 0) {
+    context.fail(cat("weight output channels ", out_channels.value(),
+                     " are not a multiple of group ", group));
+  }
+  Shape out = {(*x)[0], out_channels};
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    out.push_back(window_output_dim(context, window, i, (*x)[i + 2]));
+  }
+  return out;
+}
+
+void check_conv_bias(const InferenceContext& context, size_t input, const char* name,
+                     const Dim& out_channels, const char* w_name) {
+  const TensorType& type = context.input_type(input);
+  if (!type.shape) return;
+  const Shape& b = *type.shape;
+  if (b.size() != 1) {
+    context.fail(cat("input ", name, " has rank ", b.size(), ", expected 1 (a bias per channel)"));
+  }
+  if (b[0].is_known() && out_channels.is_known() && b[0].value() != out_channels.value()) {
+    context.fail(cat("input ", name, " has ", b[0].value(), " elements but ", w_name, " has ",
+                     out_channels.value(), " output channels"));
+  }
+}
 
 void register_nn_schemas(std::vector<OpSchema>& registry) {
   // op_type, since_opset, min/max inputs, min/max outputs, inference.
