@@ -51,6 +51,18 @@ std::optional<DType> dtype_from_onnx(int32_t onnx_type) {
   return static_cast<DType>(onnx_type);
 }
 
+const char* unrepresented_onnx_type_name(int32_t onnx_type) {
+  static const char* const kNames[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+                                       "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
+                                       "float8e8m0", "uint2", "int2"};
+  constexpr int32_t kFirst = 17;
+  int32_t index = onnx_type - kFirst;
+  if (index < 0 || index >= static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]))) {
+    return nullptr;
+  }
+  return kNames[index];
+}
+
 std::optional<DType> dtype_from_name(const std::string& short_name) {
   for (const auto& entry : kDTypes) {
     if (short_name == entry.name) return entry.dtype;

@@ -38,6 +38,10 @@ const char* dtype_onnx_name(DType dtype);
 // The DType for an ONNX TensorProto.DataType value, or nullopt for values outside the enum.
 std::optional<DType> dtype_from_onnx(int32_t onnx_type);
 std::optional<DType> dtype_from_name(const std::string& short_name);
+// The ONNX name of a valid element type rnnc has no DType for - the float8, 4-bit, float4 and
+// 2-bit types of opsets 19 and later (codes 17 to 26) - or nullptr. Import reports these as
+// unsupported rather than invalid.
+const char* unrepresented_onnx_type_name(int32_t onnx_type);
 
 bool is_floating(DType dtype);  // f16, bf16, f32, f64
 bool is_integer(DType dtype);   // i8..i64, u8..u64 (not bool)

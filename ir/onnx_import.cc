@@ -101,6 +101,9 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
                          const std::string& what) {
   auto dtype = dtype_from_onnx(proto.data_type());
+  if (const char* name = unrepresented_onnx_type_name(proto.data_type())) {
+    raise_unsupported(cat(what, ": element type ", name, " (data_type ", proto.data_type(), ")"));
+  }
   if (!dtype || *dtype == DType::kUndefined) {
     raise_invalid_model(cat(what, ": data_type ", proto.data_type(), " is not a valid ONNX type"));
   }
@@ -305,6 +308,10 @@ class Importer {
     const auto& tensor_type = type.tensor_type();
     TensorType out;
     auto dtype = dtype_from_onnx(tensor_type.elem_type());
+    if (const char* name = unrepresented_onnx_type_name(tensor_type.elem_type())) {
+      raise_unsupported(
+          cat(what, ": element type ", name, " (elem_type ", tensor_type.elem_type(), ")"));
+    }
     if (!dtype) {
       raise_invalid_model(cat(what, ": elem_type ", tensor_type.elem_type(), " is not valid"));
     }
