@@ -16,6 +16,7 @@ const std::map<std::string, Kernel>& kernels() {
     register_nn_kernels(registry);
     register_tensor_kernels(registry);
     register_control_flow_kernels(registry);
+    register_quant_kernels(registry);
     return registry;
   }();
   return table;

@@ -254,6 +254,85 @@ TEST(Import, SymbolicDimsSurvive) {
   EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[seq, batch, 40, ?]");
 }
 
+// A quantized model as ONNX Runtime's quantizer writes one: a uint8 activation input, an int8
+// per-axis weight in raw_data, int8 zero points and an int32 bias in int32_data (negative values
+// included), through QuantizeLinear, MatMulInteger, Add and DequantizeLinear.
+onnx::ModelProto quantized_model() {
+  onnx::ModelProto model = empty_model(13);
+  auto* graph = model.mutable_graph();
+  add_tensor_value_info(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {"batch", "3"});
+  add_tensor_value_info(graph->mutable_input(), "a", onnx::TensorProto::UINT8, {"batch", "3"});
+  auto initializer = [&](const std::string& name, int type, std::vector<int64_t> dims) {
+    onnx::TensorProto* t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    return t;
+  };
+  initializer("w_q", onnx::TensorProto::INT8, {3, 2})
+      ->set_raw_data(std::string("\x01\xfe\x03\xfc\x05\xfa", 6));  // 1 -2 3 -4 5 -6
+  onnx::TensorProto* w_scale = initializer("w_scale", onnx::TensorProto::FLOAT, {2});
+  w_scale->add_float_data(0.5f);
+  w_scale->add_float_data(0.25f);
+  onnx::TensorProto* w_zero = initializer("w_zero", onnx::TensorProto::INT8, {2});
+  w_zero->add_int32_data(0);
+  w_zero->add_int32_data(-1);
+  initializer("x_scale", onnx::TensorProto::FLOAT, {})->add_float_data(0.5f);
+  initializer("x_zero", onnx::TensorProto::UINT8, {})->add_int32_data(128);
+  onnx::TensorProto* bias = initializer("bias", onnx::TensorProto::INT32, {2});
+  bias->add_int32_data(-1000);
+  bias->add_int32_data(7);
+  auto node = [&](const std::string& op, std::vector<std::string> inputs, const std::string& out) {
+    onnx::NodeProto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& input : inputs) n->add_input(input);
+    n->add_output(out);
+    return n;
+  };
+  node("QuantizeLinear", {"x", "x_scale", "x_zero"}, "x_q");
+  node("MatMulInteger", {"x_q", "w_q", "x_zero", "w_zero"}, "acc");
+  node("Add", {"acc", "bias"}, "acc_bias");
+  node("MatMulInteger", {"a", "w_q"}, "acc_a");
+  onnx::NodeProto* dq = node("DequantizeLinear", {"w_q", "w_scale", "w_zero"}, "w");
+  onnx::AttributeProto* axis = dq->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  for (const char* out : {"acc_bias", "acc_a", "w"}) graph->add_output()->set_name(out);
+  return model;
+}
+
+TEST(Import, QuantizedModelWithInt8Uint8AndInt32Data) {
+  auto model = import(quantized_model());
+  const Graph& graph = *model->graph;
+  EXPECT_EQ(graph.find_value("w_q")->type.to_string(), "i8[3, 2]");
+  EXPECT_EQ(graph.find_value("x_q")->type.to_string(), "u8[batch, 3]");
+  EXPECT_EQ(graph.outputs()[0]->type.to_string(), "i32[batch, 2]");
+  EXPECT_EQ(graph.outputs()[2]->type.to_string(), "f32[3, 2]");
+  std::vector<Tensor> out = evaluate(
+      graph, {{"x", Tensor::from_vector<float>({1, 3}, {1, -0.5f, 2})},
+              {"a", Tensor::from_vector<uint8_t>({1, 3}, {255, 0, 1})}});
+  // x / 0.5 + 128 - 128 = [2, -1, 4]; w - [0, -1] = [[1, -1], [3, -3], [5, -5]]:
+  // [2 - 3 + 20, -2 + 3 - 20] + bias [-1000, 7].
+  EXPECT_EQ(out[0].data<int32_t>()[0], 19 - 1000);
+  EXPECT_EQ(out[0].data<int32_t>()[1], -19 + 7);
+  // a . w_q columns, no zero points: [255 + 5, -510 - 6].
+  EXPECT_EQ(out[1].data<int32_t>()[0], 260);
+  EXPECT_EQ(out[1].data<int32_t>()[1], -516);
+  // (w_q - w_zero) * scale per column.
+  const float* w = out[2].data<float>();
+  EXPECT_EQ(std::vector<float>(w, w + 6), (std::vector<float>{0.5f, -0.25f, 1.5f, -0.75f, 2.5f,
+                                                               -1.25f}));
+  // Export writes the integer initializers back with their types.
+  std::string bytes = export_onnx_bytes(*model);
+  auto again = import_onnx_bytes(bytes.data(), bytes.size(), "");
+  EXPECT_TRUE(again->graph->find_value("w_q")->constant()->bitwise_equal(
+      *graph.find_value("w_q")->constant()));
+  EXPECT_TRUE(again->graph->find_value("bias")->constant()->bitwise_equal(
+      *graph.find_value("bias")->constant()));
+}
+
 // If(cond) whose branches return values of the enclosing graph (outer-scope references).
 onnx::ModelProto if_model() {
   onnx::ModelProto model = empty_model();
@@ -390,6 +469,19 @@ TEST(ImportErrors, DuplicateValueName) {
   onnx::ModelProto model = if_model();
   model.mutable_graph()->mutable_node(0)->set_output(0, "a");
   expect_import_error(model, ErrorKind::kInvalidModel, "value name 'a' is defined twice");
+}
+
+TEST(ImportErrors, Float8AndFourBitTypesAreUnsupported) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(17);
+  expect_import_error(initializer_model(t), ErrorKind::kUnsupported,
+                      "initializer 'w': element type float8e4m3fn (data_type 17)");
+  onnx::ModelProto model = empty_model();
+  add_tensor_value_info(model.mutable_graph()->mutable_input(), "x", 22, {"2"});
+  model.mutable_graph()->add_output()->set_name("x");
+  expect_import_error(model, ErrorKind::kUnsupported,
+                      "graph 'g' input 'x': element type int4 (elem_type 22)");
 }
 
 TEST(ImportErrors, BadElementType) {
