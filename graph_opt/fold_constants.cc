@@ -18,6 +18,8 @@
 //  - nodes with nested graphs (If/Loop/Scan: inlining is control flow's business), ops outside
 //    the default domain, ops without a reference kernel;
 //  - nondeterministic ops (Random*, Bernoulli, Multinomial) and Dropout in training mode;
+//  - DequantizeLinear of a constant integer tensor: a quantized weight stays quantized, so the
+//    model keeps its integer size and quant/, lowering and other runtimes see the standard form;
 //  - nodes whose kernel reports an error on these inputs (an out-of-range Gather index, say): the
 //    node stays, and the error appears when the model runs, where the user can see it;
 //  - growth: a node whose outputs would take more than 1 MiB AND more than twice the bytes of its
@@ -59,6 +61,10 @@ const NotFoldedRule kNotFolded[] = {
       const Value* mode = n.input(2);
       return n.op_type() == "Dropout" && mode && mode->constant()->numel() > 0 &&
              mode->constant()->get_double(0) != 0;
+    },
+    // DequantizeLinear(constant integer x, ...): a quantized weight stays quantized in the graph.
+    [](const Node& n) {
+      return n.op_type() == "DequantizeLinear" && is_integer(n.input(0)->constant()->dtype());
     },
 };
 

@@ -213,6 +213,45 @@ TEST(GraphOptFold, FoldConstantsFoldsWeightSlicingBitwise) {
   expect_bitwise(evaluate(*model->graph, inputs), expected);
 }
 
+// A quantized weight read through DequantizeLinear stays quantized (per axis and per tensor, the
+// latter on an integer tensor folded in the same run); the other quantization ops fold.
+const char* kQuantized = R"(
+model opset=13
+graph main(%x: f32[2, 3], %a: u8[1, 3]) {
+  const %w_q: i8[3, 2] = {1, -2, 3, -4, 5, -6}
+  const %w_scale: f32[2] = {0.5, 0.25}
+  const %w_zero: i8[2] = {0, 1}
+  const %bias: f32[2] = {1.5, -2}
+  const %bias_scale: f32[] = {0.5}
+  const %levels: f32[3] = {0, 0.3, 2}
+  const %w_u: u8[3, 2] = {1, 2, 3, 4, 5, 6}
+  const %a_zero: u8[] = {1}
+  %w: f32[3, 2] = DequantizeLinear 'dequantize_weight' (%w_q, %w_scale, %w_zero) {axis=1}
+  %y: f32[2, 2] = MatMul 'matmul' (%x, %w)
+  %bias_q: u8[2] = QuantizeLinear 'quantize_bias' (%bias, %bias_scale)
+  %bias_dq: f32[2] = DequantizeLinear 'dequantize_bias' (%bias_q, %bias_scale)
+  %out: f32[2, 2] = Add 'add_bias' (%y, %bias_dq)
+  %levels_q: u8[3], %levels_scale: f32[], %levels_zero: u8[] = DynamicQuantizeLinear 'dynamic' (%levels)
+  %product: i32[2] = MatMulInteger 'integer_product' (%levels_q, %w_u, %a_zero)
+  %act: i32[1, 2] = MatMulInteger 'activation_product' (%a, %w_u, %a_zero)
+  return %out, %levels_scale, %product, %act
+}
+)";
+
+TEST(GraphOptFold, FoldConstantsKeepsQuantizedWeightsQuantizedBitwise) {
+  auto model = parse(kQuantized);
+  std::map<std::string, Tensor> inputs = ramp_input("x", {2, 3});
+  inputs["a"] = Tensor::from_vector<uint8_t>({1, 3}, {0, 7, 255});
+  std::vector<Tensor> expected = evaluate(*model->graph, inputs);
+  std::vector<PassReport> reports = run_passes(*model, {"fold_constants", "dce"});
+  EXPECT_EQ(reports[0].stats["nodes folded"], 3);
+  EXPECT_EQ(count_ops(*model->graph, "DequantizeLinear"), 2) << to_text(*model);
+  EXPECT_EQ(count_ops(*model->graph, "QuantizeLinear"), 0);
+  EXPECT_EQ(count_ops(*model->graph, "DynamicQuantizeLinear"), 0);
+  EXPECT_EQ(count_ops(*model->graph, "MatMulInteger"), 1);  // the one reading input %a
+  expect_bitwise(evaluate(*model->graph, inputs), expected);
+}
+
 // Zero initial states behind a Shape chain, for LSTM (sliced per layer) and GRU (unsqueezed).
 const char* kZeroStates = R"(
 model opset=14
