@@ -152,5 +152,6 @@ void add_elementwise_special_cases(std::map<std::string, SpecialCase>& table);
 void add_nn_special_cases(std::map<std::string, SpecialCase>& table);
 void add_tensor_special_cases(std::map<std::string, SpecialCase>& table);
 void add_control_flow_special_cases(std::map<std::string, SpecialCase>& table);
+void add_quant_special_cases(std::map<std::string, SpecialCase>& table);
 
 }  // namespace rnnc::conformance

@@ -198,5 +198,6 @@ void add_elementwise_specs(std::vector<OpSpec>& specs);
 void add_nn_specs(std::vector<OpSpec>& specs);
 void add_tensor_specs(std::vector<OpSpec>& specs);
 void add_control_flow_specs(std::vector<OpSpec>& specs);
+void add_quant_specs(std::vector<OpSpec>& specs);
 
 }  // namespace rnnc::conformance
