@@ -410,6 +410,17 @@ TEST(QLinearMatMul, PerRowScalesAndSaturation) {
   EXPECT_EQ(values(y[0]), (std::vector<double>{24, 32, 44, 92, 100, 255}));
 }
 
+TEST(QLinearMatMul, Opset21Float16Scales) {
+  // a - 1 = [1, 3], b = [1, 1]^T: product 4; multiplier 0.5 * 0.25 / 0.125 = 1 -> 4 + 0.
+  Tensor a = Tensor::from_vector<uint8_t>({1, 2}, {2, 4});
+  Tensor b = Tensor::from_vector<uint8_t>({2, 1}, {1, 1});
+  std::vector<Tensor> y =
+      run_constants("QLinearMatMul", 21,
+                    {a, half_scalar(0.5), scalar<uint8_t>(1), b, half_scalar(0.25),
+                     scalar<uint8_t>(0), half_scalar(0.125), scalar<uint8_t>(0)});
+  EXPECT_EQ(values(y[0]), (std::vector<double>{4}));
+}
+
 TEST(QLinearMatMul, BatchedOperandsBroadcast) {
   OneNodeGraph g;
   Value* a = g.input("a", DType::kInt8, {sym("batch"), 2, 3});
