@@ -4,7 +4,6 @@
 
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -53,38 +52,11 @@ std::shared_ptr<oneapi::tbb::task_arena> shared_arena(int threads) {
 }
 
 // task_arena::execute may run `body` on a worker thread when the caller cannot join the arena
-// (its slots are taken by other sessions). The functor's own address is the hand-off point
-// ThreadSanitizer is told about (runtime/tsan.h), before any of its captures is read.
+// (its slots are taken by other sessions).
 template <typename Body>
-struct ArenaCall {
-  Body body;
-  void operator()() const {
-    RNNC_TSAN_ACQUIRE(this);
-    body();
-    RNNC_TSAN_RELEASE(this);
-  }
-};
-
-// One part of a block on a worker (ExecutionBlock::independent_parts). A named type so the one
-// ThreadSanitizer report it draws - reading its two pointers, copied into the task by oneTBB's
-// uninstrumented spawn - is suppressed by name (scripts/sanitizer-suppressions/tsan.supp).
-struct RunPartTask {
-  const ExecutionBlock* block;
-  BlockIO* io;
-  void operator()(int part) const {
-    BlockIO* target = io;
-    RNNC_TSAN_ACQUIRE(target);
-    block->run_part(*target, part);
-    RNNC_TSAN_RELEASE(target);
-  }
-};
-
-template <typename Body>
-void execute_in(oneapi::tbb::task_arena& arena, Body body) {
-  ArenaCall<Body> call{std::move(body)};
-  RNNC_TSAN_RELEASE(&call);
-  arena.execute(call);
-  RNNC_TSAN_ACQUIRE(&call);
+void execute_in(oneapi::tbb::task_arena& arena, const Body& body) {
+  arena.execute(hand_off([&body] { body(); }, &body));
+  RNNC_TSAN_ACQUIRE(&body);
 }
 
 }  // namespace
@@ -96,8 +68,9 @@ class Executor::Context {
   std::vector<BlockIO> io;                  // per block, kept for recycling
   std::unique_ptr<Workspace[]> workspaces;  // per block
 
-  // Parallel plan: one continue_node per block.
-  flow::graph graph;
+  // Parallel plan: one continue_node per block, in a graph bound to the model's arena.
+  std::shared_ptr<oneapi::tbb::task_arena> arena;
+  std::unique_ptr<flow::graph> graph;
   std::unique_ptr<flow::broadcast_node<flow::continue_msg>> start;
   std::vector<std::unique_ptr<flow::continue_node<flow::continue_msg>>> block_nodes;
   // Pipeline plan: per chain, each layer's progress (chunks done), released by the layer's
@@ -188,7 +161,18 @@ Executor::Executor(const Program& program, RunPlan plan, int threads)
 
 Executor::~Executor() = default;
 
-void Executor::ContextDeleter::operator()(Context* context) const { delete context; }
+void Executor::ContextDeleter::operator()(Context* context) const {
+  // A flow graph's destructor waits for its tasks in its arena, maybe on a worker the wait is
+  // delegated to: tear it down inside the arena as a run would, so that wait is joined too.
+  if (context->graph) {
+    execute_in(*context->arena, [context] {
+      context->block_nodes.clear();
+      context->start.reset();
+      context->graph.reset();
+    });
+  }
+  delete context;
+}
 
 Executor::ContextPtr Executor::new_context() const {
   // Flow graphs run their tasks in the arena they are constructed in: build them in ours.
@@ -220,20 +204,25 @@ Executor::ContextPtr Executor::build_context() const {
   }
   Context* raw = context.get();
   if (plan_ == RunPlan::kParallel) {
-    ctx.start = std::make_unique<flow::broadcast_node<flow::continue_msg>>(ctx.graph);
+    ctx.arena = arena_;
+    ctx.graph = std::make_unique<flow::graph>();
+    ctx.start = std::make_unique<flow::broadcast_node<flow::continue_msg>>(*ctx.graph);
     for (size_t b = 0; b < count; ++b) {
+      // The graph's edges as TSan hand-offs: a block starts after the run's start (released on
+      // &context) and its predecessors' ends (each released on its own &context.io[p]).
+      auto body = [this, raw, b](const flow::continue_msg&) {
+        RNNC_TSAN_ACQUIRE(raw);
+        for (size_t p : blocks_[b].predecessors) RNNC_TSAN_ACQUIRE(&raw->io[p]);
+        if (!raw->failed.load()) {
+          try {
+            run_block(*raw, b);
+          } catch (...) {
+            fail(*raw);
+          }
+        }
+      };
       ctx.block_nodes.push_back(std::make_unique<flow::continue_node<flow::continue_msg>>(
-          ctx.graph, [this, raw, b](const flow::continue_msg&) {
-            RNNC_TSAN_ACQUIRE(raw);
-            if (!raw->failed.load()) {
-              try {
-                run_block(*raw, b);
-              } catch (...) {
-                fail(*raw);
-              }
-            }
-            RNNC_TSAN_RELEASE(raw);
-          }));
+          *ctx.graph, hand_off(body, &ctx.io[b])));
     }
     for (size_t b = 0; b < count; ++b) {
       if (blocks_[b].predecessors.empty()) flow::make_edge(*ctx.start, *ctx.block_nodes[b]);
@@ -338,8 +327,7 @@ void Executor::run_block(Context& context, size_t b) const {
   const int parts = threads_ > 1 && plan_ != RunPlan::kSequential ? block.independent_parts() : 0;
   if (parts > 1) {
     block.begin_parts(io);
-    RNNC_TSAN_RELEASE(&io);
-    oneapi::tbb::parallel_for(0, parts, RunPartTask{&block, &io});
+    oneapi::tbb::parallel_for(0, parts, hand_off([&](int part) { block.run_part(io, part); }, &io));
     RNNC_TSAN_ACQUIRE(&io);
     block.end_parts(io);
   } else {
@@ -428,18 +416,11 @@ void Executor::run_chain(Context& context, size_t index) const {
       c.busy[picked].store(false, std::memory_order_release);
     }
   };
-  oneapi::tbb::task_group workers;
-  RNNC_TSAN_RELEASE(&context);
-  for (size_t me = 1; me < std::min(threads, layers); ++me) {
-    workers.run([&, me] {
-      RNNC_TSAN_ACQUIRE(&context);
-      work(me);
-      RNNC_TSAN_RELEASE(&context);
-    });
-  }
-  work(0);
-  workers.wait();
-  RNNC_TSAN_ACQUIRE(&context);
+  // One task per thread (simple_partitioner); the caller runs me = 0 and any task no worker
+  // took. The integer form holds `work` by reference (runtime/tsan.h).
+  oneapi::tbb::parallel_for(size_t{0}, std::min(threads, layers), hand_off(work, &work),
+                            oneapi::tbb::simple_partitioner());
+  RNNC_TSAN_ACQUIRE(&work);
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
 }
@@ -458,8 +439,8 @@ void Executor::run(Context& context) const {
     if (plan_ == RunPlan::kParallel) {
       RNNC_TSAN_RELEASE(&context);  // the block nodes acquire it (build_context)
       context.start->try_put(flow::continue_msg());
-      context.graph.wait_for_all();
-      RNNC_TSAN_ACQUIRE(&context);
+      context.graph->wait_for_all();
+      for (size_t b = 0; b < count; ++b) RNNC_TSAN_ACQUIRE(&context.io[b]);
       return;
     }
     for (size_t b = 0; b < count && !context.failed.load(); ++b) {

@@ -1,7 +1,6 @@
 #include "runtime/halide_tbb.h"
 
 #include <HalideRuntime.h>
-#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 
 #include <atomic>
@@ -18,16 +17,12 @@ int do_par_for(void* user_context, halide_task_t task, int min, int size, uint8_
   g_loops.fetch_add(1, std::memory_order_relaxed);
   // Halide wants zero, or the code of one failing iteration.
   std::atomic<int> result{0};
-  RNNC_TSAN_RELEASE(closure);
-  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int>(min, min + size),
-                            [&](const oneapi::tbb::blocked_range<int>& range) {
-                              RNNC_TSAN_ACQUIRE(closure);
-                              for (int i = range.begin(); i < range.end(); ++i) {
-                                if (int code = task(user_context, i, closure)) result = code;
-                              }
-                              RNNC_TSAN_RELEASE(closure);
-                            });
-  RNNC_TSAN_ACQUIRE(closure);
+  // The integer form: oneTBB's tasks then hold `iteration` by reference (runtime/tsan.h).
+  auto iteration = [&](int i) {
+    if (int code = task(user_context, i, closure)) result = code;
+  };
+  oneapi::tbb::parallel_for(min, min + size, hand_off(iteration, &result));
+  RNNC_TSAN_ACQUIRE(&result);
   return result.load();
 }
 

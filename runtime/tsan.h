@@ -1,15 +1,68 @@
-// Hand-off annotations for ThreadSanitizer builds (scripts/sanitize.sh thread). Debian's oneTBB
-// is not instrumented, so TSan cannot see that TBB orders a task's creation before its execution
-// (task_arena::execute, task_group::run/wait, parallel_for, flow-graph try_put/wait_for_all).
-// The executor marks each hand-off itself: RNNC_TSAN_RELEASE(x) where work is handed to another
-// thread or handed back, RNNC_TSAN_ACQUIRE(x) where it is picked up. No-ops in other builds.
+// Hand-offs across oneTBB made visible to ThreadSanitizer (scripts/sanitize.sh thread). Debian's
+// oneTBB is not instrumented, so TSan cannot see that oneTBB orders a task's creation before its
+// execution, and its completion before the wait that joins it. rnnc states both itself:
+//
+//   HandOff  wraps every functor rnnc gives to oneTBB. Creating it, or any copy, releases the
+//            copy's address once written; every read of it (a copy, or a call) first acquires
+//            the address it reads. So no thread reads a capture before an acquire that TSan
+//            pairs with the capture's write.
+//   done     the address a call releases when it returns; the spawner acquires it after the
+//            join (task_arena::execute or parallel_for returning, graph::wait_for_all).
+//
+// oneTBB must hold a HandOff by reference, or in memory from operator new, and never copy it into
+// its own task objects: its allocator recycles those between threads with synchronization TSan
+// does not see either, so the next task's write there would race with this one's reads. Hence
+// the forms rnnc uses: task_arena::execute and parallel_for over integers (both keep a reference)
+// and a flow graph's continue_node (one copy, in the node) - not parallel_for over a range, nor
+// task_group::run.
+//
+// RNNC_TSAN_RELEASE / RNNC_TSAN_ACQUIRE mark the joins and a flow graph's edges. All of it is a
+// no-op in other builds, where a HandOff is its functor plus one pointer.
 #pragma once
+
+#include <utility>
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #define RNNC_TSAN_RELEASE(address) __tsan_release(const_cast<void*>(static_cast<const void*>(address)))
 #define RNNC_TSAN_ACQUIRE(address) __tsan_acquire(const_cast<void*>(static_cast<const void*>(address)))
 #else
-#define RNNC_TSAN_RELEASE(address) ((void)0)
-#define RNNC_TSAN_ACQUIRE(address) ((void)0)
+#define RNNC_TSAN_RELEASE(address) ((void)(address))
+#define RNNC_TSAN_ACQUIRE(address) ((void)(address))
 #endif
+
+namespace rnnc {
+
+template <typename Fn>
+class HandOff {
+ public:
+  HandOff(Fn fn, const void* done) : fn_(std::move(fn)), done_(done) { RNNC_TSAN_RELEASE(this); }
+  HandOff(const HandOff& other) : fn_(acquired(other).fn_), done_(other.done_) {
+    RNNC_TSAN_RELEASE(this);
+  }
+  HandOff& operator=(const HandOff&) = delete;
+
+  template <typename... Args>
+  void operator()(Args&&... args) const {
+    RNNC_TSAN_ACQUIRE(this);
+    fn_(std::forward<Args>(args)...);
+    RNNC_TSAN_RELEASE(done_);
+  }
+
+ private:
+  static const HandOff& acquired(const HandOff& source) {
+    RNNC_TSAN_ACQUIRE(&source);
+    return source;
+  }
+
+  Fn fn_;
+  const void* done_;
+};
+
+// hand_off(fn, &x): fn wrapped for oneTBB; the spawner acquires &x after the join.
+template <typename Fn>
+HandOff<Fn> hand_off(Fn fn, const void* done) {
+  return HandOff<Fn>(std::move(fn), done);
+}
+
+}  // namespace rnnc
