@@ -52,7 +52,7 @@ IntRange range_of(DType dtype, const KernelContext& context) {
 }
 
 // saturate(round(value) + zero_point) into `range`; +-inf saturate to the range's ends.
-int64_t quantize_value(double value, int64_t zero_point, IntRange range) {
+int64_t saturate_rounded(double value, int64_t zero_point, IntRange range) {
   double q = round_half_even(value) + static_cast<double>(zero_point);
   if (q <= static_cast<double>(range.lo)) return range.lo;
   if (q >= static_cast<double>(range.hi)) return range.hi;
@@ -177,7 +177,7 @@ void quantize_linear(KernelContext& context) {
       quotient = x.get_double(i) / scale.get_double(p);
     }
     int64_t z = zero_point ? zero_point->get_int64(p) : 0;
-    y.set_double(i, static_cast<double>(quantize_value(quotient, z, range)));
+    y.set_double(i, static_cast<double>(saturate_rounded(quotient, z, range)));
   }
   context.outputs[0] = y;
 }
@@ -229,12 +229,12 @@ void dynamic_quantize_linear(KernelContext& context) {
   if (lo != hi) {
     scale = (hi - lo) / 255.0f;
     float intermediate = 0.0f - lo / scale;
-    zero_point = quantize_value(static_cast<double>(intermediate), 0, kUInt8);
+    zero_point = saturate_rounded(static_cast<double>(intermediate), 0, kUInt8);
   }
   Tensor y(DType::kUInt8, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     double quotient = static_cast<double>(values[i] / scale);
-    y.data<uint8_t>()[i] = static_cast<uint8_t>(quantize_value(quotient, zero_point, kUInt8));
+    y.data<uint8_t>()[i] = static_cast<uint8_t>(saturate_rounded(quotient, zero_point, kUInt8));
   }
   context.outputs[0] = y;
   context.outputs[1] = Tensor::scalar<float>(scale);
@@ -391,7 +391,7 @@ float requantization_multiplier(double input_scale, double weight_scale, double 
 
 // y = saturate(round(int32 accumulator * multiplier) + y_zero_point).
 int64_t requantize(int32_t accumulator, float multiplier, int64_t zero_point, IntRange range) {
-  return quantize_value(static_cast<double>(accumulator) * static_cast<double>(multiplier),
+  return saturate_rounded(static_cast<double>(accumulator) * static_cast<double>(multiplier),
                         zero_point, range);
 }
 
