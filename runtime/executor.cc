@@ -1,9 +1,9 @@
 #include "runtime/executor.h"
 
+#include "runtime/parallel_indices.h"
 #include "runtime/tsan.h"
 
 #include <oneapi/tbb/flow_graph.h>
-#include <oneapi/tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -327,8 +327,7 @@ void Executor::run_block(Context& context, size_t b) const {
   const int parts = threads_ > 1 && plan_ != RunPlan::kSequential ? block.independent_parts() : 0;
   if (parts > 1) {
     block.begin_parts(io);
-    oneapi::tbb::parallel_for(0, parts, hand_off([&](int part) { block.run_part(io, part); }, &io));
-    RNNC_TSAN_ACQUIRE(&io);
+    parallel_indices(parts, [&](int64_t part) { block.run_part(io, static_cast<int>(part)); });
     block.end_parts(io);
   } else {
     block.run(io);
@@ -416,11 +415,9 @@ void Executor::run_chain(Context& context, size_t index) const {
       c.busy[picked].store(false, std::memory_order_release);
     }
   };
-  // One task per thread (simple_partitioner); the caller runs me = 0 and any task no worker
-  // took. The integer form holds `work` by reference (runtime/tsan.h).
-  oneapi::tbb::parallel_for(size_t{0}, std::min(threads, layers), hand_off(work, &work),
-                            oneapi::tbb::simple_partitioner());
-  RNNC_TSAN_ACQUIRE(&work);
+  // Each thread index once; the caller runs work(0) and any index no worker took.
+  parallel_indices(static_cast<int64_t>(std::min(threads, layers)),
+                   [&](int64_t me) { work(static_cast<size_t>(me)); });
   if (context.failed.load()) return;
   for (size_t b : chain) program_.blocks()[b]->end_chunks(context.io[b]);
 }
@@ -440,7 +437,11 @@ void Executor::run(Context& context) const {
       RNNC_TSAN_RELEASE(&context);  // the block nodes acquire it (build_context)
       context.start->try_put(flow::continue_msg());
       context.graph->wait_for_all();
-      for (size_t b = 0; b < count; ++b) RNNC_TSAN_ACQUIRE(&context.io[b]);
+      // Every graph task's last access is releasing the graph's wait count (oneTBB's
+      // graph_task::finalize), which lives in the graph object: acquiring it orders all the
+      // workers did, blocks and their nodes' successor walks alike, before the next run or
+      // the teardown.
+      tsan_acquire_words(*context.graph);
       return;
     }
     for (size_t b = 0; b < count && !context.failed.load(); ++b) {

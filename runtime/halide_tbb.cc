@@ -1,11 +1,10 @@
 #include "runtime/halide_tbb.h"
 
 #include <HalideRuntime.h>
-#include <oneapi/tbb/parallel_for.h>
 
 #include <atomic>
 
-#include "runtime/tsan.h"
+#include "runtime/parallel_indices.h"
 
 namespace rnnc {
 
@@ -17,12 +16,9 @@ int do_par_for(void* user_context, halide_task_t task, int min, int size, uint8_
   g_loops.fetch_add(1, std::memory_order_relaxed);
   // Halide wants zero, or the code of one failing iteration.
   std::atomic<int> result{0};
-  // The integer form: oneTBB's tasks then hold `iteration` by reference (runtime/tsan.h).
-  auto iteration = [&](int i) {
-    if (int code = task(user_context, i, closure)) result = code;
-  };
-  oneapi::tbb::parallel_for(min, min + size, hand_off(iteration, &result));
-  RNNC_TSAN_ACQUIRE(&result);
+  parallel_indices(size, [&](int64_t i) {
+    if (int code = task(user_context, min + static_cast<int>(i), closure)) result = code;
+  });
   return result.load();
 }
 

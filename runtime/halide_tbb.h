@@ -1,8 +1,8 @@
-// Halide's parallel loops on oneTBB: a halide_do_par_for that runs a loop's iterations with
-// tbb::parallel_for, in the task arena of the calling thread (the executor runs every block inside
-// its model's arena), so Halide never starts a thread pool beside TBB's and the model's thread
-// count bounds both. rnnc's schedules use no async stages, so every Halide parallel loop is a
-// do_par_for call (halide_do_parallel_tasks is never reached).
+// Halide's parallel loops on oneTBB: a halide_do_par_for that runs a loop's iterations on oneTBB
+// tasks (parallel_indices.h), in the task arena of the calling thread (the executor runs every
+// block inside its model's arena), so Halide never starts a thread pool beside TBB's and the
+// model's thread count bounds both. rnnc's schedules use no async stages, so every Halide parallel
+// loop is a do_par_for call (halide_do_parallel_tasks is never reached).
 #pragma once
 
 #include <cstdint>

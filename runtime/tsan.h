@@ -7,14 +7,13 @@
 //            the address it reads. So no thread reads a capture before an acquire that TSan
 //            pairs with the capture's write.
 //   done     the address a call releases when it returns; the spawner acquires it after the
-//            join (task_arena::execute or parallel_for returning, graph::wait_for_all).
+//            join (task_arena::execute returning, task_group::wait, graph::wait_for_all).
 //
-// oneTBB must hold a HandOff by reference, or in memory from operator new, and never copy it into
-// its own task objects: its allocator recycles those between threads with synchronization TSan
-// does not see either, so the next task's write there would race with this one's reads. Hence
-// the forms rnnc uses: task_arena::execute and parallel_for over integers (both keep a reference)
-// and a flow graph's continue_node (one copy, in the node) - not parallel_for over a range, nor
-// task_group::run.
+// oneTBB must hold a HandOff by reference (task_arena::execute; task_group::run of a
+// std::cref, parallel_indices.h) or in memory from operator new (a continue_node's body), never
+// copy it into its own task objects: its allocator recycles those between threads with
+// synchronization TSan does not see either, so the next task's write there would race with this
+// one's reads, and no frame of that report would be oneTBB's to suppress.
 //
 // RNNC_TSAN_RELEASE / RNNC_TSAN_ACQUIRE mark the joins and a flow graph's edges. All of it is a
 // no-op in other builds, where a HandOff is its functor plus one pointer.
@@ -32,6 +31,18 @@
 #endif
 
 namespace rnnc {
+
+// Acquires every word of `object`: for a oneTBB object whose atomics (at offsets oneTBB keeps
+// private) workers release last, e.g. a flow graph's wait count.
+template <typename T>
+void tsan_acquire_words([[maybe_unused]] const T& object) {
+#if defined(__SANITIZE_THREAD__)
+  const char* begin = reinterpret_cast<const char*>(&object);
+  for (const char* word = begin; word < begin + sizeof(T); word += sizeof(void*)) {
+    RNNC_TSAN_ACQUIRE(word);
+  }
+#endif
+}
 
 template <typename Fn>
 class HandOff {
