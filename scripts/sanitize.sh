@@ -15,10 +15,12 @@
 # instrumented either; they go to BUILD_DIR/kernel_cache rather than ~/.cache/rnnc.
 # Not run: runtime_allocation_test (tests/CMakeLists.txt builds it only without RNNC_SANITIZE: it
 # interposes malloc, which the sanitizers' allocator owns).
-# Thread mode caveat: Debian's libtbb is not instrumented, so TSan does not see the ordering that
-# TBB's scheduler provides (task_group run/wait, flow-graph wait_for_all, task_arena::execute
-# handing a function to another thread) and reports races across those hand-offs. Its reports
-# need reading against that until rnnc is tested with a TSan-built oneTBB.
+# Thread mode: Debian's libtbb is not instrumented, so TSan cannot see the ordering oneTBB's
+# scheduler provides. rnnc states it at each of its own hand-offs (runtime/tsan.h: every functor
+# given to oneTBB is a HandOff, and each join acquires what the work released, oneTBB's last
+# accesses included), so a race on rnnc's data is reported and fails the run; races on oneTBB's
+# own task objects are suppressed in tsan.supp by their innermost frame. What the run cannot
+# check is oneTBB's own synchronization: that needs a TSan-built oneTBB.
 # Environment: BUILD_DIR (default build-asan / build-tsan), JOBS (default 2), CC/CXX (compiler),
 # TSAN_TESTS (ctest -R regex for thread mode, default '[Cc]oncurren|[Tt]hread|[Pp]arallel').
 set -euo pipefail
