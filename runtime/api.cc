@@ -13,6 +13,7 @@
 
 #include "ir/onnx_import.h"
 #include "lowering/program.h"
+#include "quant/quantize_model.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
@@ -224,7 +225,13 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
   }
   if (!options.quantization_config.empty()) {
-    raise_unsupported("ModelOptions::quantization_config: quantization is not available yet");
+    // "default": every recurrent node with int8 per-row weights and dynamic u8 activations;
+    // otherwise a JSON config file (quant/scheme.h). Static activations need calibration, which
+    // the offline quantizer (rnnc quantize) does; its output loads without this option.
+    const quant::Config config = options.quantization_config == "default"
+                                     ? quant::Config{}
+                                     : quant::read_config_file(options.quantization_config);
+    quant::quantize_model(*model, config, {});
   }
   auto impl = std::make_unique<CompiledModel::Impl>();
   ProgramOptions program_options;

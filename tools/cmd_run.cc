@@ -127,6 +127,7 @@ int run_run(const Parsed& args) {
     options.cache_dir = args.get("cache-dir");
     options.threads = static_cast<int>(args.get_int("threads", 1));
     options.plan = parse_plan(args.get("plan", "auto"));
+    options.quantization_config = args.get("quantize");
     options.expose_recurrent_state = false;  // one run: the model's own outputs only
     for (const auto& text : args.all("fix")) {
       auto [name, value] = split_assignment(text, "fix");
@@ -235,6 +236,8 @@ const Command kRunCommand{
         {"fix", "NAME=V[,V...]", "compiled path: compile an integer input in as a constant, e.g. "
                                  "--fix sr=16000 (repeatable)"},
         {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
+        {"quantize", "CONFIG", "compiled path: quantize at load: 'default' (recurrent nodes int8, "
+                               "dynamic u8 activations) or a JSON config (docs/quant.md)"},
         {"dump-dir", "DIR",
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "
          "runs the reference evaluator)"},

@@ -95,7 +95,10 @@ struct ModelOptions {
   // Streaming: expose the state of recurrent nodes that start from zeros (no initial_h input)
   // and end without a Y_h output, so a Session can carry it (see Session).
   bool expose_recurrent_state = true;
-  std::string quantization_config;  // reserved for quant/ (must be empty for now)
+  // Quantize at load (docs/quant.md): "" none, "default" (recurrent nodes: int8 per-row weights,
+  // dynamic u8 activations), or the path of a JSON config. A model written by `rnnc quantize`
+  // is already quantized and needs nothing here.
+  std::string quantization_config;
 };
 
 class Session;

@@ -1,0 +1,271 @@
+#include "quant/quantize_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/op_schema.h"
+#include "ir/quantization.h"
+#include "ir/reference/evaluator.h"
+#include "quant/weights.h"
+
+namespace rnnc::quant {
+
+namespace {
+
+bool is_recurrent(const Node& node) {
+  const std::string& op = node.op_type();
+  return node.domain().empty() && (op == "LSTM" || op == "GRU" || op == "RNN");
+}
+
+bool is_float_initializer(const Value* value) {
+  return value && value->is_constant() && !value->is_graph_input() && !value->producer() &&
+         value->constant()->dtype() == DType::kFloat32;
+}
+
+// Observed activation ranges of one recurrent node over the calibration samples.
+struct Ranges {
+  std::vector<float> input, state;
+};
+
+// Runs the float model on every sample and keeps, per recurrent node that needs static
+// coefficients, the values its X and its hidden states took.
+std::map<const Node*, Ranges> calibrate(const Model& model, const std::set<const Node*>& nodes,
+                                        const std::vector<Sample>& samples,
+                                        const Progress& progress) {
+  std::map<const Node*, Ranges> ranges;
+  const Graph& graph = *model.graph;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (progress) progress("calibrating", i, samples.size());
+    std::map<const Value*, Tensor> seen;
+    for (const Value* input : graph.inputs()) {
+      if (auto it = samples[i].find(input->name()); it != samples[i].end()) seen[input] = it->second;
+    }
+    evaluate(graph, samples[i], [&](const Node& node, const std::vector<Tensor>& outputs) {
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        if (node.output(k)) seen[node.output(k)] = outputs[k];
+      }
+    });
+    auto append = [&](const Value* value, std::vector<float>& into) {
+      if (!value) return;
+      const Tensor* tensor = nullptr;
+      if (auto it = seen.find(value); it != seen.end()) tensor = &it->second;
+      else if (value->is_constant()) tensor = value->constant().get();
+      if (!tensor || tensor->dtype() != DType::kFloat32) return;
+      into.insert(into.end(), tensor->data<float>(), tensor->data<float>() + tensor->numel());
+    };
+    for (const Node* node : nodes) {
+      Ranges& r = ranges[node];
+      append(node->input(0), r.input);
+      append(node->input(5), r.state);  // initial_h
+      append(node->output(0) ? node->output(0) : node->output(1), r.state);  // Y, else Y_h
+    }
+  }
+  if (progress) progress("calibrating", samples.size(), samples.size());
+  return ranges;
+}
+
+// Static coefficients for one operand's observed values.
+void static_coefficients(const std::vector<float>& values, const ActivationScheme& scheme,
+                         const ActivationQuant& quant, float& scale, int32_t& zero_point) {
+  float lo = 0, hi = 0;
+  choose_range(values, scheme.method, scheme.percentile, scheme.bits, scheme.symmetric, lo, hi);
+  if (scheme.symmetric) {
+    const int32_t half = (1 << (scheme.bits - 1)) - 1;
+    scale = std::max(-lo, hi) / static_cast<float>(half);
+    zero_point = quant.wide() ? 0 : half + 1;
+  } else {
+    scale = (hi - lo) / static_cast<float>(quant.qmax());
+    zero_point = scale > 0 ? static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0f,
+                                                             static_cast<float>(quant.qmax())))
+                           : 0;
+  }
+  if (!(scale > 0)) scale = 1;
+}
+
+// Replaces initializer input `index` of `node` by DequantizeLinear of its quantized form.
+int64_t quantize_input(Graph& graph, Node& node, size_t index, const WeightScheme& scheme,
+                       const WeightShape& shape, int opset) {
+  Value* weight = node.input(index);
+  QuantizedWeight q = quantize_weight(*weight->constant(), scheme, shape);
+  const std::string base = weight->name();
+  std::vector<Value*> inputs = {graph.add_initializer(graph.unique_name(base + "_quantized"), q.q),
+                                graph.add_initializer(graph.unique_name(base + "_scale"), q.scale)};
+  if (q.zero_point.defined()) {
+    inputs.push_back(graph.add_initializer(graph.unique_name(base + "_zero_point"), q.zero_point));
+  }
+  Node* dequantize = graph.add_node("DequantizeLinear", graph.unique_name(base + "_dequantize"),
+                                    inputs, {graph.unique_name(base + "_dequantized")}, opset);
+  if (q.axis >= 0) {
+    Attribute axis;
+    axis.kind = Attribute::Kind::kInt;
+    axis.i = q.axis;
+    dequantize->set_attr("axis", axis);
+  }
+  dequantize->output(0)->type = weight->type;
+  node.set_input(index, dequantize->output(0));
+  if (weight->uses().empty()) graph.remove_initializer(weight);
+  int64_t bytes = static_cast<int64_t>(q.q.nbytes() + q.scale.nbytes());
+  if (q.zero_point.defined()) bytes += static_cast<int64_t>(q.zero_point.nbytes());
+  return bytes;
+}
+
+}  // namespace
+
+Report quantize_model(Model& model, const Config& config, const std::vector<Sample>& calibration,
+                      const Progress& progress) {
+  Graph& graph = *model.graph;
+  const int opset = static_cast<int>(model.default_opset());
+  Report report;
+  std::vector<std::pair<Node*, NodeScheme>> plan;
+  std::set<const Node*> needs_calibration;
+  for (const auto& node_ptr : graph.nodes()) {
+    Node& node = *node_ptr;
+    const NodeScheme scheme = config.scheme_for(node);
+    NodeReport entry;
+    entry.node = node.name();
+    entry.op_type = node.op_type();
+    const bool recurrent = is_recurrent(node);
+    if (!recurrent && node.op_type() != "MatMul" && node.op_type() != "Gemm" &&
+        node.op_type() != "Conv") {
+      continue;  // no weights to quantize
+    }
+    if (scheme.keep_float) {
+      entry.scheme = "float (config)";
+    } else if (!recurrent) {
+      entry.scheme = "float (integer kernels cover LSTM/GRU/RNN products only so far)";
+    } else if (!is_float_initializer(node.input(1)) || !is_float_initializer(node.input(2))) {
+      entry.scheme = "float (W and R are not float32 initializers)";
+    } else {
+      if (opset < 13 && scheme.weights.granularity != Granularity::kTensor) {
+        raise_unsupported(cat(node.describe(), ": per-", granularity_name(scheme.weights.granularity),
+                              " weight scales need DequantizeLinear's axis (opset 13); the model "
+                              "imports opset ", opset, " (use granularity \"tensor\")"));
+      }
+      if (opset < 10) {
+        raise_unsupported(cat(node.describe(), ": DequantizeLinear needs opset 10; the model "
+                              "imports opset ", opset));
+      }
+      plan.emplace_back(&node, scheme);
+      if (!scheme.activations.dynamic) needs_calibration.insert(&node);
+      entry.quantized = true;
+      entry.scheme = scheme.to_string();
+    }
+    report.nodes.push_back(entry);
+  }
+  if (!needs_calibration.empty() && calibration.empty()) {
+    raise_invalid_input(cat((*needs_calibration.begin())->describe(),
+                            ": static activation quantization needs calibration data "
+                            "(rnnc quantize --calibrate)"));
+  }
+  const std::map<const Node*, Ranges> ranges =
+      needs_calibration.empty() ? std::map<const Node*, Ranges>{}
+                                : calibrate(model, needs_calibration, calibration, progress);
+
+  for (size_t i = 0; i < plan.size(); ++i) {
+    auto& [node, scheme] = plan[i];
+    if (progress) progress("quantizing", i, plan.size());
+    NodeReport& entry = *std::find_if(report.nodes.begin(), report.nodes.end(),
+                                      [&](const NodeReport& r) { return r.node == node->name(); });
+    const int64_t hidden = node->attr_int("hidden_size", node->input(2)->constant()->dim(2));
+    for (size_t index : {size_t{1}, size_t{2}}) {
+      entry.weight_bytes_before += static_cast<int64_t>(node->input(index)->constant()->nbytes());
+      entry.weight_bytes_after += quantize_input(graph, *node, index, scheme.weights,
+                                                 recurrent_weight_shape(hidden), opset);
+    }
+    ActivationQuant quant;
+    quant.bits = scheme.activations.bits;
+    quant.symmetric = scheme.activations.symmetric;
+    quant.dynamic = scheme.activations.dynamic;
+    if (!quant.dynamic) {
+      const Ranges& r = ranges.at(node);
+      static_coefficients(r.input, scheme.activations, quant, quant.input_scale,
+                          quant.input_zero_point);
+      static_coefficients(r.state, scheme.activations, quant, quant.state_scale,
+                          quant.state_zero_point);
+    }
+    set_activation_quant(*node, quant);
+  }
+  if (progress) progress("quantizing", plan.size(), plan.size());
+  graph.sort_topologically();
+  infer_graph(graph);
+  return report;
+}
+
+void measure_error(const Model& float_model, const Model& quantized_model,
+                   const std::vector<Sample>& samples, Report& report, const Progress& progress) {
+  std::map<std::string, NodeReport*> by_name;
+  for (NodeReport& entry : report.nodes) {
+    if (entry.quantized) by_name[entry.node] = &entry;
+  }
+  std::map<std::string, std::vector<Tensor>> float_outputs;
+  std::map<std::string, double> sums;
+  std::map<std::string, int64_t> counts;
+  for (NodeReport& entry : report.nodes) entry.error_histogram.assign(5, 0);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (progress) progress("measuring error", i, samples.size());
+    float_outputs.clear();
+    evaluate(*float_model.graph, samples[i], [&](const Node& node, const std::vector<Tensor>& out) {
+      if (by_name.count(node.name())) float_outputs[node.name()] = out;
+    });
+    evaluate(*quantized_model.graph, samples[i],
+             [&](const Node& node, const std::vector<Tensor>& out) {
+               auto it = by_name.find(node.name());
+               auto reference = float_outputs.find(node.name());
+               if (it == by_name.end() || reference == float_outputs.end()) return;
+               NodeReport& entry = *it->second;
+               for (size_t k = 0; k < out.size() && k < reference->second.size(); ++k) {
+                 const Tensor& a = out[k];
+                 const Tensor& b = reference->second[k];
+                 if (!a.defined() || !b.defined() || a.dtype() != DType::kFloat32 ||
+                     a.numel() != b.numel()) {
+                   continue;
+                 }
+                 for (int64_t e = 0; e < a.numel(); ++e) {
+                   const double d = std::abs(static_cast<double>(a.data<float>()[e]) -
+                                             b.data<float>()[e]);
+                   entry.max_abs_error = std::max(entry.max_abs_error, d);
+                   sums[entry.node] += d;
+                   ++counts[entry.node];
+                   const int bucket = d < 1e-4 ? 0 : d < 1e-3 ? 1 : d < 1e-2 ? 2 : d < 1e-1 ? 3 : 4;
+                   ++entry.error_histogram[static_cast<size_t>(bucket)];
+                 }
+               }
+             });
+  }
+  if (progress) progress("measuring error", samples.size(), samples.size());
+  for (auto& [name, entry] : by_name) {
+    if (counts[name] > 0) entry->mean_abs_error = sums[name] / static_cast<double>(counts[name]);
+  }
+}
+
+std::string Report::to_markdown() const {
+  std::ostringstream out;
+  out << "| node | op | scheme | weight bytes | max abs error | mean abs error | "
+         "errors <1e-4 / <1e-3 / <1e-2 / <1e-1 / more |\n";
+  out << "|---|---|---|---|---|---|---|\n";
+  for (const NodeReport& entry : nodes) {
+    out << "| " << entry.node << " | " << entry.op_type << " | " << entry.scheme << " | ";
+    if (entry.quantized) {
+      out << entry.weight_bytes_before << " -> " << entry.weight_bytes_after;
+    } else {
+      out << "-";
+    }
+    out << " | ";
+    if (entry.max_abs_error >= 0) {
+      out << std::setprecision(3) << entry.max_abs_error << " | " << entry.mean_abs_error << " | ";
+      for (size_t b = 0; b < entry.error_histogram.size(); ++b) {
+        out << (b ? " / " : "") << entry.error_histogram[b];
+      }
+    } else {
+      out << "- | - | -";
+    }
+    out << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace rnnc::quant
