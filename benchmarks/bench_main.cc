@@ -56,6 +56,8 @@ constexpr const char* kUsage = R"(usage: rnnc_bench [options] [--benchmark_* fla
   --json=FILE           write the raw results
   --dump-io=DIR         write each workload's inputs and ORT's outputs as .npy (torch_runner.py)
   --smoke               tiny budget for the test suite (models/smoke, 1 thread, few iterations)
+  --no-quant            skip the quantized paths (rnnc int8, ONNX Runtime DynamicQuantizeLSTM), which
+                        run by default at 1 thread on LSTM/GRU workloads
 )";
 
 struct Options {
@@ -73,6 +75,7 @@ struct Options {
   std::string json_path;
   std::string dump_io_dir;
   bool smoke = false;
+  bool quant = true;  // also time the quantized paths (1 thread, LSTM/GRU workloads)
   std::string command;
 };
 
@@ -101,6 +104,8 @@ Options parse_options(int argc, char** argv, const std::string& command) {
     const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
     if (flag == "--smoke") {
       options.smoke = true;
+    } else if (flag == "--no-quant") {
+      options.quant = false;
     } else if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
       std::exit(0);
@@ -176,6 +181,11 @@ struct WorkloadResult {
   // speedup over sequential is measured whichever way kAuto's load-time profiling went.
   EngineResult rnnc_other;
   std::string rnnc_plan, rnnc_other_plan;
+  // Quantized paths (1 thread, LSTM/GRU workloads): rnnc with its default int8 quantization, and
+  // ONNX Runtime's DynamicQuantizeLSTM model (LSTM only). Their accuracy: the largest |output -
+  // float ONNX Runtime output| over the compared runs and outputs (-1: not measured).
+  EngineResult rnnc_int8, ort_dqlstm;
+  double rnnc_int8_error = -1, ort_dqlstm_error = -1;
   bool agreement_checked = false;
   bool agreement_ok = false;
   int agreement_steps = 0;
@@ -348,6 +358,18 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     result.rnnc_other_plan = plan_name(other_plan);
     load_engine(rnnc_other, path, engine_options, 1, result.rnnc_other);
   }
+  RnncEngine rnnc_int8(Plan::kAuto, "default");
+  OrtEngine ort_dqlstm;
+  const bool quantized_paths = options.quant && threads == 1 &&
+                               (workload.family == "lstm" || workload.family == "gru");
+  if (quantized_paths) {
+    load_engine(rnnc_int8, path, engine_options, 1, result.rnnc_int8);
+    if (!workload.dqlstm_model.empty()) {
+      const std::string dq_path =
+          (std::filesystem::path(options.models_dir) / workload.dqlstm_model).string();
+      load_engine(ort_dqlstm, dq_path, engine_options, 1, result.ort_dqlstm);
+    }
+  }
   if (result.ort.status != "ok") {
     result.status = "onnxruntime failed";
     result.detail = result.ort.error;
@@ -406,6 +428,22 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   if (result.rnnc_other.status == "ok") {
     run_stream(rnnc_other, stream, steps, result.rnnc_other);
   }
+  // The quantized paths' error against float ONNX Runtime (no pass/fail: quantization changes
+  // the numbers; the report compares the two quantized paths' errors).
+  auto quantized_error = [&](Engine& engine, EngineResult& engine_result, double& error) {
+    if (engine_result.status != "ok") return;
+    std::vector<TensorMap> actual = run_stream(engine, stream, steps, engine_result);
+    if (engine_result.status != "ok") return;
+    error = 0;
+    for (int step = 0; step < steps; ++step) {
+      for (const OutputAgreement& output : compare_outputs(actual[step], expected[step], 1e30, 0)) {
+        error = std::max(error, output.max_abs_diff);
+      }
+    }
+    log(cat(progress, ": max|", engine_result.name, " - float ort| = ", error));
+  };
+  quantized_error(rnnc_int8, result.rnnc_int8, result.rnnc_int8_error);
+  quantized_error(ort_dqlstm, result.ort_dqlstm, result.ort_dqlstm_error);
 
   // Timing: alternating rounds, registered in the order they should run.
   log(progress + ": timing");
@@ -416,6 +454,10 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     if (time_rnnc) engines.push_back({"rnnc", {&rnnc, &result.rnnc}});
     if (time_rnnc && result.rnnc_other.status == "ok") {
       engines.push_back({"rnnc_" + result.rnnc_other_plan, {&rnnc_other, &result.rnnc_other}});
+    }
+    if (result.rnnc_int8.status == "ok") engines.push_back({"rnnc_int8", {&rnnc_int8, &result.rnnc_int8}});
+    if (result.ort_dqlstm.status == "ok") {
+      engines.push_back({"ort_dqlstm", {&ort_dqlstm, &result.ort_dqlstm}});
     }
     for (auto& [short_name, engine] : engines) {
       const std::string name =
@@ -510,6 +552,14 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   if (result.rnnc_other.status != "not run") {
     json.set("rnnc_other", engine_json(result.rnnc_other, workload));
     json.set("rnnc_other_plan", result.rnnc_other_plan);
+  }
+  if (result.rnnc_int8.status != "not run") {
+    json.set("rnnc_int8", engine_json(result.rnnc_int8, workload));
+    json.set("rnnc_int8_max_abs_error", result.rnnc_int8_error);
+  }
+  if (result.ort_dqlstm.status != "not run") {
+    json.set("ort_dqlstm", engine_json(result.ort_dqlstm, workload));
+    json.set("ort_dqlstm_max_abs_error", result.ort_dqlstm_error);
   }
   if (!result.ort.samples_us.empty() && !result.rnnc.samples_us.empty()) {
     const LatencyStats ort = latency_stats(result.ort.samples_us);

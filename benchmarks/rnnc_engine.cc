@@ -3,7 +3,8 @@
 namespace rnnc::bench {
 
 std::string RnncEngine::name() const {
-  return cat("rnnc (Halide blocks + reference fallback, runtime ", plan_name(plan_), " plan)");
+  return cat("rnnc (Halide blocks + reference fallback, runtime ", plan_name(plan_), " plan",
+             quantization_.empty() ? "" : ", quantized: " + quantization_, ")");
 }
 
 void RnncEngine::load(const std::string& path, const EngineOptions& options) {
@@ -12,6 +13,7 @@ void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   ModelOptions model_options;
   model_options.threads = options.threads;
   model_options.plan = plan_;
+  model_options.quantization_config = quantization_;
   model_options.expose_recurrent_state = false;  // the harness feeds a model's own state
   model_ = CompiledModel::load(path, model_options);
   session_.emplace(model_->new_session());

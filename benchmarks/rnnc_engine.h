@@ -17,7 +17,9 @@ namespace rnnc::bench {
 
 class RnncEngine final : public Engine {
  public:
-  explicit RnncEngine(Plan plan = Plan::kAuto) : plan_(plan) {}
+  // quantization: ModelOptions::quantization_config ("" float, "default" int8 recurrent nodes).
+  explicit RnncEngine(Plan plan = Plan::kAuto, std::string quantization = "")
+      : plan_(plan), quantization_(std::move(quantization)) {}
   std::string name() const override;
   // CompiledModel::load (kernels cached on disk). Throws rnnc::Error.
   void load(const std::string& path, const EngineOptions& options) override;
@@ -29,6 +31,7 @@ class RnncEngine final : public Engine {
 
  private:
   Plan plan_;
+  std::string quantization_;
   std::shared_ptr<const CompiledModel> model_;
   std::optional<Session> session_;
   TensorMap inputs_;

@@ -76,6 +76,7 @@ std::vector<Workload> read_manifest(const std::string& path) {
     workload.family = string_field(object, "family", named);
     workload.stands_for = string_field(object, "stands_for", named, "");
     workload.fetch = string_field(object, "fetch", named, "");
+    workload.dqlstm_model = string_field(object, "dqlstm_model", named, "");
     workload.seq = int_field(object, "seq", named);
     workload.batch = int_field(object, "batch", named);
     workload.param_bytes = int_field(object, "param_bytes", named, 0);

@@ -34,6 +34,8 @@ struct Workload {
   std::map<std::string, std::string> carry;  // output name -> the input it feeds next run
   bool torch = false;                        // benchmarks/torch_runner.py can rebuild it
   std::string fetch;                         // the script that provides a model not generated
+  // The model with its LSTMs as ONNX Runtime's com.microsoft.DynamicQuantizeLSTM ("" for none).
+  std::string dqlstm_model;
 };
 
 // Reads <models_dir>/workloads.json. kIo / kInvalidInput errors name the file and the field.

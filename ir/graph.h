@@ -272,6 +272,7 @@ struct Model {
   std::string producer_name;
   std::string producer_version;
   std::string doc_string;
+  std::map<std::string, std::string> metadata;  // ModelProto.metadata_props
   std::unique_ptr<Graph> graph;
 
   int64_t default_opset() const;

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "ir/quantization.h"
 #include "ir/onnx_proto.h"
 
 namespace rnnc {
@@ -107,6 +108,17 @@ std::string export_onnx_bytes(const Model& model) {
   proto.set_producer_name(model.producer_name);
   proto.set_producer_version(model.producer_version);
   if (!model.doc_string.empty()) proto.set_doc_string(model.doc_string);
+  std::map<std::string, std::string> metadata = model.metadata;
+  // The activation quantization annotations are dropped from the nodes below (other runtimes
+  // reject unknown attributes); the metadata carries them back to rnnc.
+  metadata.erase(kActivationQuantMetadata);
+  const std::string quantization = activation_quant_metadata(*model.graph);
+  if (!quantization.empty()) metadata[kActivationQuantMetadata] = quantization;
+  for (const auto& [key, value] : metadata) {
+    auto* entry = proto.add_metadata_props();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
   for (const auto& [domain, version] : model.opsets) {
     auto* opset = proto.add_opset_import();
     opset->set_domain(domain);

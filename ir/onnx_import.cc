@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/onnx_proto.h"
 #include "ir/op_schema.h"
+#include "ir/quantization.h"
 
 namespace rnnc {
 
@@ -276,6 +277,7 @@ class Importer {
     model->producer_name = proto_.producer_name();
     model->producer_version = proto_.producer_version();
     model->doc_string = proto_.doc_string();
+    for (const auto& entry : proto_.metadata_props()) model->metadata[entry.key()] = entry.value();
     for (const auto& opset : proto_.opset_import()) {
       std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
       model->opsets[domain] = opset.version();
@@ -296,6 +298,11 @@ class Importer {
     model->graph = std::make_unique<Graph>(proto_.graph().name().empty() ? "main"
                                                                          : proto_.graph().name());
     import_graph(proto_.graph(), *model->graph);
+    // Activation quantization written by rnnc quantize travels as metadata (ir/quantization.h).
+    if (auto entry = model->metadata.find(kActivationQuantMetadata);
+        entry != model->metadata.end()) {
+      apply_activation_quant_metadata(*model->graph, entry->second);
+    }
     infer_graph(*model->graph);
     return model;
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "ir/error.h"
@@ -161,5 +162,40 @@ void set_activation_quant(Node& node, const ActivationQuant& quant) {
 }
 
 void clear_activation_quant(Node& node) { node.remove_attr(kAttribute); }
+
+std::string activation_quant_metadata(const Graph& graph) {
+  std::string text;
+  for (const auto& node : graph.nodes()) {
+    if (!has_activation_quant(*node)) continue;
+    RNNC_CHECK(!node->name().empty() && node->name().find_first_of("\t\n") == std::string::npos,
+               node->describe(), ": an annotated node needs a plain name to be written");
+    text += node->name() + "\t" + node->attr_string(kAttribute, "") + "\n";
+  }
+  return text;
+}
+
+void apply_activation_quant_metadata(Graph& graph, const std::string& text) {
+  std::map<std::string, Node*> by_name;
+  for (const auto& node : graph.nodes()) {
+    if (!node->name().empty()) by_name[node->name()] = node.get();
+  }
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    const std::string name = line.substr(0, tab);
+    auto it = by_name.find(name);
+    if (tab == std::string::npos || it == by_name.end()) {
+      raise_invalid_model(cat("model metadata '", kActivationQuantMetadata, "': entry '", line,
+                              "' names no node of the graph"));
+    }
+    Attribute attribute;
+    attribute.kind = Attribute::Kind::kString;
+    attribute.s = line.substr(tab + 1);
+    it->second->set_attr(kAttribute, attribute);
+    activation_quant(*it->second);  // validates
+  }
+}
 
 }  // namespace rnnc

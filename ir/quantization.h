@@ -26,6 +26,7 @@
 
 namespace rnnc {
 
+class Graph;
 class Node;
 
 struct ActivationQuant {
@@ -68,5 +69,12 @@ bool has_activation_quant(const Node& node);
 ActivationQuant activation_quant(const Node& node);
 void set_activation_quant(Node& node, const ActivationQuant& quant);
 void clear_activation_quant(Node& node);
+
+// The annotations of a graph's nodes as model metadata (key kActivationQuantMetadata): one line
+// "<node name>\t<ActivationQuant::to_string()>" per annotated node ("" when none), and back.
+// Applying throws kInvalidModel naming the entry for an unknown or unnamed node or a bad scheme.
+constexpr const char* kActivationQuantMetadata = "rnnc.quant_activations";
+std::string activation_quant_metadata(const Graph& graph);
+void apply_activation_quant_metadata(Graph& graph, const std::string& text);
 
 }  // namespace rnnc

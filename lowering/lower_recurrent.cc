@@ -634,7 +634,8 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
 
 std::string RecurrentBlock::kind() const {
   const char* name = op_ == RecurrentOp::kLstm ? "lstm" : op_ == RecurrentOp::kGru ? "gru" : "rnn";
-  return cat("halide ", name, " ", direction_name_, " h=", hidden_size_, " in=", input_size_);
+  return cat("halide ", name, directions_[0].cell.quant ? " int8" : "", " ", direction_name_,
+             " h=", hidden_size_, " in=", input_size_);
 }
 
 RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {

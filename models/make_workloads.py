@@ -140,6 +140,55 @@ def onnx_param_bytes(path):
     return total
 
 
+def write_dynamic_quantize_lstm(path, out_path):
+    """The float model with every LSTM replaced by ONNX Runtime's com.microsoft.DynamicQuantizeLSTM
+    (ONNX Runtime's quantization tools are not installable here). Weights: int8, symmetric, one
+    scale per output unit (W and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale per
+    column), the scheme rnnc's default quantization uses too; activations are quantized by the
+    operator itself (uint8 from each input's min/max)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    model = onnx.load(path)
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "LSTM":
+            nodes.append(node)
+            continue
+        inputs = list(node.input) + [""] * (8 - len(node.input))
+        new_inputs = inputs[:1]
+        scales = {}
+        for slot in (1, 2):  # W, R: [dirs, 4H, k] -> transposed [dirs, k, 4H]
+            weight = numpy_helper.to_array(initializers[inputs[slot]]).astype(np.float32)
+            transposed = np.transpose(weight, (0, 2, 1))
+            bound = np.max(np.abs(transposed), axis=1)  # [dirs, 4H]
+            scale = np.where(bound > 0, bound / 127.0, 1.0).astype(np.float32)
+            q = np.clip(np.rint(transposed / scale[:, None, :]), -127, 127).astype(np.int8)
+            name = inputs[slot] + "_dqlstm"
+            graph.initializer.append(numpy_helper.from_array(q, name))
+            scales[slot] = (name + "_scale", scale, name + "_zero_point")
+            graph.initializer.append(numpy_helper.from_array(scale, name + "_scale"))
+            graph.initializer.append(numpy_helper.from_array(np.zeros_like(q[:, 0, :]),
+                                                             name + "_zero_point"))
+            new_inputs.append(name)
+        new_inputs += inputs[3:8]
+        new_inputs += [scales[1][0], scales[1][2], scales[2][0], scales[2][2]]
+        replacement = helper.make_node("DynamicQuantizeLSTM", new_inputs, list(node.output),
+                                       name=node.name, domain="com.microsoft")
+        replacement.attribute.extend(node.attribute)
+        nodes.append(replacement)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {name for node in graph.node for name in node.input}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(model, out_path)
+
+
 def script_hash():
     with open(os.path.abspath(__file__), "rb") as source:
         return hashlib.sha256(source.read()).hexdigest()[:16]
@@ -168,6 +217,11 @@ def write(out_dir, models, workloads, include_silero, force):
             sys.exit(f"make_workloads: {path} holds {onnx_bytes} parameter bytes, "
                      f"expected {params * 4} for {spec}")
         model_info[name] = dict(spec, outputs=outputs, param_bytes=onnx_bytes)
+        if spec["cell"] == "lstm":
+            dq_path = os.path.join(out_dir, name + ".dqlstm.onnx")
+            if stale or not os.path.exists(dq_path):
+                write_dynamic_quantize_lstm(path, dq_path)
+            model_info[name]["dqlstm_model"] = name + ".dqlstm.onnx"
 
     entries = []
     for name, model, seq, batch, stands_for in workloads:
@@ -190,6 +244,8 @@ def write(out_dir, models, workloads, include_silero, force):
             "outputs": spec["outputs"],
             "torch": True,
         })
+        if "dqlstm_model" in spec:
+            entries[-1]["dqlstm_model"] = spec["dqlstm_model"]
     if include_silero:
         silero = dict(SILERO)
         silero_path = os.path.join(out_dir, silero["model"])

@@ -149,6 +149,7 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
         raise_unsupported(cat(node.describe(), ": DequantizeLinear needs opset 10; the model "
                               "imports opset ", opset));
       }
+      if (node.name().empty()) node.set_name(graph.unique_name(node.op_type()));
       plan.emplace_back(&node, scheme);
       if (!scheme.activations.dynamic) needs_calibration.insert(&node);
       entry.quantized = true;

@@ -11,5 +11,6 @@ extern const Command kOptimizeCommand;
 extern const Command kConformCommand;
 extern const Command kPlanCommand;
 extern const Command kCompileCommand;
+extern const Command kQuantizeCommand;
 
 }  // namespace rnnc::cli

@@ -14,6 +14,7 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kConformCommand,
     &rnnc::cli::kPlanCommand,
     &rnnc::cli::kCompileCommand,
+    &rnnc::cli::kQuantizeCommand,
 };
 
 void print_usage() {

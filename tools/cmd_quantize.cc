@@ -1,0 +1,125 @@
+// rnnc quantize: the offline quantizer. Reads a float ONNX model, quantizes it as a config says
+// (quant/scheme.h; default: recurrent nodes int8 per-row weights, dynamic u8 activations),
+// calibrates static activation coefficients on sample inputs, and writes a standard ONNX model
+// (DequantizeLinear weights, which ONNX Runtime loads) that rnnc reloads with its integer kernels.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "ir/npy.h"
+#include "ir/onnx_export.h"
+#include "ir/onnx_import.h"
+#include "quant/quantize_model.h"
+#include "tools/commands.h"
+
+namespace rnnc::cli {
+
+namespace {
+
+// One calibration sample: a directory of <input name>.npy / .pb files, or, for a model with one
+// input, a single .npy / .pb file.
+quant::Sample read_sample(const std::string& path, const Graph& graph) {
+  namespace fs = std::filesystem;
+  quant::Sample sample;
+  if (!fs::exists(path)) raise(ErrorKind::kIo, cat("--calibrate: '", path, "' does not exist"));
+  if (!fs::is_directory(path)) {
+    if (graph.inputs().size() != 1) {
+      raise_invalid_input(cat("--calibrate: '", path, "' is a file, but the model has ",
+                              graph.inputs().size(),
+                              " inputs; give a directory with one <input name>.npy per input"));
+    }
+    sample[graph.inputs()[0]->name()] = read_tensor_file(path);
+    return sample;
+  }
+  for (const Value* input : graph.inputs()) {
+    for (const char* extension : {".npy", ".pb"}) {
+      const fs::path file = fs::path(path) / (input->name() + extension);
+      if (fs::exists(file)) sample[input->name()] = read_tensor_file(file.string());
+    }
+  }
+  if (sample.empty()) {
+    raise_invalid_input(cat("--calibrate: directory '", path, "' holds no <input name>.npy or .pb "
+                            "file for the model's inputs"));
+  }
+  return sample;
+}
+
+int run_quantize(const Parsed& args) {
+  if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
+  const std::string output = args.get("o");
+  if (output.empty()) raise_invalid_input("give -o OUT.onnx");
+  const std::string& input = args.positional[0];
+  std::unique_ptr<Model> model = import_onnx_file(input);
+  const quant::Config config =
+      args.has("config") ? quant::read_config_file(args.get("config")) : quant::Config{};
+  std::vector<quant::Sample> samples;
+  for (const std::string& path : args.all("calibrate")) {
+    samples.push_back(read_sample(path, *model->graph));
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  quant::Progress progress = [](const std::string& stage, size_t done, size_t total) {
+    std::cerr << "\rrnnc quantize: " << stage << " " << done << "/" << total
+              << (done == total ? "\n" : "") << std::flush;
+  };
+  quant::Report report = quant::quantize_model(*model, config, samples, progress);
+  export_onnx_file(*model, output);
+
+  size_t quantized = 0;
+  int64_t before = 0, after = 0;
+  for (const quant::NodeReport& entry : report.nodes) {
+    if (!entry.quantized) continue;
+    ++quantized;
+    before += entry.weight_bytes_before;
+    after += entry.weight_bytes_after;
+  }
+  std::cerr << "rnnc quantize: " << quantized << " of " << report.nodes.size()
+            << " nodes with weights quantized, their weights " << before << " -> " << after
+            << " bytes; wrote " << output << " ("
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s)\n";
+
+  if (args.has("report")) {
+    if (!samples.empty()) {
+      // Both models through the reference evaluator: the quantized one computes with its
+      // activations fake-quantized exactly as the integer kernels do.
+      std::unique_ptr<Model> float_model = import_onnx_file(input);
+      std::unique_ptr<Model> reloaded = import_onnx_file(output);
+      quant::measure_error(*float_model, *reloaded, samples, report, progress);
+    }
+    std::ofstream out(args.get("report"));
+    if (!out) raise(ErrorKind::kIo, cat("cannot write report '", args.get("report"), "'"));
+    out << "# rnnc quantize report\n\nModel: `" << input << "` -> `" << output << "`\n\n";
+    out << (samples.empty() ? "No calibration samples: errors not measured (give --calibrate).\n\n"
+                            : cat("Errors: each node's outputs in the quantized model against the "
+                                  "float model, over ", samples.size(),
+                                  " calibration sample(s).\n\n"));
+    out << report.to_markdown();
+    std::cerr << "rnnc quantize: report " << args.get("report") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command kQuantizeCommand{
+    "quantize",
+    "rnnc quantize MODEL -o OUT.onnx [--config Q.json] [--calibrate DIR_OR_FILE]... "
+    "[--report REPORT.md]",
+    "Quantize a float model (docs/quant.md) and write it as standard ONNX: weights as\n"
+    "DequantizeLinear of int8 tensors (ONNX Runtime loads it), activation schemes in the model's\n"
+    "metadata (rnnc reloads it with its integer kernels).",
+    {
+        {"o", "OUT.onnx", "where to write the quantized model"},
+        {"config", "Q.json", "per-node schemes (default: recurrent nodes int8 per-row weights, "
+                             "dynamic u8 activations)"},
+        {"calibrate", "DIR_OR_FILE",
+         "one calibration sample: a directory of <input>.npy/.pb files, or one .npy/.pb file for "
+         "a one-input model (repeatable); needed for static activations and for --report errors"},
+        {"report", "REPORT.md", "write per node the scheme, weight bytes and error against float"},
+    },
+    run_quantize,
+};
+
+}  // namespace rnnc::cli
