@@ -821,10 +821,10 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   step_end = std::min(step_end, run.steps);
   if (step_begin >= step_end) return;
   const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
-  auto offset = [&](const Axes& axes, int64_t t, int64_t b) {
-    return t * layout_stride(axes, sizes, "seq") + d * layout_stride(axes, sizes, "dir") +
-           b * layout_stride(axes, sizes, "batch");
-  };
+  // Y's strides, looked up once (by axis name) rather than per step.
+  const int64_t y_seq = layout_stride(y_axes_, sizes, "seq");
+  const int64_t y_batch = layout_stride(y_axes_, sizes, "batch");
+  const int64_t y_dir_offset = d * layout_stride(y_axes_, sizes, "dir");
 
   // The input projection of the rows these steps read: every row for a whole run (a reverse
   // direction or sequence_lens read rows out of order), the chunk's time rows for a chunked run
@@ -906,7 +906,7 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
     if (run.y) {
       for (int64_t b = 0; b < batch; ++b) {
         const int32_t t = state.step_time[b];
-        if (t >= 0) std::copy_n(state.h[current] + b * padded, hidden, run.y + offset(y_axes_, t, b));
+        if (t >= 0) std::copy_n(state.h[current] + b * padded, hidden, run.y + y_dir_offset + t * y_seq + b * y_batch);
       }
     }
   }

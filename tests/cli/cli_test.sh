@@ -73,5 +73,21 @@ cp "$demo/make_demo_model.py" "$tmp/not_a_tensor.npy"
 expect_error "bad tensor file" "is not a .npy file (bad magic)" \
   "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$tmp/not_a_tensor.npy"
 
+# rnnc quantize: writes a model that rnnc reloads with int8 kernels, a report, clear errors.
+expect_ok "quantize writes a model" "2 of 3 nodes with weights quantized" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q.onnx" --calibrate "$demo/input.npy" \
+  --report "$tmp/report.md"
+if grep -q "| LSTM | weights symmetric 8-bit per row" "$tmp/report.md" 2>/dev/null; then pass;
+else fail "quantize report lacks the LSTM rows"; fi
+expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$tmp/demo_q.onnx"
+expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
+  "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy"
+printf '{"default": {"weights": {"bits": 20}}}' >"$tmp/bad_q.json"
+expect_error "bad quantization config" "bad_q.json: default.weights.bits = 20, must be in 2..16" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/bad_q.json"
+printf '{"default": {"activations": {"dynamic": false}}}' >"$tmp/static_q.json"
+expect_error "static activations need calibration" "needs calibration data" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/static_q.json"
+
 echo "$((checks - failures)) passed, $failures failed"
 [[ $failures -eq 0 ]]
