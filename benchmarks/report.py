@@ -322,6 +322,38 @@ def main():
                     f"{tput(result['rnnc'])} |")
         add("")
 
+    quantized = [(w, by_key[(w, 1)]) for w in workloads
+                 if (w, 1) in by_key and "rnnc_int8" in by_key[(w, 1)]]
+    if quantized:
+        add("## Quantized, 1 thread: rnnc int8 against ONNX Runtime's DynamicQuantizeLSTM")
+        add("")
+        add("rnnc int8: `ModelOptions::quantization_config = \"default\"` (docs/quant.md: int8 "
+            "per-row weights, dynamic u8 activations per row, u8 x s8 -> s32 VNNI products). "
+            "DynamicQuantizeLSTM: the same weights scheme (int8 per output unit), written by "
+            "models/make_workloads.py (ONNX Runtime has no quantized GRU). Error: max |output - "
+            "float ONNX Runtime| over the compared runs; lower is better. Speedups are ratios of "
+            "medians from the same rounds.")
+        add("")
+        add("| workload | ONNX Runtime float | DynamicQuantizeLSTM | rnnc int8 | rnnc int8 vs "
+            "float ORT | vs DynamicQuantizeLSTM | error rnnc int8 | error DynamicQuantizeLSTM |")
+        add("|---|---|---|---|---|---|---|---|")
+        for workload, result in quantized:
+            ort, dq, q = (median(result.get(k)) for k in ("onnxruntime", "ort_dqlstm", "rnnc_int8"))
+
+            def speed(base):
+                value = ratio(base, q)
+                return f"{value:.2f}×" if value else "-"
+
+            def err(key):
+                value = result.get(key)
+                return f"{value:.2e}" if value is not None and value >= 0 else "-"
+            add(f"| {workload} | {latency_cell(result['onnxruntime'].get('latency_us'))} | "
+                f"{latency_cell((result.get('ort_dqlstm') or {}).get('latency_us'))} | "
+                f"{latency_cell(result['rnnc_int8'].get('latency_us'))} | {speed(ort)} | "
+                f"{speed(dq)} | {err('rnnc_int8_max_abs_error')} | "
+                f"{err('ort_dqlstm_max_abs_error')} |")
+        add("")
+
     add("## Load time and memory")
     add("")
     add("Load: ONNX Runtime session creation (graph optimizations included), rnnc's "
