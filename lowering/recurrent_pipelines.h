@@ -25,7 +25,7 @@
 // Everything a step computes with is compiled in as a constant and is part of the cache key:
 // sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
 // linear_before_reset and the schedule. seq_length and batch_size are runtime extents. The keys
-// start with a version tag ("recurrent step v5"): a change to the code that generates a pipeline
+// start with a version tag ("recurrent step v6"): a change to the code that generates a pipeline
 // must bump it, or an on-disk cache keeps serving the old code.
 #pragma once
 
