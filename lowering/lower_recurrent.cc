@@ -524,12 +524,16 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     const float* w_d = w->data<float>() + d * onnx_gates * hidden * input_size;
     const float* r_d = r->data<float>() + d * onnx_gates * hidden * hidden;
     const float* b_d = b ? b->data<float>() + d * 2 * onnx_gates * hidden : nullptr;
-    part.wt = Tensor(DType::kFloat32, {input_size, n_extent});
+    // Float weights only for float products (the integer ones are packed below).
+    const bool float_weights = !cell.quant;
+    if (float_weights) {
+      part.wt = Tensor(DType::kFloat32, {input_size, n_extent});
+      part.r = Tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
+    }
     part.bias = Tensor(DType::kFloat32, {n_extent});
-    part.r = Tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
-    float* wt = part.wt.data<float>();
+    float* wt = float_weights ? part.wt.data<float>() : nullptr;
     float* bias = part.bias.data<float>();
-    float* rt = part.r.data<float>();
+    float* rt = float_weights ? part.r.data<float>() : nullptr;
     for (int64_t g = 0; g < gates; ++g) {
       const int onnx_gate = cell.gates[static_cast<size_t>(g)];
       // GRU linear_before_reset: rt multiplies the h gate's Rb, so it stays out of the bias.
@@ -537,8 +541,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       for (int64_t j = 0; j < hidden; ++j) {
         const int64_t jo = j / tile, ji = j % tile;
         const int64_t n = (jo * gates + g) * tile + ji, row = onnx_gate * hidden + j;
-        for (int64_t k = 0; k < input_size; ++k) wt[k * n_extent + n] = w_d[row * input_size + k];
-        for (int64_t k = 0; k < hidden; ++k) {
+        for (int64_t k = 0; k < input_size && float_weights; ++k) {
+          wt[k * n_extent + n] = w_d[row * input_size + k];
+        }
+        for (int64_t k = 0; k < hidden && float_weights; ++k) {
           rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
         }
         if (b_d) bias[n] = b_d[row] + (fold_rb ? b_d[onnx_gates * hidden + row] : 0.0f);
@@ -785,7 +791,8 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   const int64_t rows = row_end - row_begin;
   if (rows <= 0) return;
   BufferView x_buffer(run.x + row_begin * input_size_, kF32, {{input_size_, 1}, {rows, input_size_}});
-  BufferView wt_buffer(part.wt.data<float>(), kF32, {{n_extent, 1}, {input_size_, n_extent}});
+  BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
+                       {{n_extent, 1}, {input_size_, n_extent}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
   BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
                        {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});
@@ -838,7 +845,7 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   const CompiledPipeline& step = state.batched ? part.batched_step : part.step;
   const int64_t tile = schedule_.hidden_tile, tiles = padded / tile;
   BufferView r_buffer(
-      part.r.data<float>(), kF32,
+      part.cell.quant ? nullptr : part.r.data<float>(), kF32,
       {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
   // XW's rows are X's rows, in X's (seq, batch) order.
   const int64_t b_stride = layout_stride(x_axes_, sizes, "batch") / input_size_ * n_extent;
