@@ -326,7 +326,7 @@ QuantizedRows quantize_rows(Func src, int n, const ActivationQuant& quant, bool 
 }  // namespace
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v3 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v4 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -377,7 +377,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
       .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
       .vectorize(ni, v)
       .unroll(ni)
-      .unroll(mi);
+      .unroll(mi)
+      .parallel(schedule.gemm_columns_outer ? no : mo);  // as the float projection (on oneTBB)
   xq.q.compute_root().vectorize(xq.q.args()[0], 4 * v);
   dot.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   dot.update()
