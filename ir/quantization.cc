@@ -74,12 +74,9 @@ RowQuant static_row_quant(float scale, int32_t zero_point) {
   return RowQuant{scale, 1.0f / scale, zero_point};
 }
 
-RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant) {
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-  }
+RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
   RowQuant row;
   if (quant.symmetric) {
     const float bound = std::max(-lo, hi);
@@ -96,6 +93,15 @@ RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& qua
   if (!(row.scale > 0)) row.scale = 1;  // an all-zero row: any scale represents it exactly
   row.inv_scale = 1.0f / row.scale;
   return row;
+}
+
+RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  return range_row_quant(lo, hi, quant);
 }
 
 int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant) {

@@ -56,6 +56,8 @@ struct RowQuant {
 // symmetric, or a static scale that is not finite and > 0.
 void validate(const ActivationQuant& quant, const std::string& where);
 
+// The coefficients for values in [lo, hi] (widened to contain 0), by the rules above.
+RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant);
 RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant);
 RowQuant static_row_quant(float scale, int32_t zero_point);
 int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant);

@@ -73,17 +73,9 @@ void static_coefficients(const std::vector<float>& values, const ActivationSchem
                          const ActivationQuant& quant, float& scale, int32_t& zero_point) {
   float lo = 0, hi = 0;
   choose_range(values, scheme.method, scheme.percentile, scheme.bits, scheme.symmetric, lo, hi);
-  if (scheme.symmetric) {
-    const int32_t half = (1 << (scheme.bits - 1)) - 1;
-    scale = std::max(-lo, hi) / static_cast<float>(half);
-    zero_point = quant.wide() ? 0 : half + 1;
-  } else {
-    scale = (hi - lo) / static_cast<float>(quant.qmax());
-    zero_point = scale > 0 ? static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0f,
-                                                             static_cast<float>(quant.qmax())))
-                           : 0;
-  }
-  if (!(scale > 0)) scale = 1;
+  const RowQuant row = range_row_quant(lo, hi, quant);
+  scale = row.scale;
+  zero_point = row.zero_point;
 }
 
 // Replaces initializer input `index` of `node` by DequantizeLinear of its quantized form.

@@ -95,12 +95,8 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-PassContext parse_specialization(const Parsed& args, const Graph& graph) {
-  PassContext context;
-  for (const auto& text : args.all("fix")) {
-    auto [name, value] = split_assignment(text, "fix");
-    context.fixed_inputs[name] = parse_fixed_input(graph, name, value);
-  }
+std::map<std::string, int64_t> parse_dims(const Parsed& args) {
+  std::map<std::string, int64_t> dims;
   for (const auto& text : args.all("dim")) {
     auto [name, value] = split_assignment(text, "dim");
     size_t used = 0;
@@ -113,8 +109,18 @@ PassContext parse_specialization(const Parsed& args, const Graph& graph) {
     if (used != value.size() || size < 0) {
       raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
     }
-    context.fixed_dims[name] = size;
+    dims[name] = size;
   }
+  return dims;
+}
+
+PassContext parse_specialization(const Parsed& args, const Graph& graph) {
+  PassContext context;
+  for (const auto& text : args.all("fix")) {
+    auto [name, value] = split_assignment(text, "fix");
+    context.fixed_inputs[name] = parse_fixed_input(graph, name, value);
+  }
+  context.fixed_dims = parse_dims(args);
   return context;
 }
 

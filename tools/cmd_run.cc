@@ -19,25 +19,6 @@ namespace rnnc::cli {
 
 namespace {
 
-std::map<std::string, int64_t> parse_dims(const Parsed& args) {
-  std::map<std::string, int64_t> dims;
-  for (const auto& text : args.all("dim")) {
-    auto [name, value] = split_assignment(text, "dim");
-    size_t used = 0;
-    int64_t size = -1;
-    try {
-      size = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != value.size() || size < 0) {
-      raise_invalid_input(cat("--dim ", name, ": '", value, "' is not a non-negative integer"));
-    }
-    dims[name] = size;
-  }
-  return dims;
-}
-
 Tensor random_tensor(const Value& input, const std::map<std::string, int64_t>& dims,
                      std::mt19937_64& rng) {
   if (!input.type.shape) {

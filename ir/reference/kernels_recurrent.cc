@@ -173,6 +173,12 @@ struct RecurrentRun {
   Tensor x, w, r, b, initial_h, initial_c, p;
   std::optional<ActivationQuant> quant;  // the node's activation quantization, if any
 
+  // A row's coefficients: its own (dynamic) or the static ones for X or the state.
+  RowQuant row_quant(const float* row, int64_t n, bool state) const {
+    if (quant->dynamic) return dynamic_row_quant(row, n, *quant);
+    return state ? static_row_quant(quant->state_scale, quant->state_zero_point)
+                 : static_row_quant(quant->input_scale, quant->input_zero_point);
+  }
   // The state row a product reads: h itself, or h fake-quantized when the node quantizes its
   // activations.
   template <typename T>
@@ -181,10 +187,7 @@ struct RecurrentRun {
     if constexpr (std::is_same_v<T, float>) {
       std::vector<float> out(h.size());
       const int64_t n = static_cast<int64_t>(h.size());
-      const RowQuant row = quant->dynamic ? dynamic_row_quant(h.data(), n, *quant)
-                                         : static_row_quant(quant->state_scale,
-                                                            quant->state_zero_point);
-      fake_quantize_row(h.data(), n, row, *quant, out.data());
+      fake_quantize_row(h.data(), n, row_quant(h.data(), n, /*state=*/true), *quant, out.data());
       return out;
     }
     return h;  // read_recurrent admits quantization for float32 only
@@ -313,11 +316,8 @@ RecurrentRun read_recurrent(const KernelContext& context, int64_t gates,
     float* out = quantized.data<float>();
     for (int64_t row = 0; row < run.seq_length * run.batch_size; ++row) {
       const float* x_row = in + row * run.input_size;
-      const RowQuant coefficients =
-          run.quant->dynamic ? dynamic_row_quant(x_row, run.input_size, *run.quant)
-                             : static_row_quant(run.quant->input_scale, run.quant->input_zero_point);
-      fake_quantize_row(x_row, run.input_size, coefficients, *run.quant,
-                        out + row * run.input_size);
+      fake_quantize_row(x_row, run.input_size, run.row_quant(x_row, run.input_size, false),
+                        *run.quant, out + row * run.input_size);
     }
     run.x = std::move(quantized);
   }

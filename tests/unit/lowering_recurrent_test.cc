@@ -709,13 +709,13 @@ TEST(LowerRecurrent, ActivationsAtExtremeInputs) {
 // ---- integer products (cell.quant) -------------------------------------------------------------
 
 // The integer kernels against the reference's fake quantization (the same quantized operands and
-// dequantized weights; ir/quantization.h). The integer dot products are exact, the reference sums
-// the same terms in double: they differ by float rounding (~1e-7 relative) until a rounding
-// difference lands an activation on the other side of a quantization boundary (x / scale within
-// ~1e-6 of k + 0.5, rare), which moves one code by 1: a product by at most s_h * |w| ~ (2 / 255) *
-// 0.25 here, an output by less. The tolerance admits a few such flips; the measured worst case is
-// printed.
-constexpr testing::Tolerance kQuantTolerance{1e-3, 2e-3};
+// dequantized weights; ir/quantization.h). The integer dot products are exact and the reference
+// sums the same terms in double, so they differ by float rounding only (~1e-7): the float
+// tolerance. A rounding difference could in principle land an activation on the other side of a
+// quantization boundary (one code apart, ~s_h * |w| in a product); on these fixed inputs none
+// does, and a failure here is either that or a bug worth reading (a wrong zero-point or column-sum
+// term is ~1e-5, which a looser bound would hide). The measured worst case is printed.
+constexpr testing::Tolerance kQuantTolerance = kTolerance;
 
 ActivationQuant dynamic_u8() { return ActivationQuant{}; }
 
