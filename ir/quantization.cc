@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -13,6 +15,12 @@
 namespace rnnc {
 
 namespace {
+
+// LSTM, GRU and RNN quantize their state h too; MatMul and Gemm have only the input operand.
+bool has_recurrent_state(const Node& node) {
+  const std::string& op = node.op_type();
+  return node.domain().empty() && (op == "LSTM" || op == "GRU" || op == "RNN");
+}
 
 // The one annotation attribute: ActivationQuant::to_string's text.
 constexpr const char* kAttribute = "rnnc.quant_activations";
@@ -45,7 +53,7 @@ std::string ActivationQuant::to_string() const {
   return text;
 }
 
-void validate(const ActivationQuant& quant, const std::string& where) {
+void validate(const ActivationQuant& quant, const std::string& where, bool has_state) {
   if (quant.bits < 2 || quant.bits > 16) {
     raise_invalid_model(cat(where, ": activation bit width ", quant.bits, ", must be in 2..16"));
   }
@@ -55,13 +63,14 @@ void validate(const ActivationQuant& quant, const std::string& where) {
                             "with zero point 0)"));
   }
   if (!quant.dynamic) {
-    for (float scale : {quant.input_scale, quant.state_scale}) {
+    std::vector<std::pair<float, int32_t>> coefficients = {
+        {quant.input_scale, quant.input_zero_point}};
+    if (has_state) coefficients.emplace_back(quant.state_scale, quant.state_zero_point);
+    for (const auto& [scale, zero_point] : coefficients) {
       if (!(scale > 0) || !std::isfinite(scale)) {
         raise_invalid_model(
             cat(where, ": static activation scale ", scale, " must be finite and > 0"));
       }
-    }
-    for (int32_t zero_point : {quant.input_zero_point, quant.state_zero_point}) {
       if (zero_point < quant.qmin() || zero_point > quant.qmax()) {
         raise_invalid_model(cat(where, ": static activation zero point ", zero_point,
                                 " outside [", quant.qmin(), ", ", quant.qmax(), "]"));
@@ -155,12 +164,12 @@ ActivationQuant activation_quant(const Node& node) {
   }
   std::string rest;
   if (in >> rest) malformed();
-  validate(quant, node.describe());
+  validate(quant, node.describe(), has_recurrent_state(node));
   return quant;
 }
 
 void set_activation_quant(Node& node, const ActivationQuant& quant) {
-  validate(quant, node.describe());
+  validate(quant, node.describe(), has_recurrent_state(node));
   Attribute attribute;
   attribute.kind = Attribute::Kind::kString;
   attribute.s = quant.to_string();

@@ -33,8 +33,9 @@ struct ActivationQuant {
   int bits = 8;            // 2..16; <= 8 computed in 8-bit storage, 9..16 in 16-bit
   bool symmetric = false;  // bits > 8 requires symmetric (int16 storage, zero point 0)
   bool dynamic = true;
-  // Static coefficients (dynamic == false): for the op's input X, and for LSTM/GRU/RNN the
-  // recurrent state h (and GRU's reset state r (.) h).
+  // Static coefficients (dynamic == false): for the op's input (X; A of MatMul/Gemm), and for
+  // LSTM/GRU/RNN the recurrent state h (and GRU's reset state r (.) h); MatMul and Gemm leave
+  // the state's at 0.
   float input_scale = 0, state_scale = 0;
   int32_t input_zero_point = 0, state_zero_point = 0;
 
@@ -53,8 +54,9 @@ struct RowQuant {
 };
 
 // Throws kInvalidModel (naming `where`) for a bit width outside 2..16, bits > 8 without
-// symmetric, or a static scale that is not finite and > 0.
-void validate(const ActivationQuant& quant, const std::string& where);
+// symmetric, or a static scale that is not finite and > 0 or a zero point outside [qmin, qmax]
+// (the state's only when `has_state`: MatMul and Gemm have no state operand).
+void validate(const ActivationQuant& quant, const std::string& where, bool has_state);
 
 // The coefficients for values in [lo, hi] (widened to contain 0), by the rules above.
 RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant);

@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/quantization.h"
 #include "ir/reference/kernel.h"
 
 namespace rnnc {
@@ -850,8 +851,44 @@ T narrow_sum(Accumulator<T> sum) {
 
 // numpy.matmul: 1-D A is a row, 1-D B a column (the added axis dropped from the result); the
 // leading batch dims broadcast.
+// A node quant/ annotated with an activation quantization (ir/quantization.h) multiplies
+// integers: its A operand is quantized one K-long row at a time (a column of A with Gemm's transA),
+// with the row's own coefficients (dynamic) or the static input ones. The reference replaces
+// each row by its fake-quantized value scale * (q - zero_point); B is already the dequantized
+// weight. This is the integer product up to float summation order (docs/quant.md).
+void quantize_product_rows(const KernelContext& context, Operands& in, bool transposed) {
+  if (!has_activation_quant(context.node)) return;
+  const ActivationQuant quant = activation_quant(context.node);
+  Tensor& a = in.values[0];
+  if (a.dtype() != DType::kFloat32) {
+    context.fail(cat("activation quantization needs float32 A, not ", dtype_onnx_name(a.dtype())));
+  }
+  if (a.rank() == 0 || a.numel() == 0) return;  // the kernel reports a scalar; nothing to round
+  const int64_t k_size = transposed ? a.dim(0) : a.shape().back();
+  const int64_t rows = a.numel() / k_size;
+  Tensor out(DType::kFloat32, a.shape());
+  const float* in_data = a.data<float>();
+  float* out_data = out.data<float>();
+  std::vector<float> row(static_cast<size_t>(k_size));
+  for (int64_t i = 0; i < rows; ++i) {
+    // Row i: A[i, :] contiguous, or with transA the column A[:, i] (stride = rows).
+    for (int64_t k = 0; k < k_size; ++k) {
+      row[k] = transposed ? in_data[k * rows + i] : in_data[i * k_size + k];
+    }
+    const RowQuant coefficients = quant.dynamic
+                                      ? dynamic_row_quant(row.data(), k_size, quant)
+                                      : static_row_quant(quant.input_scale, quant.input_zero_point);
+    fake_quantize_row(row.data(), k_size, coefficients, quant, row.data());
+    for (int64_t k = 0; k < k_size; ++k) {
+      (transposed ? out_data[k * rows + i] : out_data[i * k_size + k]) = row[k];
+    }
+  }
+  a = std::move(out);
+}
+
 void matmul_kernel(KernelContext& context) {
   Operands in = widen_operands(context);
+  quantize_product_rows(context, in, /*transposed=*/false);
   const Tensor& a = in[0];
   const Tensor& b = in[1];
   if (a.dtype() != b.dtype()) {
@@ -911,9 +948,10 @@ void matmul_kernel(KernelContext& context) {
 // integer types only with whole alpha and beta (then exactly, wrapping).
 void gemm_kernel(KernelContext& context) {
   Operands in = widen_operands(context);
+  bool trans_a = context.node.attr_int("transA", 0) != 0;
+  if (in[0].rank() == 2) quantize_product_rows(context, in, trans_a);
   const Tensor& a = in[0];
   const Tensor& b = in[1];
-  bool trans_a = context.node.attr_int("transA", 0) != 0;
   bool trans_b = context.node.attr_int("transB", 0) != 0;
   double alpha = context.node.attr_float("alpha", 1.0f);
   double beta = context.node.attr_float("beta", 1.0f);
