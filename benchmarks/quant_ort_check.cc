@@ -1,7 +1,8 @@
 // quant_ort_check: `rnnc quantize`'s output is a standard ONNX model that ONNX Runtime loads and
 // runs with matching results (issue 7). For each given float model (one input x [seq, batch,
 // input] as models/make_workloads.py writes them):
-//   1. quantize it with the default scheme and write it (as rnnc quantize does);
+//   1. optimize it (graph_opt's default pipeline), quantize it with the default scheme and write
+//      it (as rnnc quantize does);
 //   2. ONNX Runtime runs the written file: DequantizeLinear weights, float LSTM/GRU;
 //   3. rnnc's reference evaluator runs the same file with the activation annotations dropped
 //      (weights-only: what ONNX Runtime computes): must agree within 1e-4 (float32 summation
@@ -15,6 +16,7 @@
 
 #include "benchmarks/ort_engine.h"
 #include "benchmarks/rnnc_engine.h"
+#include "graph_opt/pipeline.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "ir/quantization.h"
@@ -39,6 +41,7 @@ double max_diff(const TensorMap& a, const TensorMap& b) {
 
 bool check(const std::string& path, const std::string& scratch) {
   std::unique_ptr<Model> model = import_onnx_file(path);
+  optimize(*model, OptimizeOptions{});
   quant::quantize_model(*model, quant::Config{}, {});
   const std::string quantized = scratch + "/quantized.onnx";
   export_onnx_file(*model, quantized);

@@ -105,6 +105,96 @@ int64_t quantize_input(Graph& graph, Node& node, size_t index, const WeightSchem
   return bytes;
 }
 
+// What a user fixes to decide a condition: the main-graph inputs `value` depends on, as
+// `--fix NAME=VALUE` when their data matters and `--dim AXIS=N` when only their shape does.
+void condition_inputs(const Value* value, std::set<const Value*>& seen,
+                      std::set<std::string>& fixes, std::set<std::string>& dims) {
+  if (!value || !seen.insert(value).second) return;
+  if (value->is_graph_input()) {
+    if (!value->owner()->parent()) fixes.insert(value->name());  // an input with a default too
+    return;
+  }
+  const Node* producer = value->producer();
+  if (!producer) return;
+  if (producer->op_type() == "Shape" || producer->op_type() == "Size") {
+    const Value* shaped = producer->input(0);
+    if (shaped && shaped->type.shape) {
+      for (const Dim& dim : *shaped->type.shape) {
+        for (const std::string& axis : dim.symbols()) dims.insert(axis);
+      }
+    }
+    return;
+  }
+  for (const Value* input : producer->inputs()) condition_inputs(input, seen, fixes, dims);
+  for (const Graph* sub : producer->subgraphs()) {
+    for (const Value* captured : captured_values(*sub)) {
+      condition_inputs(captured, seen, fixes, dims);
+    }
+  }
+}
+
+// One step of the path from the main graph down to a nested node: the node holding the body and
+// the attribute naming it ("then_branch", "body").
+struct Enclosing {
+  const Node* node;
+  std::string attribute;
+};
+
+// Why a recurrent node inside a subgraph stays float, and what the user can do about it.
+std::string nested_reason(const std::vector<Enclosing>& path) {
+  std::string where;
+  bool only_ifs = true;
+  std::set<const Value*> seen;
+  std::set<std::string> fixes, dims;
+  for (const Enclosing& step : path) {
+    where += cat(where.empty() ? "" : " > ", step.node->op_type(), " '", step.node->name(), "' ",
+                 step.attribute);
+    if (step.node->op_type() != "If") {
+      only_ifs = false;
+    } else {
+      condition_inputs(step.node->input(0), seen, fixes, dims);
+    }
+  }
+  if (!only_ifs) {
+    return cat("float (inside ", where, ": only recurrent nodes outside Loop/Scan bodies are "
+               "quantized)");
+  }
+  std::string options;
+  for (const std::string& name : fixes) {
+    options += cat(options.empty() ? "" : " ", "--fix ", name, "=VALUE");
+  }
+  for (const std::string& axis : dims) {
+    options += cat(options.empty() ? "" : " ", "--dim ", axis, "=N");
+  }
+  const char* its = path.size() == 1 ? "its condition depends" : "their conditions depend";
+  if (options.empty()) {
+    return cat("float (inside ", where, ": ", its, " on no model input; graph_opt inlines the "
+               "branch once the condition folds to a constant)");
+  }
+  return cat("float (inside ", where, ": fix the inputs ", its, " on (", options,
+             ") so the branch is inlined)");
+}
+
+// Recurrent nodes in the bodies of `graph`'s nodes, at any depth, each with the path to it.
+void find_nested_recurrent(const Graph& graph, std::vector<Enclosing>& path,
+                           std::vector<std::pair<const Node*, std::string>>& found) {
+  for (const auto& node : graph.nodes()) {
+    if (!path.empty() && is_recurrent(*node)) found.emplace_back(node.get(), nested_reason(path));
+    for (const auto& [name, attribute] : node->attributes()) {
+      std::vector<const Graph*> bodies;
+      if (attribute.kind == Attribute::Kind::kGraph) bodies.push_back(attribute.g.get());
+      if (attribute.kind == Attribute::Kind::kGraphs) {
+        for (const auto& body : attribute.graphs) bodies.push_back(body.get());
+      }
+      for (const Graph* body : bodies) {
+        path.push_back({node.get(), name});
+        find_nested_recurrent(*body, path, found);
+        path.pop_back();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Report quantize_model(Model& model, const Config& config, const std::vector<Sample>& calibration,
@@ -183,6 +273,19 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
     set_activation_quant(*node, quant);
   }
   if (progress) progress("quantizing", plan.size(), plan.size());
+
+  // Recurrent nodes inside subgraphs stay float: an If or Loop that graph_opt could not remove
+  // runs on reference kernels as a whole. The report lists them with what gets them inlined.
+  std::vector<Enclosing> path;
+  std::vector<std::pair<const Node*, std::string>> nested;
+  find_nested_recurrent(graph, path, nested);
+  for (const auto& [node, reason] : nested) {
+    NodeReport entry;
+    entry.node = node->name();
+    entry.op_type = node->op_type();
+    entry.scheme = reason;
+    report.nodes.push_back(entry);
+  }
   graph.sort_topologically();
   infer_graph(graph);
   return report;

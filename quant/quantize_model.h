@@ -14,7 +14,12 @@
 // initial_h) give the input and state ranges, reduced by the scheme's RangeMethod.
 //
 // Other nodes stay float and say why in the report (MatMul/Gemm/Conv: rnnc's integer kernels
-// cover the recurrent products only so far).
+// cover the recurrent products only so far). Only the main graph's nodes are rewritten: a
+// recurrent node inside an If branch or a Loop/Scan body is reported as float, for an If with
+// the inputs its condition depends on (`--fix sr=VALUE`), since fixing them lets graph_opt inline
+// the branch. So run the graph_opt pipeline with the model's specialization first (as
+// CompiledModel::load and `rnnc quantize --fix` do): it inlines decided Ifs and folds computed
+// weights (Unsqueeze of a constant) into the float32 initializers this rewrite needs.
 #pragma once
 
 #include <functional>

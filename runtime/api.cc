@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "ir/onnx_import.h"
+#include "graph_opt/pipeline.h"
 #include "lowering/program.h"
 #include "quant/quantize_model.h"
 #include "runtime/executor.h"
@@ -224,15 +225,6 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   if (options.threads < 1) {
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
   }
-  if (!options.quantization_config.empty()) {
-    // "default": every recurrent node with int8 per-row weights and dynamic u8 activations;
-    // otherwise a JSON config file (quant/scheme.h). Static activations need calibration, which
-    // the offline quantizer (rnnc quantize) does; its output loads without this option.
-    const quant::Config config = options.quantization_config == "default"
-                                     ? quant::Config{}
-                                     : quant::read_config_file(options.quantization_config);
-    quant::quantize_model(*model, config, {});
-  }
   auto impl = std::make_unique<CompiledModel::Impl>();
   ProgramOptions program_options;
   program_options.cache_dir = options.cache_dir;
@@ -250,6 +242,23 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     program_options.specialization.fixed_inputs[name] = fixed_input_tensor(*input, values);
   }
   if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
+  if (!options.quantization_config.empty()) {
+    // "default": every recurrent node with int8 per-row weights and dynamic u8 activations;
+    // otherwise a JSON config file (quant/scheme.h). Static activations need calibration, which
+    // the offline quantizer (rnnc quantize) does; its output loads without this option.
+    const quant::Config config = options.quantization_config == "default"
+                                     ? quant::Config{}
+                                     : quant::read_config_file(options.quantization_config);
+    // The quantizer sees the graph the program will run: specialized and optimized, so recurrent
+    // nodes in an If that graph_opt decides (Silero's LSTM: its If tests the state's first dim)
+    // are inlined and computed weights (Unsqueeze of a constant) are folded to initializers. The
+    // specialization is then done: compile_model gets none (it would not find the fixed inputs).
+    OptimizeOptions optimize_options;
+    optimize_options.context = std::move(program_options.specialization);
+    optimize(*model, optimize_options);
+    program_options.specialization = {};
+    quant::quantize_model(*model, config, {});
+  }
   impl->program = compile_model(std::move(model), program_options);
   if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;

@@ -45,7 +45,7 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option);
 
 // --fix NAME=VALUE and --dim NAME=N: what the specialize pass compiles in (rnnc optimize,
-// rnnc compile).
+// rnnc compile, rnnc quantize).
 // --dim NAME=N options (repeatable) as a map; kInvalidInput for a malformed or negative size.
 std::map<std::string, int64_t> parse_dims(const Parsed& args);
 PassContext parse_specialization(const Parsed& args, const Graph& graph);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "graph_opt/pipeline.h"
 #include "ir/npy.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
@@ -50,7 +51,17 @@ int run_quantize(const Parsed& args) {
   const std::string output = args.get("o");
   if (output.empty()) raise_invalid_input("give -o OUT.onnx");
   const std::string& input = args.positional[0];
-  std::unique_ptr<Model> model = import_onnx_file(input);
+  // The quantizer rewrites the main graph's recurrent nodes: specialize and optimize first, so an
+  // If that graph_opt decides (with --fix/--dim, or on known shapes, as Silero's LSTM's If) is
+  // inlined and computed weights are folded to initializers.
+  OptimizeOptions optimize_options;
+  auto load_optimized = [&] {
+    std::unique_ptr<Model> model = import_onnx_file(input);
+    optimize_options.context = parse_specialization(args, *model->graph);
+    optimize(*model, optimize_options);
+    return model;
+  };
+  std::unique_ptr<Model> model = load_optimized();
   const quant::Config config =
       args.has("config") ? quant::read_config_file(args.get("config")) : quant::Config{};
   std::vector<quant::Sample> samples;
@@ -84,7 +95,7 @@ int run_quantize(const Parsed& args) {
     if (!samples.empty()) {
       // Both models through the reference evaluator: the quantized one computes with its
       // activations fake-quantized exactly as the integer kernels do.
-      std::unique_ptr<Model> float_model = import_onnx_file(input);
+      std::unique_ptr<Model> float_model = load_optimized();
       std::unique_ptr<Model> reloaded = import_onnx_file(output);
       quant::measure_error(*float_model, *reloaded, samples, report, progress);
     }
@@ -105,13 +116,20 @@ int run_quantize(const Parsed& args) {
 
 const Command kQuantizeCommand{
     "quantize",
-    "rnnc quantize MODEL -o OUT.onnx [--config Q.json] [--calibrate DIR_OR_FILE]... "
-    "[--report REPORT.md]",
+    "rnnc quantize MODEL -o OUT.onnx [--fix NAME=VALUE]... [--dim NAME=N]... [--config Q.json] "
+    "[--calibrate DIR_OR_FILE]... [--report REPORT.md]",
     "Quantize a float model (docs/quant.md) and write it as standard ONNX: weights as\n"
     "DequantizeLinear of int8 tensors (ONNX Runtime loads it), activation schemes in the model's\n"
-    "metadata (rnnc reloads it with its integer kernels).",
+    "metadata (rnnc reloads it with its integer kernels). The model is first specialized (--fix,\n"
+    "--dim) and optimized as `rnnc optimize` does, so recurrent nodes in an If branch that the\n"
+    "fixed inputs or known shapes decide are inlined and quantized; the report lists those left\n"
+    "inside a subgraph, with the inputs to fix.",
     {
         {"o", "OUT.onnx", "where to write the quantized model"},
+        {"fix", "NAME=VALUE",
+         "fix an input before quantizing: a number for an input of shape [] (or all 1s), or "
+         "@FILE.npy / @FILE.pb (repeatable); the written model no longer has that input"},
+        {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
         {"config", "Q.json", "per-node schemes (default: recurrent nodes int8 per-row weights, "
                              "dynamic u8 activations)"},
         {"calibrate", "DIR_OR_FILE",

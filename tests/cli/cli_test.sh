@@ -82,6 +82,13 @@ else fail "quantize report lacks the LSTM rows"; fi
 expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
   "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy"
+expect_ok "quantize specializes first" "2 of 3 nodes with weights quantized" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q1.onnx" --dim batch=1
+expect_ok "specialized quantized model runs" "log_probs: f32\[17, 1, 32\]" \
+  "$rnnc" run "$tmp/demo_q1.onnx" --random --dim seq=17
+expect_error "quantize --fix names the inputs" \
+  "cannot fix 'nope': the model has no input of that name (inputs: 'features')" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --fix nope=1
 printf '{"default": {"weights": {"bits": 20}}}' >"$tmp/bad_q.json"
 expect_error "bad quantization config" "bad_q.json: default.weights.bits = 20, must be in 2..16" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/bad_q.json"

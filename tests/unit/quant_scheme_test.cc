@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "graph_opt/pipeline.h"
 #include "ir/error.h"
 #include "ir/quantization.h"
 #include "ir/op_schema.h"
@@ -366,6 +367,73 @@ TEST(QuantizeModel, FloatNodesStayAndSayWhy) {
   const Report report = quantize_model(*model, config, {});
   EXPECT_EQ(report.nodes[0].scheme, "float (config)");
   EXPECT_FALSE(report.nodes[0].quantized);
+}
+
+// Silero's shape: an LSTM in each branch of an If on a graph input. The rewrite walks the main
+// graph only, so both stay float, and the report says what inlines them.
+std::unique_ptr<Model> lstm_in_if_model() {
+  auto model = std::make_unique<Model>();
+  model->opsets[""] = 14;
+  model->graph = std::make_unique<Graph>();
+  Graph& g = *model->graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim(3), Dim(1), Dim(4)};
+  Value* x = g.add_input("x", x_type);
+  TensorType sr_type;
+  sr_type.dtype = DType::kInt64;
+  sr_type.shape = Shape{};
+  Value* sr = g.add_input("sr", sr_type);
+  Value* rate = g.add_initializer("k16000", Tensor::scalar<int64_t>(16000));
+  Node* equal = g.add_node("Equal", "is_16k", {sr, rate}, {"cond"}, 14);
+  Node* branch = g.add_node("If", "rate_branch", {equal->output(0)}, {"y"}, 14);
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto body = std::make_shared<Graph>(name, &g);
+    const std::string prefix = name == std::string("then_branch") ? "then_" : "else_";
+    Value* w = body->add_initializer(prefix + "W", random_weight({1, 32, 4}, 1));
+    Value* r = body->add_initializer(prefix + "R", random_weight({1, 32, 8}, 2));
+    Node* lstm = body->add_node("LSTM", prefix + "lstm", {x, w, r}, {prefix + "y"}, 14);
+    Attribute hidden;
+    hidden.kind = Attribute::Kind::kInt;
+    hidden.i = 8;
+    lstm->set_attr("hidden_size", hidden);
+    body->add_output(lstm->output(0));
+    Attribute attribute;
+    attribute.kind = Attribute::Kind::kGraph;
+    attribute.g = body;
+    branch->set_attr(name, attribute);
+  }
+  g.add_output(branch->output(0));
+  infer_graph(g);
+  return model;
+}
+
+TEST(QuantizeModel, RecurrentNodesInsideAnIfAreReportedFloatWithTheInputsToFix) {
+  auto model = lstm_in_if_model();
+  const Report report = quantize_model(*model, Config{}, {});
+  ASSERT_EQ(report.nodes.size(), 2u);
+  EXPECT_EQ(report.nodes[0].node, "else_lstm");
+  EXPECT_EQ(report.nodes[0].scheme,
+            "float (inside If 'rate_branch' else_branch: fix the inputs its condition depends on "
+            "(--fix sr=VALUE) so the branch is inlined)");
+  EXPECT_EQ(report.nodes[1].node, "then_lstm");
+  EXPECT_EQ(report.nodes[1].scheme,
+            "float (inside If 'rate_branch' then_branch: fix the inputs its condition depends on "
+            "(--fix sr=VALUE) so the branch is inlined)");
+  for (const NodeReport& entry : report.nodes) EXPECT_FALSE(entry.quantized) << entry.node;
+}
+
+// What the report asks for works: with sr fixed, graph_opt inlines the branch taken and the
+// quantizer rewrites its LSTM (CompiledModel::load and `rnnc quantize --fix` run this order).
+TEST(QuantizeModel, FixingTheConditionInputInlinesTheBranchAndQuantizesIt) {
+  auto model = lstm_in_if_model();
+  OptimizeOptions options;
+  options.context.fixed_inputs["sr"] = Tensor::scalar<int64_t>(16000);
+  optimize(*model, options);
+  const Report report = quantize_model(*model, Config{}, {});
+  ASSERT_EQ(report.nodes.size(), 1u);
+  EXPECT_EQ(report.nodes[0].node, "then_lstm");
+  EXPECT_TRUE(report.nodes[0].quantized);
 }
 
 }  // namespace
