@@ -279,6 +279,7 @@ typedef struct rn_recurrent {
   int (*projection)(void**);
   int lstm, directions;
   int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
+  int64_t wt_stride; /* the row stride of each direction's wt (projection_weight_stride) */
   rn_recurrent_direction dir[2];
   const float* x;
   int64_t seq, batch, x_seq_stride, x_batch_stride;
@@ -381,7 +382,8 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
       halide_dimension_t xd[2], wd[2], bd[1], xwd[2];
       rn_buffer_init(&xb, xd, L->x, rn_float, 32, 2,
                      (const int64_t[]){L->input, 1, rows, L->input});
-      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 2, (const int64_t[]){n, 1, L->input, n});
+      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 2,
+                     (const int64_t[]){n, 1, L->input, L->wt_stride});
       rn_buffer_init(&bb, bd, part->bias, rn_float, 32, 1, (const int64_t[]){n, 1});
       rn_buffer_init(&xwb, xwd, xw, rn_float, 32, 2,
                      (const int64_t[]){n, 1, rn_round_up(rows, L->gemm_rows), n});

@@ -527,7 +527,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     // Float weights only for float products (the integer ones are packed below).
     const bool float_weights = !cell.quant;
     if (float_weights) {
-      part.wt = Tensor(DType::kFloat32, {input_size, n_extent});
+      part.wt = Tensor(DType::kFloat32, {input_size, projection_weight_stride(n_extent)});
       part.r = Tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
     }
     part.bias = Tensor(DType::kFloat32, {n_extent});
@@ -542,7 +542,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
         const int64_t jo = j / tile, ji = j % tile;
         const int64_t n = (jo * gates + g) * tile + ji, row = onnx_gate * hidden + j;
         for (int64_t k = 0; k < input_size && float_weights; ++k) {
-          wt[k * n_extent + n] = w_d[row * input_size + k];
+          wt[k * projection_weight_stride(n_extent) + n] = w_d[row * input_size + k];
         }
         for (int64_t k = 0; k < hidden && float_weights; ++k) {
           rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
@@ -792,7 +792,7 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   if (rows <= 0) return;
   BufferView x_buffer(run.x + row_begin * input_size_, kF32, {{input_size_, 1}, {rows, input_size_}});
   BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
-                       {{n_extent, 1}, {input_size_, n_extent}});
+                       {{n_extent, 1}, {input_size_, projection_weight_stride(n_extent)}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
   BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
                        {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});

@@ -325,8 +325,10 @@ QuantizedRows quantize_rows(Func src, int n, const ActivationQuant& quant, bool 
 
 }  // namespace
 
+int64_t projection_weight_stride(int64_t n_extent) { return n_extent + 16; }
+
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v4 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v5 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -421,7 +423,8 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   xw(n, m) = acc(n, m);
 
   pin_dense(x, {k_extent, 0});
-  pin_dense(wt, {n_extent, k_extent});
+  wt.dim(0).set_bounds(0, n_extent).set_stride(1);
+  wt.dim(1).set_bounds(0, k_extent).set_stride(static_cast<int>(projection_weight_stride(n_extent)));
   pin_dense(bias, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 

@@ -120,8 +120,14 @@ struct RecurrentSchedule {
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
                                             bool batched = false);
 
+// Wt's row stride in floats: N plus one cache line. A column panel of the projection walks k with
+// this stride; at exactly N (a multiple of 1024 floats = 4 KiB for hidden 256 and 512) every row
+// of a panel maps to the same L1 set, and the panel is fetched again from L2 for each row tile.
+int64_t projection_weight_stride(int64_t n_extent);
+
 // Argument order of the projection pipeline's argv entry:
-//   float:     x (k, m), wt (n, k), bias (n), -> xw (n, m padded to gemm_rows)
+//   float:     x (k, m), wt (n, k: row stride projection_weight_stride(N)), bias (n),
+//              -> xw (n, m padded to gemm_rows)
 //   quantized: x (k, m), wq (k4, n, ko: int8, k = 4 ko + k4, K padded to 4), w_scale (n),
 //              w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)], bias (n), -> xw
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
