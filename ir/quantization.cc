@@ -53,6 +53,39 @@ std::string ActivationQuant::to_string() const {
   return text;
 }
 
+std::string ProductWidths::to_string() const {
+  const char* operands = storage_bits == 8 ? "u8 x s8" : "s16 x s16";
+  if (!int64_sum) return cat(operands, " -> s32 (sums need ", sum_bits, " bits)");
+  return cat(operands, " -> s32 in chunks of ", chunk_terms, " -> s64 (sums need ", sum_bits,
+             " bits)");
+}
+
+ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
+                             bool weight_asymmetric, int64_t terms, bool wide_operands) {
+  ProductWidths widths;
+  const bool wide = wide_operands || activations.wide() || weight_bits > 8;
+  widths.storage_bits = wide ? 16 : 8;
+  widths.lane = wide ? 2 : 4;
+  widths.activation_max = std::max(std::abs(activations.qmin()), std::abs(activations.qmax()));
+  widths.weight_max = weight_asymmetric ? 128 : (int64_t{1} << (weight_bits - 1)) - 1;
+  widths.terms = terms;
+  const int64_t product = widths.activation_max * widths.weight_max;
+  const double bound = static_cast<double>(product) * static_cast<double>(terms);
+  widths.sum_bits = static_cast<int>(std::ceil(std::log2(bound + 1))) + 1;
+  // The dot product and the two zero-point terms are each bounded by K * max|a| * max|w|; their
+  // combination by three times that.
+  constexpr int64_t kInt32Max = 2147483647;
+  const int64_t padded_terms = (terms + widths.lane - 1) / widths.lane * widths.lane;
+  widths.chunk_terms = padded_terms;
+  if (bound * 3 > static_cast<double>(kInt32Max)) {
+    // Chunks of whole lanes; a lane's own sum always fits (at most 2 * 32767^2 or 4 * 255 * 128).
+    widths.int64_sum = true;
+    widths.chunk_terms = std::min(
+        padded_terms, std::max<int64_t>(kInt32Max / product / widths.lane, 1) * widths.lane);
+  }
+  return widths;
+}
+
 void validate(const ActivationQuant& quant, const std::string& where, bool has_state) {
   if (quant.bits < 2 || quant.bits > 16) {
     raise_invalid_model(cat(where, ": activation bit width ", quant.bits, ", must be in 2..16"));

@@ -67,6 +67,33 @@ int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quan
 void fake_quantize_row(const float* x, int64_t n, const RowQuant& row, const ActivationQuant& quant,
                        float* out);
 
+// Effective bit widths of one integer product, the sum over k of a stored activation a_k times
+// a stored weight w_k (then corrected for zero points: docs/quant.md), and the native types the
+// kernels compute it in. Operands of at most 8 bits are stored u8 x s8 (four products per int32
+// lane: vpdpbusd), anything wider s16 x s16 (two per lane: vpdpwssd / vpmaddwd). The bounds are
+// worst cases over every value the schemes can store, so a kernel built from them cannot
+// overflow: while K * max|a| * max|w| (and the zero-point terms, each no larger) fit int32 the
+// whole sum is one int32 accumulation; past that, chunks of `chunk_terms` products are summed
+// exactly in int32 and the chunks (and the corrections) in int64.
+struct ProductWidths {
+  int storage_bits = 8;       // 8: u8 x s8; 16: s16 x s16
+  int lane = 4;               // products per int32 lane
+  int64_t activation_max = 0;  // max |stored activation|
+  int64_t weight_max = 0;      // max |stored weight|
+  int64_t terms = 0;           // K
+  int sum_bits = 0;            // signed bits that hold K * max|a| * max|w|
+  bool int64_sum = false;      // the corrected sum needs int64: chunks of int32 dot products
+  int64_t chunk_terms = 0;     // products per int32 dot product (a multiple of lane; int64_sum)
+
+  // "u8 x s8 -> s32 (sums need 24 bits)", "s16 x s16 -> s32 in chunks of 2 -> s64 (38 bits)"
+  std::string to_string() const;
+};
+
+// weight_bits and weight_asymmetric describe the stored weight (asymmetric: uint8, shifted by
+// -128 into int8); wide_operands forces s16 x s16 storage (another product of the node is wide).
+ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
+                             bool weight_asymmetric, int64_t terms, bool wide_operands);
+
 // The node's annotation, or nothing when its activations are float.
 bool has_activation_quant(const Node& node);
 // Throws kInvalidModel naming the node for a malformed annotation.

@@ -132,17 +132,19 @@ std::optional<Tensor> constant_input(const Node& node, size_t index) {
   return std::nullopt;
 }
 
-// A quantized weight (W or R) as the integer kernels read it: q[d][row][k] int8 with a scale and
-// a zero point per (direction, row). The graph holds the dequantized float constant with the
+// A quantized weight (W or R) as the integer kernels read it: q[d][row][k] with a scale and a zero
+// point per (direction, row), stored in int8 (up to 8 bits) or int16 (9 to 16). The graph holds the dequantized float constant with the
 // QuantParams of the DequantizeLinear it was folded from (graph_opt/fold_quantized_weights), so
 // the integers are recovered exactly: w = (q - zp) * scale rounds to the nearest float, and
 // w / scale lies within 1e-6 of the integer q - zp. uint8 storage is shifted by -128 into int8
 // (q - zp is unchanged), which is what u8 x s8 dot products take.
 struct QuantizedWeight {
-  std::vector<int8_t> q;
+  int bits = 8;
+  std::vector<int16_t> q;
   std::vector<float> scale;
   std::vector<int32_t> zero_point;
   bool has_zero_points = false;
+  bool shifted = false;  // uint8 storage shifted into int8: q in [-128, 127]
 };
 
 QuantizedWeight quantized_weight(const Node& node, size_t index, const char* name,
@@ -153,10 +155,6 @@ QuantizedWeight quantized_weight(const Node& node, size_t index, const char* nam
     raise_unsupported(cat(node.describe(), ": activations are quantized but input '", name,
                           "' is a float weight (quantize it with rnnc quantize)"));
   }
-  if (params->bits > 8) {
-    raise_unsupported(cat(node.describe(), ": input '", name, "' is quantized to ", params->bits,
-                          " bits; the integer kernels take weights of up to 8 bits"));
-  }
   const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
   const bool per_axis = params->granularity == QuantParams::Granularity::kAxis;
   if (per_axis && params->axis != 0 && params->axis != 1) {
@@ -165,8 +163,12 @@ QuantizedWeight quantized_weight(const Node& node, size_t index, const char* nam
                           ", the reduction axis; integer products need per-tensor, per-direction "
                           "or per-row scales (keep this node's activations in float)"));
   }
-  const int32_t shift = params->is_signed ? 0 : 128;
+  const int32_t shift = params->is_signed || params->bits > 8 ? 0 : 128;
+  const long stored_min = params->bits > 8 ? -32768 : -128;
+  const long stored_max = params->bits > 8 ? 32767 : 127;
   QuantizedWeight out;
+  out.bits = params->bits;
+  out.shifted = shift != 0;
   out.q.resize(static_cast<size_t>(dirs * rows * cols));
   out.scale.resize(static_cast<size_t>(dirs * rows));
   out.zero_point.resize(static_cast<size_t>(dirs * rows));
@@ -183,9 +185,10 @@ QuantizedWeight quantized_weight(const Node& node, size_t index, const char* nam
       for (int64_t k = 0; k < cols; ++k) {
         const int64_t i = (d * rows + row) * cols + k;
         const long q = std::lround(w[i] / scale) + zero_point;
-        RNNC_CHECK(q >= -128 && q <= 127, node.describe(), ": input '", name,
-                   "' does not recover to int8 from its quantization parameters");
-        out.q[static_cast<size_t>(i)] = static_cast<int8_t>(q);
+        RNNC_CHECK(q >= stored_min && q <= stored_max, node.describe(), ": input '", name,
+                   "' does not recover to ", params->bits,
+                   "-bit integers from its quantization parameters");
+        out.q[static_cast<size_t>(i)] = static_cast<int16_t>(q);
       }
     }
   }
@@ -229,6 +232,10 @@ constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
 const halide_type_t kF32(halide_type_float, 32);
 const halide_type_t kI32(halide_type_int, 32);
 const halide_type_t kI8(halide_type_int, 8);
+const halide_type_t kI16(halide_type_int, 16);
+
+// The element type of a quantized cell's packed weights.
+halide_type_t weight_type(const RecurrentQuant& quant) { return quant.wide_operands() ? kI16 : kI8; }
 
 int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -432,14 +439,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   const bool input_forget = op == "LSTM" && node.attr_int("input_forget", 0) != 0;
   const bool linear_before_reset = op == "GRU" && node.attr_int("linear_before_reset", 0) != 0;
   std::optional<ActivationQuant> activation_quantization;
-  if (has_activation_quant(node)) {
-    activation_quantization = activation_quant(node);
-    if (activation_quantization->wide()) {
-      raise_unsupported(cat(node.describe(), ": activations quantized to ",
-                            activation_quantization->bits,
-                            " bits; the integer kernels take up to 8 (u8 x s8 products)"));
-    }
-  }
+  if (has_activation_quant(node)) activation_quantization = activation_quant(node);
 
   // Weights: constants, with shapes checked as the reference kernel checks them.
   const Tensor* w = constant_weight(node, kW, "W", true);
@@ -504,8 +504,9 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.peepholes = p != nullptr;
     cell.linear_before_reset = linear_before_reset;
     if (activation_quantization) {
-      cell.quant = RecurrentQuant{*activation_quantization,
-                                  wq->has_zero_points || rq->has_zero_points};
+      cell.quant = recurrent_quant(*activation_quantization, static_cast<int>(input_size),
+                                   static_cast<int>(hidden), wq->bits, wq->shifted, rq->bits,
+                                   rq->shifted);
     }
     block->directions_.push_back(std::move(direction_part));
   }
@@ -551,20 +552,28 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       }
     }
     if (cell.quant) {
-      // The integer layouts (recurrent_pipelines.h): Wt as (k4, n, ko), R as
-      // (k4, ji, g, ko, jo), four consecutive k of one output innermost; per-output scale,
+      // The integer layouts (recurrent_pipelines.h): Wt as (kl, n, ko), R as
+      // (kl, ji, g, ko, jo), lane() consecutive k of one output innermost; per-output scale,
       // column sum and zero point indexed like XW's n = (jo * G + g) * T + ji. Padding is zero.
-      const int64_t k4_input = round_up(input_size, 4) / 4, k4_hidden = round_up(hidden, 4) / 4;
-      part.wq = Tensor(DType::kInt8, {k4_input, n_extent, 4});
-      part.rq = Tensor(DType::kInt8, {padded / tile, k4_hidden, gates, tile, 4});
+      const int64_t lane = cell.quant->lane();
+      const DType storage = cell.quant->wide_operands() ? DType::kInt16 : DType::kInt8;
+      const int64_t ko_input = packed_ko(cell.quant->input_widths);
+      const int64_t ko_hidden = packed_ko(cell.quant->state_widths);
+      part.wq = Tensor(storage, {ko_input, n_extent, lane});
+      part.rq = Tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
       for (Tensor* vector : {&part.w_scale, &part.r_scale}) {
         *vector = Tensor(DType::kFloat32, {n_extent});
       }
       for (Tensor* vector : {&part.w_colsum, &part.w_zero, &part.r_colsum, &part.r_zero}) {
         *vector = Tensor(DType::kInt32, {n_extent});
       }
-      int8_t* wq_data = part.wq.data<int8_t>();
-      int8_t* rq_data = part.rq.data<int8_t>();
+      auto store = [&](Tensor& packed, int64_t at, int16_t q) {
+        if (storage == DType::kInt16) {
+          packed.data<int16_t>()[at] = q;
+        } else {
+          packed.data<int8_t>()[at] = static_cast<int8_t>(q);
+        }
+      };
       for (int64_t g = 0; g < gates; ++g) {
         const int onnx_gate = cell.gates[static_cast<size_t>(g)];
         for (int64_t j = 0; j < hidden; ++j) {
@@ -573,13 +582,14 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
           const int64_t row = d * onnx_gates * hidden + onnx_gate * hidden + j;
           int32_t w_sum = 0, r_sum = 0;
           for (int64_t k = 0; k < input_size; ++k) {
-            const int8_t q = wq->q[static_cast<size_t>(row * input_size + k)];
-            wq_data[((k / 4) * n_extent + n) * 4 + k % 4] = q;
+            const int16_t q = wq->q[static_cast<size_t>(row * input_size + k)];
+            store(part.wq, ((k / lane) * n_extent + n) * lane + k % lane, q);
             w_sum += q;
           }
           for (int64_t k = 0; k < hidden; ++k) {
-            const int8_t q = rq->q[static_cast<size_t>(row * hidden + k)];
-            rq_data[((((jo * k4_hidden) + k / 4) * gates + g) * tile + ji) * 4 + k % 4] = q;
+            const int16_t q = rq->q[static_cast<size_t>(row * hidden + k)];
+            store(part.rq, ((((jo * ko_hidden) + k / lane) * gates + g) * tile + ji) * lane + k % lane,
+                  q);
             r_sum += q;
           }
           part.w_scale.data<float>()[n] = wq->scale[static_cast<size_t>(row)];
@@ -638,9 +648,17 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
 
 // ---- running -----------------------------------------------------------------------------------
 
+namespace {
+// " int8" / " int16" (the stored operand width) for integer products, "" for float.
+std::string quant_tag(const RecurrentCell& cell) {
+  if (!cell.quant) return "";
+  return cell.quant->wide_operands() ? " int16" : " int8";
+}
+}  // namespace
+
 std::string RecurrentBlock::kind() const {
   const char* name = op_ == RecurrentOp::kLstm ? "lstm" : op_ == RecurrentOp::kGru ? "gru" : "rnn";
-  return cat("halide ", name, directions_[0].cell.quant ? " int8" : "", " ", direction_name_,
+  return cat("halide ", name, quant_tag(directions_[0].cell), " ", direction_name_,
              " h=", hidden_size_, " in=", input_size_);
 }
 
@@ -802,8 +820,10 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
     return;
   }
   // Argument order: recurrent_pipelines.h.
-  const int64_t k4 = round_up(input_size_, 4) / 4;
-  BufferView wq_buffer(part.wq.data<int8_t>(), kI8, {{4, 1}, {n_extent, 4}, {k4, 4 * n_extent}});
+  const int64_t lane = part.cell.quant->lane();
+  const int64_t ko = packed_ko(part.cell.quant->input_widths);
+  BufferView wq_buffer(part.wq.raw_data(), weight_type(*part.cell.quant),
+                       {{lane, 1}, {n_extent, lane}, {ko, lane * n_extent}});
   BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
   BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
   BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});
@@ -865,14 +885,16 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
                        {{tile, 1}, {tiles, tile}, {3, padded}});
   BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
                  {{tile, 1}, {tiles, tile}});
-  const int64_t k4 = round_up(hidden, 4) / 4;
   const bool quantized = part.cell.quant.has_value();
-  BufferView rq_buffer(quantized ? part.rq.data<int8_t>() : nullptr, kI8,
-                       {{4, 1},
-                        {tile, 4},
-                        {gates, 4 * tile},
-                        {k4, 4 * tile * gates},
-                        {tiles, 4 * tile * gates * k4}});
+  const int64_t lane = quantized ? part.cell.quant->lane() : 1;
+  const int64_t ko = quantized ? packed_ko(part.cell.quant->state_widths) : 1;
+  BufferView rq_buffer(quantized ? part.rq.raw_data() : nullptr,
+                       quantized ? weight_type(*part.cell.quant) : kI8,
+                       {{lane, 1},
+                        {tile, lane},
+                        {gates, lane * tile},
+                        {ko, lane * tile * gates},
+                        {tiles, lane * tile * gates * ko}});
   const std::initializer_list<std::pair<int64_t, int64_t>> row_tiles = {
       {tile, 1}, {gates, tile}, {tiles, gates * tile}};
   BufferView r_scale(quantized ? part.r_scale.data<float>() : nullptr, kF32, row_tiles);

@@ -128,8 +128,8 @@ class RecurrentBlock : public ExecutionBlock {
     CompiledPipeline batched_step;  // batch_size > 1: batch_tile entries per weight load
     // Marshaled weights (recurrent_pipelines.h layouts).
     Tensor wt, bias, r, peepholes, rbh;  // float32, 64-byte aligned
-    // Integer products (cell.quant): int8 weights, per-output float scales, int32 column sums
-    // and zero points.
+    // Integer products (cell.quant): int8 or int16 weights (RecurrentQuant::wide_operands),
+    // per-output float scales, int32 column sums and zero points.
     Tensor wq, w_scale, w_colsum, w_zero, rq, r_scale, r_colsum, r_zero;
   };
 

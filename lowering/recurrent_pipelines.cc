@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "ir/error.h"
 
@@ -94,7 +95,25 @@ std::string RecurrentCell::step_key() const {
 }
 
 std::string RecurrentQuant::key() const {
-  return activations.to_string() + (weight_zero_points ? " weight_zero_points" : "");
+  return cat(activations.to_string(), weight_zero_points ? " weight_zero_points" : "",
+             " W.x: ", input_widths.to_string(), " R.h: ", state_widths.to_string());
+}
+
+RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
+                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric) {
+  RecurrentQuant quant;
+  quant.activations = activations;
+  quant.weight_zero_points = w_asymmetric || r_asymmetric;
+  const bool wide = activations.wide() || w_bits > 8 || r_bits > 8;
+  quant.input_widths = product_widths(activations, w_bits, w_asymmetric, input_size, wide);
+  quant.state_widths = product_widths(activations, r_bits, r_asymmetric, hidden_size, wide);
+  return quant;
+}
+
+int64_t packed_ko(const ProductWidths& widths) {
+  const int64_t ko = (widths.terms + widths.lane - 1) / widths.lane;
+  const int64_t chunk_ko = widths.chunk_terms / widths.lane;
+  return (ko + chunk_ko - 1) / chunk_ko * chunk_ko;
 }
 
 std::string RecurrentSchedule::key() const {
@@ -257,14 +276,29 @@ void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& e
 
 // ---- activation quantization (ir/quantization.h's arithmetic, per row) ------------------------
 
-// A float operand src(k, row), k in [0, n), quantized row by row. q(k, row) is 0 for k >= n (the
-// weights there are zero padding); sum(row) is the sum of q over k < n (for weight zero points).
+// A float operand src(k, row), k in [0, n), quantized row by row and stored as `storage` (u8 or
+// s16, the kernel's operand type; any activation scheme's q fits the s16). q(k, row) is 0 for
+// k >= n (the weights there are zero padding, up to padded_n); sum(row) is the sum of q over k < n (for weight
+// zero points).
 struct QuantizedRows {
   Func q, scale, zero_point, sum;
 };
 
-QuantizedRows quantize_rows(Func src, int n, const ActivationQuant& quant, bool state,
-                            int vector_width, const std::string& name) {
+// Elements of `storage` in one vector of `vector_width` floats.
+int storage_vector(Halide::Type storage, int vector_width) {
+  return vector_width * 32 / storage.bits();
+}
+
+// The operand types of a quantized cell's products (RecurrentQuant::wide_operands).
+Halide::Type activation_storage(const RecurrentQuant& quant) {
+  return quant.wide_operands() ? Halide::Int(16) : Halide::UInt(8);
+}
+Halide::Type weight_storage(const RecurrentQuant& quant) {
+  return quant.wide_operands() ? Halide::Int(16) : Halide::Int(8);
+}
+
+QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant& quant, bool state,
+                            Halide::Type storage, int vector_width, const std::string& name) {
   Var k("k"), row("row"), lane("lane");
   QuantizedRows out{Func(name + "_q"), Func(name + "_scale"), Func(name + "_zero_point"),
                     Func(name + "_sum")};
@@ -307,18 +341,104 @@ QuantizedRows quantize_rows(Func src, int n, const ActivationQuant& quant, bool 
     out.scale(row) = state ? quant.state_scale : quant.input_scale;
     out.zero_point(row) = state ? quant.state_zero_point : quant.input_zero_point;
   }
-  const Halide::Type storage = quant.wide() ? Halide::Int(16) : Halide::UInt(8);
   Expr inv_scale = 1.0f / out.scale(row);
   Expr quantized = clamp(Halide::round(src(min(k, n - 1), row) * inv_scale) +
                              Halide::cast<float>(out.zero_point(row)),
                          qmin, qmax);
   out.q(k, row) = select(k < n, Halide::cast(storage, quantized), Halide::cast(storage, 0));
   // Whole vectors from 0 (a vector wider than the row would otherwise be shifted below 0).
-  out.q.bound(k, 0, round_up(n, 4 * vector_width));
+  out.q.bound(k, 0, round_up(padded_n, storage_vector(storage, vector_width)));
   RDom all(0, n, "all");
   out.sum(row) = 0;
   out.sum(row) += Halide::cast<int32_t>(out.q(all, row));
   return out;
+}
+
+// The exact integer sum over k of activation(k) * weight(kl, ko) (k = lane * ko + kl) for each
+// point of `args`, in the widths quant/'s analysis chose (ir/quantization.h ProductWidths): one
+// int32 reduction (`acc`), or, when the sum can outgrow int32, int32 dot products over chunks of
+// chunk_terms products (`chunk`, computed per chunk) summed into an int64 `acc`.
+struct IntegerDot {
+  Func acc, chunk;
+  RDom k;       // (kl, ko within the chunk)
+  RDom chunks;  // int64_sum only
+  bool int64_sum = false;
+};
+
+IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
+                       const ProductWidths& widths, const std::function<Expr(Expr)>& activation,
+                       const std::function<Expr(Expr, Expr)>& weight) {
+  const int lane = widths.lane;
+  const int chunk_ko = static_cast<int>(widths.chunk_terms / lane);
+  IntegerDot dot;
+  dot.int64_sum = widths.int64_sum;
+  dot.k = RDom(0, lane, 0, chunk_ko, name + "_k");
+  std::vector<Expr> at(args.begin(), args.end());
+  if (!dot.int64_sum) {
+    dot.acc = Func(name + "_dot");
+    dot.acc(at) = 0;
+    dot.acc(at) += Halide::cast<int32_t>(activation(lane * dot.k.y + dot.k.x)) *
+                   Halide::cast<int32_t>(weight(dot.k.x, dot.k.y));
+    return dot;
+  }
+  Var c("c");
+  std::vector<Expr> chunk_at = at;
+  chunk_at.push_back(c);
+  const Expr ko = c * chunk_ko + dot.k.y;
+  dot.chunk = Func(name + "_chunk");
+  dot.chunk(chunk_at) = 0;
+  dot.chunk(chunk_at) += Halide::cast<int32_t>(activation(lane * ko + dot.k.x)) *
+                         Halide::cast<int32_t>(weight(dot.k.x, ko));
+  dot.chunks = RDom(0, static_cast<int>(packed_ko(widths) / chunk_ko), name + "_chunks");
+  std::vector<Expr> chunk_of = at;
+  chunk_of.push_back(dot.chunks.x);
+  dot.acc = Func(name + "_dot");
+  dot.acc(at) = Halide::cast<int64_t>(0);
+  dot.acc(at) += Halide::cast<int64_t>(dot.chunk(chunk_of));
+  return dot;
+}
+
+// An integer term of the zero-point correction in the dot's type.
+Expr in_sum_type(const IntegerDot& dot, Expr value) {
+  return dot.int64_sum ? Halide::cast<int64_t>(value) : value;
+}
+
+// Schedules `dot` at `consumer`'s loop `at`: its accumulators over `inner` (the first vectorized
+// by v, all unrolled: one register tile) with the reduction outside them and `outer` (extent 1
+// there) outermost; the lane's k innermost, vectorized with inner[0] into one dot-product
+// instruction per vector.
+void schedule_dot(IntegerDot dot, Func consumer, const Var& at, const std::vector<Var>& inner,
+                  const std::vector<Var>& outer, int v) {
+  auto tile = [&](Halide::Stage stage) {
+    stage.vectorize(inner[0], v);
+    for (const Var& var : inner) stage.unroll(var);
+  };
+  auto dot_update = [&](Func f, const std::vector<Var>& outermost) {
+    std::vector<Halide::VarOrRVar> order = {dot.k.x};
+    order.insert(order.end(), inner.begin(), inner.end());
+    order.push_back(dot.k.y);
+    order.insert(order.end(), outermost.begin(), outermost.end());
+    Halide::Stage update = f.update();
+    update.atomic().reorder(order).vectorize(dot.k.x);
+    tile(update);
+  };
+  dot.acc.compute_at(consumer, at);
+  tile(dot.acc);
+  if (!dot.int64_sum) {
+    dot_update(dot.acc, outer);
+    return;
+  }
+  std::vector<Halide::VarOrRVar> order(inner.begin(), inner.end());
+  order.push_back(dot.chunks.x);
+  order.insert(order.end(), outer.begin(), outer.end());
+  Halide::Stage update = dot.acc.update();
+  update.reorder(order);
+  tile(update);
+  dot.chunk.compute_at(dot.acc, dot.chunks.x);
+  tile(dot.chunk);
+  std::vector<Var> chunk_outer = outer;
+  chunk_outer.push_back(dot.chunk.args().back());
+  dot_update(dot.chunk, chunk_outer);
 }
 
 // ---- input projection --------------------------------------------------------------------------
@@ -335,17 +455,20 @@ std::string input_projection_key(const RecurrentCell& cell, const RecurrentSched
 
 namespace {
 
-// XW = bias + dequantized (quantized X rows) . (int8 Wt), the dot products as u8 x s8 -> s32
-// reductions four k at a time, in the float projection's register tiles.
+// XW = bias + dequantized (quantized X rows) . (integer Wt), the dot products as u8 x s8 -> s32
+// reductions four k at a time (s16 x s16 -> s32, two at a time, for wide operands), in the float
+// projection's register tiles.
 void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                                   const std::string& object_path, const std::string& function_name,
                                   const Halide::Target& target) {
   const RecurrentQuant& quant = *cell.quant;
   const int v = schedule.vector_width;
   const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
-  const int k_extent = cell.input_size, k4_extent = round_up(k_extent, 4) / 4;
-  ImageParam x(Halide::Float(32), 2, "x");             // (k, m)
-  ImageParam wq(Halide::Int(8), 3, "wq");              // (k4, n, ko)
+  const int lane = quant.lane();
+  const int k_extent = cell.input_size;
+  const int ko_extent = static_cast<int>(packed_ko(quant.input_widths));
+  ImageParam x(Halide::Float(32), 2, "x");              // (k, m)
+  ImageParam wq(weight_storage(quant), 3, "wq");        // (kl, n, ko)
   ImageParam w_scale(Halide::Float(32), 1, "w_scale");  // (n)
   ImageParam w_colsum(Halide::Int(32), 1, "w_colsum");  // (n)
   ImageParam w_zero(Halide::Int(32), 1, "w_zero");      // (n)
@@ -355,21 +478,23 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   // Rows past X's last (the output is padded to the row tile) read X's last row.
   Func rows("x_rows");
   rows(k, m) = x(k, min(m, x.dim(1).extent() - 1));
-  QuantizedRows xq = quantize_rows(rows, k_extent, quant.activations, /*state=*/false, v, "x");
-  RDom r(0, 4, 0, k4_extent, "r");
-  Func dot("dot"), xw("xw");
-  dot(n, m) = 0;
-  dot(n, m) += Halide::cast<int32_t>(xq.q(4 * r.y + r.x, m)) *
-               Halide::cast<int32_t>(wq(r.x, n, r.y));
-  Expr corrected = dot(n, m) - xq.zero_point(m) * w_colsum(n);
+  QuantizedRows xq = quantize_rows(rows, k_extent, ko_extent * lane, quant.activations,
+                                   /*state=*/false, activation_storage(quant), v, "x");
+  IntegerDot dot = integer_dot(
+      "x", {n, m}, quant.input_widths, [&](Expr kk) { return xq.q(kk, m); },
+      [&](Expr kl, Expr ko) { return wq(kl, n, ko); });
+  Func xw("xw");
+  Expr corrected =
+      dot.acc(n, m) - in_sum_type(dot, xq.zero_point(m)) * in_sum_type(dot, w_colsum(n));
   if (quant.weight_zero_points) {
-    corrected -= w_zero(n) * (xq.sum(m) - k_extent * xq.zero_point(m));
+    corrected -= in_sum_type(dot, w_zero(n)) *
+                 (in_sum_type(dot, xq.sum(m)) - k_extent * in_sum_type(dot, xq.zero_point(m)));
     xq.sum.compute_root();
   }
   xw(n, m) = bias(n) + Halide::cast<float>(corrected) * (xq.scale(m) * w_scale(n));
 
   pin_dense(x, {k_extent, 0});
-  pin_dense(wq, {4, n_extent, k4_extent});
+  pin_dense(wq, {lane, n_extent, ko_extent});
   for (const ImageParam& vector : {w_scale, w_colsum, w_zero, bias}) pin_dense(vector, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 
@@ -381,15 +506,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
       .unroll(ni)
       .unroll(mi)
       .parallel(schedule.gemm_columns_outer ? no : mo);  // as the float projection (on oneTBB)
-  xq.q.compute_root().vectorize(xq.q.args()[0], 4 * v);
-  dot.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
-  dot.update()
-      .atomic()
-      .reorder(r.x, n, m, r.y)
-      .vectorize(r.x)
-      .vectorize(n, v)
-      .unroll(n)
-      .unroll(m);
+  xq.q.compute_root().vectorize(xq.q.args()[0], storage_vector(activation_storage(quant), v));
+  schedule_dot(dot, xw, schedule.gemm_columns_outer ? mo : no, {n, m}, {}, v);
 
   std::vector<Halide::Argument> arguments = {x, wq, w_scale, w_colsum};
   if (quant.weight_zero_points) arguments.push_back(w_zero);
@@ -457,7 +575,7 @@ namespace {
 // The buffers a step reads, with their layouts pinned (T = hidden tile, NT = tiles).
 struct StepInputs {
   ImageParam r{Halide::Float(32), 4, "r"};                  // (ji, g, k, jo)
-  ImageParam rq{Halide::Int(8), 5, "rq"};                   // (k4, ji, g, ko, jo), quantized
+  ImageParam rq;                                            // (kl, ji, g, ko, jo), quantized
   ImageParam r_scale{Halide::Float(32), 3, "r_scale"};      // (ji, g, jo), quantized
   ImageParam r_colsum{Halide::Int(32), 3, "r_colsum"};      // (ji, g, jo), quantized
   ImageParam r_zero{Halide::Int(32), 3, "r_zero"};          // (ji, g, jo), asymmetric weights
@@ -469,10 +587,15 @@ struct StepInputs {
   ImageParam peepholes{Halide::Float(32), 3, "peepholes"};  // (ji, jo, i/o/f), LSTM with P
   ImageParam rbh{Halide::Float(32), 2, "rbh"};              // (ji, jo), GRU linear_before_reset
 
-  StepInputs(const RecurrentSchedule& schedule, int gates, int hidden) {
+  StepInputs(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
     const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
+    const int gates = static_cast<int>(cell.gates.size()), hidden = cell.hidden_size;
     pin_dense(r, {tile, gates, hidden, tiles});
-    pin_dense(rq, {4, tile, gates, round_up(hidden, 4) / 4, tiles});
+    if (cell.quant) {
+      const int lane = cell.quant->lane();
+      rq = ImageParam(weight_storage(*cell.quant), 5, "rq");
+      pin_dense(rq, {lane, tile, gates, round_up(hidden, lane) / lane, tiles});
+    }
     pin_dense(r_scale, {tile, gates, tiles});
     pin_dense(r_colsum, {tile, gates, tiles});
     pin_dense(r_zero, {tile, gates, tiles});
@@ -498,11 +621,11 @@ struct StepInputs {
 };
 
 // pre(ji, g, jo, b) = init + R[gate0 + g] . operand(:, b) for the `count` gates from gate0: in
-// float, an update of pre over k; quantized, pre reads the int32 dot products `acc`.
+// float, an update of pre over k; quantized, pre reads the integer dot products `dot`.
 struct Product {
-  Func pre, acc;
-  RDom k;
-  bool quantized = false;
+  Func pre;
+  RDom k;  // float
+  std::optional<IntegerDot> dot;
 };
 
 Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
@@ -516,48 +639,47 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
     product.k = RDom(0, hidden, "k");
     product.pre(ji, g, jo, b) = init;
     product.pre(ji, g, jo, b) += in.r(ji, gate0 + g, product.k, jo) * operand(product.k, b);
-    product.acc = product.pre;
-  } else {
-    const RecurrentQuant& quant = *cell.quant;
-    QuantizedRows rows = quantize_rows(operand, hidden, quant.activations, /*state=*/true,
-                                       schedule.vector_width, name + "_operand");
-    product.quantized = true;
-    product.k = RDom(0, 4, 0, round_up(hidden, 4) / 4, "k");
-    product.acc = Func(name + "_dot");
-    product.acc(ji, g, jo, b) = 0;
-    product.acc(ji, g, jo, b) +=
-        Halide::cast<int32_t>(rows.q(4 * product.k.y + product.k.x, b)) *
-        Halide::cast<int32_t>(in.rq(product.k.x, ji, gate0 + g, product.k.y, jo));
-    // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
-    Expr corrected = product.acc(ji, g, jo, b) - rows.zero_point(b) * in.r_colsum(ji, gate0 + g, jo);
-    if (quant.weight_zero_points) {
-      corrected -= in.r_zero(ji, gate0 + g, jo) * (rows.sum(b) - hidden * rows.zero_point(b));
-      rows.sum.compute_root();
-    }
-    product.pre(ji, g, jo, b) =
-        init + Halide::cast<float>(corrected) * (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
-    rows.q.compute_root().vectorize(rows.q.args()[0], 4 * schedule.vector_width);
+    product.pre.bound(g, 0, count);
+    return product;
   }
-  product.acc.bound(g, 0, count);
+  const RecurrentQuant& quant = *cell.quant;
+  const Halide::Type storage = activation_storage(quant);
+  const int padded_k = static_cast<int>(packed_ko(quant.state_widths)) * quant.lane();
+  QuantizedRows rows = quantize_rows(operand, hidden, padded_k, quant.activations, /*state=*/true,
+                                     storage, schedule.vector_width, name + "_operand");
+  IntegerDot dot = integer_dot(
+      name, {ji, g, jo, b}, quant.state_widths, [&](Expr k) { return rows.q(k, b); },
+      [&](Expr kl, Expr ko) { return in.rq(kl, ji, gate0 + g, ko, jo); });
+  // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
+  Expr corrected = dot.acc(ji, g, jo, b) - in_sum_type(dot, rows.zero_point(b)) *
+                                               in_sum_type(dot, in.r_colsum(ji, gate0 + g, jo));
+  if (quant.weight_zero_points) {
+    corrected -= in_sum_type(dot, in.r_zero(ji, gate0 + g, jo)) *
+                 (in_sum_type(dot, rows.sum(b)) - hidden * in_sum_type(dot, rows.zero_point(b)));
+    rows.sum.compute_root();
+  }
+  product.pre(ji, g, jo, b) =
+      init + Halide::cast<float>(corrected) * (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
+  rows.q.compute_root().vectorize(rows.q.args()[0],
+                                  storage_vector(storage, schedule.vector_width));
+  dot.acc.bound(g, 0, count);
+  product.dot = dot;
   return product;
 }
 
 // Computes a product's accumulators at `consumer`'s loop `at`, with the k loop outside the
 // tile's G * T / V * (batch entries) vector accumulators held in registers: update loops,
-// innermost first, ji, g, b, k, jo (quantized: the four k of one dot-product lane innermost,
-// vectorized with ji into one u8 x s8 -> s32 reduction).
+// innermost first, ji, g, b, k, jo (quantized: schedule_dot, the lane's k innermost).
 void schedule_product(Product product, Func consumer, const Var& at, int v) {
-  const std::vector<Var> args = product.acc.args();  // (ji, g, jo, b)
-  product.acc.compute_at(consumer, at).vectorize(args[0], v);
-  Halide::Stage update = product.acc.update();
-  if (product.quantized) {
-    update.atomic()
-        .reorder(product.k.x, args[0], args[1], args[3], product.k.y, args[2])
-        .vectorize(product.k.x)
-        .vectorize(args[0], v);
-  } else {
-    update.reorder(args[0], args[1], args[3], product.k.x, args[2]).vectorize(args[0], v);
+  if (product.dot) {
+    const std::vector<Var> args = product.dot->acc.args();  // (ji, g, jo, b)
+    schedule_dot(*product.dot, consumer, at, {args[0], args[1], args[3]}, {args[2]}, v);
+    return;
   }
+  const std::vector<Var> args = product.pre.args();  // (ji, g, jo, b)
+  product.pre.compute_at(consumer, at).vectorize(args[0], v);
+  Halide::Stage update = product.pre.update();
+  update.reorder(args[0], args[1], args[3], product.k.x, args[2]).vectorize(args[0], v);
   update.unroll(args[0]).unroll(args[1]).unroll(args[3]);
 }
 
@@ -593,9 +715,9 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,
                             const Halide::Target& target) {
-  const int hidden = cell.hidden_size, tile = schedule.hidden_tile;
+  const int tile = schedule.hidden_tile;
   const int gates = static_cast<int>(cell.gates.size());
-  StepInputs in(schedule, gates, hidden);
+  StepInputs in(cell, schedule);
   Var ji("ji"), g("g"), jo("jo"), b("b"), k_var("k");
   // The XW row entry b reads; inactive entries (negative time; the batch tile's padding entries
   // past XW's batch) read a valid row and keep their state.

@@ -68,17 +68,37 @@ const char* activation_name(RecurrentActivation::Kind kind);
 constexpr int kLstmI = 0, kLstmO = 1, kLstmF = 2, kLstmC = 3;
 constexpr int kGruZ = 0, kGruR = 1, kGruH = 2;
 
-// Integer products (docs/quant.md): W and R quantized per output row (int8, a scale and an
-// optional zero point per gate row), the activation operands (X rows, h, GRU's rt (.) h)
-// quantized as `activations` says, the dot products accumulated in int32 (u8 x s8 -> s32: the
-// AVX-512 VNNI vpdpbusd where the target has it) and dequantized before the gate arithmetic,
-// which stays float.
+// Integer products (docs/quant.md): W and R quantized per output row (a scale and an optional
+// zero point per gate row), the activation operands (X rows, h, GRU's rt (.) h) quantized as
+// `activations` says, the dot products accumulated in int32 and dequantized before the gate
+// arithmetic, which stays float. The operands are stored in the narrowest native width that
+// holds both (ir/quantization.h's
+// OperandWidths): weights and activations of at most 8 bits as u8 x s8, four
+// products per int32 lane (the AVX-512 VNNI vpdpbusd where the target has it); anything wider as
+// s16 x s16, two products per lane (vpdpwssd / vpmaddwd).
 struct RecurrentQuant {
   ActivationQuant activations;
   bool weight_zero_points = false;  // asymmetric weights: a zero point per row
+  ProductWidths input_widths;       // W . x, over input_size
+  ProductWidths state_widths;       // R . h, over hidden_size
 
+  // s16 x s16 storage (a weight or the activations > 8 bits); both products share it.
+  bool wide_operands() const { return input_widths.storage_bits == 16; }
+  // The products summed into one int32 lane: 4 for u8 x s8, 2 for s16 x s16. The reduction
+  // axis k is padded (packed_ko), and packed weights keep `lane()` consecutive k of one output
+  // innermost.
+  int lane() const { return input_widths.lane; }
   std::string key() const;
 };
+
+// A cell's integer products for weights W and R of w_bits and r_bits (asymmetric: uint8 with zero
+// points), and these activations.
+RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
+                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric);
+
+// The packed extent of a product's k axis in lanes: K / lane rounded up, and up to whole chunks
+// when the sum is chunked (the padding is zero).
+int64_t packed_ko(const ProductWidths& widths);
 
 // One direction of a node, as the step pipeline computes it.
 struct RecurrentCell {
@@ -128,8 +148,9 @@ int64_t projection_weight_stride(int64_t n_extent);
 // Argument order of the projection pipeline's argv entry:
 //   float:     x (k, m), wt (n, k: row stride projection_weight_stride(N)), bias (n),
 //              -> xw (n, m padded to gemm_rows)
-//   quantized: x (k, m), wq (k4, n, ko: int8, k = 4 ko + k4, K padded to 4), w_scale (n),
-//              w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)], bias (n), -> xw
+//   quantized: x (k, m), wq (kl, n, ko: int8 or int16, k = L ko + kl, K padded to L = lane()),
+//              w_scale (n), w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)],
+//              bias (n), -> xw
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
@@ -140,8 +161,8 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 //   reads at this step; negative: b is past its sequence and keeps its state), h (k, b),
 //   h_tiles (ji, jo, b: the same h), [c (ji, jo, b)], [peepholes (ji, jo, 3): i, o, f],
 //   [rbh (ji, jo): GRU linear_before_reset's h-gate Rb], -> h_next (ji, jo, b), [c_next]
-// Quantized: r is replaced by rq (k4, ji, g, ko, jo: int8, hidden padded to 4), r_scale
-// (ji, g, jo), r_colsum (ji, g, jo: int32), [r_zero (ji, g, jo: int32)].
+// Quantized: r is replaced by rq (kl, ji, g, ko, jo: int8 or int16, hidden padded to lane()),
+// r_scale (ji, g, jo), r_colsum (ji, g, jo: int32), [r_zero (ji, g, jo: int32)].
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,

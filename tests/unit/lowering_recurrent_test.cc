@@ -93,11 +93,12 @@ struct Case {
   DType dtype = DType::kFloat32;
   bool runtime_weights = false;  // W, R as graph inputs instead of initializers
   uint32_t seed = 1;
-  // Integer products: W and R quantized per row (int8 symmetric, or uint8 with zero points), as
-  // fold_quantized_weights leaves them (dequantized floats + QuantParams), and the node annotated
-  // with this activation quantization.
+  // Integer products: W and R quantized per row (symmetric with weight_bits, or uint8 with zero
+  // points), as fold_quantized_weights leaves them (dequantized floats + QuantParams), and the
+  // node annotated with this activation quantization.
   std::optional<ActivationQuant> quantize;
   bool asymmetric_weights = false;
+  int weight_bits = 8;  // symmetric weights: 2..16
 };
 
 int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
@@ -113,9 +114,11 @@ Tensor random_tensor(std::vector<int64_t> shape, float scale, std::mt19937& rand
 // Quantizes a [dirs, rows, cols] weight per row (one scale per row index, shared by the
 // directions, as DequantizeLinear's axis 1 gives) and returns the dequantized values' parameters;
 // `weight` is overwritten by its dequantized values.
-std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmetric) {
+std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmetric, int bits) {
   const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
+  const float half = static_cast<float>((1 << (bits - 1)) - 1);
   auto params = std::make_shared<QuantParams>();
+  params->bits = asymmetric ? 8 : bits;
   params->granularity = QuantParams::Granularity::kAxis;
   params->axis = 1;
   params->is_signed = !asymmetric;
@@ -129,7 +132,7 @@ std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmet
         hi = std::max(hi, w[(d * rows + row) * cols + k]);
       }
     }
-    float scale = asymmetric ? (hi - lo) / 255 : std::max(-lo, hi) / 127;
+    float scale = asymmetric ? (hi - lo) / 255 : std::max(-lo, hi) / half;
     if (!(scale > 0)) scale = 1;
     const int32_t zero_point = asymmetric ? static_cast<int32_t>(std::nearbyint(-lo / scale)) : 0;
     params->scales.push_back(scale);
@@ -138,7 +141,7 @@ std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmet
       for (int64_t k = 0; k < cols; ++k) {
         float& value = w[(d * rows + row) * cols + k];
         const float q = std::clamp(std::nearbyint(value / scale) + zero_point,
-                                   asymmetric ? 0.0f : -127.0f, asymmetric ? 255.0f : 127.0f);
+                                   asymmetric ? 0.0f : -half, asymmetric ? 255.0f : half);
         value = (q - static_cast<float>(zero_point)) * scale;
       }
     }
@@ -178,7 +181,7 @@ std::unique_ptr<Built> build(const Case& c) {
   }
   std::shared_ptr<QuantParams> weight_quant[3];
   if (c.quantize) {
-    for (int i : {1, 2}) weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights);
+    for (int i : {1, 2}) weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights, c.weight_bits);
   }
   if (c.dtype != DType::kFloat32) {
     for (Tensor& tensor : in) {
@@ -793,6 +796,70 @@ TEST(LowerRecurrentQuant, RnnBidirectional) {
   expect_quantized_matches_reference(c);
 }
 
+// Wide operands (s16 x s16 -> s32 pairs): 12- and 16-bit weights, 12- and 16-bit activations, and
+// the mixed cases where only one side is wide (8-bit u8 activations widened to s16 next to
+// 12-bit weights; 16-bit activations next to 8-bit weights). Hidden 20 and input 7 are odd
+// multiples of nothing: the k padding of the two-wide lanes.
+ActivationQuant symmetric_bits(int bits) {
+  ActivationQuant quant;
+  quant.bits = bits;
+  quant.symmetric = true;
+  return quant;
+}
+
+TEST(LowerRecurrentQuant, LstmWide16BitWeightsAndActivations) {
+  Case c;
+  c.weight_bits = 16;
+  c.quantize = symmetric_bits(16);
+  c.hidden = 20;
+  c.input = 7;
+  c.peepholes = true;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, LstmWide12BitWeightsU8Activations) {
+  Case c;
+  c.weight_bits = 12;
+  c.hidden = 128;
+  c.input = 40;
+  c.batch = 3;
+  c.direction = "bidirectional";
+  c.sequence_lens = {5, 2, 0};
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, GruWide12BitActivations8BitWeights) {
+  Case c = gru();
+  c.quantize = symmetric_bits(12);
+  c.hidden = 36;  // linear_before_reset = 0: rt (.) h is quantized as 12-bit s16 too
+  c.batch = 2;
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, RnnWideAsymmetricWeightsStatic16BitActivations) {
+  Case c = rnn();
+  c.asymmetric_weights = true;  // uint8 weights with zero points, shifted into s16
+  ActivationQuant quant = symmetric_bits(16);
+  quant.dynamic = false;
+  quant.input_scale = 3.0f / 32767;
+  quant.state_scale = 1.0f / 32767;
+  c.quantize = quant;
+  c.hidden = 33;
+  c.direction = "reverse";
+  expect_quantized_matches_reference(c);
+}
+
+TEST(LowerRecurrentQuant, WideAvx2TargetAgreesWithReference) {
+  Case c;
+  c.weight_bits = 12;
+  c.quantize = symmetric_bits(10);
+  c.hidden = 24;
+  c.batch = 2;
+  std::unique_ptr<Built> built = build(c);
+  expect_outputs_match(*built->node, run_lowered(*built, "avx2"), run_reference(*built),
+                       kQuantTolerance);
+}
+
 // Quantization itself stays near float: 8-bit weights and activations on these unit-scale
 // weights move the LSTM's outputs by a few quantization steps at most.
 TEST(LowerRecurrentQuant, StaysNearFloat) {
@@ -817,9 +884,10 @@ TEST(LowerRecurrentQuant, Avx2TargetAgreesWithReference) {
                        kQuantTolerance);
 }
 
-// The host target (AVX-512 with VNNI here) must really use the dot-product instruction: a silent
-// fallback to widening multiplies would pass every numeric test.
-TEST(LowerRecurrentQuant, HostStepUsesVnniDotProducts) {
+// The host target (AVX-512 with VNNI here) must really use the dot-product instructions: a silent
+// fallback to widening multiplies would pass every numeric test. u8 x s8 products are vpdpbusd;
+// s16 x s16 ones (12-bit weights) vpdpwssd, also in the chunked int64 form (16 x 16 bits).
+TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   const Halide::Target host = Halide::get_host_target();
   if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
     GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
@@ -831,21 +899,34 @@ TEST(LowerRecurrentQuant, HostStepUsesVnniDotProducts) {
   cell.activations = {{RecurrentActivation::Kind::kSigmoid},
                       {RecurrentActivation::Kind::kTanh},
                       {RecurrentActivation::Kind::kTanh}};
-  cell.quant = RecurrentQuant{};
-  const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
-  const std::string object = ::testing::TempDir() + "rnnc_quant_step.o";
-  for (bool projection : {false, true}) {
-    if (projection) {
-      compile_input_projection(cell, schedule, object, "quant_projection", host);
-    } else {
-      compile_recurrent_step(cell, schedule, object, "quant_step", host);
+  struct Variant {
+    int weight_bits, activation_bits;
+    const char* instruction;
+  };
+  for (const Variant& variant :
+       {Variant{8, 8, "vpdpbusd"}, Variant{12, 8, "vpdpwssd"}, Variant{16, 16, "vpdpwssd"}}) {
+    ActivationQuant activations;
+    activations.bits = variant.activation_bits;
+    activations.symmetric = variant.activation_bits > 8;
+    cell.quant = recurrent_quant(activations, cell.input_size, cell.hidden_size,
+                                 variant.weight_bits, false, variant.weight_bits, false);
+    EXPECT_EQ(cell.quant->state_widths.int64_sum, variant.activation_bits == 16);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
+    const std::string object = ::testing::TempDir() + "rnnc_quant_step.o";
+    for (bool projection : {false, true}) {
+      if (projection) {
+        compile_input_projection(cell, schedule, object, "quant_projection", host);
+      } else {
+        compile_recurrent_step(cell, schedule, object, "quant_step", host);
+      }
+      const std::string listing = ::testing::TempDir() + "rnnc_quant_step.txt";
+      ASSERT_EQ(std::system(("objdump -d " + object + " > " + listing).c_str()), 0);
+      std::ifstream in(listing);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find(variant.instruction), std::string::npos)
+          << (projection ? "projection" : "step") << " of " << cell.quant->key() << " has no "
+          << variant.instruction;
     }
-    const std::string listing = ::testing::TempDir() + "rnnc_quant_step.txt";
-    ASSERT_EQ(std::system(("objdump -d " + object + " > " + listing).c_str()), 0);
-    std::ifstream in(listing);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("vpdpbusd"), std::string::npos)
-        << (projection ? "projection" : "step") << " has no vpdpbusd";
   }
 }
 
