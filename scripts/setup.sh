@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev llvm-14-tools
+  espeak-ng sox
 )
 if [[ "${1:-}" == "--python" ]]; then
   packages+=(python3-torch python3-onnx python3-numpy python3-matplotlib libopenblas0-pthread)

@@ -1,0 +1,170 @@
+// Silero VAD on real speech: the int8 model's speech probability against the float model's.
+//
+// The audio is synthesized by tests/data/make_speech.sh (espeak-ng + sox; the ctest fixture
+// silero_speech_audio writes it into RNNC_SPEECH_DIR): three files of 16 kHz mono speech, two
+// utterances each, with 1.0 s of silence before (noise only in the third file). Each is streamed
+// through the public API as Silero v5 is used: 512 new samples per chunk, the previous chunk's
+// last 64 samples prepended (zeros first), so the input is [1, 576], and the model's own state
+// carried (stateN -> state); the last partial chunk is zero-padded. sr is fixed to 16000.
+//
+// Tolerance: max over chunks |p_int8 - p_float| <= 0.02. A VAD decides speech at p > 0.5
+// (Silero's default threshold, with hysteresis down to 0.35); 0.02 is 4% of the distance from the
+// threshold to either end, so int8 may move a decision only for a chunk whose float probability
+// is already within 0.02 of the threshold, where the float decision itself is a coin toss.
+// Measured with the default scheme (int8 per-row weights, dynamic per-row u8 activations; see
+// docs/quant.md): mean 5e-4 to 7e-4, but max 0.035, 0.031 and 0.019 on the three files, so the
+// bound fails on two of them. The reference evaluator's fake-quantized run has the same maxima,
+// and 16-bit weights and activations give 2e-4, so this is the 8-bit error itself, not a kernel
+// bug: one chunk from the float state is off by at most 0.014; carrying the int8 model's own
+// state adds drift; the worst chunks sit at speech/silence transitions (p_float 0.3-0.7, where
+// the sigmoid is steepest). The bound is left at 0.02 pending a decision
+// (a wider bound, another default scheme, or a per-decision criterion), not loosened to pass.
+// The float path against the reference evaluator: 1e-4 absolute on the probability (float32
+// summation order; measured at most 1.6e-5).
+//
+// Skipped only when the model file is absent (models/fetch_silero.sh; scripts/test.sh fetches
+// it); the audio is a fixture, so a missing WAV is a failure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "rnnc/rnnc.h"
+#include "tests/support/wav.h"
+
+namespace rnnc {
+namespace {
+
+const std::string kSileroPath = RNNC_MODELS_DIR "/silero_vad_16k_op15.onnx";
+constexpr int64_t kChunk = 512, kContext = 64, kRate = 16000;
+constexpr double kTolerance = 0.02;           // |p_int8 - p_float|, see the header
+constexpr double kReferenceTolerance = 1e-4;  // |p_float - p_reference|
+constexpr double kThreshold = 0.5;            // Silero's speech decision
+// Chunks that end before this sample lie in the leading silence (1.0 s, with a margin for the
+// resampler's ringing and the model's receptive field).
+constexpr int64_t kSilenceEnd = 14400;  // 0.9 s
+
+// The probability of each chunk of `audio`, streamed through a session of `model`.
+std::vector<float> stream(const CompiledModel& model, const std::vector<float>& audio) {
+  Session session = model.new_session({{"stateN", "state"}});
+  std::vector<float> input(kContext + kChunk, 0.0f);
+  std::vector<float> probabilities;
+  for (size_t start = 0; start < audio.size(); start += kChunk) {
+    std::copy(input.end() - kContext, input.end(), input.begin());  // the previous chunk's tail
+    const size_t n = std::min<size_t>(kChunk, audio.size() - start);
+    std::fill(input.begin() + kContext, input.end(), 0.0f);
+    std::copy_n(audio.begin() + static_cast<std::ptrdiff_t>(start), n, input.begin() + kContext);
+    const auto& outputs =
+        session.run({{"input", {ElementType::kFloat32, {1, kContext + kChunk}, input.data()}}});
+    const auto output = std::find_if(outputs.begin(), outputs.end(),
+                                     [](const NamedTensor& t) { return t.name == "output"; });
+    EXPECT_NE(output, outputs.end());
+    if (output == outputs.end()) return probabilities;
+    probabilities.push_back(*static_cast<const float*>(output->tensor.data));
+  }
+  return probabilities;
+}
+
+// One compiled Silero per configuration, loaded once per process.
+std::shared_ptr<const CompiledModel> silero(const std::string& quantization, bool reference) {
+  static std::map<std::pair<std::string, bool>, std::shared_ptr<const CompiledModel>> models;
+  auto& model = models[{quantization, reference}];
+  if (!model) {
+    ModelOptions options;
+    options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+    options.fixed_inputs["sr"] = {kRate};
+    options.quantization_config = quantization;
+    options.reference = reference;
+    model = CompiledModel::load(kSileroPath, options);
+  }
+  return model;
+}
+
+std::vector<float> read_speech(const std::string& name) {
+  const std::string path = std::string(RNNC_SPEECH_DIR) + "/" + name + ".wav";
+  EXPECT_TRUE(std::filesystem::exists(path))
+      << path << " is missing: run tests/data/make_speech.sh " RNNC_SPEECH_DIR;
+  testing::Wav wav = testing::read_wav(path);
+  EXPECT_EQ(wav.sample_rate, kRate) << path;
+  return wav.samples;
+}
+
+class SileroSpeech : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kSileroPath)) {
+      GTEST_SKIP() << kSileroPath << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
+    }
+  }
+};
+
+// The int8 LSTM is what the next tests measure: CompiledModel::load must quantize Silero's LSTM,
+// which the ONNX export puts inside an If (the quantizer sees the optimized graph).
+TEST(SileroQuantized, LstmRunsOnInt8Kernels) {
+  if (!std::filesystem::exists(kSileroPath)) GTEST_SKIP() << kSileroPath << " is missing";
+  const std::string float_blocks = silero("", false)->describe();
+  const std::string int8_blocks = silero("default", false)->describe();
+  EXPECT_NE(float_blocks.find("halide lstm forward"), std::string::npos) << float_blocks;
+  EXPECT_EQ(float_blocks.find("int8"), std::string::npos) << float_blocks;
+  EXPECT_NE(int8_blocks.find("halide lstm int8 forward"), std::string::npos) << int8_blocks;
+}
+
+TEST_P(SileroSpeech, Int8ProbabilityStaysWithinToleranceOfFloat) {
+  const std::vector<float> audio = read_speech(GetParam());
+  const std::vector<float> p_float = stream(*silero("", false), audio);
+  const std::vector<float> p_int8 = stream(*silero("default", false), audio);
+  ASSERT_EQ(p_float.size(), p_int8.size());
+  ASSERT_GT(p_float.size(), 100u);
+
+  // The float model hears the speech and not the silence, so the comparison is not vacuous.
+  size_t speech_chunks = 0;
+  for (size_t c = 0; c < p_float.size(); ++c) {
+    if (static_cast<int64_t>(c + 1) * kChunk <= kSilenceEnd) {
+      EXPECT_LT(p_float[c], kThreshold) << "chunk " << c << " lies in the leading silence";
+    }
+    speech_chunks += p_float[c] > kThreshold;
+  }
+  EXPECT_GE(speech_chunks, p_float.size() / 4) << "the float model finds too little speech";
+
+  double worst = 0, sum = 0;
+  size_t worst_chunk = 0, flips = 0;
+  for (size_t c = 0; c < p_float.size(); ++c) {
+    const double d = std::abs(static_cast<double>(p_int8[c]) - p_float[c]);
+    sum += d;
+    if (d > worst) worst = d, worst_chunk = c;
+    flips += (p_int8[c] > kThreshold) != (p_float[c] > kThreshold);
+  }
+  std::printf("%s: %zu chunks, %zu speech (p_float > 0.5); |p_int8 - p_float| max %.5f (chunk "
+              "%zu, p_float %.4f), mean %.6f; %zu decisions at 0.5 differ\n",
+              GetParam().c_str(), p_float.size(), speech_chunks, worst, worst_chunk,
+              p_float[worst_chunk], sum / static_cast<double>(p_float.size()), flips);
+  EXPECT_LE(worst, kTolerance) << "chunk " << worst_chunk << ": float " << p_float[worst_chunk]
+                               << ", int8 " << p_int8[worst_chunk];
+}
+
+TEST_P(SileroSpeech, FloatProbabilityMatchesTheReferenceEvaluator) {
+  const std::vector<float> audio = read_speech(GetParam());
+  const std::vector<float> p_float = stream(*silero("", false), audio);
+  const std::vector<float> p_reference = stream(*silero("", true), audio);
+  ASSERT_EQ(p_float.size(), p_reference.size());
+  double worst = 0;
+  size_t worst_chunk = 0;
+  for (size_t c = 0; c < p_float.size(); ++c) {
+    const double d = std::abs(static_cast<double>(p_float[c]) - p_reference[c]);
+    if (d > worst) worst = d, worst_chunk = c;
+  }
+  std::printf("%s: %zu chunks, |p_float - p_reference| max %.3g (chunk %zu)\n", GetParam().c_str(),
+              p_float.size(), worst, worst_chunk);
+  EXPECT_LE(worst, kReferenceTolerance) << "chunk " << worst_chunk;
+}
+
+INSTANTIATE_TEST_SUITE_P(Speech, SileroSpeech,
+                         ::testing::Values("speech_en_us", "speech_en_gb_female_slow",
+                                           "speech_en_us_fast_noise"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace rnnc
