@@ -12,10 +12,16 @@
 // quantization), and a node quant/ annotated with an activation quantization recovers the exact
 // integers from the float values and the annotation (lower_recurrent.cc) for its integer kernels.
 //
-// Folded: DequantizeLinear (default domain) whose x is an int8/uint8 initializer and whose scale
-// and zero point are initializers, per tensor or per axis; computed by its reference kernel, so
-// the float values are bitwise what the node computes at run time. Others stay (int32 x, a scale
-// computed at run time).
+// Folded: DequantizeLinear (default domain) whose x is an int8/uint8/int32 initializer and whose
+// scale and zero point are initializers, per tensor or per axis; computed by its reference
+// kernel, so the float values are bitwise what the node computes at run time. The annotation's
+// bit width is the effective one of the stored integers: 8 for uint8, else the signed width of
+// the largest |q| (a 4-bit weight stored as int8 is 4 bits; quant/ stores 9- to 16-bit weights as
+// int32), which the integer kernels size their operands and sums by (ir/quantization.h
+// ProductWidths). Others stay: int32 values beyond 16 bits, a scale computed at run time.
+#include <algorithm>
+#include <cstdlib>
+
 #include "graph_opt/constant_value.h"
 #include "graph_opt/pass.h"
 #include "ir/reference/kernel.h"
@@ -23,6 +29,18 @@
 namespace rnnc {
 
 namespace {
+
+// The width the stored integers need: 8 for uint8 storage, else the signed width of max |q|
+// (at least 2, the narrowest scheme).
+int effective_bits(const Tensor& q) {
+  if (q.dtype() == DType::kUInt8) return 8;
+  int64_t largest = 0;
+  for (int64_t i = 0; i < q.numel(); ++i) largest = std::max(largest, std::abs(q.get_int64(i)));
+  int bits = 2;
+  while ((int64_t{1} << (bits - 1)) - 1 < largest) ++bits;
+  // int8's -128 is still 8 bits (ProductWidths bounds a b-bit weight by 2^(b-1)).
+  return q.dtype() == DType::kInt8 ? std::min(bits, 8) : bits;
+}
 
 bool fold_in_graph(Graph& graph, PassStats& stats) {
   bool changed = false;
@@ -38,7 +56,12 @@ bool fold_in_graph(Graph& graph, PassStats& stats) {
       continue;
     }
     const DType dtype = x->constant()->dtype();
-    if (dtype != DType::kInt8 && dtype != DType::kUInt8) continue;
+    if (dtype != DType::kInt8 && dtype != DType::kUInt8 && dtype != DType::kInt32) continue;
+    const int bits = effective_bits(*x->constant());
+    if (bits > 16) {
+      ++stats["int32 weights wider than 16 bits left unfolded"];
+      continue;
+    }
     Kernel kernel = find_kernel("DequantizeLinear");
     if (!kernel) continue;
     KernelContext context{*node, {}, {}, {}};
@@ -55,7 +78,7 @@ bool fold_in_graph(Graph& graph, PassStats& stats) {
     }
 
     auto params = std::make_shared<QuantParams>();
-    params->bits = 8;
+    params->bits = bits;
     params->is_signed = dtype == DType::kInt8;
     const Tensor& scales = *scale->constant();
     for (int64_t i = 0; i < scales.numel(); ++i) {

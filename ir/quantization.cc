@@ -67,7 +67,8 @@ ProductWidths product_widths(const ActivationQuant& activations, int weight_bits
   widths.storage_bits = wide ? 16 : 8;
   widths.lane = wide ? 2 : 4;
   widths.activation_max = std::max(std::abs(activations.qmin()), std::abs(activations.qmax()));
-  widths.weight_max = weight_asymmetric ? 128 : (int64_t{1} << (weight_bits - 1)) - 1;
+  // A signed b-bit weight may be -2^(b-1) (int8's -128 in a model rnnc did not quantize).
+  widths.weight_max = weight_asymmetric ? 128 : int64_t{1} << (weight_bits - 1);
   widths.terms = terms;
   const int64_t product = widths.activation_max * widths.weight_max;
   const double bound = static_cast<double>(product) * static_cast<double>(terms);
