@@ -195,6 +195,26 @@ void find_nested_recurrent(const Graph& graph, std::vector<Enclosing>& path,
   }
 }
 
+// The integer products' widths (ir/quantization.h ProductWidths) for the report: W . x over the
+// input size and R . h over the hidden size, and whether they stay within the scheme's declared
+// accumulation width (rnnc's kernels compute beyond it exactly, in int64 chunks when needed).
+std::string products_text(const ActivationQuant& quant, const NodeScheme& scheme, int64_t input,
+                          int64_t hidden) {
+  const int bits = scheme.weights.bits;
+  const bool asymmetric = !scheme.weights.symmetric;
+  const bool wide = quant.wide() || bits > 8;
+  std::string text;
+  const std::pair<const char*, int64_t> products[] = {{"W.x", input}, {"R.h", hidden}};
+  for (const auto& [name, terms] : products) {
+    const ProductWidths widths = product_widths(quant, bits, asymmetric, terms, wide);
+    text += cat(text.empty() ? "" : "; ", name, " ", widths.to_string());
+    if (widths.sum_bits > scheme.activations.accumulation_bits) {
+      text += cat(", above accumulation_bits ", scheme.activations.accumulation_bits);
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 Report quantize_model(Model& model, const Config& config, const std::vector<Sample>& calibration,
@@ -254,6 +274,7 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
     NodeReport& entry = *std::find_if(report.nodes.begin(), report.nodes.end(),
                                       [&](const NodeReport& r) { return r.node == node->name(); });
     const int64_t hidden = node->attr_int("hidden_size", node->input(2)->constant()->dim(2));
+    const int64_t input = node->input(1)->constant()->dim(2);
     for (size_t index : {size_t{1}, size_t{2}}) {
       entry.weight_bytes_before += static_cast<int64_t>(node->input(index)->constant()->nbytes());
       entry.weight_bytes_after += quantize_input(graph, *node, index, scheme.weights,
@@ -271,6 +292,7 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
                           quant.state_zero_point);
     }
     set_activation_quant(*node, quant);
+    entry.arithmetic = products_text(quant, scheme, input, hidden);
   }
   if (progress) progress("quantizing", plan.size(), plan.size());
 
@@ -340,11 +362,12 @@ void measure_error(const Model& float_model, const Model& quantized_model,
 
 std::string Report::to_markdown() const {
   std::ostringstream out;
-  out << "| node | op | scheme | weight bytes | max abs error | mean abs error | "
-         "errors <1e-4 / <1e-3 / <1e-2 / <1e-1 / more |\n";
-  out << "|---|---|---|---|---|---|---|\n";
+  out << "| node | op | scheme | integer products | weight bytes | max abs error | "
+         "mean abs error | errors <1e-4 / <1e-3 / <1e-2 / <1e-1 / more |\n";
+  out << "|---|---|---|---|---|---|---|---|\n";
   for (const NodeReport& entry : nodes) {
-    out << "| " << entry.node << " | " << entry.op_type << " | " << entry.scheme << " | ";
+    out << "| " << entry.node << " | " << entry.op_type << " | " << entry.scheme << " | "
+        << (entry.arithmetic.empty() ? "-" : entry.arithmetic) << " | ";
     if (entry.quantized) {
       out << entry.weight_bytes_before << " -> " << entry.weight_bytes_after;
     } else {

@@ -38,6 +38,9 @@ struct NodeReport {
   std::string node, op_type;
   bool quantized = false;
   std::string scheme;  // NodeScheme::to_string, or why the node stays float
+  // The integer products' native types and the bits their sums need (ProductWidths), quantized
+  // nodes only: "W.x u8 x s8 -> s32 (sums need 24 bits); R.h ...".
+  std::string arithmetic;
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;
   // Over the calibration samples, each output of the node in the quantized model against the
   // float model's (filled by measure_error; negative when not measured).

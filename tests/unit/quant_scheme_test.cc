@@ -255,6 +255,57 @@ TEST(ActivationQuantization, AnnotationRoundTripsAndRejectsGarbage) {
 
 // ---- config ------------------------------------------------------------------------------------
 
+// ProductWidths: the worst-case sum K * max|a| * max|w| in signed bits, worked out by hand.
+ActivationQuant activation_bits(int bits, bool symmetric) {
+  ActivationQuant quant;
+  quant.bits = bits;
+  quant.symmetric = symmetric;
+  return quant;
+}
+
+TEST(ProductWidths, EightBitOperandsAreU8xS8InOneInt32Sum) {
+  // 255 * 128 * 128 = 4177920 < 2^22: 22 bits + sign.
+  const ProductWidths widths = product_widths(activation_bits(8, false), 8, false, 128, false);
+  EXPECT_EQ(widths.storage_bits, 8);
+  EXPECT_EQ(widths.lane, 4);
+  EXPECT_EQ(widths.activation_max, 255);
+  EXPECT_EQ(widths.weight_max, 128);
+  EXPECT_EQ(widths.sum_bits, 23);
+  EXPECT_FALSE(widths.int64_sum);
+  EXPECT_EQ(widths.chunk_terms, 128);
+  EXPECT_EQ(widths.to_string(), "u8 x s8 -> s32 (sums need 23 bits)");
+  // 4-bit weights: 255 * 8 * 30 = 61200 < 2^16; K = 30 padded to whole lanes of 4.
+  const ProductWidths narrow = product_widths(activation_bits(8, false), 4, false, 30, false);
+  EXPECT_EQ(narrow.sum_bits, 17);
+  EXPECT_EQ(narrow.chunk_terms, 32);
+}
+
+TEST(ProductWidths, WideOperandsAreS16xS16AndChunkedWhenInt32CouldOverflow) {
+  // 12 x 12 bits over 128: 2047 * 2048 * 128 = 536608768 < 2^29, three of them < 2^31: one sum.
+  const ProductWidths fits = product_widths(activation_bits(12, true), 12, false, 128, false);
+  EXPECT_EQ(fits.storage_bits, 16);
+  EXPECT_EQ(fits.lane, 2);
+  EXPECT_EQ(fits.activation_max, 2047);
+  EXPECT_EQ(fits.sum_bits, 30);
+  EXPECT_FALSE(fits.int64_sum);
+  // Over 608 (the speech-like models' hidden size): 2.5e9 > 2^31, chunks of
+  // floor(2147483647 / (2047 * 2048) / 2) * 2 = 512 products.
+  const ProductWidths speech = product_widths(activation_bits(12, true), 12, false, 608, false);
+  EXPECT_TRUE(speech.int64_sum);
+  EXPECT_EQ(speech.chunk_terms, 512);
+  EXPECT_EQ(speech.sum_bits, 33);
+  // 16 x 16 bits: 32767 * 32768 * 128 ~ 1.4e11 needs 38 bits; one lane (2 products) per chunk.
+  const ProductWidths full = product_widths(activation_bits(16, true), 16, false, 128, false);
+  EXPECT_TRUE(full.int64_sum);
+  EXPECT_EQ(full.chunk_terms, 2);
+  EXPECT_EQ(full.sum_bits, 38);
+  EXPECT_EQ(full.to_string(), "s16 x s16 -> s32 in chunks of 2 -> s64 (sums need 38 bits)");
+  // 8-bit operands forced wide (the node's other product has 12-bit weights).
+  const ProductWidths forced = product_widths(activation_bits(8, false), 8, false, 64, true);
+  EXPECT_EQ(forced.storage_bits, 16);
+  EXPECT_EQ(forced.lane, 2);
+}
+
 TEST(QuantConfig, DefaultsAreInt8RowWeightsAndDynamicU8Activations) {
   const Config config = parse_config("{}");
   EXPECT_EQ(config.default_scheme.to_string(),
@@ -334,6 +385,24 @@ TEST(QuantizeModel, RecurrentWeightsBecomeDequantizeLinearAndTheNodeIsAnnotated)
   ASSERT_TRUE(lstm);
   EXPECT_EQ(activation_quant(*lstm).to_string(), "dynamic asymmetric bits=8");
   EXPECT_EQ(lstm->input(1)->producer()->op_type(), "DequantizeLinear");
+}
+
+TEST(QuantizeModel, ReportGivesTheIntegerProductsWidths) {
+  auto model = one_lstm_model(8, 4);
+  Config config;
+  config.default_scheme.weights.bits = 16;
+  config.default_scheme.activations.bits = 16;
+  config.default_scheme.activations.symmetric = true;
+  config.default_scheme.activations.accumulation_bits = 32;
+  const Report report = quantize_model(*model, config, {});
+  ASSERT_EQ(report.nodes.size(), 1u);
+  // W.x over the input size 4: 32767 * 32768 * 4 ~ 4.3e9 needs 33 bits; R.h over the hidden
+  // size 8: 34. Both above the declared 32, so the kernels sum lanes of 2 products in int64.
+  EXPECT_EQ(report.nodes[0].arithmetic,
+            "W.x s16 x s16 -> s32 in chunks of 2 -> s64 (sums need 33 bits), above "
+            "accumulation_bits 32; R.h s16 x s16 -> s32 in chunks of 2 -> s64 (sums need 34 "
+            "bits), above accumulation_bits 32");
+  EXPECT_NE(report.to_markdown().find(report.nodes[0].arithmetic), std::string::npos);
 }
 
 TEST(QuantizeModel, StaticActivationsWithoutCalibrationIsAnError) {
