@@ -18,6 +18,9 @@ using TensorMap = std::map<std::string, Tensor>;
 
 struct EngineOptions {
   int threads = 1;  // intra-op threads the engine may use
+  // ONNX Runtime: ORT_ENABLE_ALL when true; ORT_ENABLE_BASIC otherwise (no QDQ fusions, which
+  // turn DequantizeLinear + MatMul into an integer product with A quantized at run time).
+  bool ort_extended_optimizations = true;
 };
 
 class Engine {

@@ -27,7 +27,9 @@ void OrtEngine::load(const std::string& path, const EngineOptions& options) {
   binding_.reset();
   session_.reset();
   Ort::SessionOptions session_options;
-  session_options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  session_options.SetGraphOptimizationLevel(options.ort_extended_optimizations
+                                                ? GraphOptimizationLevel::ORT_ENABLE_ALL
+                                                : GraphOptimizationLevel::ORT_ENABLE_BASIC);
   session_options.SetIntraOpNumThreads(options.threads);
   // ORT's intra-op workers spin after each run by default, holding cores the next engine in the
   // same process needs; RNNC_BENCH_ORT_SPIN=0 turns that off (ORT's own latency may change).

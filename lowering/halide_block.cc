@@ -27,6 +27,8 @@ halide_type_t runtime_type(DType dtype) {
       return halide_type_t(halide_type_float, 64);
     case DType::kBool:
       return halide_type_t(halide_type_uint, 1);
+    case DType::kInt8:
+      return halide_type_t(halide_type_int, 8);
     case DType::kInt32:
       return halide_type_t(halide_type_int, 32);
     case DType::kInt64:
@@ -172,6 +174,8 @@ Halide::Type halide_type_of(DType dtype) {
       return Halide::Float(64);
     case DType::kBool:
       return Halide::Bool();
+    case DType::kInt8:
+      return Halide::Int(8);
     case DType::kInt32:
       return Halide::Int(32);
     case DType::kInt64:

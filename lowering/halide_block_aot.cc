@@ -23,6 +23,8 @@ std::pair<int, int> halide_code(DType dtype) {
       return {2, 64};
     case DType::kBool:
       return {1, 1};
+    case DType::kInt8:
+      return {0, 8};
     case DType::kInt32:
       return {0, 32};
     case DType::kInt64:

@@ -8,6 +8,7 @@
 #include "ir/quantization.h"
 #include "lowering/halide_block.h"
 #include "lowering/layout.h"
+#include "lowering/lower_dense_quant.h"
 #include "lowering/lower_reduce.h"
 #include "lowering/schedule_table.h"
 
@@ -104,9 +105,11 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
   return root;
 }
 
+}  // namespace
+
 // Tiles `stage` (the GEMM's output stage, or the normalizer's row tile) over rows: mr rows per
 // tile, nr columns when `split_n`.
-void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
+void tile_gemm_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
                TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
   stage.split(m, mo, mi, rows, TailStrategy::ShiftInwards);
   if (split_n) {
@@ -116,9 +119,7 @@ void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows
   }
 }
 
-}  // namespace
-
-std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, HalideCache& cache) {
+GemmGroupShape analyze_gemm_group(const FusionGroup& group) {
   const Node& root = *group.root;
   bool gemm = root.op_type() == "Gemm";
   const Value* a = root.input(0);
@@ -128,12 +129,6 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     if (operand && operand->type.dtype != DType::kFloat32) {
       raise_unsupported(cat(root.describe(), ": lowered for float32 only"));
     }
-  }
-  // quant/'s annotation asks for integer products (A quantized per row); this kernel multiplies
-  // floats, so the group stays on the reference kernels, which compute the quantized product.
-  if (has_activation_quant(root)) {
-    raise_unsupported(cat(root.describe(), ": quantized activations (",
-                          activation_quant(root).to_string(), "): no integer GEMM kernel"));
   }
   bool trans_a = gemm && root.attr_int("transA", 0) != 0;
   bool trans_b = gemm && root.attr_int("transB", 0) != 0;
@@ -203,18 +198,9 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   loops.push_back(has_m ? merged[next++] : LoopDim{rank, rank});
   loops.insert(loops.end(), merged.begin() + static_cast<long>(next), merged.end());
   std::vector<LoopDim> row_loops(loops.begin() + 1, loops.end());
-
-  const ArchTable& arch = arch_table(cache.target());
-  bool weights = is_held_constant(b) && rb == 2;
   std::optional<int64_t> n_known =
       has_n ? known(sb[static_cast<size_t>(trans_b ? 0 : rb - 1)]) : std::optional<int64_t>(1);
   std::optional<int64_t> k_known = known(sa[static_cast<size_t>(trans_a ? 0 : ra - 1)]);
-  GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_known, trans_b);
-
-  auto block = std::make_unique<HalideBlock>();
-  block->context_ = root.describe();
-  block->output_value_ = result;
-  block->output_view_ = output_view(loops);
   // A: (k, rows...).
   OperandView view_a;
   int k_dim_a = gemm ? (trans_a ? 0 : 1) : ra - 1;
@@ -231,6 +217,84 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     OperandView rows = operand_view(ra - 1, has_m ? m_dim + 1 : 0, row_loops, reads_a);
     view_a.insert(view_a.end(), rows.begin(), rows.end());
   }
+
+  GemmGroupShape out;
+  out.gemm = gemm;
+  out.trans_a = trans_a;
+  out.trans_b = trans_b;
+  out.alpha = alpha;
+  out.beta = beta;
+  out.a = a;
+  out.b = b;
+  out.c = c;
+  out.result = result;
+  out.ra = ra;
+  out.rb = rb;
+  out.rank = rank;
+  out.batch_rank = batch_rank;
+  out.has_m = has_m;
+  out.has_n = has_n;
+  out.reads_b = reads_b;
+  out.epilogue = epilogue;
+  out.reads = reads;
+  out.loops = loops;
+  out.row_loops = row_loops;
+  out.view_a = view_a;
+  out.k_known = k_known;
+  out.n_known = n_known;
+  return out;
+}
+
+OutputShapeFn gemm_output_shape(const GemmGroupShape& shape, const std::string& context,
+                                std::vector<int64_t> constant_b_shape, size_t first_epilogue) {
+  const bool gemm = shape.gemm, trans_a = shape.trans_a, trans_b = shape.trans_b;
+  const bool weights = !constant_b_shape.empty();
+  return [=](const RunTensors& tensors) {
+    const std::vector<int64_t>& a_rt = tensors[0].shape();
+    const std::vector<int64_t>& b_rt = weights ? constant_b_shape : tensors[1].shape();
+    std::vector<int64_t> product;
+    if (gemm) {
+      int64_t m_size = trans_a ? a_rt[1] : a_rt[0];
+      int64_t k_size = trans_a ? a_rt[0] : a_rt[1];
+      int64_t n_size = trans_b ? b_rt[0] : b_rt[1];
+      if ((trans_b ? b_rt[1] : b_rt[0]) != k_size) {
+        raise_invalid_input(cat(context, ": inner dimensions differ: A is ", shape_text(a_rt),
+                                " (transA = ", trans_a, "), B is ", shape_text(b_rt),
+                                " (transB = ", trans_b, ")"));
+      }
+      product = {m_size, n_size};
+    } else {
+      product = matmul_shape(a_rt, b_rt, context);
+    }
+    return check_epilogue(product, tensors, first_epilogue, context);
+  };
+}
+
+std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, HalideCache& cache) {
+  const GemmGroupShape g = analyze_gemm_group(group);
+  // quant/'s annotation asks for integer products (A quantized per row): lower_dense_quant.h.
+  if (has_activation_quant(*group.root)) return lower_quantized_gemm_group(group, g, cache);
+  const Node& root = *group.root;
+  const bool gemm = g.gemm, trans_b = g.trans_b;
+  const float alpha = g.alpha, beta = g.beta;
+  const Value *a = g.a, *b = g.b, *c = g.c, *result = g.result;
+  const Shape& sb = *b->type.shape;
+  const int rb = g.rb, rank = g.rank, batch_rank = g.batch_rank;
+  const std::vector<DimRead>& reads_b = g.reads_b;
+  const std::vector<const Value*>& epilogue = g.epilogue;
+  const std::vector<std::vector<DimRead>>& reads = g.reads;
+  const std::vector<LoopDim>&loops = g.loops, &row_loops = g.row_loops;
+  const OperandView& view_a = g.view_a;
+  const std::optional<int64_t> k_known = g.k_known, n_known = g.n_known;
+
+  const ArchTable& arch = arch_table(cache.target());
+  bool weights = is_held_constant(b) && rb == 2;
+  GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_known, trans_b);
+
+  auto block = std::make_unique<HalideBlock>();
+  block->context_ = root.describe();
+  block->output_value_ = result;
+  block->output_view_ = output_view(loops);
   block->arguments_.push_back(argument_of(a, view_a));
   // B: its layout's physical dims (a constant), or (n, k, rows...).
   std::optional<LayoutMap> b_layout;
@@ -357,8 +421,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
       out(vars) = z;
       pin_n();
       Expr rows = out.output_buffer().dim(1).extent();
-      tile_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
-      tile_rows(out, n, m, nr, 1, lanes, n_tail, true, no, ni, mo, mi);
+      tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
+      tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, true, no, ni, mo, mi);
       prod.compute_at(out, no);
     } else {
       // The normalizer needs whole rows: a tile of rows is computed over all of N (tiled by nr
@@ -377,8 +441,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
       out(vars) = norm.value;
       pin_n();
       Expr rows = out.output_buffer().dim(1).extent();
-      tile_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, false, no, ni, mo, mi);
-      tile_rows(out, n, m, nr, 1, lanes, n_tail, false, no, ni, mo, mi);
+      tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, false, no, ni, mo, mi);
+      tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, false, no, ni, mo, mi);
       tile_rows_func.compute_at(out, mo)
           .split(n, no, ni, nr, TailStrategy::GuardWithIf)
           .reorder(ni, m, no)
@@ -403,26 +467,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   block->from_cache = block->pipeline_.from_cache;
 
   std::string context = block->context_;
-  std::vector<int64_t> b_shape = weights ? b->constant()->shape() : std::vector<int64_t>();
-  block->output_shape_ = [=](const RunTensors& tensors) {
-    const std::vector<int64_t>& a_rt = tensors[0].shape();
-    const std::vector<int64_t>& b_rt = weights ? b_shape : tensors[1].shape();
-    std::vector<int64_t> product;
-    if (gemm) {
-      int64_t m_size = trans_a ? a_rt[1] : a_rt[0];
-      int64_t k_size = trans_a ? a_rt[0] : a_rt[1];
-      int64_t n_size = trans_b ? b_rt[0] : b_rt[1];
-      if ((trans_b ? b_rt[1] : b_rt[0]) != k_size) {
-        raise_invalid_input(cat(context, ": inner dimensions differ: A is ", shape_text(a_rt),
-                                " (transA = ", trans_a, "), B is ", shape_text(b_rt),
-                                " (transB = ", trans_b, ")"));
-      }
-      product = {m_size, n_size};
-    } else {
-      product = matmul_shape(a_rt, b_rt, context);
-    }
-    return check_epilogue(product, tensors, 2, context);
-  };
+  block->output_shape_ =
+      gemm_output_shape(g, context, weights ? b->constant()->shape() : std::vector<int64_t>(), 2);
   block->kind_ = cat("halide ", group_op_names(group), " [K=", known_text(k_known),
                      ",N=", known_text(n_known), "]");
   block->nodes = group.nodes;

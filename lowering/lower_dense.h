@@ -27,16 +27,55 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "lowering/block.h"
+#include "lowering/halide_block.h"
 #include "lowering/halide_cache.h"
 #include "lowering/lower_elementwise.h"
 
 namespace rnnc {
 
 // A group rooted at a MatMul or Gemm (float32). kUnsupported for other dtypes, a root output
-// whose shape differs from the group's result, or a normalizer not along N.
+// whose shape differs from the group's result, or a normalizer not along N. A root quant/
+// annotated with an activation quantization is lowered by lower_quantized_gemm_group
+// (lower_dense_quant.h) instead.
 std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, HalideCache& cache);
+
+// How a MatMul/Gemm group's operands map onto its loops, shared by the float and the integer
+// GEMM. Loops (innermost first): n, m, then the batch dims; M merges with the batch dims wherever
+// every operand reads them alike.
+struct GemmGroupShape {
+  bool gemm = false, trans_a = false, trans_b = false;
+  float alpha = 1, beta = 1;
+  const Value *a = nullptr, *b = nullptr, *c = nullptr;  // c: Gemm's C, when present
+  const Value* result = nullptr;                           // the group's output
+  int ra = 0, rb = 0, rank = 0, batch_rank = 0;            // ranks of A, B, the result, its batch
+  bool has_m = true, has_n = true;                         // false for a 1-D A / B of MatMul
+  std::vector<DimRead> reads_b;                            // how B reads each output dim
+  // Operands of the epilogue (and C unless it is an inline scalar), after A and B in the block's
+  // arguments; reads = {A's, B's, each epilogue operand's} per output dim.
+  std::vector<const Value*> epilogue;
+  std::vector<std::vector<DimRead>> reads;
+  std::vector<LoopDim> loops, row_loops;  // row_loops: loops without n
+  OperandView view_a;                     // A as (k, rows...)
+  std::optional<int64_t> k_known, n_known;
+};
+// kUnsupported as lower_gemm_group says.
+GemmGroupShape analyze_gemm_group(const FusionGroup& group);
+// The block's output shape at run time; kInvalidInput when K or the batch dims disagree.
+// constant_b_shape: B's shape when B is held by the block (empty: B is argument 1);
+// first_epilogue: the index of the first epilogue argument.
+OutputShapeFn gemm_output_shape(const GemmGroupShape& shape, const std::string& context,
+                                std::vector<int64_t> constant_b_shape, size_t first_epilogue);
+// The GEMM's output tiling: `stage` (the output stage, or the normalizer's row tile) split over
+// the rows m into mo, mi by `rows` and, when `split_n`, over n into no, ni by nr, vectorized along
+// n (ni) by `lanes`.
+void tile_gemm_rows(Halide::Stage stage, const Halide::Var& n, const Halide::Var& m, int nr,
+                    int rows, int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
+                    Halide::Var ni, Halide::Var mo, Halide::Var mi);
 
 // A group rooted at a Conv with constant weights, 1-D or 2-D (float32).
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache);

@@ -10,6 +10,7 @@
 
 #include "ir/error.h"
 #include "ir/quantization.h"
+#include "lowering/quantized_operands.h"
 
 namespace rnnc {
 
@@ -130,69 +131,6 @@ std::optional<Tensor> constant_input(const Node& node, size_t index) {
   const Value* value = node.input(index);
   if (value && value->is_constant() && !value->is_graph_input()) return *value->constant();
   return std::nullopt;
-}
-
-// A quantized weight (W or R) as the integer kernels read it: q[d][row][k] with a scale and a zero
-// point per (direction, row), stored in int8 (up to 8 bits) or int16 (9 to 16). The graph holds the dequantized float constant with the
-// QuantParams of the DequantizeLinear it was folded from (graph_opt/fold_quantized_weights), so
-// the integers are recovered exactly: w = (q - zp) * scale rounds to the nearest float, and
-// w / scale lies within 1e-6 of the integer q - zp. uint8 storage is shifted by -128 into int8
-// (q - zp is unchanged), which is what u8 x s8 dot products take.
-struct QuantizedWeight {
-  int bits = 8;
-  std::vector<int16_t> q;
-  std::vector<float> scale;
-  std::vector<int32_t> zero_point;
-  bool has_zero_points = false;
-  bool shifted = false;  // uint8 storage shifted into int8: q in [-128, 127]
-};
-
-QuantizedWeight quantized_weight(const Node& node, size_t index, const char* name,
-                                 const Tensor& weight) {
-  const Value* value = node.input(index);
-  const QuantParams* params = value->type.quant.get();
-  if (!params) {
-    raise_unsupported(cat(node.describe(), ": activations are quantized but input '", name,
-                          "' is a float weight (quantize it with rnnc quantize)"));
-  }
-  const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
-  const bool per_axis = params->granularity == QuantParams::Granularity::kAxis;
-  if (per_axis && params->axis != 0 && params->axis != 1) {
-    raise_unsupported(cat(node.describe(), ": input '", name, "' has scales along axis ",
-                          params->axis,
-                          ", the reduction axis; integer products need per-tensor, per-direction "
-                          "or per-row scales (keep this node's activations in float)"));
-  }
-  const int32_t shift = params->is_signed || params->bits > 8 ? 0 : 128;
-  const long stored_min = params->bits > 8 ? -32768 : -128;
-  const long stored_max = params->bits > 8 ? 32767 : 127;
-  QuantizedWeight out;
-  out.bits = params->bits;
-  out.shifted = shift != 0;
-  out.q.resize(static_cast<size_t>(dirs * rows * cols));
-  out.scale.resize(static_cast<size_t>(dirs * rows));
-  out.zero_point.resize(static_cast<size_t>(dirs * rows));
-  const float* w = weight.data<float>();
-  for (int64_t d = 0; d < dirs; ++d) {
-    for (int64_t row = 0; row < rows; ++row) {
-      const size_t at = static_cast<size_t>(!per_axis ? 0 : params->axis == 0 ? d : row);
-      const float scale = params->scales.at(at);
-      const int32_t zero_point =
-          (params->zero_points.empty() ? 0 : params->zero_points.at(at)) - shift;
-      out.scale[static_cast<size_t>(d * rows + row)] = scale;
-      out.zero_point[static_cast<size_t>(d * rows + row)] = zero_point;
-      out.has_zero_points = out.has_zero_points || zero_point != 0;
-      for (int64_t k = 0; k < cols; ++k) {
-        const int64_t i = (d * rows + row) * cols + k;
-        const long q = std::lround(w[i] / scale) + zero_point;
-        RNNC_CHECK(q >= stored_min && q <= stored_max, node.describe(), ": input '", name,
-                   "' does not recover to ", params->bits,
-                   "-bit integers from its quantization parameters");
-        out.q[static_cast<size_t>(i)] = static_cast<int16_t>(q);
-      }
-    }
-  }
-  return out;
 }
 
 // ---- Halide buffer descriptors over rnnc memory ------------------------------------------------
@@ -469,10 +407,11 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   }
   block->hidden_size_ = hidden;
   block->input_size_ = input_size;
-  std::optional<QuantizedWeight> wq, rq;
+  std::optional<IntegerWeight> wq, rq;
   if (activation_quantization) {
-    wq = quantized_weight(node, kW, "W", *w);
-    rq = quantized_weight(node, kR, "R", *r);
+    // Reduced along k (axis 2): scales per tensor, direction or row.
+    wq = integer_weight(node, kW, "W", *w, 2);
+    rq = integer_weight(node, kR, "R", *r, 2);
   }
   block->constant_sequence_lens_ = constant_input(node, kSequenceLens);
   block->may_have_sequence_lens_ = node.input(kSequenceLens) != nullptr;

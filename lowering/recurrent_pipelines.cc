@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ir/error.h"
+#include "lowering/quantized_operands.h"
 
 namespace rnnc {
 
@@ -274,84 +275,12 @@ void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& e
   }
 }
 
-// ---- activation quantization (ir/quantization.h's arithmetic, per row) ------------------------
-
-// A float operand src(k, row), k in [0, n), quantized row by row and stored as `storage` (u8 or
-// s16, the kernel's operand type; any activation scheme's q fits the s16). q(k, row) is 0 for
-// k >= n (the weights there are zero padding, up to padded_n); sum(row) is the sum of q over k < n (for weight
-// zero points).
-struct QuantizedRows {
-  Func q, scale, zero_point, sum;
-};
-
-// Elements of `storage` in one vector of `vector_width` floats.
-int storage_vector(Halide::Type storage, int vector_width) {
-  return vector_width * 32 / storage.bits();
-}
-
 // The operand types of a quantized cell's products (RecurrentQuant::wide_operands).
 Halide::Type activation_storage(const RecurrentQuant& quant) {
   return quant.wide_operands() ? Halide::Int(16) : Halide::UInt(8);
 }
 Halide::Type weight_storage(const RecurrentQuant& quant) {
   return quant.wide_operands() ? Halide::Int(16) : Halide::Int(8);
-}
-
-QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant& quant, bool state,
-                            Halide::Type storage, int vector_width, const std::string& name) {
-  Var k("k"), row("row"), lane("lane");
-  QuantizedRows out{Func(name + "_q"), Func(name + "_scale"), Func(name + "_zero_point"),
-                    Func(name + "_sum")};
-  const float qmin = static_cast<float>(quant.qmin()), qmax = static_cast<float>(quant.qmax());
-  if (quant.dynamic) {
-    // [min(0, min x), max(0, max x)]: lanes of a vector first (out-of-row lanes contribute 0,
-    // which the range includes anyway), then across the lanes.
-    const int v = vector_width;
-    RDom vectors(0, (n + v - 1) / v, "vectors");
-    Expr kk = vectors * v + lane;
-    Expr value = select(kk < n, src(min(kk, n - 1), row), 0.0f);
-    Func lanes(name + "_lanes"), range(name + "_range");
-    lanes(lane, row) = Halide::Tuple(0.0f, 0.0f);
-    lanes(lane, row) = Halide::Tuple(min(lanes(lane, row)[0], value), max(lanes(lane, row)[1], value));
-    RDom across(0, v, "across");
-    range(row) = Halide::Tuple(0.0f, 0.0f);
-    range(row) = Halide::Tuple(min(range(row)[0], lanes(across, row)[0]),
-                               max(range(row)[1], lanes(across, row)[1]));
-    Expr lo = range(row)[0], hi = range(row)[1];
-    Expr raw_scale, zero_point;
-    if (quant.symmetric) {
-      const int half = (1 << (quant.bits - 1)) - 1;
-      raw_scale = max(-lo, hi) / static_cast<float>(half);
-      zero_point = quant.wide() ? 0 : half + 1;
-    } else {
-      raw_scale = (hi - lo) / qmax;
-      zero_point = select(raw_scale > 0.0f,
-                          Halide::cast<int32_t>(clamp(Halide::round(-lo / raw_scale), 0.0f, qmax)),
-                          0);
-    }
-    Func params(name + "_params");
-    params(row) = Halide::Tuple(select(raw_scale > 0.0f, raw_scale, 1.0f), zero_point);
-    out.scale(row) = params(row)[0];
-    out.zero_point(row) = params(row)[1];
-    lanes.compute_at(params, row).vectorize(lane);
-    lanes.update().vectorize(lane);
-    range.compute_at(params, row);
-    params.compute_root();
-  } else {
-    out.scale(row) = state ? quant.state_scale : quant.input_scale;
-    out.zero_point(row) = state ? quant.state_zero_point : quant.input_zero_point;
-  }
-  Expr inv_scale = 1.0f / out.scale(row);
-  Expr quantized = clamp(Halide::round(src(min(k, n - 1), row) * inv_scale) +
-                             Halide::cast<float>(out.zero_point(row)),
-                         qmin, qmax);
-  out.q(k, row) = select(k < n, Halide::cast(storage, quantized), Halide::cast(storage, 0));
-  // Whole vectors from 0 (a vector wider than the row would otherwise be shifted below 0).
-  out.q.bound(k, 0, round_up(padded_n, storage_vector(storage, vector_width)));
-  RDom all(0, n, "all");
-  out.sum(row) = 0;
-  out.sum(row) += Halide::cast<int32_t>(out.q(all, row));
-  return out;
 }
 
 // The exact integer sum over k of activation(k) * weight(kl, ko) (k = lane * ko + kl) for each

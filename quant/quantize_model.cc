@@ -21,18 +21,40 @@ bool is_recurrent(const Node& node) {
   return node.domain().empty() && (op == "LSTM" || op == "GRU" || op == "RNN");
 }
 
+bool is_product(const Node& node) {
+  return node.domain().empty() && (node.op_type() == "MatMul" || node.op_type() == "Gemm");
+}
+
 bool is_float_initializer(const Value* value) {
   return value && value->is_constant() && !value->is_graph_input() && !value->producer() &&
          value->constant()->dtype() == DType::kFloat32;
 }
 
-// Observed activation ranges of one recurrent node over the calibration samples.
+// The weight scheme a MatMul/Gemm's B [K, N] (Gemm transB: [N, K]) gets. Granularities name the
+// stored matrix's axes; scales along K (the reduction axis) cannot be factored out of an integer
+// dot product, so a row/column granularity that falls on K becomes per output channel (N) and
+// `note` says so for the report.
+WeightScheme product_weight_scheme(const Node& node, WeightScheme scheme, std::string& note) {
+  const bool trans_b = node.op_type() == "Gemm" && node.attr_int("transB", 0) != 0;
+  const WeightShape shape = matrix_weight_shape(trans_b);
+  const int reduction_axis = trans_b ? 1 : 0;
+  const int axis = scheme.granularity == Granularity::kRow      ? shape.row_axis
+                   : scheme.granularity == Granularity::kColumn ? shape.column_axis
+                                                                : -1;
+  if (axis == reduction_axis) {
+    note = cat(" (B's ", granularity_name(scheme.granularity), "s run along K: per output channel)");
+    scheme.granularity = Granularity::kChannel;
+  }
+  return scheme;
+}
+
+// Observed activation ranges of one node over the calibration samples (state: recurrent only).
 struct Ranges {
   std::vector<float> input, state;
 };
 
-// Runs the float model on every sample and keeps, per recurrent node that needs static
-// coefficients, the values its X and its hidden states took.
+// Runs the float model on every sample and keeps, per node that needs static coefficients, the
+// values its X (A of MatMul/Gemm) and its hidden states took.
 std::map<const Node*, Ranges> calibrate(const Model& model, const std::set<const Node*>& nodes,
                                         const std::vector<Sample>& samples,
                                         const Progress& progress) {
@@ -59,7 +81,8 @@ std::map<const Node*, Ranges> calibrate(const Model& model, const std::set<const
     };
     for (const Node* node : nodes) {
       Ranges& r = ranges[node];
-      append(node->input(0), r.input);
+      append(node->input(0), r.input);  // X; A of MatMul/Gemm
+      if (!is_recurrent(*node)) continue;
       append(node->input(5), r.state);  // initial_h
       append(node->output(0) ? node->output(0) : node->output(1), r.state);  // Y, else Y_h
     }
@@ -196,15 +219,16 @@ void find_nested_recurrent(const Graph& graph, std::vector<Enclosing>& path,
 }
 
 // The integer products' widths (ir/quantization.h ProductWidths) for the report: W . x over the
-// input size and R . h over the hidden size, and whether they stay within the scheme's declared
+// input size and R . h over the hidden size (MatMul/Gemm: A . B over K), and whether they stay within the scheme's declared
 // accumulation width (rnnc's kernels compute beyond it exactly, in int64 chunks when needed).
-std::string products_text(const ActivationQuant& quant, const NodeScheme& scheme, int64_t input,
-                          int64_t hidden) {
+std::string products_text(const ActivationQuant& quant, const NodeScheme& scheme, bool recurrent,
+                          int64_t first, int64_t second) {
   const int bits = scheme.weights.bits;
   const bool asymmetric = !scheme.weights.symmetric;
   const bool wide = quant.wide() || bits > 8;
   std::string text;
-  const std::pair<const char*, int64_t> products[] = {{"W.x", input}, {"R.h", hidden}};
+  std::vector<std::pair<const char*, int64_t>> products = {{"A.B", first}};
+  if (recurrent) products = {{"W.x", first}, {"R.h", second}};
   for (const auto& [name, terms] : products) {
     const ProductWidths widths = product_widths(quant, bits, asymmetric, terms, wide);
     text += cat(text.empty() ? "" : "; ", name, " ", widths.to_string());
@@ -226,21 +250,31 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
   std::set<const Node*> needs_calibration;
   for (const auto& node_ptr : graph.nodes()) {
     Node& node = *node_ptr;
-    const NodeScheme scheme = config.scheme_for(node);
+    NodeScheme scheme = config.scheme_for(node);
     NodeReport entry;
     entry.node = node.name();
     entry.op_type = node.op_type();
-    const bool recurrent = is_recurrent(node);
-    if (!recurrent && node.op_type() != "MatMul" && node.op_type() != "Gemm" &&
-        node.op_type() != "Conv") {
-      continue;  // no weights to quantize
+    const bool recurrent = is_recurrent(node), product = is_product(node);
+    if (!recurrent && !product && node.op_type() != "Conv") continue;  // no weights to quantize
+    std::string note;
+    if (product && !scheme.keep_float) {
+      scheme.weights = product_weight_scheme(node, scheme.weights, note);
+      if (scheme.weights.bits > 8 || scheme.activations.bits > 8) {
+        note += " (wider than 8 bits: rnnc computes it on its reference kernels)";
+      }
     }
     if (scheme.keep_float) {
       entry.scheme = "float (config)";
-    } else if (!recurrent) {
-      entry.scheme = "float (integer kernels cover LSTM/GRU/RNN products only so far)";
-    } else if (!is_float_initializer(node.input(1)) || !is_float_initializer(node.input(2))) {
+    } else if (!recurrent && !product) {
+      entry.scheme = "float (integer kernels cover LSTM/GRU/RNN, MatMul and Gemm products only)";
+    } else if (recurrent &&
+               (!is_float_initializer(node.input(1)) || !is_float_initializer(node.input(2)))) {
       entry.scheme = "float (W and R are not float32 initializers)";
+    } else if (product &&
+               (!is_float_initializer(node.input(1)) || node.input(1)->constant()->rank() != 2)) {
+      entry.scheme = "float (B is not a 2-D float32 initializer)";
+    } else if (product && node.input(0)->type.dtype != DType::kFloat32) {
+      entry.scheme = "float (A is not float32)";
     } else {
       if (opset < 13 && scheme.weights.granularity != Granularity::kTensor) {
         raise_unsupported(cat(node.describe(), ": per-", granularity_name(scheme.weights.granularity),
@@ -255,7 +289,7 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
       plan.emplace_back(&node, scheme);
       if (!scheme.activations.dynamic) needs_calibration.insert(&node);
       entry.quantized = true;
-      entry.scheme = scheme.to_string();
+      entry.scheme = scheme.to_string() + note;
     }
     report.nodes.push_back(entry);
   }
@@ -273,12 +307,22 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
     if (progress) progress("quantizing", i, plan.size());
     NodeReport& entry = *std::find_if(report.nodes.begin(), report.nodes.end(),
                                       [&](const NodeReport& r) { return r.node == node->name(); });
-    const int64_t hidden = node->attr_int("hidden_size", node->input(2)->constant()->dim(2));
-    const int64_t input = node->input(1)->constant()->dim(2);
-    for (size_t index : {size_t{1}, size_t{2}}) {
-      entry.weight_bytes_before += static_cast<int64_t>(node->input(index)->constant()->nbytes());
-      entry.weight_bytes_after += quantize_input(graph, *node, index, scheme.weights,
-                                                 recurrent_weight_shape(hidden), opset);
+    int64_t terms[2] = {0, 0};  // the products' K: W.x and R.h, or A.B
+    if (is_recurrent(*node)) {
+      const int64_t hidden = node->attr_int("hidden_size", node->input(2)->constant()->dim(2));
+      terms[0] = node->input(1)->constant()->dim(2);
+      terms[1] = hidden;
+      for (size_t index : {size_t{1}, size_t{2}}) {
+        entry.weight_bytes_before += static_cast<int64_t>(node->input(index)->constant()->nbytes());
+        entry.weight_bytes_after += quantize_input(graph, *node, index, scheme.weights,
+                                                   recurrent_weight_shape(hidden), opset);
+      }
+    } else {  // MatMul/Gemm: B
+      const bool trans_b = node->op_type() == "Gemm" && node->attr_int("transB", 0) != 0;
+      terms[0] = node->input(1)->constant()->dim(trans_b ? 1 : 0);
+      entry.weight_bytes_before += static_cast<int64_t>(node->input(1)->constant()->nbytes());
+      entry.weight_bytes_after +=
+          quantize_input(graph, *node, 1, scheme.weights, matrix_weight_shape(trans_b), opset);
     }
     ActivationQuant quant;
     quant.bits = scheme.activations.bits;
@@ -288,11 +332,13 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
       const Ranges& r = ranges.at(node);
       static_coefficients(r.input, scheme.activations, quant, quant.input_scale,
                           quant.input_zero_point);
-      static_coefficients(r.state, scheme.activations, quant, quant.state_scale,
-                          quant.state_zero_point);
+      if (is_recurrent(*node)) {
+        static_coefficients(r.state, scheme.activations, quant, quant.state_scale,
+                            quant.state_zero_point);
+      }
     }
     set_activation_quant(*node, quant);
-    entry.arithmetic = products_text(quant, scheme, input, hidden);
+    entry.arithmetic = products_text(quant, scheme, is_recurrent(*node), terms[0], terms[1]);
   }
   if (progress) progress("quantizing", plan.size(), plan.size());
 

@@ -13,8 +13,10 @@
 // the float model on each sample, and a node's X rows and its hidden states (its Y output, and
 // initial_h) give the input and state ranges, reduced by the scheme's RangeMethod.
 //
-// Other nodes stay float and say why in the report (MatMul/Gemm/Conv: rnnc's integer kernels
-// cover the recurrent products only so far). Only the main graph's nodes are rewritten: a
+// A MatMul/Gemm whose B is a 2-D float32 initializer gets the same rewrite of B (per output
+// channel or per tensor: a row/column granularity along K becomes per output channel, noted in the
+// report) and the annotation for A; static coefficients calibrate on A. Other nodes stay float and
+// say why in the report (Conv: no integer kernel yet). Only the main graph's nodes are rewritten: a
 // recurrent node inside an If branch or a Loop/Scan body is reported as float, for an If with
 // the inputs its condition depends on (`--fix sr=VALUE`), since fixing them lets graph_opt inline
 // the branch. So run the graph_opt pipeline with the model's specialization first (as

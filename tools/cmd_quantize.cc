@@ -1,7 +1,8 @@
 // rnnc quantize: the offline quantizer. Reads a float ONNX model, quantizes it as a config says
-// (quant/scheme.h; default: recurrent nodes int8 per-row weights, dynamic u8 activations),
-// calibrates static activation coefficients on sample inputs, and writes a standard ONNX model
-// (DequantizeLinear weights, which ONNX Runtime loads) that rnnc reloads with its integer kernels.
+// (quant/scheme.h; default: recurrent nodes and MatMul/Gemm with constant weights, int8 weights
+// per row (per output channel for B), dynamic u8 activations), calibrates static activation
+// coefficients on sample inputs, and writes a standard ONNX model (DequantizeLinear weights, which
+// ONNX Runtime loads) that rnnc reloads with its integer kernels.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -130,8 +131,8 @@ const Command kQuantizeCommand{
          "fix an input before quantizing: a number for an input of shape [] (or all 1s), or "
          "@FILE.npy / @FILE.pb (repeatable); the written model no longer has that input"},
         {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
-        {"config", "Q.json", "per-node schemes (default: recurrent nodes int8 per-row weights, "
-                             "dynamic u8 activations)"},
+        {"config", "Q.json", "per-node schemes (default: recurrent nodes and MatMul/Gemm, int8 "
+                             "weights per row or output channel, dynamic u8 activations)"},
         {"calibrate", "DIR_OR_FILE",
          "one calibration sample: a directory of <input>.npy/.pb files, or one .npy/.pb file for "
          "a one-input model (repeatable); needed for static activations and for --report errors"},

@@ -74,15 +74,18 @@ expect_error "bad tensor file" "is not a .npy file (bad magic)" \
   "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$tmp/not_a_tensor.npy"
 
 # rnnc quantize: writes a model that rnnc reloads with int8 kernels, a report, clear errors.
-expect_ok "quantize writes a model" "2 of 3 nodes with weights quantized" \
+expect_ok "quantize writes a model" "3 of 3 nodes with weights quantized" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q.onnx" --calibrate "$demo/input.npy" \
   --report "$tmp/report.md"
 if grep -q "| LSTM | weights symmetric 8-bit per row" "$tmp/report.md" 2>/dev/null; then pass;
 else fail "quantize report lacks the LSTM rows"; fi
+if grep -q "| MatMul | weights symmetric 8-bit per channel" "$tmp/report.md" 2>/dev/null; then pass;
+else fail "quantize report lacks the MatMul head's row"; fi
 expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$tmp/demo_q.onnx"
+expect_ok "quantized head runs the integer GEMM" "halide matmul.* int8 \[K=" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
   "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy"
-expect_ok "quantize specializes first" "2 of 3 nodes with weights quantized" \
+expect_ok "quantize specializes first" "3 of 3 nodes with weights quantized" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q1.onnx" --dim batch=1
 expect_ok "specialized quantized model runs" "log_probs: f32\[17, 1, 32\]" \
   "$rnnc" run "$tmp/demo_q1.onnx" --random --dim seq=17

@@ -158,8 +158,9 @@ graph main(%a: i32[2, 4], %b: i32[4, 2]) {
   }
 }
 
-// The float GEMM kernel must not run an annotated product: the block stays on the reference
-// kernels, and the compiled program computes exactly what the evaluator does.
+// The float GEMM kernel must not run an annotated product, and the integer GEMM needs B's
+// quantization parameters (lowering_dense_quant_test.cc): with a plain float B the block stays on
+// the reference kernels, and the compiled program computes exactly what the evaluator does.
 TEST(QuantizedProduct, CompiledProgramKeepsAnnotatedMatMulOnTheReferenceKernels) {
   const std::string text = R"(model opset=17
 graph main(%x: f32[seq, 12], %w: f32[12, 7], %bias: f32[7]) {

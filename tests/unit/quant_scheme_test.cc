@@ -438,6 +438,140 @@ TEST(QuantizeModel, FloatNodesStayAndSayWhy) {
   EXPECT_FALSE(report.nodes[0].quantized);
 }
 
+// ---- MatMul and Gemm: B becomes DequantizeLinear, A's rows are quantized (annotation) ----------
+
+// x [3, 4] . B (MatMul B [4, 6]; Gemm with transB B [6, 4]) + C [6] for Gemm.
+std::unique_ptr<Model> one_product_model(const std::string& op, bool trans_b = false,
+                                         bool runtime_b = false) {
+  auto model = std::make_unique<Model>();
+  model->opsets[""] = 17;
+  model->graph = std::make_unique<Graph>();
+  Graph& g = *model->graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim(3), Dim(4)};
+  Value* x = g.add_input("x", x_type);
+  const std::vector<int64_t> b_shape = trans_b ? std::vector<int64_t>{6, 4}
+                                               : std::vector<int64_t>{4, 6};
+  Value* b = nullptr;
+  if (runtime_b) {
+    TensorType b_type;
+    b_type.dtype = DType::kFloat32;
+    b_type.shape = Shape{Dim(b_shape[0]), Dim(b_shape[1])};
+    b = g.add_input("B", b_type);
+  } else {
+    b = g.add_initializer("B", random_weight(b_shape, 3));
+  }
+  std::vector<Value*> inputs = {x, b};
+  if (op == "Gemm") inputs.push_back(g.add_initializer("C", random_weight({6}, 4)));
+  Node* product = g.add_node(op, "product", inputs, {"y"}, 17);
+  if (trans_b) {
+    Attribute attribute;
+    attribute.kind = Attribute::Kind::kInt;
+    attribute.i = 1;
+    product->set_attr("transB", attribute);
+  }
+  g.add_output(product->output(0));
+  infer_graph(g);
+  return model;
+}
+
+const Node* find_op(const Model& model, const std::string& op) {
+  for (const auto& node : model.graph->nodes()) {
+    if (node->op_type() == op) return node.get();
+  }
+  return nullptr;
+}
+
+// The default per-row granularity names B [K, N]'s rows, which run along K; scales there cannot
+// leave an integer dot product, so B gets them per output column and the report says so.
+TEST(QuantizeModel, MatMulWeightsBecomeDequantizeLinearPerOutputColumn) {
+  auto model = one_product_model("MatMul");
+  const Report report = quantize_model(*model, Config{}, {});
+  ASSERT_EQ(report.nodes.size(), 1u);
+  EXPECT_TRUE(report.nodes[0].quantized);
+  EXPECT_EQ(report.nodes[0].scheme,
+            "weights symmetric 8-bit per channel (minmax), activations dynamic asymmetric 8-bit "
+            "(B's rows run along K: per output channel)");
+  EXPECT_EQ(report.nodes[0].weight_bytes_before, 4 * 24);
+  EXPECT_EQ(report.nodes[0].weight_bytes_after, 24 + 4 * 6);
+  const Node* product = find_op(*model, "MatMul");
+  ASSERT_TRUE(product);
+  const Node* dequantize = product->input(1)->producer();
+  ASSERT_TRUE(dequantize);
+  EXPECT_EQ(dequantize->op_type(), "DequantizeLinear");
+  EXPECT_EQ(dequantize->attr_int("axis", -1), 1);
+  EXPECT_EQ(dequantize->input(0)->constant()->dtype(), DType::kInt8);
+  EXPECT_EQ(activation_quant(*product).to_string(), "dynamic asymmetric bits=8");
+}
+
+TEST(QuantizeModel, GemmTransBRowsAreOutputChannels) {
+  auto model = one_product_model("Gemm", /*trans_b=*/true);
+  const Report report = quantize_model(*model, Config{}, {});
+  ASSERT_EQ(report.nodes.size(), 1u);
+  EXPECT_EQ(report.nodes[0].scheme,
+            "weights symmetric 8-bit per row (minmax), activations dynamic asymmetric 8-bit");
+  const Node* product = find_op(*model, "Gemm");
+  EXPECT_EQ(product->input(1)->producer()->attr_int("axis", -1), 0);
+  EXPECT_FALSE(product->input(2)->producer());  // C stays float
+  EXPECT_TRUE(has_activation_quant(*product));
+}
+
+TEST(QuantizeModel, ProductOverridesAndFloatAreRespected) {
+  {
+    auto model = one_product_model("MatMul");
+    const Report report =
+        quantize_model(*model, parse_config(R"({"ops": {"MatMul": {"float": true}}})"), {});
+    EXPECT_EQ(report.nodes[0].scheme, "float (config)");
+    EXPECT_FALSE(report.nodes[0].quantized);
+    EXPECT_FALSE(find_op(*model, "DequantizeLinear"));
+    EXPECT_FALSE(has_activation_quant(*find_op(*model, "MatMul")));
+  }
+  auto model = one_product_model("MatMul");
+  const Report report = quantize_model(
+      *model,
+      parse_config(R"({"nodes": {"product": {"weights": {"granularity": "tensor", "bits": 4,
+                                                          "symmetric": false},
+                                             "activations": {"symmetric": true}}}})"),
+      {});
+  EXPECT_EQ(report.nodes[0].scheme,
+            "weights asymmetric 4-bit per tensor (minmax), activations dynamic symmetric 8-bit");
+  const Node* dequantize = find_op(*model, "DequantizeLinear");
+  EXPECT_FALSE(dequantize->has_attr("axis"));
+  EXPECT_EQ(dequantize->input(0)->constant()->dtype(), DType::kUInt8);
+  EXPECT_EQ(activation_quant(*find_op(*model, "MatMul")).to_string(), "dynamic symmetric bits=8");
+}
+
+TEST(QuantizeModel, WideProductsSayTheyRunOnTheReferenceKernels) {
+  auto model = one_product_model("MatMul");
+  const Report report =
+      quantize_model(*model, parse_config(R"({"default": {"weights": {"bits": 12}}})"), {});
+  EXPECT_EQ(report.nodes[0].scheme,
+            "weights symmetric 12-bit per channel (minmax), activations dynamic asymmetric 8-bit "
+            "(B's rows run along K: per output channel) (wider than 8 bits: rnnc computes it on "
+            "its reference kernels)");
+}
+
+TEST(QuantizeModel, ProductWithARunTimeBStaysFloatAndSaysWhy) {
+  auto model = one_product_model("MatMul", false, /*runtime_b=*/true);
+  const Report report = quantize_model(*model, Config{}, {});
+  EXPECT_EQ(report.nodes[0].scheme, "float (B is not a 2-D float32 initializer)");
+  EXPECT_FALSE(report.nodes[0].quantized);
+}
+
+TEST(QuantizeModel, ProductStaticActivationsCalibrateOnA) {
+  auto model = one_product_model("MatMul");
+  Tensor x(DType::kFloat32, {3, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f * static_cast<float>(i) - 1;
+  quantize_model(*model, parse_config(R"({"default": {"activations": {"dynamic": false}}})"),
+                 {{{"x", x}}});
+  const ActivationQuant quant = activation_quant(*find_op(*model, "MatMul"));
+  EXPECT_FALSE(quant.dynamic);
+  EXPECT_FLOAT_EQ(quant.input_scale, 2.75f / 255);  // x in [-1, 1.75]
+  EXPECT_EQ(quant.input_zero_point, 93);
+  EXPECT_EQ(quant.state_scale, 0.0f);  // no state operand
+}
+
 // Silero's shape: an LSTM in each branch of an If on a graph input. The rewrite walks the main
 // graph only, so both stay float, and the report says what inlines them.
 std::unique_ptr<Model> lstm_in_if_model() {

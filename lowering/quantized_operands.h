@@ -1,0 +1,62 @@
+// The operands of the integer products (docs/quant.md), shared by every lowering that computes
+// integer dot products (lower_recurrent's projection and step: u8 x s8 or s16 x s16;
+// lower_dense_quant's GEMM: u8 x s8):
+//
+//   activations  a float operand quantized one row at a time inside the pipeline, with exactly
+//                ir/quantization.h's arithmetic (dynamic coefficients from the row itself, or
+//                the static ones), stored as the kernel's operand type (uint8 or int16);
+//   weights      a quantized constant as graph_opt/fold_quantized_weights leaves it (the float
+//                values of a DequantizeLinear with its QuantParams) turned back into its exact
+//                integers at lowering time: w = (q - zp) * scale is the float nearest the real
+//                value, so w / scale lies within 1e-6 of the integer q - zp. uint8 storage is
+//                shifted by -128 into int8 (q - zp is unchanged), which u8 x s8 products take;
+//                9- to 16-bit weights are int16.
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/quantization.h"
+
+namespace rnnc {
+
+// A float operand src(k, rows...), k in [0, n), quantized row by row and stored as `storage`
+// (uint8 or int16: any activation scheme's q fits the int16). q(k, rows...) is 0 for k >= n (the
+// weights there are zero padding) and bounded to whole vectors (storage_vector) from 0 up to
+// padded_n; scale, zero_point and sum (the sum of q over k < n, for weight zero points) take the
+// row coordinates; raw is round(x / scale) + zero_point before the clamp (float: overflow
+// counts). Dynamic coefficients come from `params` (a Tuple of scale and zero point per row,
+// computed at root: a caller may compute it elsewhere); `state` picks the static state
+// coefficients instead of the input ones.
+struct QuantizedRows {
+  Halide::Func q, scale, zero_point, sum, params, raw;
+};
+QuantizedRows quantize_rows(Halide::Func src, int n, int padded_n, const ActivationQuant& quant,
+                            bool state, Halide::Type storage, int vector_width,
+                            const std::string& name);
+
+// Elements of `storage` in one vector of `vector_width` floats.
+int storage_vector(Halide::Type storage, int vector_width);
+
+// A quantized constant weight as the integer kernels read it: q in the weight's own (row-major)
+// order (int8 values up to 8 bits, int16 above), and a scale and a zero point per output, an
+// output being one index of the weight's axes other than `reduction_axis` (row-major over them).
+struct IntegerWeight {
+  int bits = 8;  // QuantParams::bits: the effective width (fold_quantized_weights)
+  std::vector<int16_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;
+  bool has_zero_points = false;
+  bool shifted = false;  // uint8 storage shifted into int8: q in [-128, 127]
+};
+// Input `index` of `node` (named `name` in messages), whose constant is `weight`. kUnsupported,
+// naming the node and input, for a float weight without quantization parameters, or scales
+// along the reduction axis (they cannot be factored out of a dot product).
+IntegerWeight integer_weight(const Node& node, size_t index, const char* name,
+                             const Tensor& weight, int reduction_axis);
+
+}  // namespace rnnc
