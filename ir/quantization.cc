@@ -50,6 +50,7 @@ std::string ActivationQuant::to_string() const {
     text += cat(" x=", exact(input_scale), ",", input_zero_point, " h=", exact(state_scale), ",",
                 state_zero_point);
   }
+  if (accumulation_bits != 32) text += cat(" accumulation=", accumulation_bits);
   return text;
 }
 
@@ -90,6 +91,10 @@ ProductWidths product_widths(const ActivationQuant& activations, int weight_bits
 void validate(const ActivationQuant& quant, const std::string& where, bool has_state) {
   if (quant.bits < 2 || quant.bits > 16) {
     raise_invalid_model(cat(where, ": activation bit width ", quant.bits, ", must be in 2..16"));
+  }
+  if (quant.accumulation_bits < 8 || quant.accumulation_bits > 32) {
+    raise_invalid_model(cat(where, ": accumulation bit width ", quant.accumulation_bits,
+                            ", must be in 8..32"));
   }
   if (quant.wide() && !quant.symmetric) {
     raise_invalid_model(cat(where, ": activation bit width ", quant.bits,
@@ -197,7 +202,12 @@ ActivationQuant activation_quant(const Node& node) {
     read_pair(h, "h=", quant.state_scale, quant.state_zero_point);
   }
   std::string rest;
-  if (in >> rest) malformed();
+  if (in >> rest) {
+    if (rest.rfind("accumulation=", 0) != 0) malformed();
+    quant.accumulation_bits = static_cast<int>(std::strtol(rest.c_str() + 13, &end, 10));
+    if (*end != '\0' || rest.size() == 13) malformed();
+    if (in >> rest) malformed();
+  }
   validate(quant, node.describe(), has_recurrent_state(node));
   return quant;
 }

@@ -38,11 +38,15 @@ struct ActivationQuant {
   // the state's at 0.
   float input_scale = 0, state_scale = 0;
   int32_t input_zero_point = 0, state_zero_point = 0;
+  // The declared width of the integer sums (8..32). rnnc computes every sum exactly in a type
+  // wide enough (ProductWidths); overflow mode counts the sums this width could not hold.
+  int accumulation_bits = 32;
 
   bool wide() const { return bits > 8; }  // 16-bit storage
   int32_t qmin() const;
   int32_t qmax() const;
-  // "dynamic u8", "static s16 x=(0.0123, 128) h=(0.0078, 128)", ...
+  // "dynamic asymmetric bits=8", "static symmetric bits=12 x=0x1p-7,0 h=0x1p-8,0", with
+  // " accumulation=N" last when N is not 32.
   std::string to_string() const;
 };
 

@@ -78,6 +78,17 @@ struct BlockIO {
   std::unique_ptr<BlockRunState> state;  // a chunked run's state, kept for reuse across runs
 };
 
+// Overflow mode (ProgramOptions::count_overflow): what one quantized node's integer kernels
+// counted over the runs so far. Activations are quantized to `activation_bits`: `above` and
+// `below` of the `values` quantized fell outside the integer range and were clamped; sums are
+// computed exactly (ir/quantization.h ProductWidths), `sums_beyond` of them would not fit the
+// node's declared accumulation width.
+struct OverflowCounts {
+  std::string node;
+  int activation_bits = 8, accumulation_bits = 32;
+  int64_t values = 0, above = 0, below = 0, sums_beyond = 0;
+};
+
 class ExecutionBlock {
  public:
   virtual ~ExecutionBlock() = default;
@@ -113,6 +124,8 @@ class ExecutionBlock {
   // `writer`, reading and writing the values of `io`. The default raises kUnsupported naming the
   // block and its nodes (reference kernels need rnnc's C++ at run time).
   virtual void write_aot(AotWriter& writer, const AotBlockIO& io) const;
+  // Overflow mode: one entry per quantized node of the block; empty otherwise.
+  virtual std::vector<OverflowCounts> overflow_counts() const { return {}; }
 
   std::vector<const Node*> nodes;     // the graph nodes this block computes, in order
   std::vector<const Value*> inputs;   // values read from outside the block

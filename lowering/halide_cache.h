@@ -72,6 +72,12 @@ class HalideCache {
   // (aot/) links the objects into a static library.
   void set_keep_objects(bool keep) { keep_objects_ = keep; }
 
+  // Overflow mode: the quantized kernels lowered through this cache count clamped activations
+  // and sums beyond the declared accumulation width (block.h OverflowCounts). Slower; a
+  // separate kernel variant (its own cache key).
+  void set_count_overflow(bool count) { count_overflow_ = count; }
+  bool count_overflow() const { return count_overflow_; }
+
  private:
   void load_runtime();
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
@@ -84,6 +90,7 @@ class HalideCache {
   std::mutex mutex_;
   std::map<std::string, CompiledPipeline> loaded_;
   bool keep_objects_ = false;
+  bool count_overflow_ = false;
 };
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).

@@ -446,6 +446,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       cell.quant = recurrent_quant(*activation_quantization, static_cast<int>(input_size),
                                    static_cast<int>(hidden), wq->bits, wq->shifted, rq->bits,
                                    rq->shifted);
+      cell.quant->count_overflow = cache.count_overflow();
     }
     block->directions_.push_back(std::move(direction_part));
   }
@@ -599,6 +600,24 @@ std::string RecurrentBlock::kind() const {
   const char* name = op_ == RecurrentOp::kLstm ? "lstm" : op_ == RecurrentOp::kGru ? "gru" : "rnn";
   return cat("halide ", name, quant_tag(directions_[0].cell), " ", direction_name_,
              " h=", hidden_size_, " in=", input_size_);
+}
+
+void RecurrentBlock::add_overflow(const int32_t counts[4]) const {
+  for (int i = 0; i < 4; ++i) overflow_[i].fetch_add(counts[i], std::memory_order_relaxed);
+}
+
+std::vector<OverflowCounts> RecurrentBlock::overflow_counts() const {
+  const RecurrentCell& cell = directions_[0].cell;
+  if (!cell.quant || !cell.quant->count_overflow) return {};
+  OverflowCounts counts;
+  counts.node = describe_;
+  counts.activation_bits = cell.quant->activations.bits;
+  counts.accumulation_bits = cell.quant->activations.accumulation_bits;
+  counts.above = overflow_[0].load();
+  counts.below = overflow_[1].load();
+  counts.sums_beyond = overflow_[2].load();
+  counts.values = overflow_[3].load();
+  return {counts};
 }
 
 RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
@@ -766,7 +785,7 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
   BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
   BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});
-  void* args[7];
+  void* args[8];
   size_t count = 0;
   for (BufferView* buffer : {&x_buffer, &wq_buffer, &scale_buffer, &colsum_buffer}) {
     args[count++] = buffer->get();
@@ -774,7 +793,11 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   if (part.cell.quant->weight_zero_points) args[count++] = zero_buffer.get();
   args[count++] = bias_buffer.get();
   args[count++] = xw_buffer.get();
+  int32_t overflow[4] = {};
+  BufferView overflow_buffer(overflow, kI32, {{4, 1}});
+  if (part.cell.quant->count_overflow) args[count++] = overflow_buffer.get();
   projection_.call(args);
+  if (part.cell.quant->count_overflow) add_overflow(overflow);
 }
 
 void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
@@ -840,7 +863,7 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   BufferView r_colsum(quantized ? part.r_colsum.data<int32_t>() : nullptr, kI32, row_tiles);
   BufferView r_zero(quantized ? part.r_zero.data<int32_t>() : nullptr, kI32, row_tiles);
   // Argument order: recurrent_pipelines.h.
-  void* args[13];
+  void* args[14];
   size_t count = 0;
   if (quantized) {
     for (BufferView* buffer : {&rq_buffer, &r_scale, &r_colsum}) args[count++] = buffer->get();
@@ -856,6 +879,10 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   if (part.cell.linear_before_reset) args[count++] = rbh.get();
   args[count++] = h_out.get();
   if (lstm) args[count++] = c_out.get();
+  const bool count_overflow = quantized && part.cell.quant->count_overflow;
+  int32_t overflow[4] = {};
+  BufferView overflow_buffer(overflow, kI32, {{4, 1}});
+  if (count_overflow) args[count++] = overflow_buffer.get();
 
   int& current = state.current;
   for (int64_t s = step_begin; s < step_end; ++s) {
@@ -870,6 +897,7 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
     c_in.set_host(state.c[current]);
     c_out.set_host(state.c[1 - current]);
     step.call(args);
+    if (count_overflow) add_overflow(overflow);
     current = 1 - current;
     if (run.y) {
       for (int64_t b = 0; b < batch; ++b) {

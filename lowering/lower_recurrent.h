@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ class RecurrentBlock : public ExecutionBlock {
   // The run as C for an ahead-of-time library (recurrent_block_aot.cc): the same pipelines and
   // time loop; io holds the node's slots.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override;
+  // Overflow mode (HalideCache::count_overflow, quantized nodes): the kernels' counts so far.
+  std::vector<OverflowCounts> overflow_counts() const override;
 
  private:
   friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
@@ -117,6 +120,7 @@ class RecurrentBlock : public ExecutionBlock {
                int64_t step_end) const;
   void finish(const Run& run, int direction, const DirectionRun& state) const;
   ChunkState& chunk_state(BlockIO& io) const;
+  void add_overflow(const int32_t counts[4]) const;
   int num_directions() const { return static_cast<int>(directions_.size()); }
 
   using Axes = std::vector<std::string>;  // a slot's layout, outermost first
@@ -145,6 +149,9 @@ class RecurrentBlock : public ExecutionBlock {
   // Inputs that were constants at lowering time (used when the BlockIO slot is nullptr).
   std::optional<Tensor> constant_sequence_lens_, constant_initial_h_, constant_initial_c_;
   bool may_have_sequence_lens_ = false;  // the node has a sequence_lens input
+  // Overflow mode: above, below, sums beyond the accumulation width, values (OverflowCounts),
+  // summed over every call of the kernels (runs may be concurrent).
+  mutable std::atomic<int64_t> overflow_[4] = {};
 };
 
 }  // namespace rnnc

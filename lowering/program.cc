@@ -67,6 +67,7 @@ class NodeConventionBlock : public ExecutionBlock {
   }
 
   std::string kind() const override { return inner_->kind(); }
+  std::vector<OverflowCounts> overflow_counts() const override { return inner_->overflow_counts(); }
 
   // After the partition's inputs and outputs are known: where each node slot comes from and goes.
   void bind() {
@@ -266,6 +267,7 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Progr
   if (!options.reference_only) {
     program->cache_ = std::make_shared<HalideCache>(options.cache_dir, options.target);
     program->cache_->set_keep_objects(options.keep_objects);
+    program->cache_->set_count_overflow(options.count_overflow);
   }
   for (const BlockSpec& spec : partition_graph(*model->graph)) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
@@ -308,6 +310,38 @@ std::vector<Tensor> Program::run(const std::map<std::string, Tensor>& inputs) co
     }
   }
   return outputs;
+}
+
+std::vector<OverflowCounts> Program::overflow_counts() const {
+  std::vector<OverflowCounts> all;
+  for (const auto& block : blocks_) {
+    for (OverflowCounts& counts : block->overflow_counts()) all.push_back(std::move(counts));
+  }
+  return all;
+}
+
+std::string Program::overflow_report() const {
+  if (!cache_ || !cache_->count_overflow()) return "";
+  std::ostringstream out;
+  out << "overflow counts (quantized nodes; activations clamped to their integer range, exact sums "
+         "beyond the declared accumulation width)\n";
+  for (const OverflowCounts& c : overflow_counts()) {
+    auto share = [&](int64_t n) {
+      std::ostringstream text;
+      text << n;
+      if (c.values > 0 && n > 0) {
+        text << " (" << std::setprecision(3) << 100.0 * static_cast<double>(n) /
+                                                    static_cast<double>(c.values)
+             << "%)";
+      }
+      return text.str();
+    };
+    out << "  " << c.node << ": " << c.values << " activations quantized to " << c.activation_bits
+        << " bits, " << share(c.above) << " clamped above, " << share(c.below)
+        << " clamped below; " << c.sums_beyond << " sums beyond " << c.accumulation_bits
+        << " bits\n";
+  }
+  return out.str();
 }
 
 std::string Program::describe() const {

@@ -25,6 +25,7 @@ struct ProgramOptions {
   std::string target;           // "" = host (or $RNNC_TARGET)
   bool reference_only = false;  // every block on reference kernels (debugging)
   bool keep_objects = false;    // keep the kernels' object files (ahead-of-time export, aot/)
+  bool count_overflow = false;  // quantized kernels count overflows (Program::overflow_report)
 };
 
 class Program {
@@ -37,6 +38,10 @@ class Program {
 
   // `rnnc plan`: one line per block with its kind, nodes, plan per axis, cost, compile time.
   std::string describe() const;
+  // Overflow mode: every quantized node's counts so far (block.h OverflowCounts).
+  std::vector<OverflowCounts> overflow_counts() const;
+  // The counts as a table, one row per node ("" when the program does not count).
+  std::string overflow_report() const;
   // The kernel cache the blocks were compiled through (nullptr for a reference-only program).
   HalideCache* kernel_cache() const { return cache_.get(); }
 

@@ -97,7 +97,8 @@ std::string RecurrentCell::step_key() const {
 
 std::string RecurrentQuant::key() const {
   return cat(activations.to_string(), weight_zero_points ? " weight_zero_points" : "",
-             " W.x: ", input_widths.to_string(), " R.h: ", state_widths.to_string());
+             " W.x: ", input_widths.to_string(), " R.h: ", state_widths.to_string(),
+             count_overflow ? " count_overflow" : "");
 }
 
 RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
@@ -332,6 +333,43 @@ Expr in_sum_type(const IntegerDot& dot, Expr value) {
   return dot.int64_sum ? Halide::cast<int64_t>(value) : value;
 }
 
+// Overflow mode: the counts of one pipeline call, summed over its quantized operands and sums.
+class OverflowCounts {
+ public:
+  // Operand values raw(k, row) for k < n over `rows` (only where `active`).
+  void add_operand(const QuantizedRows& rows, int n, Expr row_extent, const ActivationQuant& quant,
+                   const std::function<Expr(Expr)>& active) {
+    RDom r(0, n, 0, row_extent, "overflow_values");
+    Expr raw = rows.raw(r.x, r.y), on = active(r.y);
+    above_ += count(r, on && raw > static_cast<float>(quant.qmax()));
+    below_ += count(r, on && raw < static_cast<float>(quant.qmin()));
+    values_ += count(r, on);
+  }
+  // The exact sums `sum` (int32 or int64) over `domain` against the declared width.
+  void add_sums(RDom domain, Expr sum, Expr on, int accumulation_bits) {
+    const int64_t limit = (int64_t{1} << (accumulation_bits - 1)) - 1;
+    Expr wide = Halide::cast<int64_t>(sum);
+    sums_ += count(domain, on && (wide > Halide::Expr(limit) || wide < Halide::Expr(-limit - 1)));
+  }
+  Func func() const {
+    Var i("i");
+    Func counts("overflow");
+    counts(i) = Halide::mux(i, {above_, below_, sums_, values_});
+    return counts;
+  }
+
+ private:
+  // The number of points of `domain` where `condition` holds (the RVar term makes the update
+  // iterate over the whole domain even when the condition does not mention it).
+  static Expr count(RDom domain, Expr condition) {
+    Func f("overflow_count");
+    f() = 0;
+    f() += select(condition, 1, 0) + 0 * domain.x;
+    return f();
+  }
+  Expr above_ = 0, below_ = 0, sums_ = 0, values_ = 0;
+};
+
 // Schedules `dot` at `consumer`'s loop `at`: its accumulators over `inner` (the first vectorized
 // by v, all unrolled: one register tile) with the reduction outside them and `outer` (extent 1
 // there) outermost; the lane's k innermost, vectorized with inner[0] into one dot-product
@@ -368,6 +406,22 @@ void schedule_dot(IntegerDot dot, Func consumer, const Var& at, const std::vecto
   std::vector<Var> chunk_outer = outer;
   chunk_outer.push_back(dot.chunk.args().back());
   dot_update(dot.chunk, chunk_outer);
+}
+
+// Overflow mode: `dot` computed once at root (the overflow counts read it besides the kernel's
+// output), vectorized over inner[0] but not register-tiled (extents are not constant there).
+void schedule_dot_at_root(IntegerDot dot, const std::vector<Var>& inner, int v) {
+  dot.acc.compute_root().vectorize(inner[0], v);
+  Func reduced = dot.int64_sum ? dot.chunk : dot.acc;
+  if (dot.int64_sum) {
+    dot.acc.update().reorder(inner[0], dot.chunks.x).vectorize(inner[0], v);
+    dot.chunk.compute_at(dot.acc, dot.chunks.x).vectorize(inner[0], v);
+  }
+  reduced.update()
+      .atomic()
+      .reorder(dot.k.x, inner[0], dot.k.y)
+      .vectorize(dot.k.x)
+      .vectorize(inner[0], v);
 }
 
 // ---- input projection --------------------------------------------------------------------------
@@ -420,7 +474,9 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
                  (in_sum_type(dot, xq.sum(m)) - k_extent * in_sum_type(dot, xq.zero_point(m)));
     xq.sum.compute_root();
   }
-  xw(n, m) = bias(n) + Halide::cast<float>(corrected) * (xq.scale(m) * w_scale(n));
+  Func sums("x_sums");  // the exact sum of each output: inline, unless overflow mode counts it
+  sums(n, m) = corrected;
+  xw(n, m) = bias(n) + Halide::cast<float>(sums(n, m)) * (xq.scale(m) * w_scale(n));
 
   pin_dense(x, {k_extent, 0});
   pin_dense(wq, {lane, n_extent, ko_extent});
@@ -436,12 +492,27 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
       .unroll(mi)
       .parallel(schedule.gemm_columns_outer ? no : mo);  // as the float projection (on oneTBB)
   xq.q.compute_root().vectorize(xq.q.args()[0], storage_vector(activation_storage(quant), v));
-  schedule_dot(dot, xw, schedule.gemm_columns_outer ? mo : no, {n, m}, {}, v);
 
   std::vector<Halide::Argument> arguments = {x, wq, w_scale, w_colsum};
   if (quant.weight_zero_points) arguments.push_back(w_zero);
   arguments.push_back(bias);
-  xw.compile_to_object(object_path, arguments, function_name, target);
+  if (!quant.count_overflow) {
+    schedule_dot(dot, xw, schedule.gemm_columns_outer ? mo : no, {n, m}, {}, v);
+    xw.compile_to_object(object_path, arguments, function_name, target);
+    return;
+  }
+  // Overflow mode: X's real rows (not the row tile's padding) and every output's sum.
+  schedule_dot_at_root(dot, {n, m}, v);
+  const Expr real_rows = x.dim(1).extent();
+  OverflowCounts counts;
+  counts.add_operand(xq, k_extent, real_rows, quant.activations,
+                     [](Expr) { return Halide::Internal::const_true(); });
+  RDom outputs(0, n_extent, 0, real_rows, "overflow_sums");
+  counts.add_sums(outputs, sums(outputs.x, outputs.y), Halide::Internal::const_true(),
+                  quant.activations.accumulation_bits);
+  Func overflow = counts.func();
+  overflow.output_buffer().dim(0).set_bounds(0, 4);
+  Halide::Pipeline({xw, overflow}).compile_to_object(object_path, arguments, function_name, target);
 }
 
 }  // namespace
@@ -555,6 +626,11 @@ struct Product {
   Func pre;
   RDom k;  // float
   std::optional<IntegerDot> dot;
+  // Quantized: the operand's rows and the exact sums (ji, g, jo, b) for overflow counts.
+  std::optional<QuantizedRows> rows;
+  Func sums;
+  int count = 0;
+  bool at_root = false;  // overflow mode: the dot product at root (schedule_dot_at_root)
 };
 
 Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
@@ -587,12 +663,17 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
                  (in_sum_type(dot, rows.sum(b)) - hidden * in_sum_type(dot, rows.zero_point(b)));
     rows.sum.compute_root();
   }
-  product.pre(ji, g, jo, b) =
-      init + Halide::cast<float>(corrected) * (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
+  product.sums = Func(name + "_sums");
+  product.sums(ji, g, jo, b) = corrected;
+  product.pre(ji, g, jo, b) = init + Halide::cast<float>(product.sums(ji, g, jo, b)) *
+                                         (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
   rows.q.compute_root().vectorize(rows.q.args()[0],
                                   storage_vector(storage, schedule.vector_width));
   dot.acc.bound(g, 0, count);
   product.dot = dot;
+  product.rows = rows;
+  product.count = count;
+  product.at_root = quant.count_overflow;
   return product;
 }
 
@@ -602,7 +683,11 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
 void schedule_product(Product product, Func consumer, const Var& at, int v) {
   if (product.dot) {
     const std::vector<Var> args = product.dot->acc.args();  // (ji, g, jo, b)
-    schedule_dot(*product.dot, consumer, at, {args[0], args[1], args[3]}, {args[2]}, v);
+    if (product.at_root) {
+      schedule_dot_at_root(*product.dot, {args[0], args[1], args[3], args[2]}, v);
+    } else {
+      schedule_dot(*product.dot, consumer, at, {args[0], args[1], args[3]}, {args[2]}, v);
+    }
     return;
   }
   const std::vector<Var> args = product.pre.args();  // (ji, g, jo, b)
@@ -664,6 +749,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     arguments.push_back(a);
   }
   Func state("state");
+  std::vector<Product> products;  // for overflow counts
 
   if (cell.op == RecurrentOp::kLstm) {
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1],
@@ -671,6 +757,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     // gates(ji, g, jo, b) = XW + R . h for one tile's hidden units, every computed gate.
     Product pre = recurrent_product(cell, in, schedule, "gates", in.xw(ji, g, jo, xw_b, t), h, 0,
                                     gates);
+    products.push_back(pre);
     auto gate = [&](int onnx_gate) { return pre.pre(ji, cell.gate_index(onnx_gate), jo, b); };
     Expr c_prev = in.c(ji, jo, b);
     Expr peep_i = 0.0f, peep_o = 0.0f, peep_f = 0.0f;
@@ -700,6 +787,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     Product pre = recurrent_product(
         cell, in, schedule, "gates",
         select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t)), h, 0, gates);
+    products.push_back(pre);
     Expr zt = activate(f, clipped(cell, pre.pre(ji, cell.gate_index(kGruZ), jo, b)));
     Expr rt = activate(f, clipped(cell, pre.pre(ji, cell.gate_index(kGruR), jo, b)));
     Expr ht = activate(gact, clipped(cell, input(kGruH) + rt * pre.pre(ji, h_gate, jo, b)));
@@ -722,6 +810,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     reset_h(k_var, b) = zr(k_var % tile, r_gate, k_var / tile, b) * in.h(k_var, b);
     Product h_pre =
         recurrent_product(cell, in, schedule, "h_gate", input(kGruH), reset_h, h_gate, 1);
+    products = {zr_pre, h_pre};
     Expr zt = zr(ji, z_gate, jo, b);
     Expr ht = activate(gact, clipped(cell, h_pre.pre(ji, 0, jo, b)));
     state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
@@ -743,12 +832,32 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   } else {
     const RecurrentActivation& f = cell.activations[0];
     Product pre = recurrent_product(cell, in, schedule, "gate", input(0), h, 0, 1);
+    products.push_back(pre);
     state(ji, jo, b) =
         select(active, activate(f, clipped(cell, pre.pre(ji, 0, jo, b))), h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
     schedule_tile(state, pre, schedule);
   }
-  state.compile_to_object(object_path, arguments, function_name, target);
+  if (!cell.quant || !cell.quant->count_overflow) {
+    state.compile_to_object(object_path, arguments, function_name, target);
+    return;
+  }
+  // Overflow mode: the active entries of XW's real batch (not the batch tile's padding).
+  const Expr batch = in.xw.dim(3).extent();
+  auto entry_active = [&](Expr entry) { return in.step_time(entry) >= 0; };
+  OverflowCounts counts;
+  for (const Product& product : products) {
+    counts.add_operand(*product.rows, cell.hidden_size, batch, cell.quant->activations,
+                       entry_active);
+    RDom sums(0, tile, 0, product.count, 0, schedule.padded_hidden / tile, 0, batch,
+              "overflow_sums");
+    counts.add_sums(sums, product.sums(sums.x, sums.y, sums.z, sums.w), entry_active(sums.w),
+                    cell.quant->activations.accumulation_bits);
+  }
+  Func overflow = counts.func();
+  overflow.output_buffer().dim(0).set_bounds(0, 4);
+  Halide::Pipeline({state, overflow})
+      .compile_to_object(object_path, arguments, function_name, target);
 }
 
 }  // namespace rnnc

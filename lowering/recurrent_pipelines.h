@@ -81,6 +81,10 @@ struct RecurrentQuant {
   bool weight_zero_points = false;  // asymmetric weights: a zero point per row
   ProductWidths input_widths;       // W . x, over input_size
   ProductWidths state_widths;       // R . h, over hidden_size
+  // Overflow mode: the pipelines also write `overflow` (int32 [4], this call's counts):
+  // activations quantized above qmax, below qmin (clamped), sums whose exact value the declared
+  // accumulation width (ActivationQuant::accumulation_bits) cannot hold, activations quantized.
+  bool count_overflow = false;
 
   // s16 x s16 storage (a weight or the activations > 8 bits); both products share it.
   bool wide_operands() const { return input_widths.storage_bits == 16; }
@@ -150,7 +154,7 @@ int64_t projection_weight_stride(int64_t n_extent);
 //              -> xw (n, m padded to gemm_rows)
 //   quantized: x (k, m), wq (kl, n, ko: int8 or int16, k = L ko + kl, K padded to L = lane()),
 //              w_scale (n), w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)],
-//              bias (n), -> xw
+//              bias (n), -> xw, [overflow (4: int32, count_overflow)]
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
@@ -162,7 +166,8 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 //   h_tiles (ji, jo, b: the same h), [c (ji, jo, b)], [peepholes (ji, jo, 3): i, o, f],
 //   [rbh (ji, jo): GRU linear_before_reset's h-gate Rb], -> h_next (ji, jo, b), [c_next]
 // Quantized: r is replaced by rq (kl, ji, g, ko, jo: int8 or int16, hidden padded to lane()),
-// r_scale (ji, g, jo), r_colsum (ji, g, jo: int32), [r_zero (ji, g, jo: int32)].
+// r_scale (ji, g, jo), r_colsum (ji, g, jo: int32), [r_zero (ji, g, jo: int32)], and after the
+// outputs [overflow (4: int32, count_overflow)].
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,

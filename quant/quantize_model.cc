@@ -328,6 +328,7 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
     quant.bits = scheme.activations.bits;
     quant.symmetric = scheme.activations.symmetric;
     quant.dynamic = scheme.activations.dynamic;
+    quant.accumulation_bits = scheme.activations.accumulation_bits;
     if (!quant.dynamic) {
       const Ranges& r = ranges.at(node);
       static_coefficients(r.input, scheme.activations, quant, quant.input_scale,

@@ -230,6 +230,7 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   program_options.cache_dir = options.cache_dir;
   program_options.target = options.target;
   program_options.reference_only = options.reference;
+  program_options.count_overflow = options.count_overflow;
   program_options.specialization.fixed_dims = options.fixed_dims;
   for (const auto& [name, values] : options.fixed_inputs) {
     const Value* input = nullptr;
@@ -349,6 +350,8 @@ const std::vector<std::pair<std::string, std::string>>& CompiledModel::recurrent
 }
 Plan CompiledModel::plan() const { return impl_->plan; }
 int CompiledModel::threads() const { return impl_->threads; }
+
+std::string CompiledModel::overflow_report() const { return impl_->program->overflow_report(); }
 
 std::string CompiledModel::describe() const {
   std::string text = impl_->program->describe();

@@ -109,6 +109,7 @@ int run_run(const Parsed& args) {
     options.threads = static_cast<int>(args.get_int("threads", 1));
     options.plan = parse_plan(args.get("plan", "auto"));
     options.quantization_config = args.get("quantize");
+    options.count_overflow = args.has("count-overflow");
     options.expose_recurrent_state = false;  // one run: the model's own outputs only
     for (const auto& text : args.all("fix")) {
       auto [name, value] = split_assignment(text, "fix");
@@ -188,6 +189,7 @@ int run_run(const Parsed& args) {
     }
   }
   if (session && args.has("profile")) std::cout << session->profile_report();
+  if (compiled && args.has("count-overflow")) std::cout << compiled->overflow_report();
   if (!times_us.empty()) {
     std::sort(times_us.begin(), times_us.end());
     double median = times_us[times_us.size() / 2];
@@ -219,6 +221,9 @@ const Command kRunCommand{
         {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
         {"quantize", "CONFIG", "compiled path: quantize at load: 'default' (recurrent nodes int8, "
                                "dynamic u8 activations) or a JSON config (docs/quant.md)"},
+        {"count-overflow", "",
+         "compiled path: quantized kernels count activations clamped to their integer range and "
+         "sums beyond the declared accumulation width, printed per node after the runs"},
         {"dump-dir", "DIR",
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "
          "runs the reference evaluator)"},

@@ -85,6 +85,9 @@ expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$t
 expect_ok "quantized head runs the integer GEMM" "halide matmul.* int8 \[K=" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
   "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy"
+expect_ok "overflow mode counts per node" \
+  "LSTM '[^']*' \(opset [0-9]+\): 8400 activations quantized to 8 bits, [0-9]+ clamped above" \
+  "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy" --count-overflow
 expect_ok "quantize specializes first" "3 of 3 nodes with weights quantized" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q1.onnx" --dim batch=1
 expect_ok "specialized quantized model runs" "log_probs: f32\[17, 1, 32\]" \

@@ -181,7 +181,9 @@ std::unique_ptr<Built> build(const Case& c) {
   }
   std::shared_ptr<QuantParams> weight_quant[3];
   if (c.quantize) {
-    for (int i : {1, 2}) weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights, c.weight_bits);
+    for (int i : {1, 2}) {
+      weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights, c.weight_bits);
+    }
   }
   if (c.dtype != DType::kFloat32) {
     for (Tensor& tensor : in) {
@@ -858,6 +860,130 @@ TEST(LowerRecurrentQuant, WideAvx2TargetAgreesWithReference) {
   std::unique_ptr<Built> built = build(c);
   expect_outputs_match(*built->node, run_lowered(*built, "avx2"), run_reference(*built),
                        kQuantTolerance);
+}
+
+// Overflow mode: the kernels' counts equal the same quantities computed here from the arithmetic
+// of ir/quantization.h: X's values and the states h(t-1) each step quantizes (Y's rows, after the
+// initial zeros), clamped above qmax or below qmin, and the exact sums
+// sum_k (q - zq) * w_q of W.x and R.h beyond the declared accumulation width. Static 8-bit
+// coefficients narrower than the data (X in [-1, 1) against [-0.5, 0.5]) make clamps happen, and
+// 12-bit accumulation makes sums exceed it.
+struct HostCounts {
+  int64_t values = 0, above = 0, below = 0, sums_beyond = 0;
+};
+
+void count_product(const float* rows, int64_t row_count, int64_t k_size, const Tensor& weight,
+                   const QuantParams& params, float scale, int32_t zero_point,
+                   const ActivationQuant& quant, HostCounts& counts) {
+  const RowQuant row_quant = static_row_quant(scale, zero_point);
+  const int64_t outputs = weight.dim(1);
+  const int64_t limit = (int64_t{1} << (quant.accumulation_bits - 1)) - 1;
+  for (int64_t m = 0; m < row_count; ++m) {
+    std::vector<int64_t> q(static_cast<size_t>(k_size));
+    for (int64_t k = 0; k < k_size; ++k) {
+      const float raw = std::nearbyint(rows[m * k_size + k] * row_quant.inv_scale) +
+                        static_cast<float>(zero_point);
+      counts.values += 1;
+      counts.above += raw > static_cast<float>(quant.qmax());
+      counts.below += raw < static_cast<float>(quant.qmin());
+      q[static_cast<size_t>(k)] = quantize_value(rows[m * k_size + k], row_quant, quant) - zero_point;
+    }
+    for (int64_t n = 0; n < outputs; ++n) {
+      const float w_scale = params.scales.at(static_cast<size_t>(n));
+      int64_t sum = 0;
+      for (int64_t k = 0; k < k_size; ++k) {
+        sum += q[static_cast<size_t>(k)] *
+               std::lround(weight.data<float>()[n * k_size + k] / w_scale);
+      }
+      counts.sums_beyond += sum > limit || sum < -limit - 1;
+    }
+  }
+}
+
+TEST(LowerRecurrentQuant, OverflowModeCountsClampsAndSumsBeyondTheDeclaredWidth) {
+  Case c;
+  c.seq = 6;
+  c.batch = 2;
+  c.hidden = 20;
+  c.input = 12;
+  ActivationQuant quant;
+  quant.dynamic = false;
+  quant.input_scale = 1.0f / 255;  // [-0.5, 0.5] with zero point 128
+  quant.input_zero_point = 128;
+  quant.state_scale = 0.25f / 255;  // [-0.125, 0.125]
+  quant.state_zero_point = 128;
+  quant.accumulation_bits = 12;
+  c.quantize = quant;
+  std::unique_ptr<Built> built = build(c);
+  HalideCache counting(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
+  counting.set_count_overflow(true);
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, counting);
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  block->run(io);
+  // The counting kernels compute what the plain ones do.
+  expect_outputs_match(*built->node, io.outputs, run_reference(*built), kQuantTolerance);
+
+  HostCounts host;
+  const Tensor& x = built->inputs[0];
+  count_product(x.data<float>(), c.seq * c.batch, c.input, built->inputs[1],
+                *built->node->input(1)->type.quant, quant.input_scale, quant.input_zero_point,
+                quant, host);
+  // The states each step reads: zeros, then Y's rows but the last ([seq, 1, batch, hidden]).
+  std::vector<float> states(static_cast<size_t>(c.seq * c.batch * c.hidden), 0.0f);
+  std::copy_n(io.outputs[0].data<float>(), (c.seq - 1) * c.batch * c.hidden,
+              states.begin() + c.batch * c.hidden);
+  count_product(states.data(), c.seq * c.batch, c.hidden, built->inputs[2],
+                *built->node->input(2)->type.quant, quant.state_scale, quant.state_zero_point,
+                quant, host);
+
+  const std::vector<OverflowCounts> counts = block->overflow_counts();
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].values, host.values);
+  EXPECT_EQ(counts[0].above, host.above);
+  EXPECT_EQ(counts[0].below, host.below);
+  EXPECT_EQ(counts[0].sums_beyond, host.sums_beyond);
+  EXPECT_EQ(counts[0].accumulation_bits, 12);
+  // Not vacuous: each kind happened, and not everywhere.
+  EXPECT_GT(host.above, 0);
+  EXPECT_GT(host.below, 0);
+  EXPECT_GT(host.sums_beyond, 0);
+  EXPECT_LT(host.above + host.below, host.values / 2);
+  std::printf("[ overflow ] %ld values, %ld above, %ld below, %ld sums beyond 12 bits\n",
+              static_cast<long>(host.values), static_cast<long>(host.above),
+              static_cast<long>(host.below), static_cast<long>(host.sums_beyond));
+  // Blocks lowered without overflow mode report nothing.
+  EXPECT_TRUE(lower_recurrent(*built->node, cache_for("host"))->overflow_counts().empty());
+}
+
+// The GRU's step has two products (z and r, then the h gate over rt (.) h): in overflow mode
+// both are counted and the outputs stay the plain kernels'.
+TEST(LowerRecurrentQuant, OverflowModeCountsBothGruProducts) {
+  for (bool linear_before_reset : {false, true}) {
+    Case c = gru();
+    c.seq = 4;
+    c.batch = 3;
+    c.hidden = 24;
+    if (linear_before_reset) c.attributes["linear_before_reset"] = int_attr(1);
+    c.quantize = dynamic_u8();
+    std::unique_ptr<Built> built = build(c);
+    HalideCache counting(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
+    counting.set_count_overflow(true);
+    std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, counting);
+    BlockIO io;
+    io.inputs = input_pointers(*built);
+    block->run(io);
+    SCOPED_TRACE(linear_before_reset ? "linear_before_reset" : "reset before linear");
+    expect_outputs_match(*built->node, io.outputs, run_reference(*built), kQuantTolerance);
+    const std::vector<OverflowCounts> counts = block->overflow_counts();
+    ASSERT_EQ(counts.size(), 1u);
+    // X's rows, h each step, and (reset before linear) rt (.) h each step; dynamic coefficients
+    // cover each row, so nothing is clamped.
+    const int64_t operands = linear_before_reset ? 1 : 2;
+    EXPECT_EQ(counts[0].values, c.seq * c.batch * (c.input + operands * c.hidden));
+    EXPECT_EQ(counts[0].above + counts[0].below, 0);
+    EXPECT_EQ(counts[0].sums_beyond, 0);
+  }
 }
 
 // Quantization itself stays near float: 8-bit weights and activations on these unit-scale

@@ -251,6 +251,22 @@ TEST(ActivationQuantization, AnnotationRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(error_message([&] { set_activation_quant(*node, quant); }, ErrorKind::kInvalidModel),
             "LSTM 'lstm' (opset 14): activation bit width 12 needs symmetric quantization (widths "
             "above 8 are stored as int16 with zero point 0)");
+  // The declared accumulation width is part of the annotation when it is not 32.
+  ActivationQuant accumulating;
+  accumulating.accumulation_bits = 16;
+  set_activation_quant(*node, accumulating);
+  EXPECT_EQ(node->attr_string("rnnc.quant_activations", ""),
+            "dynamic asymmetric bits=8 accumulation=16");
+  EXPECT_EQ(activation_quant(*node).accumulation_bits, 16);
+  accumulating.accumulation_bits = 40;
+  EXPECT_EQ(
+      error_message([&] { set_activation_quant(*node, accumulating); }, ErrorKind::kInvalidModel),
+      "LSTM 'lstm' (opset 14): accumulation bit width 40, must be in 8..32");
+  bad.s = "dynamic asymmetric bits=8 accumulation=";
+  node->set_attr("rnnc.quant_activations", bad);
+  EXPECT_EQ(error_message([&] { activation_quant(*node); }, ErrorKind::kInvalidModel),
+            "LSTM 'lstm' (opset 14): attribute 'rnnc.quant_activations' = 'dynamic asymmetric "
+            "bits=8 accumulation=' is not a valid activation quantization");
 }
 
 // ---- config ------------------------------------------------------------------------------------

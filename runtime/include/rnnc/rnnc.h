@@ -99,6 +99,10 @@ struct ModelOptions {
   // dynamic u8 activations), or the path of a JSON config. A model written by `rnnc quantize`
   // is already quantized and needs nothing here.
   std::string quantization_config;
+  // Overflow mode (docs/quant.md): the quantized kernels also count, per node, activations
+  // clamped to their integer range and exact sums beyond the declared accumulation width
+  // (CompiledModel::overflow_report). Slower: debugging only.
+  bool count_overflow = false;
 };
 
 class Session;
@@ -123,6 +127,9 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   int threads() const;
   // Blocks, their kinds, nodes, plans, costs and compile times (as `rnnc plan`).
   std::string describe() const;
+  // ModelOptions::count_overflow: the counts of every run so far (all sessions), one line per
+  // quantized node; "" when the model was not loaded to count.
+  std::string overflow_report() const;
 
   // A new session with zero state. `state` adds (output, input) pairs of the model's own state
   // tensors (e.g. Silero's {"hn", "h"}, {"cn", "c"}) to the exposed recurrent state.
