@@ -279,7 +279,7 @@ typedef struct rn_recurrent {
   int (*projection)(void**);
   int lstm, directions;
   int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
-  int64_t wt_stride; /* the row stride of each direction's wt (projection_weight_stride) */
+  int64_t wt_panel; /* columns per panel of each direction's wt (ni, k, no): projection_panel */
   rn_recurrent_direction dir[2];
   const float* x;
   int64_t seq, batch, x_seq_stride, x_batch_stride;
@@ -377,13 +377,14 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
     int current = 0;
 
     if (steps > 0) {
-      /* The input projection of every row: x (k, m), wt (n, k), bias (n) -> xw (n, m). */
+      /* The input projection of every row: x (k, m), wt (ni, k, no), bias (n) -> xw (n, m). */
       halide_buffer_t xb, wb, bb, xwb;
-      halide_dimension_t xd[2], wd[2], bd[1], xwd[2];
+      halide_dimension_t xd[2], wd[3], bd[1], xwd[2];
+      const int64_t panel = L->wt_panel;
       rn_buffer_init(&xb, xd, L->x, rn_float, 32, 2,
                      (const int64_t[]){L->input, 1, rows, L->input});
-      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 2,
-                     (const int64_t[]){n, 1, L->input, L->wt_stride});
+      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 3,
+                     (const int64_t[]){panel, 1, L->input, panel, n / panel, L->input * panel});
       rn_buffer_init(&bb, bd, part->bias, rn_float, 32, 1, (const int64_t[]){n, 1});
       rn_buffer_init(&xwb, xwd, xw, rn_float, 32, 2,
                      (const int64_t[]){n, 1, rn_round_up(rows, L->gemm_rows), n});

@@ -467,8 +467,9 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     const float* b_d = b ? b->data<float>() + d * 2 * onnx_gates * hidden : nullptr;
     // Float weights only for float products (the integer ones are packed below).
     const bool float_weights = !cell.quant;
+    const int64_t panel = projection_panel(schedule);
     if (float_weights) {
-      part.wt = Tensor(DType::kFloat32, {input_size, projection_weight_stride(n_extent)});
+      part.wt = Tensor(DType::kFloat32, {n_extent / panel, input_size, panel});
       part.r = Tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
     }
     part.bias = Tensor(DType::kFloat32, {n_extent});
@@ -483,7 +484,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
         const int64_t jo = j / tile, ji = j % tile;
         const int64_t n = (jo * gates + g) * tile + ji, row = onnx_gate * hidden + j;
         for (int64_t k = 0; k < input_size && float_weights; ++k) {
-          wt[k * projection_weight_stride(n_extent) + n] = w_d[row * input_size + k];
+          wt[((n / panel) * input_size + k) * panel + n % panel] = w_d[row * input_size + k];
         }
         for (int64_t k = 0; k < hidden && float_weights; ++k) {
           rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
@@ -766,9 +767,10 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   const int64_t n_extent = static_cast<int64_t>(part.cell.gates.size()) * schedule_.padded_hidden;
   const int64_t rows = row_end - row_begin;
   if (rows <= 0) return;
+  const int64_t panel = projection_panel(schedule_);
   BufferView x_buffer(run.x + row_begin * input_size_, kF32, {{input_size_, 1}, {rows, input_size_}});
   BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
-                       {{n_extent, 1}, {input_size_, projection_weight_stride(n_extent)}});
+                       {{panel, 1}, {input_size_, panel}, {n_extent / panel, input_size_ * panel}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
   BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
                        {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});

@@ -82,10 +82,7 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   text += cat("  L.gates = ", directions_[0].cell.gates.size(), ";\n");
   text += cat("  L.padded = ", schedule_.padded_hidden, ";\n  L.tile = ", schedule_.hidden_tile,
               ";\n");
-  text += cat("  L.wt_stride = ",
-              projection_weight_stride(static_cast<int64_t>(directions_[0].cell.gates.size()) *
-                                       schedule_.padded_hidden),
-              ";\n");
+  text += cat("  L.wt_panel = ", projection_panel(schedule_), ";\n");
   text += cat("  L.gemm_rows = ", schedule_.gemm_rows, ";\n  L.batch_tile = ",
               batched_schedule_.batch_tile, ";\n");
   text += cat("  L.directions = ", dirs, ";\n");

@@ -428,10 +428,12 @@ void schedule_dot_at_root(IntegerDot dot, const std::vector<Var>& inner, int v) 
 
 }  // namespace
 
-int64_t projection_weight_stride(int64_t n_extent) { return n_extent + 16; }
+int projection_panel(const RecurrentSchedule& schedule) {
+  return schedule.vector_width * schedule.gemm_vectors;
+}
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v5 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v6 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -528,7 +530,8 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
   const int k_extent = cell.input_size;
   ImageParam x(Halide::Float(32), 2, "x");        // (k, m)
-  ImageParam wt(Halide::Float(32), 2, "wt");      // (n, k)
+  const int panel = projection_panel(schedule);
+  ImageParam wt(Halide::Float(32), 3, "wt");      // (ni, k, no)
   ImageParam bias(Halide::Float(32), 1, "bias");  // (n)
   Var n("n"), m("m");
   RDom k(0, k_extent, "k");
@@ -537,12 +540,11 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   Expr row = min(m, x.dim(1).extent() - 1);
   Func acc("acc"), xw("xw");
   acc(n, m) = bias(n);
-  acc(n, m) += wt(n, k) * x(k, row);
+  acc(n, m) += wt(n % panel, k, n / panel) * x(k, row);
   xw(n, m) = acc(n, m);
 
   pin_dense(x, {k_extent, 0});
-  wt.dim(0).set_bounds(0, n_extent).set_stride(1);
-  wt.dim(1).set_bounds(0, k_extent).set_stride(static_cast<int>(projection_weight_stride(n_extent)));
+  pin_dense(wt, {panel, k_extent, n_extent / panel});
   pin_dense(bias, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 

@@ -10,8 +10,9 @@
 //
 // Layouts (Halide dims innermost first). Hidden units are tiled: unit j = jo * T + ji with T the
 // hidden tile, Hp = hidden_size padded to a multiple of T, G the gate blocks computed, N = G * Hp:
-//   Wt     (n, k)           the input weights transposed, n = (jo * G + g) * T + ji: a tile's
-//                           gates side by side, so a step tile reads its XW in one run
+//   Wt     (ni, k, no)      the input weights transposed, n = (jo * G + g) * T + ji (a tile's
+//                           gates side by side, so a step tile reads its XW in one run), stored
+//                           in column panels n = no * P + ni (projection_panel)
 //   bias   (n)              Wb + Rb folded (GRU linear_before_reset keeps the h gate's Rb apart)
 //   XW     (n, m)           rows padded to the GEMM's row tile; seen by the step as
 //                           (ji, g, jo, b, t)
@@ -144,13 +145,16 @@ struct RecurrentSchedule {
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
                                             bool batched = false);
 
-// Wt's row stride in floats: N plus one cache line. A column panel of the projection walks k with
-// this stride; at exactly N (a multiple of 1024 floats = 4 KiB for hidden 256 and 512) every row
-// of a panel maps to the same L1 set, and the panel is fetched again from L2 for each row tile.
-int64_t projection_weight_stride(int64_t n_extent);
+// The float projection's column panel: P = vector_width * gemm_vectors columns of Wt, one
+// register tile wide. Wt is stored panel by panel, (ni, k, no) with n = no * P + ni, so a panel
+// (P x K floats) is one contiguous run: the projection walks it in address order, which the
+// hardware prefetchers follow. (Stored as (n, k) rows, a panel's k rows sit N floats apart: for
+// N = 1024 every row maps to one L1 set, and the 4 KiB stride defeats the L2 streamer, so weights
+// larger than L2 are fetched at DRAM latency, not bandwidth.)
+int projection_panel(const RecurrentSchedule& schedule);
 
 // Argument order of the projection pipeline's argv entry:
-//   float:     x (k, m), wt (n, k: row stride projection_weight_stride(N)), bias (n),
+//   float:     x (k, m), wt (ni, k, no: panels of P = projection_panel columns), bias (n),
 //              -> xw (n, m padded to gemm_rows)
 //   quantized: x (k, m), wq (kl, n, ko: int8 or int16, k = L ko + kl, K padded to L = lane()),
 //              w_scale (n), w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)],
