@@ -692,7 +692,8 @@ int bench_main(int argc, char** argv) {
     meta.set("onnxruntime_version", ort_version);
     meta.set("onnxruntime_settings",
              "graph optimizations ORT_ENABLE_ALL, intra-op threads = threads, inter-op threads 1, "
-             "sequential execution, inputs bound through IoBinding");
+             "sequential execution, denormals flushed to zero (session.set_denormal_as_zero, as "
+             "rnnc's default), inputs bound through IoBinding");
     meta.set("rnnc_engine", RnncEngine().name());
     meta.set("cpu", cpu_model());
     meta.set("cores", static_cast<int64_t>(std::thread::hardware_concurrency()));

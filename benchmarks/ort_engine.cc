@@ -38,6 +38,9 @@ void OrtEngine::load(const std::string& path, const EngineOptions& options) {
   }
   session_options.SetInterOpNumThreads(1);
   session_options.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
+  // Subnormals flushed to zero, as rnnc runs by default (ModelOptions::flush_denormals): both
+  // engines in the same floating-point mode (Silero VAD meets subnormals).
+  session_options.AddConfigEntry("session.set_denormal_as_zero", "1");
   session_ = std::make_unique<Ort::Session>(ort_env(), path.c_str(), session_options);
 
   Ort::AllocatorWithDefaultOptions allocator;

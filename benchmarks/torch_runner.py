@@ -6,8 +6,8 @@ builds the same torch.nn.LSTM / torch.nn.GRU, loads the weights from the ONNX fi
 (ONNX gate order iofc -> torch ifgo for LSTM, zrh -> rzn for GRU), runs the inputs rnnc_bench
 wrote with --dump-io, checks the outputs against ONNX Runtime's (same tolerance as the harness:
 |torch - ort| <= atol + rtol * |ort|), and times it under torch.inference_mode() with
-torch.set_num_threads(N). Silero VAD is skipped: its PyTorch source is not in the npm package,
-only the exported ONNX graph.
+torch.set_num_threads(N) and torch.set_flush_denormal(True). Silero VAD is skipped: its PyTorch
+source is not in the npm package, only the exported ONNX graph.
 
 Debian's torch calls the system BLAS (libblas.so.3); with Debian's OpenBLAS installed that is
 OpenBLAS 0.3.21, which does not recognise this CPU under KVM and would fall back to slow kernels,
@@ -206,6 +206,7 @@ def run_workload(workload, threads_list, blas_handle):
 
     for threads in threads_list:
         torch.set_num_threads(threads)
+        torch.set_flush_denormal(True)  # the floating-point mode rnnc and ONNX Runtime run in
         if blas_handle is not None:
             blas_handle.openblas_set_num_threads(threads)
         log(f"threads {threads} {name}: checking against ONNX Runtime, timing")
@@ -302,7 +303,7 @@ def main():
             "budget_s": ARGS.budget, "rounds": ARGS.rounds,
             "loadavg_start": loadavg_start, "loadavg_end": load_average(),
             "settings": "torch.inference_mode(), torch.set_num_threads(N), "
-                        "openblas_set_num_threads(N)"}
+                        "torch.set_flush_denormal(True), openblas_set_num_threads(N)"}
     if ARGS.json:
         with open(ARGS.json, "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=1)

@@ -169,7 +169,7 @@ RunPlan to_run_plan(Plan plan) {
 // Median time of a few runs of `plan` on nominal inputs: the sequence axis of the first recurrent
 // block's input at 16 steps (the partitioner's nominal length), every other symbolic dim 1,
 // floats small and varied, integers zero. 0 when the model cannot run on such inputs.
-double profile_plan(const Program& program, RunPlan plan, int threads) {
+double profile_plan(const Program& program, RunPlan plan, int threads, bool flush_denormals) {
   try {
     const Graph& graph = *program.model().graph;
     std::map<std::string, int64_t> nominal;
@@ -181,7 +181,7 @@ double profile_plan(const Program& program, RunPlan plan, int threads) {
       if (names.size() == 1 && seq == Dim::symbol(names[0])) nominal.emplace(names[0], 16);
       break;
     }
-    Executor executor(program, plan, threads);
+    Executor executor(program, plan, threads, flush_denormals);
     Executor::ContextPtr context = executor.new_context();
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < graph.inputs().size(); ++i) {
@@ -279,8 +279,10 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
       Executor probe(*impl->program, RunPlan::kPipeline, options.threads);
       const Plan candidate = probe.chains().empty() ? Plan::kParallel : Plan::kPipeline;
       plan = candidate;
-      const double candidate_us = profile_plan(*impl->program, to_run_plan(candidate), options.threads);
-      const double sequential_us = profile_plan(*impl->program, RunPlan::kSequential, options.threads);
+      const double candidate_us = profile_plan(*impl->program, to_run_plan(candidate),
+                                               options.threads, options.flush_denormals);
+      const double sequential_us = profile_plan(*impl->program, RunPlan::kSequential,
+                                                options.threads, options.flush_denormals);
       if (candidate_us > 0 && sequential_us > 0) {
         if (sequential_us < candidate_us) plan = Plan::kSequential;
         impl->plan_note = cat("chosen at load: ", plan_name(candidate), " ", candidate_us,
@@ -291,7 +293,8 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     }
   }
   impl->plan = plan;
-  impl->executor = std::make_unique<Executor>(*impl->program, to_run_plan(plan), options.threads);
+  impl->executor = std::make_unique<Executor>(*impl->program, to_run_plan(plan), options.threads,
+                                              options.flush_denormals);
 
   // Input checks and the public descriptions.
   const Graph& graph = *impl->program->model().graph;

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "runtime/fp_mode.h"
 #include "runtime/parallel_indices.h"
 #include "runtime/tsan.h"
 
@@ -93,8 +94,9 @@ class Executor::Context {
   std::exception_ptr error;
 };
 
-Executor::Executor(const Program& program, RunPlan plan, int threads)
+Executor::Executor(const Program& program, RunPlan plan, int threads, bool flush_denormals)
     : program_(program), plan_(plan), threads_(std::max(1, threads)),
+      flush_denormals_(flush_denormals),
       arena_(shared_arena(threads_)) {
   const Graph& graph = *program.model().graph;
   std::map<const Value*, size_t> slot_of;
@@ -312,6 +314,8 @@ std::string Executor::profile_report(const Context& context) const {
 }
 
 void Executor::run_block(Context& context, size_t b) const {
+  // A flow-graph node runs on whichever arena thread takes it: set the mode there too.
+  ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
   BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
   const ExecutionBlock& block = *program_.blocks()[b];
   BlockIO& io = context.io[b];
@@ -433,6 +437,7 @@ void Executor::run(Context& context) const {
   // Inside the model's arena even when sequential: Halide's parallel loops (halide_tbb.h) then
   // use at most the model's threads.
   execute_in(*arena_, [&] {
+    ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
     if (plan_ == RunPlan::kParallel) {
       RNNC_TSAN_RELEASE(&context);  // the block nodes acquire it (build_context)
       context.start->try_put(flow::continue_msg());

@@ -38,7 +38,8 @@ const char* run_plan_name(RunPlan plan);
 
 class Executor {
  public:
-  Executor(const Program& program, RunPlan plan, int threads);
+  // flush_denormals: blocks run with FTZ and DAZ set (runtime/fp_mode.h).
+  Executor(const Program& program, RunPlan plan, int threads, bool flush_denormals = true);
   ~Executor();
 
   // Per-session mutable state.
@@ -88,6 +89,7 @@ class Executor {
   const Program& program_;
   RunPlan plan_;
   int threads_;
+  bool flush_denormals_;
   size_t num_slots_ = 0;
   std::vector<size_t> input_slots_, output_slots_;
   std::vector<BlockSlots> blocks_;

@@ -1,7 +1,8 @@
 // parallel_indices(count, fn): fn(i) once for every i in [0, count), on the calling thread and on
 // oneTBB tasks in the current task arena (at most one per arena thread), each taking the next
 // index from a shared counter until none is left. Returns when every call has returned. The
-// executor's independent parts and pipeline threads and Halide's parallel loops all run on it.
+// executor's independent parts and pipeline threads and Halide's parallel loops all run on it;
+// every call runs in the calling thread's floating-point mode (runtime/fp_mode.h).
 //
 // Why not tbb::parallel_for: ThreadSanitizer (runtime/tsan.h). parallel_for keeps its root wait
 // node in a frame below the caller's, and a worker's last decrement of it is ordered before
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "runtime/fp_mode.h"
 #include "runtime/tsan.h"
 
 namespace rnnc {
@@ -26,7 +28,9 @@ namespace rnnc {
 template <typename Fn>
 void parallel_indices(int64_t count, const Fn& fn) {
   std::atomic<int64_t> next{0};
+  const unsigned fp_mode = ScopedFpMode::current();  // the helpers run in the caller's mode
   auto take = [&] {
+    ScopedFpMode mode(fp_mode);
     for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) fn(i);
   };
   const int64_t helpers =

@@ -13,6 +13,7 @@
 
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
+#include "runtime/fp_mode.h"
 #include "runtime/halide_tbb.h"
 #include "tests/runtime/test_models.h"
 #include "tests/support/compare.h"
@@ -66,6 +67,41 @@ TEST(RuntimeApi, FirstRunMatchesReferenceEvaluator) {
   Tensor actual = Tensor::borrow(DType::kFloat32, outputs[0].tensor.shape, outputs[0].tensor.data);
   auto result = rnnc::testing::compare_tensors(actual, expected, {1e-4, 1e-5});
   EXPECT_TRUE(result.ok) << result.message;
+}
+
+// Subnormal floats: flushed to zero by default (FTZ + DAZ while rnnc's kernels run), kept with
+// flush_denormals off; the calling thread's own mode is restored after each run. y = x * 0.5 on
+// Halide elementwise code: 1e-39 (subnormal: FLT_MIN is 1.2e-38) gives 5e-40 in IEEE, 0 flushed.
+TEST(RuntimeApi, FlushesDenormalsByDefaultAndRestoresTheCallersMode) {
+  Model model;
+  model.opsets[""] = 14;
+  model.graph = std::make_unique<Graph>("half");
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim(64)};
+  Value* x = model.graph->add_input("x", x_type);
+  Value* half = model.graph->add_initializer("half", Tensor::from_vector<float>({}, {0.5f}));
+  Node* mul = model.graph->add_node("Mul", "mul", {x, half}, {"y"}, 14);
+  model.graph->add_output(mul->output(0));
+  const std::string bytes = export_onnx_bytes(model);
+  std::vector<float> input(64, 1e-39f);
+  input[1] = 3.0f;
+  for (bool flush : {true, false}) {
+    ModelOptions options;
+    options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+    options.flush_denormals = flush;
+    auto compiled = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+    ASSERT_NE(compiled->describe().find("halide"), std::string::npos) << compiled->describe();
+    Session session = compiled->new_session();
+    const unsigned before = ScopedFpMode::current();
+    const auto& outputs =
+        session.run({{"x", {ElementType::kFloat32, {64}, input.data()}}});
+    EXPECT_EQ(ScopedFpMode::current(), before) << "the caller's MXCSR changed";
+    const float* y = static_cast<const float*>(outputs[0].tensor.data);
+    SCOPED_TRACE(flush ? "flush" : "IEEE");
+    EXPECT_EQ(y[1], 1.5f);
+    EXPECT_EQ(y[0], flush ? 0.0f : 0.5f * 1e-39f);
+  }
 }
 
 // Runs x [seq, 1, input] whole and in chunks through new sessions; y must agree bitwise.
