@@ -493,14 +493,14 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       }
     }
     if (cell.quant) {
-      // The integer layouts (recurrent_pipelines.h): Wt as (kl, n, ko), R as
+      // The integer layouts (recurrent_pipelines.h): Wt as (kl, ni, ko, no), R as
       // (kl, ji, g, ko, jo), lane() consecutive k of one output innermost; per-output scale,
       // column sum and zero point indexed like XW's n = (jo * G + g) * T + ji. Padding is zero.
       const int64_t lane = cell.quant->lane();
       const DType storage = cell.quant->wide_operands() ? DType::kInt16 : DType::kInt8;
       const int64_t ko_input = packed_ko(cell.quant->input_widths);
       const int64_t ko_hidden = packed_ko(cell.quant->state_widths);
-      part.wq = Tensor(storage, {ko_input, n_extent, lane});
+      part.wq = Tensor(storage, {n_extent / panel, ko_input, panel, lane});
       part.rq = Tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
       for (Tensor* vector : {&part.w_scale, &part.r_scale}) {
         *vector = Tensor(DType::kFloat32, {n_extent});
@@ -524,7 +524,8 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
           int32_t w_sum = 0, r_sum = 0;
           for (int64_t k = 0; k < input_size; ++k) {
             const int16_t q = wq->q[static_cast<size_t>(row * input_size + k)];
-            store(part.wq, ((k / lane) * n_extent + n) * lane + k % lane, q);
+            store(part.wq, (((n / panel) * ko_input + k / lane) * panel + n % panel) * lane + k % lane,
+                  q);
             w_sum += q;
           }
           for (int64_t k = 0; k < hidden; ++k) {
@@ -783,7 +784,7 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   const int64_t lane = part.cell.quant->lane();
   const int64_t ko = packed_ko(part.cell.quant->input_widths);
   BufferView wq_buffer(part.wq.raw_data(), weight_type(*part.cell.quant),
-                       {{lane, 1}, {n_extent, lane}, {ko, lane * n_extent}});
+                       {{lane, 1}, {panel, lane}, {ko, lane * panel}, {n_extent / panel, lane * panel * ko}});
   BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
   BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
   BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});

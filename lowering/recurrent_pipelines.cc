@@ -433,7 +433,7 @@ int projection_panel(const RecurrentSchedule& schedule) {
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v6 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v7 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -453,7 +453,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   const int k_extent = cell.input_size;
   const int ko_extent = static_cast<int>(packed_ko(quant.input_widths));
   ImageParam x(Halide::Float(32), 2, "x");              // (k, m)
-  ImageParam wq(weight_storage(quant), 3, "wq");        // (kl, n, ko)
+  const int panel = projection_panel(schedule);
+  ImageParam wq(weight_storage(quant), 4, "wq");        // (kl, ni, ko, no): n = no * panel + ni
   ImageParam w_scale(Halide::Float(32), 1, "w_scale");  // (n)
   ImageParam w_colsum(Halide::Int(32), 1, "w_colsum");  // (n)
   ImageParam w_zero(Halide::Int(32), 1, "w_zero");      // (n)
@@ -467,7 +468,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
                                    /*state=*/false, activation_storage(quant), v, "x");
   IntegerDot dot = integer_dot(
       "x", {n, m}, quant.input_widths, [&](Expr kk) { return xq.q(kk, m); },
-      [&](Expr kl, Expr ko) { return wq(kl, n, ko); });
+      [&](Expr kl, Expr ko) { return wq(kl, n % panel, ko, n / panel); });
   Func xw("xw");
   Expr corrected =
       dot.acc(n, m) - in_sum_type(dot, xq.zero_point(m)) * in_sum_type(dot, w_colsum(n));
@@ -481,7 +482,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   xw(n, m) = bias(n) + Halide::cast<float>(sums(n, m)) * (xq.scale(m) * w_scale(n));
 
   pin_dense(x, {k_extent, 0});
-  pin_dense(wq, {lane, n_extent, ko_extent});
+  pin_dense(wq, {lane, panel, ko_extent, n_extent / panel});
   for (const ImageParam& vector : {w_scale, w_colsum, w_zero, bias}) pin_dense(vector, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 

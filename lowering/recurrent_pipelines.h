@@ -156,7 +156,8 @@ int projection_panel(const RecurrentSchedule& schedule);
 // Argument order of the projection pipeline's argv entry:
 //   float:     x (k, m), wt (ni, k, no: panels of P = projection_panel columns), bias (n),
 //              -> xw (n, m padded to gemm_rows)
-//   quantized: x (k, m), wq (kl, n, ko: int8 or int16, k = L ko + kl, K padded to L = lane()),
+//   quantized: x (k, m), wq (kl, ni, ko, no: int8 or int16, k = L ko + kl, K padded to
+//              L = lane(), n = no * P + ni in panels as Wt's),
 //              w_scale (n), w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)],
 //              bias (n), -> xw, [overflow (4: int32, count_overflow)]
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
