@@ -121,7 +121,7 @@ int64_t packed_ko(const ProductWidths& widths) {
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
-             gemm_columns_outer ? " columns_outer" : "");
+             gemm_columns_outer ? " columns_outer" : "", parallel_tiles ? " parallel_tiles" : "");
 }
 
 // ---- the schedule table ------------------------------------------------------------------------
@@ -146,11 +146,18 @@ struct ScheduleRow {
   int gemm_vectors;
   int gemm_rows;
   int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
+  // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams
+  // its weights for hundreds of microseconds, and with a second thread free (a model of 2+
+  // threads whose other blocks are idle) both cores' bandwidth serves it. Below, a step is
+  // short enough that a parallel loop's hand-off would cost more than it saves.
+  int parallel_step_bytes;
 };
 
 constexpr ScheduleRow kScheduleTable[] = {
-    {16, 64, 4, 2, 6, 512 * 1024},  // AVX-512: 4 x 4 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 2, 6, 512 * 1024},   // AVX2: 8 step accumulators, 12 + 2 in the projection
+    // AVX-512: 4 x 4 step accumulators, 12 + 2 in the projection
+    {16, 64, 4, 2, 6, 512 * 1024, 1024 * 1024},
+    // AVX2: 8 step accumulators, 12 + 2 in the projection
+    {8, 64, 1, 2, 6, 512 * 1024, 1024 * 1024},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -194,6 +201,11 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   schedule.gemm_rows = row->gemm_rows;
   const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
   schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
+  const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
+  const double step_bytes =
+      weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);
+  schedule.parallel_tiles = step_bytes > row->parallel_step_bytes &&
+                            schedule.padded_hidden / schedule.hidden_tile >= 4;
   return schedule;
 }
 
@@ -709,6 +721,9 @@ void schedule_tile(Func output, const Product& product, const RecurrentSchedule&
   output.split(out[2], bo, bi, schedule.batch_tile)
       .reorder(out[0], bi, out[1], bo)
       .vectorize(out[0], schedule.vector_width);
+  // Tiles are independent (each its own accumulators and state slice): a parallel loop on the
+  // executor's oneTBB arena (runtime/halide_tbb.h), serial in a 1-thread model.
+  if (schedule.parallel_tiles) output.parallel(out[1]);
   schedule_product(product, output, out[1], schedule.vector_width);
 }
 
@@ -825,6 +840,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
         .reorder(ji, g, jo, b)
         .vectorize(ji, schedule.vector_width)
         .unroll(g);
+    if (schedule.parallel_tiles) zr.parallel(jo);
     schedule_product(zr_pre, zr, jo, schedule.vector_width);
     Var ko("ko"), ki("ki");
     reset_h.compute_root()

@@ -136,6 +136,7 @@ struct RecurrentSchedule {
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
+  bool parallel_tiles = false;      // R above ~1 MiB: the step's hidden tiles are a parallel loop
 
   std::string key() const;
 };

@@ -104,6 +104,34 @@ TEST(RuntimeApi, FlushesDenormalsByDefaultAndRestoresTheCallersMode) {
   }
 }
 
+// A layer whose R is above ~1 MiB runs its step's hidden tiles as a parallel loop
+// (RecurrentSchedule::parallel_tiles) on the model's arena: at 2 threads the tiles split across
+// the threads, each computing exactly what it computes alone, so y equals the 1-thread run's
+// bitwise, and both match the reference evaluator.
+TEST(RuntimeApi, ParallelStepTilesMatchTheSerialRunBitwise) {
+  const std::string bytes = testing::stacked_recurrent_onnx("LSTM", 1, 288, kInput);
+  std::vector<float> x = random_vector(5 * 2 * kInput, 7);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2}) {
+    ModelOptions options;
+    options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+    options.threads = threads;
+    options.plan = Plan::kSequential;
+    auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+    Session session = model->new_session();
+    const auto& outputs = session.run({input_x(x, 5, 2)});
+    const float* y = static_cast<const float*>(outputs[0].tensor.data);
+    results.emplace_back(y, y + 5 * 2 * 288);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  auto imported = import_onnx_bytes(bytes.data(), bytes.size());
+  Tensor x_tensor = Tensor::borrow(DType::kFloat32, {5, 2, kInput}, x.data());
+  Tensor expected = evaluate(*imported->graph, {{"x", x_tensor}})[0];
+  Tensor actual = Tensor::borrow(DType::kFloat32, {5, 2, 288}, results[1].data());
+  auto result = rnnc::testing::compare_tensors(actual, expected, {1e-4, 1e-5});
+  EXPECT_TRUE(result.ok) << result.message;
+}
+
 // Runs x [seq, 1, input] whole and in chunks through new sessions; y must agree bitwise.
 void expect_streaming_matches_whole(const std::string& op, const std::vector<int64_t>& chunks) {
   auto model = load_stack(op, 2, kHidden, kInput);

@@ -1056,6 +1056,27 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   }
 }
 
+// The step's hidden tiles become a parallel loop only above ~1 MiB of R (the float h128 stacks'
+// 256 KiB steps stay one loop; speech-sized layers split).
+TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
+  const Halide::Target host = Halide::get_host_target();
+  RecurrentCell cell;
+  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
+  cell.input_size = 128;
+  for (const auto& [hidden, parallel] :
+       std::vector<std::pair<int, bool>>{{128, false}, {256, false}, {288, true}, {608, true}}) {
+    cell.hidden_size = hidden;
+    EXPECT_EQ(choose_recurrent_schedule(cell, host).parallel_tiles, parallel) << hidden;
+  }
+  // int8 weights are a quarter of the bytes: h608's 1.4 MiB still splits, h288's 324 KiB not.
+  cell.hidden_size = 288;
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 288, 8, false, 8, false);
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host).parallel_tiles);
+  cell.hidden_size = 608;
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 608, 8, false, 8, false);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).parallel_tiles);
+}
+
 // ---- targets, caching, plan text ----------------------------------------------------------------
 
 TEST(LowerRecurrent, Avx2TargetCompilesAndAgreesWithHost) {
