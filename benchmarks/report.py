@@ -250,11 +250,12 @@ def main():
         add("## Weight bandwidth of the large models")
         add("")
         add("Weights these models must read per run (each layer's recurrent matrix once per step, "
-            "its input matrix once), divided by the median latency. They do not fit the 1 MiB L2 "
-            "per core (and the largest not the 32 MiB L3), so this is the number to hold against "
-            "the machine's memory bandwidth: measured here with a single-core streaming read "
-            "(AVX-512 loads, nothing else running), about 170-200 GB/s from L2, ~80 GB/s from L3 "
-            "(8 MiB) and ~22-25 GB/s from DRAM (64 MiB+).")
+            "its input matrix once), divided by the median latency. They do not fit a core's L2 "
+            "(1 MiB on the AMD EPYC host, 2 MiB on the Intel Xeon host), so this is the number to "
+            "hold against the machine's memory bandwidth. A single-core streaming read (AVX-512 "
+            "loads, nothing else running) measured on the AMD EPYC host about 170-200 GB/s from "
+            "L2, ~80 GB/s from L3 (8 MiB) and ~22-25 GB/s from DRAM (64 MiB+); not measured on "
+            "the Intel host.")
         add("")
         add("| workload | threads | weight traffic per run | ONNX Runtime | rnnc |")
         add("|---|---|---|---|---|")
