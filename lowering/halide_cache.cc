@@ -169,8 +169,22 @@ void HalideCache::set_do_par_for(void* do_par_for) {
   install_do_par_for(do_par_for);
 }
 
-CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile) {
+CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compile_fn) {
   std::call_once(runtime_once_, [this] { load_runtime(); });
+  // Halide reports a pipeline it cannot compile with its own exceptions; the pipelines are
+  // rnnc's, so that is an rnnc bug: an internal error naming the kernel, never an escaping
+  // Halide exception (a crash for callers that catch rnnc::Error).
+  auto compile = [&](const std::string& object, const std::string& name,
+                     const Halide::Target& target) {
+    try {
+      compile_fn(object, name, target);
+    } catch (const Halide::Error& e) {
+      std::error_code ignored;
+      fs::remove(object, ignored);
+      raise(ErrorKind::kInternal, cat("Halide could not compile the kernel '",
+                                      key.substr(0, key.find('\n')), "': ", e.what()));
+    }
+  };
   std::string hash =
       hash_hex(cat(key, "\n", target_string_, "\n", kRnncVersion, "\n", build_identity()));
   std::lock_guard<std::mutex> lock(mutex_);

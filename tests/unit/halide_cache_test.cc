@@ -85,6 +85,29 @@ TEST(HalideCache, GenericAvx2TargetCompilesAndRuns) {
   EXPECT_EQ(run_scale(cache.get("scale by 4", scale_by(4.0f)), {1, 2}), (std::vector<float>{4, 8}));
 }
 
+// A pipeline Halide rejects (here: it reads an image parameter its argument list lacks) is an
+// internal rnnc error naming the kernel, not a Halide exception escaping to the caller.
+TEST(HalideCache, HalideCompileErrorsBecomeInternalErrorsNamingTheKernel) {
+  TempCacheDir dir;
+  HalideCache cache(dir.path());
+  try {
+    cache.get("broken kernel", [](const std::string& object, const std::string& name,
+                                  const Halide::Target& target) {
+      Halide::ImageParam in(Halide::Float(32), 1, "in");
+      Halide::Var x("x");
+      Halide::Func out("out");
+      out(x) = in(x) * 2.0f;
+      out.compile_to_object(object, {}, name, target);  // `in` missing from the arguments
+    });
+    ADD_FAILURE() << "compiled a broken pipeline";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("Halide could not compile the kernel 'broken kernel'"));
+  }
+  // The cache still works afterwards.
+  EXPECT_EQ(run_scale(cache.get("scale by 2", scale_by(2.0f)), {1}), std::vector<float>{2});
+}
+
 TEST(HalideCache, BadTargetNamesTheProblem) {
   try {
     HalideCache cache("", "riscv-banana");
