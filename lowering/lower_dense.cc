@@ -56,17 +56,6 @@ std::vector<const Value*> epilogue_operands(const FusionGroup& group) {
   return operands;
 }
 
-HalideBlock::Argument argument_of(const Value* value, OperandView view) {
-  HalideBlock::Argument argument;
-  argument.view = std::move(view);
-  if (is_held_constant(value)) {
-    argument.constant = *value->constant();
-  } else {
-    argument.value = value;
-  }
-  return argument;
-}
-
 std::vector<Expr> prepend(Expr first, const std::vector<Expr>& rest) {
   std::vector<Expr> all = {first};
   all.insert(all.end(), rest.begin(), rest.end());
@@ -106,6 +95,17 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
 }
 
 }  // namespace
+
+HalideBlock::Argument argument_of(const Value* value, OperandView view) {
+  HalideBlock::Argument argument;
+  argument.view = std::move(view);
+  if (is_held_constant(value)) {
+    argument.constant = *value->constant();
+  } else {
+    argument.value = value;
+  }
+  return argument;
+}
 
 // Tiles `stage` (the GEMM's output stage, or the normalizer's row tile) over rows: mr rows per
 // tile, nr columns when `split_n`.

@@ -37,17 +37,6 @@ HalideBlock::Argument held(Tensor tensor) {
   return argument;
 }
 
-HalideBlock::Argument argument_of(const Value* value, OperandView view) {
-  HalideBlock::Argument argument;
-  argument.view = std::move(view);
-  if (is_held_constant(value)) {
-    argument.constant = *value->constant();
-  } else {
-    argument.value = value;
-  }
-  return argument;
-}
-
 // B [K, N] (or [N, K] with transB) as the kernel reads it: bq [K4][Np][4] int8 (k = 4 ko + k4;
 // zero past K and past N), and per column n < Np: scale, the sum of its integers, zero point.
 struct PackedWeight {

@@ -346,7 +346,7 @@ Expr in_sum_type(const IntegerDot& dot, Expr value) {
 }
 
 // Overflow mode: the counts of one pipeline call, summed over its quantized operands and sums.
-class OverflowCounts {
+class OverflowCounter {
  public:
   // Operand values raw(k, row) for k < n over `rows` (only where `active`).
   void add_operand(const QuantizedRows& rows, int n, Expr row_extent, const ActivationQuant& quant,
@@ -519,7 +519,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   // Overflow mode: X's real rows (not the row tile's padding) and every output's sum.
   schedule_dot_at_root(dot, {n, m}, v);
   const Expr real_rows = x.dim(1).extent();
-  OverflowCounts counts;
+  OverflowCounter counts;
   counts.add_operand(xq, k_extent, real_rows, quant.activations,
                      [](Expr) { return Halide::Internal::const_true(); });
   RDom outputs(0, n_extent, 0, real_rows, "overflow_sums");
@@ -864,7 +864,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   // Overflow mode: the active entries of XW's real batch (not the batch tile's padding).
   const Expr batch = in.xw.dim(3).extent();
   auto entry_active = [&](Expr entry) { return in.step_time(entry) >= 0; };
-  OverflowCounts counts;
+  OverflowCounter counts;
   for (const Product& product : products) {
     counts.add_operand(*product.rows, cell.hidden_size, batch, cell.quant->activations,
                        entry_active);

@@ -21,7 +21,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 
 #include "graph_opt/pipeline.h"
 #include "ir/error.h"
@@ -38,6 +37,7 @@
 #include "quant/quantize_model.h"
 #include "quant/weights.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 
 namespace rnnc {
 namespace {
@@ -48,14 +48,7 @@ std::string cache_dir() {
   return (std::filesystem::temp_directory_path() / "rnnc_lowering_dense_quant_test").string();
 }
 
-Tensor random_tensor(const std::vector<int64_t>& shape, unsigned seed, float low = -1,
-                     float high = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(low, high);
-  Tensor tensor(DType::kFloat32, shape);
-  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = uniform(rng);
-  return tensor;
-}
+using testing::random_tensor;
 
 // A float model (text), the graph inputs that become its weights, the run's inputs, and the
 // quantization config.

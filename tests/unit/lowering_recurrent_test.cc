@@ -868,6 +868,26 @@ TEST(LowerRecurrentQuant, WideAvx2TargetAgreesWithReference) {
 // sum_k (q - zq) * w_q of W.x and R.h beyond the declared accumulation width. Static 8-bit
 // coefficients narrower than the data (X in [-1, 1) against [-0.5, 0.5]) make clamps happen, and
 // 12-bit accumulation makes sums exceed it.
+// Lowers `built` through a cache in overflow mode and runs it once; the counting kernels must
+// compute what the plain ones do (checked against the reference here).
+struct CountingRun {
+  std::unique_ptr<HalideCache> cache;  // outlives the block, whose kernels it loaded
+  std::unique_ptr<ExecutionBlock> block;
+  BlockIO io;
+};
+
+CountingRun run_counting(const Built& built) {
+  CountingRun run;
+  run.cache = std::make_unique<HalideCache>(
+      ::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
+  run.cache->set_count_overflow(true);
+  run.block = lower_recurrent(*built.node, *run.cache);
+  run.io.inputs = input_pointers(built);
+  run.block->run(run.io);
+  expect_outputs_match(*built.node, run.io.outputs, run_reference(built), kQuantTolerance);
+  return run;
+}
+
 struct HostCounts {
   int64_t values = 0, above = 0, below = 0, sums_beyond = 0;
 };
@@ -915,14 +935,9 @@ TEST(LowerRecurrentQuant, OverflowModeCountsClampsAndSumsBeyondTheDeclaredWidth)
   quant.accumulation_bits = 12;
   c.quantize = quant;
   std::unique_ptr<Built> built = build(c);
-  HalideCache counting(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
-  counting.set_count_overflow(true);
-  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, counting);
-  BlockIO io;
-  io.inputs = input_pointers(*built);
-  block->run(io);
-  // The counting kernels compute what the plain ones do.
-  expect_outputs_match(*built->node, io.outputs, run_reference(*built), kQuantTolerance);
+  const CountingRun run = run_counting(*built);
+  const BlockIO& io = run.io;
+  const ExecutionBlock* block = run.block.get();
 
   HostCounts host;
   const Tensor& x = built->inputs[0];
@@ -967,15 +982,8 @@ TEST(LowerRecurrentQuant, OverflowModeCountsBothGruProducts) {
     if (linear_before_reset) c.attributes["linear_before_reset"] = int_attr(1);
     c.quantize = dynamic_u8();
     std::unique_ptr<Built> built = build(c);
-    HalideCache counting(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
-    counting.set_count_overflow(true);
-    std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, counting);
-    BlockIO io;
-    io.inputs = input_pointers(*built);
-    block->run(io);
     SCOPED_TRACE(linear_before_reset ? "linear_before_reset" : "reset before linear");
-    expect_outputs_match(*built->node, io.outputs, run_reference(*built), kQuantTolerance);
-    const std::vector<OverflowCounts> counts = block->overflow_counts();
+    const std::vector<OverflowCounts> counts = run_counting(*built).block->overflow_counts();
     ASSERT_EQ(counts.size(), 1u);
     // X's rows, h each step, and (reset before linear) rt (.) h each step; dynamic coefficients
     // cover each row, so nothing is clamped.

@@ -12,13 +12,13 @@
 
 #include <cmath>
 #include <filesystem>
-#include <random>
 
 #include "ir/quantization.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
 #include "lowering/program.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 
 namespace rnnc {
 namespace {
@@ -27,14 +27,7 @@ using testing::Tolerance;
 
 constexpr Tolerance kSameIntegers = {1e-6, 1e-6};
 
-Tensor random_tensor(const std::vector<int64_t>& shape, unsigned seed, float low = -1,
-                     float high = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(low, high);
-  Tensor tensor(DType::kFloat32, shape);
-  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = uniform(rng);
-  return tensor;
-}
+using testing::random_tensor;
 
 // docs/quant.md, dynamic asymmetric u8 of one row: [lo, hi] = [min(0, min x), max(0, max x)],
 // scale = (hi - lo) / 255, zero point = clamp(round(-lo / scale), 0, 255),
