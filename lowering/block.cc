@@ -18,12 +18,12 @@ void Workspace::reset() {
     // The last run needed several chunks: one chunk of their total serves the next runs.
     const size_t total = capacity();
     chunks_.clear();
-    allocate_bytes(total);
+    allocate_bytes(total, /*zero=*/false);
   }
   used_ = 0;
 }
 
-void* Workspace::allocate_bytes(size_t bytes) {
+void* Workspace::allocate_bytes(size_t bytes, bool zero) {
   bytes = (bytes + 63) / 64 * 64;
   if (chunks_.empty() || used_ + bytes > chunks_.back().size) {
     const size_t size = std::max(bytes, 2 * capacity());
@@ -34,7 +34,7 @@ void* Workspace::allocate_bytes(size_t bytes) {
   }
   uint8_t* result = chunks_.back().memory.get() + used_;
   used_ += bytes;
-  std::memset(result, 0, bytes);
+  if (zero) std::memset(result, 0, bytes);
   return result;
 }
 

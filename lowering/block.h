@@ -46,7 +46,13 @@ class Workspace {
   // `count` elements, 64-byte aligned, zero-filled.
   template <typename T>
   T* allocate(int64_t count) {
-    return static_cast<T*>(allocate_bytes(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+    return static_cast<T*>(allocate_bytes(bytes_of<T>(count), /*zero=*/true));
+  }
+  // The same without the zero fill, for buffers a kernel writes in full before anything reads
+  // them (a recurrent layer's projection output: zeroing it cost 2-5% of a stacked LSTM's run).
+  template <typename T>
+  T* allocate_uninitialized(int64_t count) {
+    return static_cast<T*>(allocate_bytes(bytes_of<T>(count), /*zero=*/false));
   }
   size_t capacity() const;
 
@@ -58,7 +64,11 @@ class Workspace {
     std::unique_ptr<uint8_t, Free> memory;
     size_t size = 0;
   };
-  void* allocate_bytes(size_t bytes);
+  template <typename T>
+  static size_t bytes_of(int64_t count) {
+    return static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+  }
+  void* allocate_bytes(size_t bytes, bool zero);
   std::vector<Chunk> chunks_;
   size_t used_ = 0;  // bytes used in chunks_.back()
 };

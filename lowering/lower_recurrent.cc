@@ -734,8 +734,9 @@ RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int
   const int64_t rows = run.seq_length * run.batch_size;
   const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
   DirectionRun state;
-  // One row tile of slack: a chunk's projection writes its rows padded to the row tile.
-  state.xw = workspace.allocate<float>(n_extent *
+  // One row tile of slack: a chunk's projection writes its rows padded to the row tile. Every
+  // row a step reads is written by the projection first.
+  state.xw = workspace.allocate_uninitialized<float>(n_extent *
                                        (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
   state.batched = run.batch_size > 1;
   state.padded_batch =
