@@ -24,7 +24,7 @@ using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
 constexpr const char* kGemmVersion = "rnnc gemm v1";
-constexpr const char* kConvVersion = "rnnc conv v3";
+constexpr const char* kConvVersion = "rnnc conv v4";
 
 std::optional<int64_t> known(const Dim& dim) {
   return dim.is_known() ? std::optional<int64_t>(dim.value()) : std::nullopt;
@@ -705,6 +705,11 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       if (schedule.unroll_taps) prod.update().unroll(r.x);
       padded.compute_at(out, batch);
       pin_output_mins(out);
+      // The channel count is the weights' M: pinned, a tile's first channel is a multiple of mr
+      // and W's tiled index is a dense vector load. Unpinned, Halide shifts the last tile inward
+      // (first channel min(mo * mr, M - mr)) and every W load became a 16-lane gather (Silero's
+      // encoder convs ran 3-5x slower).
+      out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));
       built.output = out;
       return built;
     }
@@ -722,6 +727,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     if (schedule.unroll_taps) prod.update().unroll(r.x);
     padded.compute_at(out, batch).vectorize(iw, lanes, TailStrategy::GuardWithIf);
     pin_output_mins(out);
+    out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));  // as above
     built.output = out;
     return built;
   });
