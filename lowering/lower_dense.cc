@@ -24,7 +24,7 @@ using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
 constexpr const char* kGemmVersion = "rnnc gemm v1";
-constexpr const char* kConvVersion = "rnnc conv v4";
+constexpr const char* kConvVersion = "rnnc conv v5";
 
 std::optional<int64_t> known(const Dim& dim) {
   return dim.is_known() ? std::optional<int64_t>(dim.value()) : std::nullopt;
@@ -644,17 +644,17 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       reads_of[epilogue[i]] = read_view(image, view, vars);
     }
     // The input with zeros around it, once per batch item (taps in the padding read zero; the
-    // channel is clamped for the tiles that run past the last output channel).
+    // channel is clamped for the tiles that run past the last output channel): zeros, then the
+    // input copied over its interior, both dense vector loops. (One select over clamped
+    // coordinates compiled to gathers.)
     Var iw("iw"), ih("ih"), ic("ic"), ib("ib");
     Expr in_w = x_image.dim(0).extent(), in_h = x_image.dim(1).extent();
     Expr channels = x_image.dim(2).extent();
-    Expr inside = iw >= 0 && iw < in_w && ih >= 0 && ih < in_h;
     Func padded("padded");
-    padded(iw, ih, ic, ib) =
-        Halide::select(inside,
-                       x_image(Halide::clamp(iw, 0, in_w - 1), Halide::clamp(ih, 0, in_h - 1),
-                               Halide::clamp(ic, 0, channels - 1), ib),
-                       0.f);
+    RDom interior(0, in_w, 0, in_h, "interior");
+    padded(iw, ih, ic, ib) = 0.f;
+    padded(interior.x, interior.y, ic, ib) =
+        x_image(interior.x, interior.y, Halide::clamp(ic, 0, channels - 1), ib);
     RDom r(0, static_cast<int>(ax_w.kernel), 0, static_cast<int>(ax_h.kernel), 0,
            static_cast<int>(group_channels), "r");
     auto weight_at = [&](Expr channel, Expr c, Expr ky, Expr kx) {
@@ -681,6 +681,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     };
     Func out("out");
     out(vars) = Halide::cast<float>(group_expr(group, result, leaf));
+    auto schedule_padded = [&]() {
+      padded.compute_at(out, batch).vectorize(iw, lanes, TailStrategy::GuardWithIf);
+      padded.update().vectorize(interior.x, lanes, TailStrategy::GuardWithIf);
+    };
 
     Var owo("owo"), owi("owi"), mo("mo"), mi("mi");
     TailStrategy m_tail = out_channels % mr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
@@ -703,7 +707,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
           .unroll(ow);
       prod.update().reorder(m, ow, r.x, r.y, r.z).vectorize(m, lanes).unroll(m).unroll(ow);
       if (schedule.unroll_taps) prod.update().unroll(r.x);
-      padded.compute_at(out, batch);
+      schedule_padded();
       pin_output_mins(out);
       // The channel count is the weights' M: pinned, a tile's first channel is a multiple of mr
       // and W's tiled index is a dense vector load. Unpinned, Halide shifts the last tile inward
@@ -725,7 +729,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
         .unroll(m);
     prod.update().reorder(ow, m, r.x, r.y, r.z).vectorize(ow, lanes).unroll(ow).unroll(m);
     if (schedule.unroll_taps) prod.update().unroll(r.x);
-    padded.compute_at(out, batch).vectorize(iw, lanes, TailStrategy::GuardWithIf);
+    schedule_padded();
     pin_output_mins(out);
     out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));  // as above
     built.output = out;

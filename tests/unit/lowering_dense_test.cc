@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <random>
@@ -26,6 +27,7 @@
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
+#include "lowering/halide_block.h"
 #include "lowering/halide_cache.h"
 #include "lowering/layout.h"
 #include "lowering/lower_group.h"
@@ -723,6 +725,31 @@ TEST(LoweringConv, ChannelVectorizedGroupedAndTwoDimensional) {
              {two_d.input("x", {1, 3, 7, 9}), two_d.constant("w", random_tensor({24, 3, 3, 3}))},
              {{"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}});
   two_d.expect_matches({{"x", random_tensor({1, 3, 7, 9})}}, summed(27));
+}
+
+// A channel tile's weights are one contiguous vector per tap in the tiled layout: the compiled
+// loop must load them as such. (With the output's channel extent left to run time, Halide shifted
+// the last channel tile inward, its first channel was no longer known to be a multiple of the
+// tile, and every weight load became a 16-lane gather: Silero's encoder convs ran 3x slower.)
+TEST(LoweringConv, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
+  HalideCache cache(cache_directory().path() + "/objects", "");
+  cache.set_keep_objects(true);
+  Case c;
+  c.node("Conv",
+         {c.input("x", {1, 129, sym("time")}), c.constant("w", random_tensor({128, 129, 3})),
+          c.constant("b", random_tensor({128}))},
+         {{"pads", ints_attr({1, 1})}});
+  c.expect_matches({{"x", random_tensor({1, 129, 4})}}, summed(387), cache);
+  auto* block = dynamic_cast<HalideBlock*>(&c.lower(cache));
+  ASSERT_TRUE(block);
+  ASSERT_FALSE(block->pipeline_.object_path.empty());
+  const std::string listing = ::testing::TempDir() + "rnnc_conv_listing.txt";
+  ASSERT_EQ(std::system(("objdump -d " + block->pipeline_.object_path + " > " + listing).c_str()),
+            0);
+  std::ifstream in(listing);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("vfmadd"), std::string::npos) << "no FMA in the listing: wrong object?";
+  EXPECT_EQ(text.find("gather"), std::string::npos) << block->kind() << " gathers";
 }
 
 // ---- reductions --------------------------------------------------------------------------------
