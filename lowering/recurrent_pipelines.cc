@@ -140,12 +140,15 @@ namespace {
 //   fit the register file (measured [17 x 128] x [128 x 512]: AVX-512 2x6 10.2 us, 4x6 10.3 us,
 //   4x4 11.7 us, 2x8 13.5 us; AVX2 2x6 19.9 us, 3x4 22.6 us, 2x4 25.8 us). With the row tile
 //   staged (compile_input_projection) AVX-512 4x6 beats 2x6 by 2-3% on lstm128_l4 at batch 16
-//   and 64 and on nlp_bilstm4_h256 (medians of 8-10 interleaved runs).
+//   and 64 and on nlp_bilstm4_h256 (medians of 8-10 interleaved runs). The integer projection
+//   keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation operands byte by byte
+//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192.
 struct ScheduleRow {
   int vector_width;
   int step_floats;  // G * T: R floats per k iteration and batch entry
   int batch_tile;   // batch entries per tile in the batched step
   int gemm_vectors;
+  int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
   int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
   // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams
@@ -156,10 +159,10 @@ struct ScheduleRow {
 };
 
 constexpr ScheduleRow kScheduleTable[] = {
-    // AVX-512: 4 x 4 step accumulators, 12 + 2 in the projection
-    {16, 64, 4, 4, 6, 512 * 1024, 1024 * 1024},
+    // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
+    {16, 64, 4, 4, 2, 6, 512 * 1024, 1024 * 1024},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 2, 6, 512 * 1024, 1024 * 1024},
+    {8, 64, 1, 2, 2, 6, 512 * 1024, 1024 * 1024},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -198,7 +201,8 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   // Projection tile: as many vectors along n as divide N / V (N has no tail).
   const int n_vectors = gates * schedule.padded_hidden / v;
   schedule.gemm_vectors = 1;
-  for (int vectors = row->gemm_vectors; vectors >= 1; --vectors) {
+  for (int vectors = cell.quant ? row->integer_gemm_vectors : row->gemm_vectors; vectors >= 1;
+       --vectors) {
     if (n_vectors % vectors == 0) {
       schedule.gemm_vectors = vectors;
       break;
