@@ -11,7 +11,9 @@
 //      so drift on a noisy machine hits both alike), each round starting with one untimed warm
 //      run; every run is timed alone (manual time), giving per-run median, p90 and min.
 // A workload rnnc cannot load or run yet is reported as "unsupported (<message>)", and ORT is
-// still measured. --json writes the raw results benchmarks/report.py turns into the docs.
+// still measured. Before the workloads, the machine bounds (benchmarks/machine_bounds.h: one
+// core's streaming bandwidth per cache level and FMA peak) are measured, unless --no-bounds or
+// --smoke. --json writes the raw results benchmarks/report.py turns into the docs.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
@@ -22,11 +24,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include "benchmarks/json_writer.h"
+#include "benchmarks/machine_bounds.h"
 #include "benchmarks/measure.h"
 #include "benchmarks/ort_engine.h"
 #include "benchmarks/rnnc_engine.h"
@@ -55,7 +59,11 @@ constexpr const char* kUsage = R"(usage: rnnc_bench [options] [--benchmark_* fla
   --atol=X --rtol=X     agreement tolerance (default 1e-4, 1e-4)
   --json=FILE           write the raw results
   --dump-io=DIR         write each workload's inputs and ORT's outputs as .npy (torch_runner.py)
-  --smoke               tiny budget for the test suite (models/smoke, 1 thread, few iterations)
+  --smoke               tiny budget for the test suite (models/smoke, 1 thread, few iterations,
+                        no machine bounds unless --bounds or --bounds-quick)
+  --bounds              measure the machine bounds first (the default, except with --smoke)
+  --bounds-quick        the same on a tiny table (32 KiB and 256 KiB, 3 short calls), for tests
+  --no-bounds           skip the machine bounds
   --no-quant            skip the quantized paths (rnnc int8, ONNX Runtime DynamicQuantizeLSTM), which
                         run by default at 1 thread on LSTM/GRU workloads
 )";
@@ -76,6 +84,7 @@ struct Options {
   std::string dump_io_dir;
   bool smoke = false;
   bool quant = true;  // also time the quantized paths (1 thread, LSTM/GRU workloads)
+  enum class Bounds { kDefault, kOn, kQuick, kOff } bounds = Bounds::kDefault;
   std::string command;
 };
 
@@ -106,6 +115,12 @@ Options parse_options(int argc, char** argv, const std::string& command) {
       options.smoke = true;
     } else if (flag == "--no-quant") {
       options.quant = false;
+    } else if (flag == "--bounds") {
+      options.bounds = Options::Bounds::kOn;
+    } else if (flag == "--bounds-quick") {
+      options.bounds = Options::Bounds::kQuick;
+    } else if (flag == "--no-bounds") {
+      options.bounds = Options::Bounds::kOff;
     } else if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
       std::exit(0);
@@ -156,6 +171,8 @@ Options parse_options(int argc, char** argv, const std::string& command) {
     options.min_iterations = 1;
     options.load_repeats = 1;
   }
+  if (options.bounds == Options::Bounds::kDefault)
+    options.bounds = options.smoke ? Options::Bounds::kOff : Options::Bounds::kOn;
   return options;
 }
 
@@ -572,6 +589,35 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   return json;
 }
 
+Json bounds_json(const MachineBounds& bounds, const BoundsConfig& config) {
+  auto rates = [](Json& json, const std::string& unit, const RateStats& stats) {
+    json.set(unit + "_median", stats.median);
+    json.set(unit + "_best", stats.best);
+    json.set(unit + "_worst", stats.worst);
+  };
+  Json json = Json::object();
+  json.set("target", bounds.target);
+  json.set("vector_lanes", bounds.vector_lanes);
+  json.set("accumulators", bounds.accumulators);
+  json.set("repetitions", bounds.repetitions);
+  json.set("seconds_per_call", config.seconds_per_call);
+  Json stream = Json::array();
+  for (const StreamBandwidth& m : bounds.stream) {
+    Json item = Json::object();
+    item.set("bytes", m.bytes);
+    item.set("level", m.level);
+    item.set("passes_per_call", m.passes_per_call);
+    rates(item, "gbps", m.gbps);
+    stream.push(item);
+  }
+  json.set("stream", stream);
+  Json fma = Json::object();
+  fma.set("fma_per_chain_per_call", bounds.fma_per_call);
+  rates(fma, "gflops", bounds.fma_gflops);
+  json.set("fma", fma);
+  return json;
+}
+
 std::string load_average() {
   std::ifstream file("/proc/loadavg");
   std::string one, five, fifteen;
@@ -665,6 +711,14 @@ int bench_main(int argc, char** argv) {
   const bool peak_rss_supported = reset_peak_rss();
   const std::string load_at_start = load_average();
 
+  // Measured before any engine is loaded, so no engine's threads or memory are around yet.
+  std::optional<Json> bounds;
+  if (options.bounds != Options::Bounds::kOff) {
+    const BoundsConfig config = options.bounds == Options::Bounds::kQuick ? quick_bounds_config()
+                                                                          : default_bounds_config();
+    bounds = bounds_json(measure_machine_bounds(config, log), config);
+  }
+
   ProgressReporter reporter;
   std::vector<WorkloadResult> results;
   for (int threads : options.threads) {
@@ -711,6 +765,7 @@ int bench_main(int argc, char** argv) {
     meta.set("models_dir", options.models_dir);
     meta.set("smoke", options.smoke);
     root.set("meta", meta);
+    if (bounds) root.set("machine_bounds", *bounds);
     Json list = Json::array();
     for (const WorkloadResult& result : results) list.push(result_json(result, options));
     root.set("results", list);

@@ -4,10 +4,12 @@ Runtime, same process) with torch_runner.py's JSON (PyTorch) into docs/benchmark
 tables to docs/benchmarks.md and a speedup-over-ONNX-Runtime bar chart to docs/benchmarks.png.
 
   /usr/bin/python3 benchmarks/report.py --bench B.json --torch T.json --out-dir docs \
-      --command "scripts/bench.sh" [--machine-note TEXT]
+      --command "scripts/bench.sh" --workloads models/workloads.json [--no-chart]
 
 Ratios are rnnc / peer latency (median over per-run samples); below 1 means rnnc is faster. The
-speedup in the chart is the inverse, peer / rnnc. Every ratio compares numbers from one run.
+speedup in the chart is the inverse, peer / rnnc. Every ratio compares numbers from one run. When
+rnnc_bench measured the machine bounds (its "machine_bounds" object), a section compares the
+stacked LSTMs with a per-step floor derived from them.
 """
 import argparse
 import json
@@ -22,7 +24,9 @@ def parse_args():
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("--command", default="scripts/bench.sh")
     parser.add_argument("--workloads", help="models/workloads.json (model structure for the "
-                        "bandwidth table)")
+                        "bandwidth and floor tables)")
+    parser.add_argument("--no-chart", action="store_true",
+                        help="skip benchmarks.png (no matplotlib needed)")
     return parser.parse_args()
 
 
@@ -58,6 +62,96 @@ def weight_traffic_bytes(workload):
         inputs = workload["input_size"] if layer == 0 else hidden * dirs
         total += dirs * 4 * gates * hidden * (hidden * workload["seq"] + inputs)
     return total
+
+
+def fmt_bytes(size):
+    return f"{size >> 20} MiB" if size >= 2**20 else f"{size >> 10} KiB"
+
+
+def step_floor(workload, bounds):
+    """The floor of one batch-1 run of a unidirectional LSTM stack on one core, in µs, and the
+    per-layer-step terms: each step reads the layer's recurrent matrix (4·H × H floats) at the
+    measured L2 rate (256 KiB working set) and does the input projection (2·input·4H flops) at
+    the measured FMA peak; both at the best call's rate. None when the model does not fit this
+    picture: not an LSTM, bidirectional, batched, or a recurrent matrix larger than the L2 set."""
+    if (workload.get("cell") != "lstm" or workload.get("bidirectional")
+            or workload.get("batch") != 1):
+        return None
+    l2 = next((m for m in bounds["stream"] if m["bytes"] == 256 << 10), None)
+    if l2 is None:
+        return None
+    hidden = workload["hidden_size"]
+    recurrent_bytes = 4 * hidden * 4 * hidden
+    if recurrent_bytes > l2["bytes"]:
+        return None
+    read_us = recurrent_bytes / (l2["gbps_best"] * 1e9) * 1e6
+    total_us, terms = 0.0, []
+    for layer in range(workload["layers"]):
+        inputs = workload["input_size"] if layer == 0 else hidden
+        flops = 2 * inputs * 4 * hidden
+        compute_us = flops / (bounds["fma"]["gflops_best"] * 1e9) * 1e6
+        terms.append((recurrent_bytes, read_us, flops, compute_us))
+        total_us += (read_us + compute_us) * workload["seq"]
+    return total_us, terms
+
+
+def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
+    add("## Machine bounds")
+    add("")
+    add(f"What one core of this host does, measured by rnnc_bench at the start of this run "
+        f"(benchmarks/machine_bounds.h): Halide kernels JIT-compiled for `{bounds['target']}`, "
+        f"{bounds['vector_lanes']} float lanes × {bounds['accumulators']} independent "
+        "accumulators in registers. Stream: a float32 buffer of the given size summed over and "
+        "over (GB/s = bytes read / time); FMA: independent multiply-add chains (2 flops per "
+        f"lane). Each figure is over {bounds['repetitions']} timed calls of about "
+        f"{bounds['seconds_per_call'] * 1000:g} ms: the median, the best (fastest call) and the "
+        "worst; every call's result is checked exactly. The machine is shared: the best call is "
+        "the closest to what the hardware can do.")
+    add("")
+    add("| measurement | stands for | median | best | worst |")
+    add("|---|---|---|---|---|")
+    for m in bounds["stream"]:
+        add(f"| stream read {fmt_bytes(m['bytes'])} | {m['level']} | "
+            f"{m['gbps_median']:.1f} GB/s | {m['gbps_best']:.1f} GB/s | "
+            f"{m['gbps_worst']:.1f} GB/s |")
+    fma = bounds["fma"]
+    add(f"| float32 FMA | peak compute | {fma['gflops_median']:.1f} GFLOP/s | "
+        f"{fma['gflops_best']:.1f} GFLOP/s | {fma['gflops_worst']:.1f} GFLOP/s |")
+    add("")
+
+    n = 1 if 1 in threads_list else min(threads_list)
+    floors = [(w, step_floor(info[w], bounds)) for w in workloads]
+    floors = [(w, f) for w, f in floors if f is not None and (w, n) in by_key]
+    if not floors:
+        return
+    add(f"### Floor of the batch-1 LSTM stacks, {n} thread{'s' if n > 1 else ''}")
+    add("")
+    first = info[floors[0][0]]
+    recurrent_bytes, read_us, flops, compute_us = floors[0][1][1][0]
+    add("Per layer and step a run reads the layer's recurrent matrix (4H × H float32: too large "
+        "for registers or L1, so from L2 at best) and does the input projection (2 · input · 4H "
+        "flops). At the best measured L2 rate (256 KiB set) and FMA peak, for H = "
+        f"{first['hidden_size']}, input {first['input_size']}: {fmt_bytes(recurrent_bytes)} / "
+        f"{recurrent_bytes / read_us / 1e3:.1f} GB/s = {read_us:.2f} µs, plus "
+        f"{flops / 1e3:.0f} kflop / {flops / compute_us / 1e3:.1f} GFLOP/s = "
+        f"{compute_us:.2f} µs. Floor per run = the sum over layers × seq. Not counted: the "
+        "recurrent product's own FMAs, the gates and cell update, and weights that do not fit "
+        "L2 together (an 8-layer H=128 stack holds 4 MiB, a Xeon core's L2 2 MiB). The read and "
+        "the projection are added; a core that overlapped them perfectly would be held only to "
+        "the larger. Latencies: the medians above.")
+    add("")
+    add("| workload | floor | ONNX Runtime | rnnc | ORT / floor | rnnc / floor | "
+        "2× faster than ORT (ORT / 2) | target below the floor? |")
+    add("|---|---|---|---|---|---|---|---|")
+    for w, (floor_us, _) in floors:
+        result = by_key[(w, n)]
+        ort, rnnc = median(result["onnxruntime"]), median(result["rnnc"])
+        target = ort / 2 if ort is not None else None
+        below = "-" if target is None else ("**yes**" if target < floor_us else "no")
+        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
+            f"{fmt_ratio(ratio(ort, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} | "
+            f"{fmt_us(target)} | {below} |")
+    add("")
 
 
 def latency_cell(latency):
@@ -244,18 +338,29 @@ def main():
         "\"best\" is the peer's fastest thread count in this run.")
     add("")
 
+    bounds = bench.get("machine_bounds")
+    if bounds:
+        machine_bounds_section(add, bounds, workloads, info, by_key, threads_list)
+
     heavy = [w for w in workloads if info[w].get("param_bytes", 0) > 8 * 2**20
              and weight_traffic_bytes(info[w])]
     if heavy:
         add("## Weight bandwidth of the large models")
         add("")
+        if bounds:
+            streaming = ("A single-core streaming read measured in this run (Machine bounds "
+                         "above; best call): " + ", ".join(
+                             f"{m['gbps_best']:.0f} GB/s from {fmt_bytes(m['bytes'])} "
+                             f"({m['level']})" for m in bounds["stream"]) + ".")
+        else:
+            streaming = ("A single-core streaming read (AVX-512 loads, nothing else running) "
+                         "measured on the AMD EPYC host about 170-200 GB/s from L2, ~80 GB/s "
+                         "from L3 (8 MiB) and ~22-25 GB/s from DRAM (64 MiB+); not measured on "
+                         "the Intel host.")
         add("Weights these models must read per run (each layer's recurrent matrix once per step, "
             "its input matrix once), divided by the median latency. They do not fit a core's L2 "
             "(1 MiB on the AMD EPYC host, 2 MiB on the Intel Xeon host), so this is the number to "
-            "hold against the machine's memory bandwidth. A single-core streaming read (AVX-512 "
-            "loads, nothing else running) measured on the AMD EPYC host about 170-200 GB/s from "
-            "L2, ~80 GB/s from L3 (8 MiB) and ~22-25 GB/s from DRAM (64 MiB+); not measured on "
-            "the Intel host.")
+            "hold against the machine's memory bandwidth. " + streaming)
         add("")
         add("| workload | threads | weight traffic per run | ONNX Runtime | rnnc |")
         add("|---|---|---|---|---|")
@@ -420,7 +525,8 @@ def main():
     with open(os.path.join(args.out_dir, "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
 
-    write_chart(args, meta, workloads, threads_list, by_key, torch_by_key)
+    if not args.no_chart:
+        write_chart(args, meta, workloads, threads_list, by_key, torch_by_key)
 
 
 def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):

@@ -2,7 +2,8 @@
 # One command for the benchmark report: installs what is missing (Debian packages with --python,
 # ONNX Runtime from npm), builds rnnc_bench (Release), generates the workloads, runs rnnc and ONNX
 # Runtime in one process and PyTorch in another at each thread count, and writes
-#   docs/benchmarks.md    the tables (command, machine, versions, medians and spreads, ratios)
+#   docs/benchmarks.md    the tables (command, machine, versions, medians and spreads, ratios,
+#                         the machine bounds measured at the start of the run)
 #   docs/benchmarks.json  the raw results of both runs plus the derived ratios
 #   docs/benchmarks.png   speedup over ONNX Runtime per workload
 #   scripts/bench.sh      from the repository root or anywhere
