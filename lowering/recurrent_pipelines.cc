@@ -734,9 +734,11 @@ void schedule_product(Product product, Func consumer, const Var& at, int v) {
   update.unroll(args[0]).unroll(args[1]).unroll(args[3]);
 }
 
-// Schedules a step over its output (ji, jo, b): for each tile of batch_tile entries and each
-// hidden tile jo, the tile's accumulators (T units x the gates x the entries) are computed at jo
-// (schedule_product); the state update then runs vectorized over the tile, reading them.
+// Schedules a step over its output (ji, jo, b): for each hidden tile jo and, inside it, each
+// tile of batch_tile entries, the tile's accumulators (T units x the gates x the entries) are
+// computed there (schedule_product); the state update then runs vectorized over the tile,
+// reading them. Batch tiles innermost: a hidden tile's slice of R (32 KiB for hidden 128) is
+// read from L2 once and then from L1 for the other batch tiles.
 void schedule_tile(Func output, const Product& product, const RecurrentSchedule& schedule) {
   const std::vector<Var> out = output.args();  // (ji, jo, b)
   Var bo("bo"), bi("bi");
