@@ -14,6 +14,9 @@
 //   y, mask = Dropout(x, ...)      [inference]    -> the same; a used mask becomes a constant
 //                                                    all-true tensor, an unused one goes
 //   Y, Mean, InvStdDev = LayerNormalization(...)  -> Y  (Mean / InvStdDev dropped when unused)
+//   y = Cast(x) {to = x's type}                   -> every reference to y reads x (PyTorch
+//                                                    exports write float-to-float casts; each
+//                                                    would run as a copy of its own)
 //
 // Graph outputs are the model's interface, so their names never change. When y is a graph
 // output (of the main graph or of a nested one):
@@ -32,6 +35,7 @@
 //
 // Run early (after specialize), so the passes after it see through the aliases; inline_if may
 // leave Identities that keep graph output names, which a later run folds.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,19 +55,20 @@ namespace {
 bool forward_input(Graph& graph, Node* node, PassStats& stats) {
   Value* x = node->input(0);
   Value* y = node->output(0);
-  std::string name = y->name();
+  const std::string name = y->name(), op = node->op_type();
   bool is_output = is_graph_output(graph, y);
   if (is_output && !can_take_name(graph, x)) {
-    if (node->op_type() == "Identity") return false;
+    if (op == "Identity") return false;
     graph.rename_value(y, graph.unique_name(name));
     Node* identity = graph.add_node("Identity", node->name(), {x}, {name}, node->opset());
     identity->output(0)->type = y->type;
     graph.replace_all_uses(y, identity->output(0));
     graph.remove_node(node);
-    ++stats["dropouts turned into Identity"];
+    ++stats[op == "Cast" ? "no-op casts turned into Identity" : "dropouts turned into Identity"];
     return true;
   }
-  ++stats[node->op_type() == "Identity" ? "identities removed" : "dropouts removed"];
+  ++stats[op == "Identity" ? "identities removed" : op == "Cast" ? "no-op casts removed"
+                                                                   : "dropouts removed"];
   graph.replace_all_uses(y, x);
   graph.remove_node(node);
   if (is_output) graph.rename_value(x, name);
@@ -110,6 +115,15 @@ bool drop_unused_statistics(Graph& graph, Node* norm, PassStats& stats) {
   return changed;
 }
 
+// y = Cast(x) to x's own type -> x.
+bool remove_noop_cast(Graph& graph, Node* cast, PassStats& stats) {
+  const Value* x = cast->input(0);
+  if (!x || !cast->has_attr("to")) return false;
+  const std::optional<DType> to = dtype_from_onnx(static_cast<int32_t>(cast->attr_int("to", 0)));
+  if (!to || *to != x->type.dtype) return false;
+  return forward_input(graph, cast, stats);
+}
+
 struct Rule {
   const char* op_type;
   bool (*apply)(Graph& graph, Node* node, PassStats& stats);
@@ -120,6 +134,7 @@ constexpr Rule kRules[] = {
     {"Identity",           forward_input},           // y = Identity(x)         -> x
     {"Dropout",            remove_dropout},          // y, mask = Dropout(x)    -> x, true
     {"LayerNormalization", drop_unused_statistics},  // Y, Mean, InvStdDev = .. -> Y
+    {"Cast",               remove_noop_cast},        // y = Cast(x) {to=type x} -> x
 };
 // clang-format on
 
