@@ -3,7 +3,8 @@
 // An elementwise node joins the group of a producer when the tensor between them has that node as
 // its only reader (the tensor reference count rule: a tensor read by two nodes is materialized and
 // fused into neither), is not a graph output (graph outputs end a group), and has the node's
-// output shape (no broadcasting inside a group, so nothing is computed twice). A MatMul, Gemm or
+// output shape (no broadcasting inside a group, so nothing is computed twice): equal dims, or,
+// where a dim is unknown, every other operand of the node a single value. A MatMul, Gemm or
 // Conv whose output is such a tensor joins as the group's root: its epilogue (bias add,
 // activation) runs in the same loop. Each member gets `rnnc.fusion_group = N`, the root also
 // `rnnc.fusion_root = 1`; groups are numbered per graph from 0 in the order their last node
@@ -92,6 +93,31 @@ bool same_shape(const Value* a, const Value* b) {
   return a->type.shape && b->type.shape && *a->type.shape == *b->type.shape;
 }
 
+// A single value (every dim 1) of at most `rank` dims: broadcasting it changes no shape.
+bool single_value(const Value* value, size_t rank) {
+  if (!value || !value->type.shape || value->type.shape->size() > rank) return false;
+  for (const Dim& dim : *value->type.shape) {
+    if (!dim.is_known() || dim.value() != 1) return false;
+  }
+  return true;
+}
+
+// Whether elementwise `node`'s output has the shape of its operand `input`: their dims compare
+// equal, or every other operand is a single value of no higher rank. The second form holds for
+// dims shape inference cannot name (a strided convolution's output length over a dynamic axis is
+// unknown, and unknown dims never compare equal): Conv -> Relu, Add -> Sqrt, x -> Pow(x, 2).
+bool output_has_shape_of(const Node& node, const Value* input) {
+  if (same_shape(input, node.output(0))) return true;
+  if (!input->type.shape || !node.output(0)->type.shape ||
+      input->type.shape->size() != node.output(0)->type.shape->size()) {
+    return false;
+  }
+  for (const Value* other : node.inputs()) {
+    if (other != input && !single_value(other, input->type.shape->size())) return false;
+  }
+  return true;
+}
+
 // Groups as a union-find over nodes; each set knows its root (epilogue producer), if any.
 class Groups {
  public:
@@ -150,7 +176,7 @@ bool mark_groups(Graph& graph, PassStats& stats) {
     for (const Value* input : node->inputs()) {
       if (!input || !input->producer() || input->producer()->owner() != &graph) continue;
       const Node* producer = input->producer();
-      if (!read_only_by(input, node, escaping) || !same_shape(input, node->output(0))) continue;
+      if (!read_only_by(input, node, escaping) || !output_has_shape_of(*node, input)) continue;
       if (is_elementwise(*producer)) {
         groups.join(producer, node);  // a producer with a root cannot join a rooted group
       } else if (is_epilogue_root(*producer) && groups.join(producer, node, producer)) {
