@@ -387,7 +387,7 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
                      (const int64_t[]){panel, 1, L->input, panel, n / panel, L->input * panel});
       rn_buffer_init(&bb, bd, part->bias, rn_float, 32, 1, (const int64_t[]){n, 1});
       rn_buffer_init(&xwb, xwd, xw, rn_float, 32, 2,
-                     (const int64_t[]){n, 1, rn_round_up(rows, L->gemm_rows), n});
+                     (const int64_t[]){n, 1, rows, n});
       void* projection_args[] = {&xb, &wb, &bb, &xwb};
       RN_TRY(rn_call(ctx, L->projection, projection_args, L->name));
 

@@ -734,8 +734,8 @@ RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int
   const int64_t rows = run.seq_length * run.batch_size;
   const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
   DirectionRun state;
-  // One row tile of slack: a chunk's projection writes its rows padded to the row tile. Every
-  // row a step reads is written by the projection first.
+  // One row tile of slack: the integer projection writes a chunk's rows padded to the row tile
+  // (the float one exactly its rows). Every row a step reads is written by the projection first.
   state.xw = workspace.allocate_uninitialized<float>(n_extent *
                                        (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
   state.batched = run.batch_size > 1;
@@ -774,8 +774,10 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
                        {{panel, 1}, {input_size_, panel}, {n_extent / panel, input_size_ * panel}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
-  BufferView xw_buffer(state.xw + row_begin * n_extent, kF32,
-                       {{n_extent, 1}, {round_up(rows, schedule_.gemm_rows), n_extent}});
+  // The float projection writes exactly the rows it is given; the integer one whole row tiles.
+  BufferView xw_buffer(
+      state.xw + row_begin * n_extent, kF32,
+      {{n_extent, 1}, {part.cell.quant ? round_up(rows, schedule_.gemm_rows) : rows, n_extent}});
   if (!part.cell.quant) {
     void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
     projection_.call(args);

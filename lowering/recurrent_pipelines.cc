@@ -168,10 +168,6 @@ constexpr ScheduleRow kScheduleTable[] = {
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
 constexpr double kMaxExtraPadding = 1.15;
 
-// Stack a projection may use to stage one row tile of its input (kernels run on the caller's
-// thread or a oneTBB worker, whose stacks are megabytes).
-constexpr int64_t kMaxStagedRowBytes = 128 * 1024;
-
 }  // namespace
 
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
@@ -455,7 +451,7 @@ int projection_panel(const RecurrentSchedule& schedule) {
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v8 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v9 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -559,16 +555,9 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   Var n("n"), m("m");
   RDom k(0, k_extent, "k");
 
-  // Rows past X's last (the output is padded to the row tile) read X's last row. A row tile's
-  // clamped rows are copied to the stack first: with the clamp inside the register tile's k loop
-  // LLVM keeps the tile's row addresses in a vector and extracts one per broadcast (5 extra
-  // instructions per k; lstm128_l4 at batch 16 ran 5.3 ms instead of 4.6).
-  Var kx("kx");
-  Func rows("x_rows");
-  rows(kx, m) = x(kx, min(m, x.dim(1).extent() - 1));
   Func acc("acc"), xw("xw");
   acc(n, m) = bias(n);
-  acc(n, m) += wt(n % panel, k, n / panel) * rows(k, m);
+  acc(n, m) += wt(n % panel, k, n / panel) * x(k, m);
   xw(n, m) = acc(n, m);
 
   pin_dense(x, {k_extent, 0});
@@ -576,25 +565,28 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   pin_dense(bias, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 
-  // Register tile: gemm_vectors vectors along n times gemm_rows rows, accumulated over all of k.
+  // Register tile: gemm_vectors vectors along n times `rows` rows, accumulated over all of k. A
+  // run of at least gemm_rows rows takes whole tiles, the last one shifted inward onto rows
+  // already computed (no padded rows, no clamped reads of X); fewer rows (a streaming chunk of
+  // one step) take one row at a time instead of computing a padded tile (at seq 1, 6x the
+  // work).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  xw.split(n, no, ni, v * schedule.gemm_vectors)
-      .split(m, mo, mi, schedule.gemm_rows)
-      .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
-      .vectorize(ni, v)
-      .unroll(ni)
-      .unroll(mi)
-      // The outermost loop over row tiles (column panels) has independent iterations: a parallel
-      // loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one thread for a
-      // single-threaded model. Same arithmetic per element either way.
-      .parallel(schedule.gemm_columns_outer ? no : mo);
-  // The copy is gemm_rows x K floats per row tile (3 KB for K = 128); beyond kMaxStagedRowBytes
-  // (a stack budget) the clamp stays inline.
-  if (int64_t{4} * schedule.gemm_rows * k_extent <= kMaxStagedRowBytes) {
-    rows.compute_at(xw, mo)
-        .store_in(Halide::MemoryType::Stack)
-        .vectorize(kx, v, Halide::TailStrategy::GuardWithIf);
-  }
+  auto tile = [&](Halide::Stage stage, int rows) {
+    stage.split(n, no, ni, v * schedule.gemm_vectors)
+        .split(m, mo, mi, rows, Halide::TailStrategy::ShiftInwards)
+        .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no,
+                 schedule.gemm_columns_outer ? no : mo)
+        .vectorize(ni, v)
+        .unroll(ni)
+        .unroll(mi)
+        // The outermost loop over row tiles (column panels) has independent iterations: a
+        // parallel loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one
+        // thread for a single-threaded model. Same arithmetic per element either way.
+        .parallel(schedule.gemm_columns_outer ? no : mo);
+  };
+  tile(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows),
+       schedule.gemm_rows);
+  tile(xw, 1);
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
 
