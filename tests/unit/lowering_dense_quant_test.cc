@@ -19,7 +19,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 
 #include "graph_opt/pipeline.h"
@@ -37,6 +36,7 @@
 #include "quant/quantize_model.h"
 #include "quant/weights.h"
 #include "tests/support/compare.h"
+#include "tests/support/disassembly.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -267,11 +267,7 @@ TEST(LowerQuantizedGemm, HostGemmUsesVnniDotProducts) {
   }
   ASSERT_TRUE(block);
   ASSERT_FALSE(block->pipeline_.object_path.empty());
-  const std::string listing = ::testing::TempDir() + "rnnc_quant_gemm.txt";
-  ASSERT_EQ(std::system(("objdump -d " + block->pipeline_.object_path + " > " + listing).c_str()),
-            0);
-  std::ifstream in(listing);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing::disassemble(block->pipeline_.object_path);
   EXPECT_NE(text.find("vpdpbusd"), std::string::npos) << block->kind() << " has no vpdpbusd";
 }
 

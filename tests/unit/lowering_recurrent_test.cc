@@ -12,10 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <regex>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +27,7 @@
 #include "lowering/lower_recurrent.h"
 #include "lowering/recurrent_pipelines.h"
 #include "tests/support/compare.h"
+#include "tests/support/disassembly.h"
 
 namespace rnnc {
 namespace {
@@ -1054,10 +1052,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
       } else {
         compile_recurrent_step(cell, schedule, object, "quant_step", host);
       }
-      const std::string listing = ::testing::TempDir() + "rnnc_quant_step.txt";
-      ASSERT_EQ(std::system(("objdump -d " + object + " > " + listing).c_str()), 0);
-      std::ifstream in(listing);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string text = testing::disassemble(object);
       EXPECT_NE(text.find(variant.instruction), std::string::npos)
           << (projection ? "projection" : "step") << " of " << cell.quant->key() << " has no "
           << variant.instruction;
@@ -1091,17 +1086,10 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
         } else {
           compile_recurrent_step(cell, schedule, object, "step", host);
         }
-        const std::string listing = ::testing::TempDir() + "rnnc_operand_loads.txt";
-        ASSERT_EQ(std::system(("objdump -d " + object + " > " + listing).c_str()), 0);
-        std::ifstream in(listing);
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string text = testing::disassemble(object);
         const std::string what = cat(projection ? "projection" : "step",
                                      quantized ? " (int8)" : " (float)", batched ? " batched" : "");
-        // A data gather addresses memory from a base register (vgatherqps (%rax,%zmm2,4));
-        // LLVM's loads of buffer fields through a vector of pointers (0x4(,%ymm14,1), the
-        // argument prologue) are not data accesses.
-        EXPECT_FALSE(std::regex_search(text, std::regex(R"(gather\S*\s+\S*\(%r)")))
-            << what << " gathers data";
+        EXPECT_FALSE(testing::gathers_data(text)) << what << " gathers data";
         EXPECT_EQ(text.find("vpinsrb"), std::string::npos) << what << " inserts bytes";
       }
     }
