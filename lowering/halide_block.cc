@@ -250,15 +250,9 @@ CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
   return cache.get(key, [&](const std::string& object_path, const std::string& function_name,
                             const Halide::Target& target) {
     BuiltPipeline pipeline = build();
-    pipeline.output.compile_to_object(object_path, pipeline.arguments, function_name, target);
-    // RNNC_DUMP_HALIDE=dir: each compiled pipeline's lowered statement and assembly, for reading
-    // what a schedule became.
+    compile_object(pipeline.output, object_path, pipeline.arguments, function_name, target);
     if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
-      std::string stem = cat(dir, "/", function_name);
-      pipeline.output.compile_to_lowered_stmt(stem + ".stmt", pipeline.arguments,
-                                              Halide::StmtOutputFormat::Text, target);
-      pipeline.output.compile_to_assembly(stem + ".s", pipeline.arguments, function_name, target);
-      std::ofstream(stem + ".key") << key;
+      std::ofstream(cat(dir, "/", function_name, ".key")) << key;
     }
   });
 }

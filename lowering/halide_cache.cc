@@ -130,6 +130,9 @@ HalideCache::HalideCache(std::string dir, std::string target)
     : dir_(dir.empty() ? default_directory() : std::move(dir)),
       target_(std::make_shared<Halide::Target>(resolve_target(std::move(target)))),
       target_string_(target_->to_string()) {
+  if (const char* asserts = std::getenv("RNNC_STEP_ASSERTS"); asserts && *asserts) {
+    step_asserts_ = std::string(asserts) != "0";
+  }
   std::error_code error;
   fs::create_directories(dir_, error);
   if (error) raise(ErrorKind::kIo, cat("cannot create cache directory '", dir_, "': ", error.message()));
@@ -231,6 +234,18 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   pipeline.metadata = metadata();
   loaded_[hash] = pipeline;
   return pipeline;
+}
+
+void compile_object(const Halide::Pipeline& pipeline, const std::string& object_path,
+                    const std::vector<Halide::Argument>& arguments,
+                    const std::string& function_name, const Halide::Target& target) {
+  Halide::Pipeline(pipeline).compile_to_object(object_path, arguments, function_name, target);
+  if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
+    const std::string stem = std::string(dir) + "/" + function_name;
+    Halide::Pipeline(pipeline).compile_to_lowered_stmt(stem + ".stmt", arguments,
+                                                       Halide::StmtOutputFormat::Text, target);
+    Halide::Pipeline(pipeline).compile_to_assembly(stem + ".s", arguments, function_name, target);
+  }
 }
 
 }  // namespace rnnc

@@ -20,9 +20,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace Halide {
 struct Target;
+struct Argument;
+class Pipeline;
 }  // namespace Halide
 
 namespace rnnc {
@@ -78,6 +81,16 @@ class HalideCache {
   void set_count_overflow(bool count) { count_overflow_ = count; }
   bool count_overflow() const { return count_overflow_; }
 
+  // Per-step kernels (the recurrent step, one call per time step) are compiled without Halide's
+  // buffer checks (Target::NoAsserts): about 200 comparisons of the buffers' types, extents and
+  // strides against the layouts the kernel was compiled for, measured at ~0.3 us of a ~1.5 us
+  // int8 hidden-128 step. The runtime builds those buffers from the same schedule the kernel
+  // pinned, once per run. set_step_asserts(true), or RNNC_STEP_ASSERTS=1 in the environment,
+  // compiles them with the checks (a separate kernel variant): the lowering tests do, so every
+  // buffer the runtime passes is checked against the kernel's contract there.
+  void set_step_asserts(bool on) { step_asserts_ = on; }
+  bool step_asserts() const { return step_asserts_; }
+
  private:
   void load_runtime();
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
@@ -91,7 +104,15 @@ class HalideCache {
   std::map<std::string, CompiledPipeline> loaded_;
   bool keep_objects_ = false;
   bool count_overflow_ = false;
+  bool step_asserts_ = false;
 };
+
+// Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With
+// RNNC_DUMP_HALIDE=dir set, also writes dir/<function_name>.stmt (the lowered statement) and .s
+// (the assembly), for reading what a schedule became.
+void compile_object(const Halide::Pipeline& pipeline, const std::string& object_path,
+                    const std::vector<Halide::Argument>& arguments,
+                    const std::string& function_name, const Halide::Target& target);
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).
 std::string hash_hex(const std::string& text);

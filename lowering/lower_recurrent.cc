@@ -573,10 +573,12 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     for (bool batched : {false, true}) {
       const RecurrentSchedule& step_schedule = batched ? block->batched_schedule_ : schedule;
       CompiledPipeline& step = batched ? part.batched_step : part.step;
+      const bool asserts = cache.step_asserts();
       step = cache.get(
-          recurrent_step_key(part.cell, step_schedule),
+          recurrent_step_key(part.cell, step_schedule) + (asserts ? " asserts" : " no_asserts"),
           [&](const std::string& path, const std::string& name, const Halide::Target& target) {
-            compile_recurrent_step(part.cell, step_schedule, path, name, target);
+            compile_recurrent_step(part.cell, step_schedule, path, name,
+                                   asserts ? target : target.with_feature(Halide::Target::NoAsserts));
           });
       block->compile_ms += step.compile_ms;
       block->from_cache = block->from_cache && step.from_cache;

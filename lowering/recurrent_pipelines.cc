@@ -7,6 +7,8 @@
 #include <functional>
 
 #include "ir/error.h"
+#include "lowering/activation_math.h"
+#include "lowering/halide_cache.h"
 #include "lowering/quantized_operands.h"
 
 namespace rnnc {
@@ -121,7 +123,8 @@ int64_t packed_ko(const ProductWidths& widths) {
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
-             gemm_columns_outer ? " columns_outer" : "", parallel_tiles ? " parallel_tiles" : "");
+             gemm_columns_outer ? " columns_outer" : "", parallel_tiles ? " parallel_tiles" : "",
+             single_entry ? " single_entry" : "");
 }
 
 // ---- the schedule table ------------------------------------------------------------------------
@@ -193,6 +196,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   }
   schedule.padded_hidden = round_up(hidden, schedule.hidden_tile);
   schedule.batch_tile = batched ? row->batch_tile : 1;
+  schedule.single_entry = !batched;
 
   // Projection tile: as many vectors along n as divide N / V (N has no tail).
   const int n_vectors = gates * schedule.padded_hidden / v;
@@ -215,41 +219,9 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   return schedule;
 }
 
-// ---- activations in vectorizable Halide arithmetic ---------------------------------------------
+// ---- activations --------------------------------------------------------------------------------
 
 namespace {
-
-// e^x in float32 arithmetic that vectorizes (Halide's exp calls libm per lane): x = k ln2 + r
-// with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its degree-7 Taylor polynomial (relative
-// error < 6e-9), 2^k built in the exponent field. x is clamped so 2^k stays a normal float: e^x
-// for x < -87 (< 2e-38) and x > 88 (> 1.6e38) saturates there. Then x / ln2 + 128.5 > 0, so
-// truncating it to an integer is floor: k = round(x / ln2) without a rounding instruction (Halide
-// splits AVX-512 floor into two 256-bit halves).
-Expr exp_f32(Expr x) {
-  x = clamp(x, -87.0f, 88.0f);
-  Expr k_int = Halide::cast<int32_t>(x * 1.44269504089f + 128.5f) - 128;
-  Expr k = Halide::cast<float>(k_int);
-  Expr r = x - k * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4
-  r = r + k * 2.12194440e-4f;
-  Expr p = 1.0f / 5040;
-  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
-  Expr scale = Halide::reinterpret(Halide::Float(32), (k_int + 127) << 23);
-  return p * scale;
-}
-
-// tanh from e^(-2|x|) (no overflow), with the odd Taylor series below 1/16 where 1 - e^(-2|x|)
-// would cancel (series error < 1e-12 relative there).
-Expr tanh_f32(Expr x) {
-  Expr ax = abs(x);
-  Expr e = exp_f32(-2.0f * ax);
-  Expr large = (1.0f - e) / (1.0f + e);
-  Expr x2 = ax * ax;
-  Expr small = ax * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
-  Expr t = select(ax < 0.0625f, small, large);
-  return select(x < 0.0f, -t, t);
-}
-
-Expr sigmoid_f32(const Expr& x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 // The formulas of docs/ops/recurrent.md (a = alpha, b = beta).
 Expr activate(const RecurrentActivation& activation, const Expr& x) {
@@ -519,7 +491,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   arguments.push_back(bias);
   if (!quant.count_overflow) {
     schedule_dot(dot, xw, schedule.gemm_columns_outer ? mo : no, {n, m}, {}, v);
-    xw.compile_to_object(object_path, arguments, function_name, target);
+    compile_object(xw, object_path, arguments, function_name, target);
     return;
   }
   // Overflow mode: X's real rows (not the row tile's padding) and every output's sum.
@@ -533,7 +505,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
                   quant.activations.accumulation_bits);
   Func overflow = counts.func();
   overflow.output_buffer().dim(0).set_bounds(0, 4);
-  Halide::Pipeline({xw, overflow}).compile_to_object(object_path, arguments, function_name, target);
+  compile_object(Halide::Pipeline({xw, overflow}), object_path, arguments, function_name, target);
 }
 
 }  // namespace
@@ -590,7 +562,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
 
-  xw.compile_to_object(object_path, {x, wt, bias}, function_name, target);
+  compile_object(xw, object_path, {x, wt, bias}, function_name, target);
 }
 
 // ---- recurrent step ----------------------------------------------------------------------------
@@ -632,10 +604,18 @@ struct StepInputs {
     xw.dim(0).set_bounds(0, tile).set_stride(1);
     xw.dim(1).set_bounds(0, gates).set_stride(tile);
     xw.dim(2).set_bounds(0, tiles).set_stride(gates * tile);
-    step_time.dim(0).set_min(0);
-    pin_dense(h, {schedule.padded_hidden, 0});
-    pin_dense(h_tiles, {tile, tiles, 0});
-    pin_dense(c, {tile, tiles, 0});
+    // The step of one batch entry knows its batch extent: its scratch (the quantized operand)
+    // then has a constant size and lives on the stack, not in a heap allocation per step.
+    const int entries = schedule.single_entry ? 1 : 0;
+    if (schedule.single_entry) {
+      step_time.dim(0).set_bounds(0, 1);
+      xw.dim(3).set_bounds(0, 1);
+    } else {
+      step_time.dim(0).set_min(0);
+    }
+    pin_dense(h, {schedule.padded_hidden, entries});
+    pin_dense(h_tiles, {tile, tiles, entries});
+    pin_dense(c, {tile, tiles, entries});
     pin_dense(peepholes, {tile, tiles, 3});
     pin_dense(rbh, {tile, tiles});
   }
@@ -754,7 +734,9 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
     out.dim(0).set_bounds(0, tile);
     out.dim(1).set_bounds(0, tiles);
     // The batch is padded to the batch tile: no tail.
-    out.dim(2).set_bounds(0, out.dim(2).extent() / schedule.batch_tile * schedule.batch_tile);
+    out.dim(2).set_bounds(0, schedule.single_entry ? 1
+                                                   : out.dim(2).extent() / schedule.batch_tile *
+                                                         schedule.batch_tile);
   }
 }
 
@@ -874,7 +856,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     schedule_tile(state, pre, schedule);
   }
   if (!cell.quant || !cell.quant->count_overflow) {
-    state.compile_to_object(object_path, arguments, function_name, target);
+    compile_object(state, object_path, arguments, function_name, target);
     return;
   }
   // Overflow mode: the active entries of XW's real batch (not the batch tile's padding).
@@ -891,8 +873,8 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   }
   Func overflow = counts.func();
   overflow.output_buffer().dim(0).set_bounds(0, 4);
-  Halide::Pipeline({state, overflow})
-      .compile_to_object(object_path, arguments, function_name, target);
+  compile_object(Halide::Pipeline({state, overflow}), object_path, arguments, function_name,
+                 target);
 }
 
 }  // namespace rnnc

@@ -137,6 +137,7 @@ struct RecurrentSchedule {
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
   bool parallel_tiles = false;      // R above ~1 MiB: the step's hidden tiles are a parallel loop
+  bool single_entry = false;        // the step runs batch_size 1 only (its batch extent is 1)
 
   std::string key() const;
 };

@@ -1,0 +1,48 @@
+// tanh and sigmoid as one rational function: two clamps, eight multiply-adds, a multiply and a
+// division, with no exp. An LSTM step evaluates five of them per hidden unit (three sigmoids, two
+// tanh); the earlier e^x-based forms (a degree-7 polynomial, range reduction and a division each,
+// plus tanh's small-argument series) took about twice the instructions and twice the latency,
+// which int8 steps, where the dot products are short, paid in full.
+#include "lowering/activation_math.h"
+
+namespace rnnc {
+
+using Halide::Expr;
+
+// e^x = 2^k e^r with x = k ln2 + r, |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its degree-7
+// Taylor polynomial (relative error < 6e-9), 2^k built in the exponent field. x is clamped so 2^k
+// stays a normal float: e^x for x < -87 (< 2e-38) and x > 88 (> 1.6e38) saturates there. Then
+// x / ln2 + 128.5 > 0, so truncating it to an integer is floor: k = round(x / ln2) without a
+// rounding instruction (Halide splits AVX-512 floor into two 256-bit halves).
+Expr exp_f32(Expr x) {
+  x = clamp(x, -87.0f, 88.0f);
+  Expr k_int = Halide::cast<int32_t>(x * 1.44269504089f + 128.5f) - 128;
+  Expr k = Halide::cast<float>(k_int);
+  Expr r = x - k * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4
+  r = r + k * 2.12194440e-4f;
+  Expr p = 1.0f / 5040;
+  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
+  Expr scale = Halide::reinterpret(Halide::Float(32), (k_int + 127) << 23);
+  return p * scale;
+}
+
+// tanh(x) = x P(x^2) / Q(x^2) for |x| <= 9, P and Q of degree 4 fitted for the least maximum
+// relative error by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by
+// construction, exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form
+// needed a separate series), and |x| >= 9 gives +-1 to within tanh's own distance from 1.
+Expr tanh_f32(Expr x) {
+  x = clamp(x, -9.0f, 9.0f);
+  Expr t = x * x;
+  Expr p = 1.341959166e-08f;
+  for (float c : {2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f}) p = p * t + c;
+  Expr q = 7.804636084e-07f;
+  for (float c : {3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f}) q = q * t + c;
+  // The fit overshoots 1 by up to 2e-7 just below the clamp; tanh's range is [-1, 1].
+  return clamp(x * p / q, -1.0f, 1.0f);
+}
+
+// sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 it is 0
+// rather than e^x (< 4e-8): gates multiply it into states, where only absolute error matters.
+Expr sigmoid_f32(const Expr& x) { return 0.5f + 0.5f * tanh_f32(0.5f * x); }
+
+}  // namespace rnnc
