@@ -577,8 +577,9 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       step = cache.get(
           recurrent_step_key(part.cell, step_schedule) + (asserts ? " asserts" : " no_asserts"),
           [&](const std::string& path, const std::string& name, const Halide::Target& target) {
-            compile_recurrent_step(part.cell, step_schedule, path, name,
-                                   asserts ? target : target.with_feature(Halide::Target::NoAsserts));
+            const Halide::Target step_target =
+                asserts ? target : target.with_feature(Halide::Target::NoAsserts);
+            compile_recurrent_step(part.cell, step_schedule, path, name, step_target);
           });
       block->compile_ms += step.compile_ms;
       block->from_cache = block->from_cache && step.from_cache;
