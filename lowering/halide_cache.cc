@@ -236,15 +236,15 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   return pipeline;
 }
 
-void compile_object(const Halide::Pipeline& pipeline, const std::string& object_path,
+void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
                     const std::vector<Halide::Argument>& arguments,
                     const std::string& function_name, const Halide::Target& target) {
-  Halide::Pipeline(pipeline).compile_to_object(object_path, arguments, function_name, target);
+  pipeline.compile_to_object(object_path, arguments, function_name, target);
   if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
     const std::string stem = std::string(dir) + "/" + function_name;
-    Halide::Pipeline(pipeline).compile_to_lowered_stmt(stem + ".stmt", arguments,
-                                                       Halide::StmtOutputFormat::Text, target);
-    Halide::Pipeline(pipeline).compile_to_assembly(stem + ".s", arguments, function_name, target);
+    pipeline.compile_to_lowered_stmt(stem + ".stmt", arguments, Halide::StmtOutputFormat::Text,
+                                     target);
+    pipeline.compile_to_assembly(stem + ".s", arguments, function_name, target);
   }
 }
 

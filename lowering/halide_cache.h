@@ -110,7 +110,7 @@ class HalideCache {
 // Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With
 // RNNC_DUMP_HALIDE=dir set, also writes dir/<function_name>.stmt (the lowered statement) and .s
 // (the assembly), for reading what a schedule became.
-void compile_object(const Halide::Pipeline& pipeline, const std::string& object_path,
+void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
                     const std::vector<Halide::Argument>& arguments,
                     const std::string& function_name, const Halide::Target& target);
 

@@ -1023,6 +1023,31 @@ TEST(LowerRecurrentQuant, Avx2TargetAgreesWithReference) {
                        kQuantTolerance);
 }
 
+// A forward LSTM cell with ONNX's default activations, for the tests that compile its kernels
+// directly.
+RecurrentCell lstm_cell(int hidden, int input) {
+  RecurrentCell cell;
+  cell.hidden_size = hidden;
+  cell.input_size = input;
+  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
+  cell.activations = {{RecurrentActivation::Kind::kSigmoid},
+                      {RecurrentActivation::Kind::kTanh},
+                      {RecurrentActivation::Kind::kTanh}};
+  return cell;
+}
+
+// The object code of `cell`'s input projection or of its step, disassembled.
+std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+                               bool projection, const Halide::Target& target) {
+  const std::string object = ::testing::TempDir() + "rnnc_kernel_disassembly.o";
+  if (projection) {
+    compile_input_projection(cell, schedule, object, "projection", target);
+  } else {
+    compile_recurrent_step(cell, schedule, object, "step", target);
+  }
+  return testing::disassemble(object);
+}
+
 // The host target (AVX-512 with VNNI here) must really use the dot-product instructions: a silent
 // fallback to widening multiplies would pass every numeric test. u8 x s8 products are vpdpbusd;
 // s16 x s16 ones (12-bit weights) vpdpwssd, also in the chunked int64 form (16 x 16 bits).
@@ -1031,13 +1056,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
     GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
   }
-  RecurrentCell cell;
-  cell.hidden_size = 128;
-  cell.input_size = 64;
-  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
-  cell.activations = {{RecurrentActivation::Kind::kSigmoid},
-                      {RecurrentActivation::Kind::kTanh},
-                      {RecurrentActivation::Kind::kTanh}};
+  RecurrentCell cell = lstm_cell(128, 64);
   struct Variant {
     int weight_bits, activation_bits;
     const char* instruction;
@@ -1051,14 +1070,8 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
                                  variant.weight_bits, false, variant.weight_bits, false);
     EXPECT_EQ(cell.quant->state_widths.int64_sum, variant.activation_bits == 16);
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
-    const std::string object = ::testing::TempDir() + "rnnc_quant_step.o";
     for (bool projection : {false, true}) {
-      if (projection) {
-        compile_input_projection(cell, schedule, object, "quant_projection", host);
-      } else {
-        compile_recurrent_step(cell, schedule, object, "quant_step", host);
-      }
-      const std::string text = testing::disassemble(object);
+      const std::string text = kernel_disassembly(cell, schedule, projection, host);
       EXPECT_NE(text.find(variant.instruction), std::string::npos)
           << (projection ? "projection" : "step") << " of " << cell.quant->key() << " has no "
           << variant.instruction;
@@ -1071,13 +1084,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
 // ran at half speed while every numeric test passed.)
 TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
   const Halide::Target host = Halide::get_host_target();
-  RecurrentCell cell;
-  cell.hidden_size = 128;
-  cell.input_size = 128;
-  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
-  cell.activations = {{RecurrentActivation::Kind::kSigmoid},
-                      {RecurrentActivation::Kind::kTanh},
-                      {RecurrentActivation::Kind::kTanh}};
+  RecurrentCell cell = lstm_cell(128, 128);
   for (bool quantized : {false, true}) {
     if (quantized) {
       cell.quant = recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false,
@@ -1085,14 +1092,8 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
     }
     for (bool batched : {false, true}) {
       const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
-      const std::string object = ::testing::TempDir() + "rnnc_operand_loads.o";
       for (bool projection : {false, true}) {
-        if (projection) {
-          compile_input_projection(cell, schedule, object, "projection", host);
-        } else {
-          compile_recurrent_step(cell, schedule, object, "step", host);
-        }
-        const std::string text = testing::disassemble(object);
+        const std::string text = kernel_disassembly(cell, schedule, projection, host);
         const std::string what = cat(projection ? "projection" : "step",
                                      quantized ? " (int8)" : " (float)", batched ? " batched" : "");
         EXPECT_FALSE(testing::gathers_data(text)) << what << " gathers data";
@@ -1106,9 +1107,7 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
 // 256 KiB steps stay one loop; speech-sized layers split).
 TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
   const Halide::Target host = Halide::get_host_target();
-  RecurrentCell cell;
-  cell.gates = {kLstmI, kLstmO, kLstmF, kLstmC};
-  cell.input_size = 128;
+  RecurrentCell cell = lstm_cell(128, 128);
   for (const auto& [hidden, parallel] :
        std::vector<std::pair<int, bool>>{{128, false}, {256, false}, {288, true}, {608, true}}) {
     cell.hidden_size = hidden;
