@@ -197,13 +197,25 @@ std::vector<std::string> split_axes(const std::string& layout) {
   return axes;
 }
 
-int64_t axis_size(const std::string& axis, const AxisSizes& sizes) {
-  if (axis == "seq") return sizes.seq;
-  if (axis == "batch") return sizes.batch;
-  if (axis == "dir") return sizes.dir;
-  if (axis == "hidden") return sizes.hidden;
-  if (axis == "input") return sizes.input;
-  return sizes.dir * sizes.hidden;  // dirhidden
+using Axis = RecurrentAxis;
+using Axes = std::vector<RecurrentAxis>;
+
+int64_t axis_size(Axis axis, const AxisSizes& sizes) {
+  switch (axis) {
+    case Axis::kSeq:
+      return sizes.seq;
+    case Axis::kBatch:
+      return sizes.batch;
+    case Axis::kDir:
+      return sizes.dir;
+    case Axis::kHidden:
+      return sizes.hidden;
+    case Axis::kInput:
+      return sizes.input;
+    case Axis::kDirHidden:
+      return sizes.dir * sizes.hidden;
+  }
+  return 0;
 }
 
 // A slot's shape without allocating (a slot has at most 4 axes).
@@ -216,31 +228,35 @@ struct SlotShape {
   std::vector<int64_t> to_vector() const { return {dims, dims + rank}; }
 };
 
-SlotShape layout_shape(const std::vector<std::string>& axes, const AxisSizes& sizes) {
+SlotShape layout_shape(const Axes& axes, const AxisSizes& sizes) {
   SlotShape shape;
   RNNC_CHECK(axes.size() <= 4, "a recurrent slot layout with ", axes.size(), " axes");
-  for (const std::string& axis : axes) shape.dims[shape.rank++] = axis_size(axis, sizes);
+  for (Axis axis : axes) shape.dims[shape.rank++] = axis_size(axis, sizes);
   return shape;
 }
 
-// Element stride of a logical axis (seq, batch, dir, hidden) in a slot's layout; 0 for a dir the
-// layout squeezed out (it has one index).
-int64_t layout_stride(const std::vector<std::string>& axes, const AxisSizes& sizes,
-                      const std::string& axis) {
+// Element stride of a logical axis (seq, batch, dir, hidden, input) in a slot's layout; 0 for a
+// dir the layout squeezed out (it has one index).
+int64_t layout_stride(const Axes& axes, const AxisSizes& sizes, Axis axis) {
   int64_t stride = 1;
   for (size_t i = axes.size(); i-- > 0;) {
     if (axes[i] == axis) return stride;
-    if (axes[i] == "dirhidden" && (axis == "dir" || axis == "hidden")) {
-      return axis == "hidden" ? stride : stride * sizes.hidden;
+    if (axes[i] == Axis::kDirHidden && (axis == Axis::kDir || axis == Axis::kHidden)) {
+      return axis == Axis::kHidden ? stride : stride * sizes.hidden;
     }
     stride *= axis_size(axes[i], sizes);
   }
   return 0;
 }
 
+// The position of `axis` in a layout that has it.
+size_t axis_position(const Axes& axes, Axis axis) {
+  return static_cast<size_t>(std::find(axes.begin(), axes.end(), axis) - axes.begin());
+}
+
 // A slot's layout, checked: every axis of `required` once, `innermost` last (hidden may come as
 // dirhidden), dir optional for a one-direction node.
-std::vector<std::string> parse_layout(const std::string& describe, const char* slot,
+Axes parse_layout(const std::string& describe, const char* slot,
                                       const std::string& layout,
                                       const std::vector<std::string>& required,
                                       const std::string& innermost, int num_directions) {
@@ -267,7 +283,16 @@ std::vector<std::string> parse_layout(const std::string& describe, const char* s
     raise_unsupported(cat(describe, ": ", slot, " layout '", layout,
                           "' is not one the Halide lowering reads or writes"));
   }
-  return axes;
+  const std::pair<const char*, Axis> names[] = {{"seq", Axis::kSeq},       {"batch", Axis::kBatch},
+                                                {"dir", Axis::kDir},       {"hidden", Axis::kHidden},
+                                                {"input", Axis::kInput}, {"dirhidden", Axis::kDirHidden}};
+  Axes parsed;
+  for (const std::string& axis : axes) {
+    for (const auto& [name, value] : names) {
+      if (axis == name) parsed.push_back(value);
+    }
+  }
+  return parsed;
 }
 
 }  // namespace
@@ -642,16 +667,13 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
   // seq_length and batch_size from X's dims at their axes in X's layout.
   Run run;
   run.x = x->data<float>();
-  const auto position = [&](const char* axis) {
-    return std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin();
-  };
   if (x->rank() != static_cast<int64_t>(x_axes_.size()) ||
-      x->dim(position("input")) != input_size_) {
+      x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kInput))) != input_size_) {
     fail(cat("input 'X' has shape ", shape_text(x->shape()), ", expected rank 3 with input_size ",
              input_size_));
   }
-  run.seq_length = x->dim(position("seq"));
-  run.batch_size = x->dim(position("batch"));
+  run.seq_length = x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kSeq)));
+  run.batch_size = x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kBatch)));
   const int64_t dirs = num_directions(), hidden = hidden_size_;
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
@@ -751,13 +773,13 @@ RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int
   const int64_t d = direction;
   for (int64_t b = 0; b < run.batch_size; ++b) {
     if (run.initial_h) {
-      std::copy_n(run.initial_h + d * layout_stride(initial_h_axes_, sizes, "dir") +
-                      b * layout_stride(initial_h_axes_, sizes, "batch"),
+      std::copy_n(run.initial_h + d * layout_stride(initial_h_axes_, sizes, Axis::kDir) +
+                      b * layout_stride(initial_h_axes_, sizes, Axis::kBatch),
                   hidden, state.h[0] + b * padded);
     }
     if (run.initial_c) {
-      std::copy_n(run.initial_c + d * layout_stride(initial_c_axes_, sizes, "dir") +
-                      b * layout_stride(initial_c_axes_, sizes, "batch"),
+      std::copy_n(run.initial_c + d * layout_stride(initial_c_axes_, sizes, Axis::kDir) +
+                      b * layout_stride(initial_c_axes_, sizes, Axis::kBatch),
                   hidden, state.c[0] + b * padded);
     }
   }
@@ -820,9 +842,9 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   if (step_begin >= step_end) return;
   const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
   // Y's strides, looked up once (by axis name) rather than per step.
-  const int64_t y_seq = layout_stride(y_axes_, sizes, "seq");
-  const int64_t y_batch = layout_stride(y_axes_, sizes, "batch");
-  const int64_t y_dir_offset = d * layout_stride(y_axes_, sizes, "dir");
+  const int64_t y_seq = layout_stride(y_axes_, sizes, Axis::kSeq);
+  const int64_t y_batch = layout_stride(y_axes_, sizes, Axis::kBatch);
+  const int64_t y_dir_offset = d * layout_stride(y_axes_, sizes, Axis::kDir);
 
   // The input projection of the rows these steps read: every row for a whole run (a reverse
   // direction or sequence_lens read rows out of order), the chunk's time rows for a chunked run
@@ -839,8 +861,8 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
       part.cell.quant ? nullptr : part.r.data<float>(), kF32,
       {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
   // XW's rows are X's rows, in X's (seq, batch) order.
-  const int64_t b_stride = layout_stride(x_axes_, sizes, "batch") / input_size_ * n_extent;
-  const int64_t t_stride = layout_stride(x_axes_, sizes, "seq") / input_size_ * n_extent;
+  const int64_t b_stride = layout_stride(x_axes_, sizes, Axis::kBatch) / input_size_ * n_extent;
+  const int64_t t_stride = layout_stride(x_axes_, sizes, Axis::kSeq) / input_size_ * n_extent;
   BufferView xw_buffer(
       state.xw, kF32,
       {{tile, 1}, {gates, tile}, {tiles, gates * tile}, {batch, b_stride}, {seq, t_stride}});
@@ -922,7 +944,7 @@ void RecurrentBlock::finish(const Run& run, int direction, const DirectionRun& s
   const AxisSizes sizes{run.seq_length, run.batch_size, num_directions(), hidden_size_,
                         input_size_};
   auto offset = [&](const Axes& axes, int64_t b) {
-    return d * layout_stride(axes, sizes, "dir") + b * layout_stride(axes, sizes, "batch");
+    return d * layout_stride(axes, sizes, Axis::kDir) + b * layout_stride(axes, sizes, Axis::kBatch);
   };
   const float* h = state.h[state.current];
   const float* c = state.c[state.current];
@@ -956,7 +978,7 @@ bool RecurrentBlock::chunkable() const {
   // Forward only, every entry the full length (chunks project their own time rows), and seq
   // outermost in X so a chunk's rows are contiguous.
   return directions_.size() == 1 && !directions_[0].reverse && !may_have_sequence_lens_ &&
-         !x_axes_.empty() && x_axes_[0] == "seq";
+         !x_axes_.empty() && x_axes_[0] == Axis::kSeq;
 }
 
 RecurrentBlock::ChunkState& RecurrentBlock::chunk_state(BlockIO& io) const {

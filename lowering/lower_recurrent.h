@@ -60,6 +60,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
 std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
                                                 const RecurrentLayouts& layouts);
 
+// An axis of a recurrent slot's layout (X, initial_h, Y, ...); kDirHidden is dir and hidden
+// fused into one axis (dir outer).
+enum class RecurrentAxis : uint8_t { kSeq, kBatch, kDir, kHidden, kInput, kDirHidden };
+
 class RecurrentBlock : public ExecutionBlock {
  public:
   std::string kind() const override;
@@ -123,7 +127,7 @@ class RecurrentBlock : public ExecutionBlock {
   void add_overflow(const int32_t counts[4]) const;
   int num_directions() const { return static_cast<int>(directions_.size()); }
 
-  using Axes = std::vector<std::string>;  // a slot's layout, outermost first
+  using Axes = std::vector<RecurrentAxis>;  // a slot's layout, outermost first
 
   struct Direction {
     bool reverse = false;

@@ -14,28 +14,39 @@ namespace {
 
 constexpr size_t kX = 0, kSequenceLens = 4, kInitialH = 5, kInitialC = 6;
 
+using Axis = RecurrentAxis;
+using Axes = std::vector<RecurrentAxis>;
+
 // C expressions for the logical axis sizes of one run.
 struct AxisExprs {
   std::string seq, batch, dir, hidden, input;
-  std::string size(const std::string& axis) const {
-    if (axis == "seq") return seq;
-    if (axis == "batch") return batch;
-    if (axis == "dir") return dir;
-    if (axis == "hidden") return hidden;
-    if (axis == "input") return input;
-    return "(" + dir + "*" + hidden + ")";  // dirhidden
+  std::string size(Axis axis) const {
+    switch (axis) {
+      case Axis::kSeq:
+        return seq;
+      case Axis::kBatch:
+        return batch;
+      case Axis::kDir:
+        return dir;
+      case Axis::kHidden:
+        return hidden;
+      case Axis::kInput:
+        return input;
+      case Axis::kDirHidden:
+        return "(" + dir + "*" + hidden + ")";
+    }
+    return "0";
   }
 };
 
 // layout_stride (lower_recurrent.cc) as a C expression: the element stride of a logical axis in a
 // slot's layout, 0 for a dir the layout squeezed out.
-std::string stride_expr(const std::vector<std::string>& axes, const AxisExprs& sizes,
-                        const std::string& axis) {
+std::string stride_expr(const Axes& axes, const AxisExprs& sizes, Axis axis) {
   std::string stride = "1";
   for (size_t i = axes.size(); i-- > 0;) {
     if (axes[i] == axis) return "(" + stride + ")";
-    if (axes[i] == "dirhidden" && (axis == "dir" || axis == "hidden")) {
-      return axis == "hidden" ? "(" + stride + ")" : "(" + stride + "*" + sizes.hidden + ")";
+    if (axes[i] == Axis::kDirHidden && (axis == Axis::kDir || axis == Axis::kHidden)) {
+      return axis == Axis::kHidden ? "(" + stride + ")" : "(" + stride + "*" + sizes.hidden + ")";
     }
     stride += "*" + sizes.size(axes[i]);
   }
@@ -61,7 +72,7 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     raise_invalid_model(cat(describe_, ": input 'X' has rank ", x_shape.size(), ", expected ",
                             x_axes_.size()));
   }
-  const auto position = [&](const char* axis) {
+  const auto position = [&](Axis axis) {
     return static_cast<size_t>(std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin());
   };
   for (const Direction& part : directions_) {
@@ -106,14 +117,14 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   }
   // X: seq_length and batch_size from its dims at their axes in X's layout.
   text += cat("  L.x = (const float*)", writer.value(x), ";\n");
-  text += cat("  L.seq = ", x_shape[position("seq")], ";\n");
-  text += cat("  L.batch = ", x_shape[position("batch")], ";\n");
-  text += cat("  if (", x_shape[position("input")], " != L.input) return rn_fail(ctx, "
+  text += cat("  L.seq = ", x_shape[position(Axis::kSeq)], ";\n");
+  text += cat("  L.batch = ", x_shape[position(Axis::kBatch)], ";\n");
+  text += cat("  if (", x_shape[position(Axis::kInput)], " != L.input) return rn_fail(ctx, "
               "RNNC_AOT_ERROR_INVALID_ARGUMENT, ",
               c_string_literal(cat(describe_, ": input 'X' does not have input_size ", input_size_)),
               ");\n");
-  text += cat("  L.x_seq_stride = ", stride_expr(x_axes_, sizes, "seq"), ";\n");
-  text += cat("  L.x_batch_stride = ", stride_expr(x_axes_, sizes, "batch"), ";\n");
+  text += cat("  L.x_seq_stride = ", stride_expr(x_axes_, sizes, Axis::kSeq), ";\n");
+  text += cat("  L.x_batch_stride = ", stride_expr(x_axes_, sizes, Axis::kBatch), ";\n");
 
   // A slot's data and shape check: the value's (or constant's) shape must be its layout's shape.
   std::string checks;
@@ -131,7 +142,7 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
       return "NULL";
     }
     std::vector<std::string> expected;
-    for (const std::string& axis : axes) expected.push_back(sizes.size(axis));
+    for (Axis axis : axes) expected.push_back(sizes.size(axis));
     if (expected.size() != shape.size()) {
       raise_invalid_model(cat(describe_, ": '", slot, "' has rank ", shape.size(), ", expected ",
                               expected.size()));
@@ -149,21 +160,21 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                             dtype_onnx_name(dtype)));
     }
     text += cat("  L.sequence_lens = ",
-                slot_data(sequence_lens, constant_sequence_lens_, {"batch"}, "sequence_lens"),
+                slot_data(sequence_lens, constant_sequence_lens_, {Axis::kBatch}, "sequence_lens"),
                 ";\n  L.sequence_lens_bits = ", dtype == DType::kInt32 ? 32 : 64, ";\n");
   }
   text += cat("  L.initial_h = (const float*)",
               slot_data(input_value(kInitialH), constant_initial_h_, initial_h_axes_, "initial_h"),
               ";\n");
-  text += cat("  L.h0_dir = ", stride_expr(initial_h_axes_, sizes, "dir"), ";\n");
-  text += cat("  L.h0_batch = ", stride_expr(initial_h_axes_, sizes, "batch"), ";\n");
+  text += cat("  L.h0_dir = ", stride_expr(initial_h_axes_, sizes, Axis::kDir), ";\n");
+  text += cat("  L.h0_batch = ", stride_expr(initial_h_axes_, sizes, Axis::kBatch), ";\n");
   if (op_ == RecurrentOp::kLstm) {
     text += cat("  L.initial_c = (const float*)",
                 slot_data(input_value(kInitialC), constant_initial_c_, initial_c_axes_,
                           "initial_c"),
                 ";\n");
-    text += cat("  L.c0_dir = ", stride_expr(initial_c_axes_, sizes, "dir"), ";\n");
-    text += cat("  L.c0_batch = ", stride_expr(initial_c_axes_, sizes, "batch"), ";\n");
+    text += cat("  L.c0_dir = ", stride_expr(initial_c_axes_, sizes, Axis::kDir), ";\n");
+    text += cat("  L.c0_batch = ", stride_expr(initial_c_axes_, sizes, Axis::kBatch), ";\n");
   }
   // Outputs: only those a later block or the caller reads are written.
   const char* const output_names[] = {"y", "y_h", "y_c"};
@@ -174,12 +185,12 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     const std::string field = output_names[i];
     text += cat("  L.", field, " = (float*)",
                 slot_data(value, std::nullopt, *output_axes[i], output_names[i]), ";\n");
-    if (i == 0) text += cat("  L.y_seq = ", stride_expr(y_axes_, sizes, "seq"), ";\n");
-    text += cat("  L.", field, "_dir = ", stride_expr(*output_axes[i], sizes, "dir"), ";\n");
-    text += cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, "batch"), ";\n");
+    if (i == 0) text += cat("  L.y_seq = ", stride_expr(y_axes_, sizes, Axis::kSeq), ";\n");
+    text += cat("  L.", field, "_dir = ", stride_expr(*output_axes[i], sizes, Axis::kDir), ";\n");
+    text += cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, Axis::kBatch), ";\n");
     if (i == 0) {
       std::string numel;
-      for (const std::string& axis : y_axes_) numel += (numel.empty() ? "" : "*") + sizes.size(axis);
+      for (Axis axis : y_axes_) numel += (numel.empty() ? "" : "*") + sizes.size(axis);
       text += cat("  L.y_elements = ", numel, ";\n");
     }
   }
