@@ -20,7 +20,6 @@ namespace {
 constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
                  kP = 7;
 
-
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -173,7 +172,9 @@ const halide_type_t kI8(halide_type_int, 8);
 const halide_type_t kI16(halide_type_int, 16);
 
 // The element type of a quantized cell's packed weights.
-halide_type_t weight_type(const RecurrentQuant& quant) { return quant.wide_operands() ? kI16 : kI8; }
+halide_type_t weight_type(const RecurrentQuant& quant) {
+  return quant.wide_operands() ? kI16 : kI8;
+}
 
 int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -256,10 +257,9 @@ size_t axis_position(const Axes& axes, Axis axis) {
 
 // A slot's layout, checked: every axis of `required` once, `innermost` last (hidden may come as
 // dirhidden), dir optional for a one-direction node.
-Axes parse_layout(const std::string& describe, const char* slot,
-                                      const std::string& layout,
-                                      const std::vector<std::string>& required,
-                                      const std::string& innermost, int num_directions) {
+Axes parse_layout(const std::string& describe, const char* slot, const std::string& layout,
+                  const std::vector<std::string>& required, const std::string& innermost,
+                  int num_directions) {
   std::vector<std::string> axes = split_axes(layout);
   std::vector<std::string> seen;
   for (const std::string& axis : axes) {
@@ -283,9 +283,9 @@ Axes parse_layout(const std::string& describe, const char* slot,
     raise_unsupported(cat(describe, ": ", slot, " layout '", layout,
                           "' is not one the Halide lowering reads or writes"));
   }
-  const std::pair<const char*, Axis> names[] = {{"seq", Axis::kSeq},       {"batch", Axis::kBatch},
-                                                {"dir", Axis::kDir},       {"hidden", Axis::kHidden},
-                                                {"input", Axis::kInput}, {"dirhidden", Axis::kDirHidden}};
+  const std::pair<const char*, Axis> names[] = {
+      {"seq", Axis::kSeq},       {"batch", Axis::kBatch}, {"dir", Axis::kDir},
+      {"hidden", Axis::kHidden}, {"input", Axis::kInput}, {"dirhidden", Axis::kDirHidden}};
   Axes parsed;
   for (const std::string& axis : axes) {
     for (const auto& [name, value] : names) {
@@ -468,9 +468,9 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.peepholes = p != nullptr;
     cell.linear_before_reset = linear_before_reset;
     if (activation_quantization) {
-      cell.quant = recurrent_quant(*activation_quantization, static_cast<int>(input_size),
-                                   static_cast<int>(hidden), wq->bits, wq->shifted, rq->bits,
-                                   rq->shifted);
+      cell.quant =
+          recurrent_quant(*activation_quantization, static_cast<int>(input_size),
+                          static_cast<int>(hidden), wq->bits, wq->shifted, rq->bits, rq->shifted);
       cell.quant->count_overflow = cache.count_overflow();
     }
     block->directions_.push_back(std::move(direction_part));
@@ -549,14 +549,14 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
           int32_t w_sum = 0, r_sum = 0;
           for (int64_t k = 0; k < input_size; ++k) {
             const int16_t q = wq->q[static_cast<size_t>(row * input_size + k)];
-            store(part.wq, (((n / panel) * ko_input + k / lane) * panel + n % panel) * lane + k % lane,
-                  q);
+            store(part.wq,
+                  (((n / panel) * ko_input + k / lane) * panel + n % panel) * lane + k % lane, q);
             w_sum += q;
           }
           for (int64_t k = 0; k < hidden; ++k) {
             const int16_t q = rq->q[static_cast<size_t>(row * hidden + k)];
-            store(part.rq, ((((jo * ko_hidden) + k / lane) * gates + g) * tile + ji) * lane + k % lane,
-                  q);
+            store(part.rq,
+                  ((((jo * ko_hidden) + k / lane) * gates + g) * tile + ji) * lane + k % lane, q);
             r_sum += q;
           }
           part.w_scale.data<float>()[n] = wq->scale[static_cast<size_t>(row)];
@@ -678,8 +678,8 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
   const int64_t rows = run.seq_length * run.batch_size;
-  if ((round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows) * std::max(n_extent, input_size_) *
-          4 >
+  if ((round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows) *
+          std::max(n_extent, input_size_) * 4 >
       kMaxBufferBytes) {
     raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
                           " rows give buffers beyond the Halide lowering's 2 GB limit"));
@@ -727,7 +727,8 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
     }
   }
   run.steps = 0;
-  for (int64_t b = 0; b < run.batch_size; ++b) run.steps = std::max(run.steps, run.sequence_lens[b]);
+  for (int64_t b = 0; b < run.batch_size; ++b)
+    run.steps = std::max(run.steps, run.sequence_lens[b]);
 
   // Outputs in node output order; only those the node has. The previous run's tensors are
   // reused when their shapes still fit (a fresh tensor is zeros; Y must be zero past each entry's
@@ -761,11 +762,10 @@ RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int
   DirectionRun state;
   // One row tile of slack: the integer projection writes a chunk's rows padded to the row tile
   // (the float one exactly its rows). Every row a step reads is written by the projection first.
-  state.xw = workspace.allocate_uninitialized<float>(n_extent *
-                                       (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
+  state.xw = workspace.allocate_uninitialized<float>(
+      n_extent * (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
   state.batched = run.batch_size > 1;
-  state.padded_batch =
-      round_up(run.batch_size, state.batched ? batched_schedule_.batch_tile : 1);
+  state.padded_batch = round_up(run.batch_size, state.batched ? batched_schedule_.batch_tile : 1);
   for (int i = 0; i < 2; ++i) {
     state.h[i] = workspace.allocate<float>(padded * state.padded_batch);
     state.c[i] = workspace.allocate<float>(padded * state.padded_batch);
@@ -795,7 +795,8 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   const int64_t rows = row_end - row_begin;
   if (rows <= 0) return;
   const int64_t panel = projection_panel(schedule_);
-  BufferView x_buffer(run.x + row_begin * input_size_, kF32, {{input_size_, 1}, {rows, input_size_}});
+  BufferView x_buffer(run.x + row_begin * input_size_, kF32,
+                      {{input_size_, 1}, {rows, input_size_}});
   BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
                        {{panel, 1}, {input_size_, panel}, {n_extent / panel, input_size_ * panel}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
@@ -811,8 +812,9 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   // Argument order: recurrent_pipelines.h.
   const int64_t lane = part.cell.quant->lane();
   const int64_t ko = packed_ko(part.cell.quant->input_widths);
-  BufferView wq_buffer(part.wq.raw_data(), weight_type(*part.cell.quant),
-                       {{lane, 1}, {panel, lane}, {ko, lane * panel}, {n_extent / panel, lane * panel * ko}});
+  BufferView wq_buffer(
+      part.wq.raw_data(), weight_type(*part.cell.quant),
+      {{lane, 1}, {panel, lane}, {ko, lane * panel}, {n_extent / panel, lane * panel * ko}});
   BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
   BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
   BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});
@@ -831,8 +833,8 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   if (part.cell.quant->count_overflow) add_overflow(overflow);
 }
 
-void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
-                             int64_t step_begin, int64_t step_end) const {
+void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state, int64_t step_begin,
+                             int64_t step_end) const {
   const Direction& part = directions_.at(static_cast<size_t>(direction));
   const int64_t seq = run.seq_length, batch = run.batch_size, dirs = num_directions();
   const int64_t hidden = hidden_size_, padded = schedule_.padded_hidden, d = direction;
@@ -841,7 +843,7 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   step_end = std::min(step_end, run.steps);
   if (step_begin >= step_end) return;
   const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
-  // Y's strides, looked up once (by axis name) rather than per step.
+  // Y's strides, looked up once rather than per step.
   const int64_t y_seq = layout_stride(y_axes_, sizes, Axis::kSeq);
   const int64_t y_batch = layout_stride(y_axes_, sizes, Axis::kBatch);
   const int64_t y_dir_offset = d * layout_stride(y_axes_, sizes, Axis::kDir);
@@ -933,7 +935,9 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
     if (run.y) {
       for (int64_t b = 0; b < batch; ++b) {
         const int32_t t = state.step_time[b];
-        if (t >= 0) std::copy_n(state.h[current] + b * padded, hidden, run.y + y_dir_offset + t * y_seq + b * y_batch);
+        if (t >= 0)
+          std::copy_n(state.h[current] + b * padded, hidden,
+                      run.y + y_dir_offset + t * y_seq + b * y_batch);
       }
     }
   }
@@ -944,7 +948,8 @@ void RecurrentBlock::finish(const Run& run, int direction, const DirectionRun& s
   const AxisSizes sizes{run.seq_length, run.batch_size, num_directions(), hidden_size_,
                         input_size_};
   auto offset = [&](const Axes& axes, int64_t b) {
-    return d * layout_stride(axes, sizes, Axis::kDir) + b * layout_stride(axes, sizes, Axis::kBatch);
+    return d * layout_stride(axes, sizes, Axis::kDir) +
+           b * layout_stride(axes, sizes, Axis::kBatch);
   };
   const float* h = state.h[state.current];
   const float* c = state.c[state.current];

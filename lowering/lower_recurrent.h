@@ -23,8 +23,8 @@
 // node output order (an undefined Tensor for an omitted output).
 #pragma once
 
-#include <memory>
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,8 +94,8 @@ class RecurrentBlock : public ExecutionBlock {
   struct Run {
     const float* x = nullptr;
     int64_t seq_length = 0, batch_size = 0;
-    int64_t steps = 0;                  // max(sequence_lens)
-    int64_t* sequence_lens = nullptr;   // batch_size entries, in the workspace
+    int64_t steps = 0;                 // max(sequence_lens)
+    int64_t* sequence_lens = nullptr;  // batch_size entries, in the workspace
     const float* initial_h = nullptr;  // nullptr: zeros
     const float* initial_c = nullptr;
     float* y = nullptr;  // nullptr when the node omits the output

@@ -69,8 +69,8 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   if (!x) raise_invalid_model(cat(describe_, ": input 'X' is missing"));
   const std::vector<std::string> x_shape = writer.shape(x);
   if (x_shape.size() != x_axes_.size()) {
-    raise_invalid_model(cat(describe_, ": input 'X' has rank ", x_shape.size(), ", expected ",
-                            x_axes_.size()));
+    raise_invalid_model(
+        cat(describe_, ": input 'X' has rank ", x_shape.size(), ", expected ", x_axes_.size()));
   }
   const auto position = [&](Axis axis) {
     return static_cast<size_t>(std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin());
@@ -91,11 +91,11 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   text += cat("  L.lstm = ", op_ == RecurrentOp::kLstm, ";\n");
   text += cat("  L.hidden = ", hidden_size_, ";\n  L.input = ", input_size_, ";\n");
   text += cat("  L.gates = ", directions_[0].cell.gates.size(), ";\n");
-  text += cat("  L.padded = ", schedule_.padded_hidden, ";\n  L.tile = ", schedule_.hidden_tile,
-              ";\n");
+  text +=
+      cat("  L.padded = ", schedule_.padded_hidden, ";\n  L.tile = ", schedule_.hidden_tile, ";\n");
   text += cat("  L.wt_panel = ", projection_panel(schedule_), ";\n");
-  text += cat("  L.gemm_rows = ", schedule_.gemm_rows, ";\n  L.batch_tile = ",
-              batched_schedule_.batch_tile, ";\n");
+  text += cat("  L.gemm_rows = ", schedule_.gemm_rows,
+              ";\n  L.batch_tile = ", batched_schedule_.batch_tile, ";\n");
   text += cat("  L.directions = ", dirs, ";\n");
   for (size_t d = 0; d < directions_.size(); ++d) {
     const Direction& part = directions_[d];
@@ -119,17 +119,19 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   text += cat("  L.x = (const float*)", writer.value(x), ";\n");
   text += cat("  L.seq = ", x_shape[position(Axis::kSeq)], ";\n");
   text += cat("  L.batch = ", x_shape[position(Axis::kBatch)], ";\n");
-  text += cat("  if (", x_shape[position(Axis::kInput)], " != L.input) return rn_fail(ctx, "
-              "RNNC_AOT_ERROR_INVALID_ARGUMENT, ",
-              c_string_literal(cat(describe_, ": input 'X' does not have input_size ", input_size_)),
-              ");\n");
+  text +=
+      cat("  if (", x_shape[position(Axis::kInput)],
+          " != L.input) return rn_fail(ctx, "
+          "RNNC_AOT_ERROR_INVALID_ARGUMENT, ",
+          c_string_literal(cat(describe_, ": input 'X' does not have input_size ", input_size_)),
+          ");\n");
   text += cat("  L.x_seq_stride = ", stride_expr(x_axes_, sizes, Axis::kSeq), ";\n");
   text += cat("  L.x_batch_stride = ", stride_expr(x_axes_, sizes, Axis::kBatch), ";\n");
 
   // A slot's data and shape check: the value's (or constant's) shape must be its layout's shape.
   std::string checks;
-  auto slot_data = [&](const Value* value, const std::optional<Tensor>& constant,
-                       const Axes& axes, const char* slot) -> std::string {
+  auto slot_data = [&](const Value* value, const std::optional<Tensor>& constant, const Axes& axes,
+                       const char* slot) -> std::string {
     std::vector<std::string> shape;
     std::string data;
     if (value) {
@@ -144,17 +146,18 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     std::vector<std::string> expected;
     for (Axis axis : axes) expected.push_back(sizes.size(axis));
     if (expected.size() != shape.size()) {
-      raise_invalid_model(cat(describe_, ": '", slot, "' has rank ", shape.size(), ", expected ",
-                              expected.size()));
+      raise_invalid_model(
+          cat(describe_, ": '", slot, "' has rank ", shape.size(), ", expected ", expected.size()));
     }
     checks += cat("  RN_TRY(rn_check_shape(ctx, ", shape.size(), ", ", shape_array(shape), ", ",
-                shape_array(expected), ", ", c_string_literal(cat(describe_, ": '", slot, "'")),
-                "));\n");
+                  shape_array(expected), ", ", c_string_literal(cat(describe_, ": '", slot, "'")),
+                  "));\n");
     return data;
   };
   const auto sequence_lens = input_value(kSequenceLens);
   if (sequence_lens || constant_sequence_lens_) {
-    const DType dtype = sequence_lens ? sequence_lens->type.dtype : constant_sequence_lens_->dtype();
+    const DType dtype =
+        sequence_lens ? sequence_lens->type.dtype : constant_sequence_lens_->dtype();
     if (dtype != DType::kInt32 && dtype != DType::kInt64) {
       raise_unsupported(cat("ahead-of-time export: ", describe_, ": sequence_lens of element type ",
                             dtype_onnx_name(dtype)));
@@ -169,10 +172,10 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   text += cat("  L.h0_dir = ", stride_expr(initial_h_axes_, sizes, Axis::kDir), ";\n");
   text += cat("  L.h0_batch = ", stride_expr(initial_h_axes_, sizes, Axis::kBatch), ";\n");
   if (op_ == RecurrentOp::kLstm) {
-    text += cat("  L.initial_c = (const float*)",
-                slot_data(input_value(kInitialC), constant_initial_c_, initial_c_axes_,
-                          "initial_c"),
-                ";\n");
+    text +=
+        cat("  L.initial_c = (const float*)",
+            slot_data(input_value(kInitialC), constant_initial_c_, initial_c_axes_, "initial_c"),
+            ";\n");
     text += cat("  L.c0_dir = ", stride_expr(initial_c_axes_, sizes, Axis::kDir), ";\n");
     text += cat("  L.c0_batch = ", stride_expr(initial_c_axes_, sizes, Axis::kBatch), ";\n");
   }
@@ -187,7 +190,8 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                 slot_data(value, std::nullopt, *output_axes[i], output_names[i]), ";\n");
     if (i == 0) text += cat("  L.y_seq = ", stride_expr(y_axes_, sizes, Axis::kSeq), ";\n");
     text += cat("  L.", field, "_dir = ", stride_expr(*output_axes[i], sizes, Axis::kDir), ";\n");
-    text += cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, Axis::kBatch), ";\n");
+    text +=
+        cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, Axis::kBatch), ";\n");
     if (i == 0) {
       std::string numel;
       for (Axis axis : y_axes_) numel += (numel.empty() ? "" : "*") + sizes.size(axis);
