@@ -250,11 +250,6 @@ int64_t layout_stride(const Axes& axes, const AxisSizes& sizes, Axis axis) {
   return 0;
 }
 
-// The position of `axis` in a layout that has it.
-size_t axis_position(const Axes& axes, Axis axis) {
-  return static_cast<size_t>(std::find(axes.begin(), axes.end(), axis) - axes.begin());
-}
-
 // A slot's layout, checked: every axis of `required` once, `innermost` last (hidden may come as
 // dirhidden), dir optional for a one-direction node.
 Axes parse_layout(const std::string& describe, const char* slot, const std::string& layout,
@@ -668,12 +663,12 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
   Run run;
   run.x = x->data<float>();
   if (x->rank() != static_cast<int64_t>(x_axes_.size()) ||
-      x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kInput))) != input_size_) {
+      x->dim(static_cast<int64_t>(x_position(Axis::kInput))) != input_size_) {
     fail(cat("input 'X' has shape ", shape_text(x->shape()), ", expected rank 3 with input_size ",
              input_size_));
   }
-  run.seq_length = x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kSeq)));
-  run.batch_size = x->dim(static_cast<int64_t>(axis_position(x_axes_, Axis::kBatch)));
+  run.seq_length = x->dim(static_cast<int64_t>(x_position(Axis::kSeq)));
+  run.batch_size = x->dim(static_cast<int64_t>(x_position(Axis::kBatch)));
   const int64_t dirs = num_directions(), hidden = hidden_size_;
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;

@@ -23,6 +23,7 @@
 // node output order (an undefined Tensor for an omitted output).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -128,6 +129,10 @@ class RecurrentBlock : public ExecutionBlock {
   int num_directions() const { return static_cast<int>(directions_.size()); }
 
   using Axes = std::vector<RecurrentAxis>;  // a slot's layout, outermost first
+  // Where seq, batch or input sits in X's layout (parse_layout checked that X has each once).
+  size_t x_position(RecurrentAxis axis) const {
+    return static_cast<size_t>(std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin());
+  }
 
   struct Direction {
     bool reverse = false;

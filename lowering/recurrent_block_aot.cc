@@ -72,9 +72,6 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     raise_invalid_model(
         cat(describe_, ": input 'X' has rank ", x_shape.size(), ", expected ", x_axes_.size()));
   }
-  const auto position = [&](Axis axis) {
-    return static_cast<size_t>(std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin());
-  };
   for (const Direction& part : directions_) {
     if (part.cell.quant) {
       raise_unsupported(cat("ahead-of-time export: ", describe_,
@@ -117,10 +114,10 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
   }
   // X: seq_length and batch_size from its dims at their axes in X's layout.
   text += cat("  L.x = (const float*)", writer.value(x), ";\n");
-  text += cat("  L.seq = ", x_shape[position(Axis::kSeq)], ";\n");
-  text += cat("  L.batch = ", x_shape[position(Axis::kBatch)], ";\n");
+  text += cat("  L.seq = ", x_shape[x_position(Axis::kSeq)], ";\n");
+  text += cat("  L.batch = ", x_shape[x_position(Axis::kBatch)], ";\n");
   text +=
-      cat("  if (", x_shape[position(Axis::kInput)],
+      cat("  if (", x_shape[x_position(Axis::kInput)],
           " != L.input) return rn_fail(ctx, "
           "RNNC_AOT_ERROR_INVALID_ARGUMENT, ",
           c_string_literal(cat(describe_, ": input 'X' does not have input_size ", input_size_)),
