@@ -32,6 +32,10 @@ class Engine {
   virtual void prepare(const TensorMap& inputs) = 0;
   virtual void execute() = 0;
   virtual TensorMap outputs() const = 0;
+  // Called by the harness after each series of runs (a timing round, an agreement stream): waits
+  // until threads the engine leaves busy after its runs have stopped taking cores, so the engine
+  // timed next does not pay for them.
+  virtual void quiesce() {}
 
   TensorMap run(const TensorMap& inputs) {
     prepare(inputs);

@@ -21,12 +21,18 @@ class OrtEngine final : public Engine {
   void prepare(const TensorMap& inputs) override;
   void execute() override;
   TensorMap outputs() const override;
+  // With 2+ intra-op threads and spinning allowed (ORT's default), ORT's workers spin after a
+  // run for 2^20 pause iterations before they block (onnxruntime's EigenNonBlockingThreadPool
+  // WorkerLoop) - about 70 ms at ~140 cycles per pause on this ~2 GHz Xeon - holding the cores
+  // the next engine's round needs; this sleeps past that window (kSpinWindowMs).
+  void quiesce() override;
 
   // The version string of the library actually loaded (OrtGetApiBase()->GetVersionString()).
   static std::string library_version();
 
  private:
   std::unique_ptr<Ort::Session> session_;
+  bool spinning_workers_ = false;
   std::unique_ptr<Ort::IoBinding> binding_;
   std::vector<std::string> input_names_;
   std::vector<std::string> output_names_;

@@ -256,9 +256,9 @@ def main():
     add("")
     add(f"> **rnnc is measured through: {meta['rnnc_engine']}.** The public API "
         "(`rnnc::CompiledModel` + `Session`) on the oneTBB executor; at 1 thread the sequential "
-        "plan, at 2 threads whatever `kAuto` chose by timing the overlapping plan against "
-        "sequential at load (the plan table below times both); ratios below 1 mean rnnc is "
-        "faster.")
+        "plan, at 2 threads whatever `kAuto` chose for the workload's shape by timing the "
+        "overlapping plan against sequential on that shape's first runs (the plan table below "
+        "times both); ratios below 1 mean rnnc is faster.")
     add("")
     add(f"Produced by `{args.command}` on {meta['date_utc']} (raw results: "
         "[benchmarks.json](benchmarks.json), chart: [benchmarks.png](benchmarks.png)).")
@@ -390,7 +390,9 @@ def main():
         add("The same compiled model on the sequential plan and on the plan that overlaps work "
             "(pipeline for a chain of recurrent layers: layer k+1 runs time chunk c while layer "
             "k runs chunk c+1; parallel otherwise), timed in the same alternating rounds. "
-            "\"auto\" is what `ModelOptions::plan = kAuto` chose by timing both at load.")
+            "\"auto\" is what `ModelOptions::plan = kAuto` chose for the workload's shape (timing "
+            "both on the shape's first runs, docs/runtime.md); its time is in the column of that "
+            "plan, the other column is a second model forced to the other plan.")
         add("")
         add("| workload | threads | auto chose | sequential | overlapping plan | "
             "speedup over sequential |")
@@ -464,7 +466,7 @@ def main():
     add("")
     add("Load: ONNX Runtime session creation (graph optimizations included), rnnc's "
         "`CompiledModel::load` (import, graph_opt, partition, kernels loaded from the on-disk "
-        "cache, and with 2+ threads the load-time plan profiling), PyTorch module construction plus copying the weights out "
+        "cache), PyTorch module construction plus copying the weights out "
         "of the ONNX file. Median of the timed loads (first load in brackets). Memory: resident "
         "bytes the loaded model added (RSS delta) and the peak over load and runs above the "
         "pre-load level (VmHWM reset through /proc/self/clear_refs), in MiB. The first workload's "

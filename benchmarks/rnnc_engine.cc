@@ -1,5 +1,8 @@
 #include "benchmarks/rnnc_engine.h"
 
+#include <chrono>
+#include <thread>
+
 namespace rnnc::bench {
 
 std::string RnncEngine::name() const {
@@ -12,11 +15,16 @@ void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   session_.reset();
   ModelOptions model_options;
   model_options.threads = options.threads;
+  threads_ = options.threads;
   model_options.plan = plan_;
   model_options.quantization_config = quantization_;
   model_options.expose_recurrent_state = false;  // the harness feeds a model's own state
   model_ = CompiledModel::load(path, model_options);
   session_.emplace(model_->new_session());
+}
+
+void RnncEngine::quiesce() {
+  if (threads_ > 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 void RnncEngine::prepare(const TensorMap& inputs) {

@@ -26,13 +26,20 @@ class RnncEngine final : public Engine {
   void prepare(const TensorMap& inputs) override;
   void execute() override;  // Session::run
   TensorMap outputs() const override;
-  // The plan the loaded model runs (kAuto resolved).
-  Plan plan() const { return model_ ? model_->plan() : plan_; }
+  // With 2+ threads: a 10 ms pause, past the short spin of oneTBB's idle workers.
+  void quiesce() override;
+  // The plan of the last run (kAuto resolved per input shape), else the plan asked for.
+  Plan plan() const { return session_ ? session_->last_plan() : plan_; }
+  // The plans the loaded model chooses among (CompiledModel::plan_candidates).
+  std::vector<Plan> plan_candidates() const {
+    return model_ ? model_->plan_candidates() : std::vector<Plan>{plan_};
+  }
 
  private:
   Plan plan_;
   std::string quantization_;
   std::shared_ptr<const CompiledModel> model_;
+  int threads_ = 1;
   std::optional<Session> session_;
   TensorMap inputs_;
   std::vector<NamedTensor> named_inputs_;

@@ -7,18 +7,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
-#include "ir/onnx_import.h"
 #include "graph_opt/pipeline.h"
+#include "ir/onnx_import.h"
+#include "lowering/halide_cache.h"
 #include "lowering/program.h"
 #include "quant/quantize_model.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
-#include "lowering/halide_cache.h"
+#include "runtime/plan_chooser.h"
 
 namespace rnnc {
 
@@ -92,13 +92,16 @@ struct CompiledModel::Impl {
   };
 
   std::unique_ptr<Program> program;
-  std::unique_ptr<Executor> executor;
+  // One executor per plan a run may use: [0] the plan, or with kAuto and threads > 1
+  // [PlanChooser::kSequential] and [PlanChooser::kOverlapping], chosen per shape by `chooser`.
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::unique_ptr<PlanChooser> chooser;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<InputCheck> checks;  // per graph input (graph order)
   std::vector<std::string> symbols;
   std::vector<std::pair<std::string, std::string>> state;  // exposed (output, input) pairs
-  Plan plan = Plan::kSequential;
-  std::string plan_note;  // how kAuto chose
+  Plan plan = Plan::kSequential;                           // kAuto: per shape (chooser)
+  std::string plan_note;                                   // how the plan was chosen
   int threads = 1;
 
   int find_input(const std::string& name) const {
@@ -160,65 +163,16 @@ auto memory_errors_as_rnnc(const char* what, Body&& body) -> decltype(body()) {
   }
 }
 
+Plan to_plan(RunPlan plan) {
+  return plan == RunPlan::kPipeline   ? Plan::kPipeline
+         : plan == RunPlan::kParallel ? Plan::kParallel
+                                      : Plan::kSequential;
+}
+
 RunPlan to_run_plan(Plan plan) {
   return plan == Plan::kPipeline   ? RunPlan::kPipeline
          : plan == Plan::kParallel ? RunPlan::kParallel
                                    : RunPlan::kSequential;
-}
-
-// Median time of a few runs of `plan` on nominal inputs: the sequence axis of the first recurrent
-// block's input at 16 steps (the partitioner's nominal length), every other symbolic dim 1,
-// floats small and varied, integers zero. 0 when the model cannot run on such inputs.
-double profile_plan(const Program& program, RunPlan plan, int threads, bool flush_denormals) {
-  try {
-    const Graph& graph = *program.model().graph;
-    std::map<std::string, int64_t> nominal;
-    for (const auto& block : program.blocks()) {
-      const Value* x = block->sequence_input();
-      if (!x || !x->type.shape || x->type.rank() < 1) continue;
-      const Dim& seq = (*x->type.shape)[0];
-      std::vector<std::string> names = seq.symbols();
-      if (names.size() == 1 && seq == Dim::symbol(names[0])) nominal.emplace(names[0], 16);
-      break;
-    }
-    Executor executor(program, plan, threads, flush_denormals);
-    Executor::ContextPtr context = executor.new_context();
-    std::vector<Tensor> inputs;
-    for (size_t i = 0; i < graph.inputs().size(); ++i) {
-      const Value* input = graph.inputs()[i];
-      if (input->is_constant()) continue;
-      if (!input->type.shape || input->type.dtype == DType::kString) return 0;
-      std::vector<int64_t> shape;
-      for (const Dim& dim : *input->type.shape) {
-        std::vector<std::string> names = dim.symbols();
-        int64_t size = 1;
-        if (dim.is_known()) {
-          size = dim.value();
-        } else if (names.size() == 1 && nominal.count(names[0])) {
-          size = nominal.at(names[0]);
-        }
-        shape.push_back(size);
-      }
-      Tensor tensor(input->type.dtype, shape);
-      if (is_floating(input->type.dtype)) {
-        for (int64_t e = 0; e < tensor.numel(); ++e) tensor.set_double(e, 0.01 * ((e % 13) - 6));
-      }
-      executor.bind_input(*context, i, tensor.dtype(), tensor.shape().data(), tensor.shape().size(),
-                          tensor.raw_data());
-      inputs.push_back(std::move(tensor));
-    }
-    std::vector<double> times;
-    for (int run = 0; run < 7; ++run) {
-      const auto start = std::chrono::steady_clock::now();
-      executor.run(*context);
-      times.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(times.begin() + 1, times.end());  // the first run warms up
-    return std::round(times[4]);
-  } catch (const Error&) {
-    return 0;
-  }
 }
 
 std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options) {
@@ -264,37 +218,34 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;
 
-  // The plan: kAuto is sequential on one thread; with more, the candidate that overlaps more
-  // (pipeline for a chain of recurrent layers, else parallel) against sequential, timed on
-  // nominal inputs at load (profile_plan).
+  // The plan: kAuto is sequential on one thread; with more, sequential or the plan that overlaps
+  // work (pipeline for a chain of recurrent layers, else parallel), whichever runs each input
+  // shape faster (runtime/plan_chooser.h).
   Plan plan = options.plan;
   if (const char* forced = std::getenv("RNNC_PLAN"); plan == Plan::kAuto && forced && *forced) {
     plan = parse_plan(forced);  // experiments: force the plan of every kAuto model in a process
     if (plan != Plan::kAuto) impl->plan_note = "forced by RNNC_PLAN";
   }
-  if (plan == Plan::kAuto) {
-    if (options.threads == 1) {
-      plan = Plan::kSequential;
-    } else {
-      Executor probe(*impl->program, RunPlan::kPipeline, options.threads);
-      const Plan candidate = probe.chains().empty() ? Plan::kParallel : Plan::kPipeline;
-      plan = candidate;
-      const double candidate_us = profile_plan(*impl->program, to_run_plan(candidate),
-                                               options.threads, options.flush_denormals);
-      const double sequential_us = profile_plan(*impl->program, RunPlan::kSequential,
-                                                options.threads, options.flush_denormals);
-      if (candidate_us > 0 && sequential_us > 0) {
-        if (sequential_us < candidate_us) plan = Plan::kSequential;
-        impl->plan_note = cat("chosen at load: ", plan_name(candidate), " ", candidate_us,
-                              " us vs sequential ", sequential_us, " us per run on nominal inputs");
-      } else {
-        impl->plan_note = "chosen by rule (profiling at load was not possible for this model)";
-      }
-    }
-  }
+  if (plan == Plan::kAuto && options.threads == 1) plan = Plan::kSequential;
   impl->plan = plan;
-  impl->executor = std::make_unique<Executor>(*impl->program, to_run_plan(plan), options.threads,
-                                              options.flush_denormals);
+  if (plan == Plan::kAuto) {
+    auto sequential = std::make_unique<Executor>(*impl->program, RunPlan::kSequential,
+                                                 options.threads, options.flush_denormals);
+    auto pipeline = std::make_unique<Executor>(*impl->program, RunPlan::kPipeline, options.threads,
+                                               options.flush_denormals);
+    if (pipeline->chains().empty()) {
+      pipeline = std::make_unique<Executor>(*impl->program, RunPlan::kParallel, options.threads,
+                                            options.flush_denormals);
+    }
+    impl->plan_note = cat("per input shape: sequential or ", run_plan_name(pipeline->plan()),
+                          ", whichever its timed runs found faster");
+    impl->executors.push_back(std::move(sequential));
+    impl->executors.push_back(std::move(pipeline));
+    impl->chooser = std::make_unique<PlanChooser>();
+  } else {
+    impl->executors.push_back(std::make_unique<Executor>(*impl->program, to_run_plan(plan),
+                                                         options.threads, options.flush_denormals));
+  }
 
   // Input checks and the public descriptions.
   const Graph& graph = *impl->program->model().graph;
@@ -352,6 +303,11 @@ const std::vector<std::pair<std::string, std::string>>& CompiledModel::recurrent
   return impl_->state;
 }
 Plan CompiledModel::plan() const { return impl_->plan; }
+std::vector<Plan> CompiledModel::plan_candidates() const {
+  std::vector<Plan> plans;
+  for (const auto& executor : impl_->executors) plans.push_back(to_plan(executor->plan()));
+  return plans;
+}
 int CompiledModel::threads() const { return impl_->threads; }
 
 std::string CompiledModel::overflow_report() const { return impl_->program->overflow_report(); }
@@ -360,7 +316,10 @@ std::string CompiledModel::describe() const {
   std::string text = impl_->program->describe();
   text += cat("execution plan: ", plan_name(impl_->plan), ", ", impl_->threads, " thread(s)",
               impl_->plan_note.empty() ? "" : " (" + impl_->plan_note + ")", "\n");
-  for (const std::vector<size_t>& chain : impl_->executor->chains()) {
+  if (impl_->chooser) {
+    text += impl_->chooser->report(impl_->symbols, run_plan_name(impl_->executors.back()->plan()));
+  }
+  for (const std::vector<size_t>& chain : impl_->executors.back()->chains()) {
     text += "  pipelined chain: blocks";
     for (size_t b : chain) text += cat(" ", b);
     text += "\n";
@@ -375,7 +334,12 @@ std::string CompiledModel::describe() const {
 
 struct Session::Impl {
   std::shared_ptr<const CompiledModel> model;
-  Executor::ContextPtr context;
+  std::vector<Executor::ContextPtr> contexts;  // per executor of the model
+  // The run's plan (index into the model's executors and contexts), chosen after the checks.
+  size_t current = 0;
+  PlanChooser::Pick pick;
+  bool ran = false;                        // a run has picked a plan
+  std::vector<int64_t> shape_key;          // the run's PlanChooser bucket
   std::vector<std::pair<int, int>> state;  // (output index, input index)
   std::vector<Tensor> state_values;        // per pair; undefined: zeros at the next run
   std::vector<NamedTensor> outputs;        // run()'s result views
@@ -383,7 +347,12 @@ struct Session::Impl {
   std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
 
   const CompiledModel::Impl& m() const { return model->impl(); }
+  const Executor& executor() const { return *m().executors[current]; }
+  Executor::Context& context() { return *contexts[current]; }
+  // Checks the inputs, picks the run's plan and binds the inputs to it.
   void check_and_bind(const std::vector<NamedTensor>& inputs);
+  // Runs the picked plan, timed for the model's chooser unless the run only warms a plan.
+  void execute();
   void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape, const void* data,
                  const char* what);
   void carry_state();
@@ -397,7 +366,7 @@ Session::~Session() = default;
 Session CompiledModel::new_session(const std::vector<std::pair<std::string, std::string>>& state) const {
   auto impl = std::make_unique<Session::Impl>();
   impl->model = shared_from_this();
-  impl->context = impl_->executor->new_context();
+  for (const auto& executor : impl_->executors) impl->contexts.push_back(executor->new_context());
   std::vector<std::pair<std::string, std::string>> pairs = impl_->state;
   pairs.insert(pairs.end(), state.begin(), state.end());
   for (const auto& [output_name, input_name] : pairs) {
@@ -434,6 +403,10 @@ Session CompiledModel::new_session(const std::vector<std::pair<std::string, std:
 }
 
 const CompiledModel& Session::model() const { return *impl_->model; }
+
+Plan Session::last_plan() const {
+  return impl_->ran ? to_plan(impl_->executor().plan()) : impl_->m().plan;
+}
 
 void Session::Impl::check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
                               const void* data, const char* what) {
@@ -541,11 +514,17 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())), value.shape(),
               value.raw_data(), "carried state");
   }
-  // Everything checked: bind.
-  const Executor& executor = *model_impl.executor;
+  // Everything checked: pick the plan, bind.
+  if (model_impl.chooser) {
+    PlanChooser::bucket(bound, shape_key);
+    pick = model_impl.chooser->pick(shape_key);
+    current = static_cast<size_t>(pick.candidate);
+  }
+  const Executor& executor = this->executor();
+  Executor::Context& context = this->context();
   for (const NamedTensor& input : inputs) {
     const size_t index = static_cast<size_t>(model_impl.find_input(input.name));
-    executor.bind_input(*context, index, static_cast<DType>(input.tensor.type),
+    executor.bind_input(context, index, static_cast<DType>(input.tensor.type),
                         input.tensor.shape.data(), input.tensor.shape.size(), input.tensor.data);
   }
   for (size_t p = 0; p < state.size(); ++p) {
@@ -554,15 +533,28 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     for (const NamedTensor& input : inputs) explicit_input = explicit_input || input.name == model_impl.checks[index].name;
     if (explicit_input) continue;
     const Tensor& value = state_values[p];
-    executor.bind_input(*context, index, value.dtype(), value.shape().data(), value.shape().size(),
+    executor.bind_input(context, index, value.dtype(), value.shape().data(), value.shape().size(),
                         value.raw_data());
   }
 }
 
+void Session::Impl::execute() {
+  ran = true;
+  if (!pick.timed) {
+    executor().run(context());
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  executor().run(context());
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  m().chooser->record(shape_key, pick.candidate, us);
+}
+
 void Session::Impl::carry_state() {
-  const Executor& executor = *m().executor;
+  const Executor& executor = this->executor();
   for (size_t p = 0; p < state.size(); ++p) {
-    const Tensor& output = executor.output(*context, static_cast<size_t>(state[p].first));
+    const Tensor& output = executor.output(context(), static_cast<size_t>(state[p].first));
     Tensor& value = state_values[p];
     Tensor::recycle(value, output.dtype(), output.shape().data(), output.shape().size());
     if (output.nbytes() > 0) std::memcpy(value.raw_data(), output.raw_data(), output.nbytes());
@@ -577,11 +569,10 @@ const std::vector<NamedTensor>& Session::run(const std::vector<NamedTensor>& inp
 const std::vector<NamedTensor>& Session::run_views(const std::vector<NamedTensor>& inputs) {
   Impl& s = *impl_;
   s.check_and_bind(inputs);
-  const Executor& executor = *s.m().executor;
-  executor.run(*s.context);
+  s.execute();
   s.carry_state();
   for (size_t i = 0; i < s.outputs.size(); ++i) {
-    const Tensor& tensor = executor.output(*s.context, i);
+    const Tensor& tensor = s.executor().output(s.context(), i);
     TensorRef& out = s.outputs[i].tensor;
     out.type = static_cast<ElementType>(static_cast<int32_t>(tensor.dtype()));
     out.shape.assign(tensor.shape().begin(), tensor.shape().end());
@@ -599,7 +590,6 @@ void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
                                const std::vector<NamedTensor>& outputs) {
   Impl& s = *impl_;
   const CompiledModel::Impl& model_impl = s.m();
-  const Executor& executor = *model_impl.executor;
   for (size_t n = 0; n < outputs.size(); ++n) {
     const NamedTensor& out = outputs[n];
     const int index = model_impl.find_output(out.name);
@@ -622,17 +612,18 @@ void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
     }
   }
   s.check_and_bind(inputs);
+  const Executor& executor = s.executor();
   for (const NamedTensor& out : outputs) {
     const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
-    executor.bind_output(*s.context, index, static_cast<DType>(out.tensor.type),
+    executor.bind_output(s.context(), index, static_cast<DType>(out.tensor.type),
                          out.tensor.shape.data(), out.tensor.shape.size(), out.tensor.data);
   }
-  executor.run(*s.context);
+  s.execute();
   // Every buffer is checked before any is filled or the state moves on: a failed run_into leaves
   // the stream where it was.
   for (const NamedTensor& out : outputs) {
     const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
-    const Tensor& tensor = executor.output(*s.context, index);
+    const Tensor& tensor = executor.output(s.context(), index);
     if (tensor.raw_data() != out.tensor.data && tensor.shape() != out.tensor.shape) {
       raise_invalid_input(cat("output '", out.name, "' has shape ", shape_text(tensor.shape()),
                               " at this run, but the buffer given has shape ",
@@ -641,7 +632,7 @@ void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
   }
   for (const NamedTensor& out : outputs) {
     const size_t index = static_cast<size_t>(model_impl.find_output(out.name));
-    const Tensor& tensor = executor.output(*s.context, index);
+    const Tensor& tensor = executor.output(s.context(), index);
     if (tensor.raw_data() == out.tensor.data) continue;  // written in place
     if (tensor.nbytes() > 0) std::memcpy(out.tensor.data, tensor.raw_data(), tensor.nbytes());
   }
@@ -649,11 +640,21 @@ void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
 }
 
 void Session::set_profiling(bool on) {
-  impl_->m().executor->set_profiling(*impl_->context, on);
+  for (size_t e = 0; e < impl_->contexts.size(); ++e) {
+    impl_->m().executors[e]->set_profiling(*impl_->contexts[e], on);
+  }
 }
 
 std::string Session::profile_report() const {
-  return impl_->m().executor->profile_report(*impl_->context);
+  // One report per plan that ran (a kAuto model on trial runs both).
+  std::string text;
+  for (size_t e = 0; e < impl_->contexts.size(); ++e) {
+    const Executor& executor = *impl_->m().executors[e];
+    if (executor.profiled_runs(*impl_->contexts[e]) > 0) {
+      text += executor.profile_report(*impl_->contexts[e]);
+    }
+  }
+  return text.empty() ? "no profiled runs\n" : text;
 }
 
 void Session::reset() {

@@ -293,6 +293,10 @@ void Executor::set_profiling(Context& context, bool on) const {
   context.runs = 0;
 }
 
+int64_t Executor::profiled_runs(const Context& context) const {
+  return context.profiling ? static_cast<int64_t>(context.runs) : 0;
+}
+
 std::string Executor::profile_report(const Context& context) const {
   if (!context.profiling || context.runs == 0) return "no profiled runs\n";
   std::vector<size_t> order(program_.blocks().size());

@@ -67,6 +67,7 @@ class Executor {
   // pipelined chain counts its chunks' times).
   void set_profiling(Context& context, bool on) const;
   std::string profile_report(const Context& context) const;
+  int64_t profiled_runs(const Context& context) const;
   // The tensor of graph output `output` after a run (a constant output is its constant).
   const Tensor& output(const Context& context, size_t output) const;
 

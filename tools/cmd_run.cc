@@ -128,8 +128,6 @@ int run_run(const Parsed& args) {
     compiled = CompiledModel::load(args.positional[0], options);
     session = compiled->new_session();
     session->set_profiling(args.has("profile"));
-    path_name = cat("compiled, ", plan_name(compiled->plan()), " plan, ", compiled->threads(),
-                    " thread(s)");
     for (auto& [name, tensor] : inputs) {
       if (tensor.dtype() == DType::kString) raise_unsupported(cat("string input '", name, "'"));
       named_inputs.push_back({name, {static_cast<ElementType>(static_cast<int32_t>(tensor.dtype())),
@@ -190,6 +188,11 @@ int run_run(const Parsed& args) {
   }
   if (session && args.has("profile")) std::cout << session->profile_report();
   if (compiled && args.has("count-overflow")) std::cout << compiled->overflow_report();
+  if (session) {
+    path_name = cat("compiled, ", plan_name(session->last_plan()), " plan",
+                    compiled->plan() == Plan::kAuto ? " (auto: the faster on this shape)" : "",
+                    ", ", compiled->threads(), " thread(s)");
+  }
   if (!times_us.empty()) {
     std::sort(times_us.begin(), times_us.end());
     double median = times_us[times_us.size() / 2];

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
 #include "runtime/fp_mode.h"
 #include "runtime/halide_tbb.h"
+#include "runtime/plan_chooser.h"
 #include "tests/runtime/test_models.h"
 #include "tests/support/compare.h"
 
@@ -283,17 +285,83 @@ TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
   EXPECT_GE(tbb_parallel_loops_run() - before, 2) << "one loop per layer's projection";
 }
 
-TEST(RuntimeApi, AutoPlanProfilesThePipelineAgainstSequentialWhenThreaded) {
-  // With threads, kAuto times the pipeline plan against the sequential one at load and keeps the
-  // faster (which one wins depends on the machine's load: both are legal outcomes here).
+TEST(RuntimeApi, AutoPlanChoosesPerShapeAndEveryTrialRunGivesTheSameResult) {
+  // With threads, kAuto keeps both executors and, per shape, times sequential against the
+  // pipeline: alternating on its first runs (runtime/plan_chooser.h). Which one wins depends on the
+  // machine's load, so the test checks the mechanics: both plans ran, a choice is recorded per
+  // shape, and every run, whichever plan it used, gave the bitwise same outputs.
   ModelOptions options;
   options.threads = 2;
-  auto threaded = load_stack("LSTM", 3, kHidden, kInput, options);
-  EXPECT_TRUE(threaded->plan() == Plan::kPipeline || threaded->plan() == Plan::kSequential);
-  EXPECT_NE(threaded->describe().find("(chosen at load: pipeline "), std::string::npos)
-      << threaded->describe();
+  auto model = load_stack("LSTM", 3, kHidden, kInput, options);
+  EXPECT_EQ(model->plan(), Plan::kAuto);
+  EXPECT_EQ(model->plan_candidates(), (std::vector<Plan>{Plan::kSequential, Plan::kPipeline}));
+  Session session = model->new_session({});
+  EXPECT_EQ(session.last_plan(), Plan::kAuto);
+  constexpr int kTrialRuns = 2 + 2 * PlanChooser::kSamples;
+  for (int64_t seq : {17, 40}) {
+    std::vector<float> x = random_vector(seq * kInput, 11);
+    std::vector<float> first;
+    std::set<Plan> used;
+    for (int run = 0; run < kTrialRuns + 2; ++run) {
+      session.reset();
+      const auto& out = session.run({input_x(x, seq, 1)});
+      used.insert(session.last_plan());
+      const float* y = static_cast<const float*>(out[0].tensor.data);
+      if (run == 0) {
+        first.assign(y, y + seq * kHidden);
+      } else {
+        ASSERT_EQ(std::memcmp(y, first.data(), first.size() * sizeof(float)), 0)
+            << "seq " << seq << " run " << run << " (" << plan_name(session.last_plan()) << ")";
+      }
+    }
+    EXPECT_EQ(used, (std::set<Plan>{Plan::kSequential, Plan::kPipeline})) << "seq " << seq;
+  }
+  const std::string described = model->describe();
+  EXPECT_NE(described.find("execution plan: auto, 2 thread(s) (per input shape: sequential or "
+                           "pipeline"),
+            std::string::npos)
+      << described;
+  EXPECT_NE(described.find("  seq=17, batch=1: "), std::string::npos) << described;
+  EXPECT_NE(described.find("  seq=33..64, batch=1: "), std::string::npos) << described;
+
+  // A model without a chain of recurrent layers overlaps with the parallel plan; one thread or a
+  // forced plan has a single candidate.
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto bidirectional =
+      CompiledModel::load(RNNC_SOURCE_DIR "/tests/data/graph_opt/lstm_bidirectional.onnx", options);
+  EXPECT_EQ(bidirectional->plan_candidates(),
+            (std::vector<Plan>{Plan::kSequential, Plan::kParallel}));
   options.threads = 1;
-  EXPECT_EQ(load_stack("LSTM", 3, kHidden, kInput, options)->plan(), Plan::kSequential);
+  auto single = load_stack("LSTM", 3, kHidden, kInput, options);
+  EXPECT_EQ(single->plan(), Plan::kSequential);
+  EXPECT_EQ(single->plan_candidates(), std::vector<Plan>{Plan::kSequential});
+}
+
+TEST(RuntimeApi, AutoPlanStreamsStateAcrossPlanSwitches) {
+  // During a trial consecutive runs of one session alternate executors; the carried state must
+  // go from one to the other. Streamed chunks of one shape (all trial runs) against one run.
+  ModelOptions options;
+  options.threads = 2;
+  auto model = load_stack("LSTM", 2, kHidden, kInput, options);
+  constexpr int64_t kChunk = 6, kChunks = 8;
+  std::vector<float> x = random_vector(kChunk * kChunks * kInput, 12);
+  ModelOptions sequential_options;
+  sequential_options.plan = Plan::kSequential;
+  Session whole = load_stack("LSTM", 2, kHidden, kInput, sequential_options)->new_session();
+  const auto& whole_out = whole.run({input_x(x, kChunk * kChunks, 1)});
+  const float* expected = static_cast<const float*>(whole_out[0].tensor.data);
+  Session stream = model->new_session();
+  std::set<Plan> used;
+  for (int64_t c = 0; c < kChunks; ++c) {
+    std::vector<float> part(x.begin() + c * kChunk * kInput, x.begin() + (c + 1) * kChunk * kInput);
+    const auto& out = stream.run({input_x(part, kChunk, 1)});
+    used.insert(stream.last_plan());
+    EXPECT_EQ(std::memcmp(out[0].tensor.data, expected + c * kChunk * kHidden,
+                          kChunk * kHidden * sizeof(float)),
+              0)
+        << "chunk " << c << " (" << plan_name(stream.last_plan()) << ")";
+  }
+  EXPECT_EQ(used.size(), 2u) << "the trial should have switched plans between chunks";
 }
 
 // ---- errors -----------------------------------------------------------------------------------

@@ -75,6 +75,17 @@ TEST(Concurrency, EightThreadsShareOnePipelinedModel) {
   hammer(testing::load_stack("LSTM", 3, kHidden, kInput, options), 1.5);
 }
 
+TEST(Concurrency, EightThreadsShareOneAutoPlanModel) {
+  // kAuto with threads: the sessions' first runs of each shape time both plans through the
+  // model's shared PlanChooser, concurrently; every run, on either plan, must match.
+  ModelOptions options;
+  options.threads = 2;
+  auto model = testing::load_stack("LSTM", 3, kHidden, kInput, options);
+  ASSERT_EQ(model->plan(), Plan::kAuto);
+  hammer(model, 1.5);
+  EXPECT_NE(model->describe().find("seq=10, batch=2: "), std::string::npos) << model->describe();
+}
+
 TEST(Concurrency, EightThreadsShareOneParallelGruModel) {
   ModelOptions options;
   options.threads = 2;

@@ -73,11 +73,12 @@ struct TensorInfo {
 
 // How the executor schedules a run.
 enum class Plan {
-  kAuto,        // chosen at compile time: pipeline when the model has a chain of recurrent layers
-                // and threads > 1, else sequential
-  kSequential,  // blocks in order on the calling thread (debugging, threads = 1)
-  kParallel,    // a TBB flow graph: independent blocks at once, Halide's parallel loops on TBB
-  kPipeline,    // kParallel, and chains of recurrent layers overlap over time
+  kAuto,        // sequential with threads = 1; with more, per input shape sequential or the plan
+                // that overlaps work (pipeline for a chain of recurrent layers, else parallel),
+                // whichever the shape's first runs measured faster (docs/runtime.md)
+  kSequential,  // blocks in order (Halide's parallel loops use the model's threads)
+  kParallel,    // a TBB flow graph: independent blocks at once
+  kPipeline,    // blocks in order, except that chains of recurrent layers overlap over time
 };
 const char* plan_name(Plan plan);
 Plan parse_plan(const std::string& name);  // kInvalidInput for unknown names
@@ -128,7 +129,11 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // run is the input's value at the next run of a session. A session adds the pairs given to
   // new_session.
   const std::vector<std::pair<std::string, std::string>>& recurrent_state() const;
-  Plan plan() const;  // the plan runs use (kAuto resolved)
+  // The plan runs use: kAuto only when it is chosen per input shape (threads > 1; then
+  // Session::last_plan() says which one a run used and describe() lists the choices so far).
+  Plan plan() const;
+  // The plans runs choose among: {plan()}, or with kAuto {kSequential, kPipeline or kParallel}.
+  std::vector<Plan> plan_candidates() const;
   int threads() const;
   // Blocks, their kinds, nodes, plans, costs and compile times (as `rnnc plan`).
   std::string describe() const;
@@ -186,6 +191,8 @@ class Session {
   // The carried state tensors (state input name -> value); empty before the first run.
   std::vector<NamedTensor> state() const;
   const CompiledModel& model() const;
+  // The plan the last run used (kAuto resolved); before the first run, the model's plan().
+  Plan last_plan() const;
 
   struct Impl;
 
