@@ -1,5 +1,7 @@
 #include "ir/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -19,7 +21,13 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
   return count;
 }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : Tensor(dtype, std::move(shape), 64) {}
+
+Tensor Tensor::huge_page_backed(DType dtype, std::vector<int64_t> shape) {
+  return Tensor(dtype, std::move(shape), kHugePage);
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape, size_t alignment)
     : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)) {
   if (dtype_ == DType::kString) {
     strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel_));
@@ -31,8 +39,26 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
   if (element && numel_ > kMaxBytes / static_cast<int64_t>(element)) {
     raise_invalid_input(cat("tensor of ", numel_, " elements is too large to allocate"));
   }
-  size_t bytes = std::max<size_t>(64, (static_cast<size_t>(numel_) * element + 63) / 64 * 64);
-  void* memory = std::aligned_alloc(64, bytes);
+  const size_t used = static_cast<size_t>(numel_) * element;
+  const size_t bytes = std::max<size_t>(alignment, (used + alignment - 1) / alignment * alignment);
+  if (alignment == kHugePage) {
+    // Fresh pages from mmap (malloc may hand back memory already faulted in 4 KiB pages),
+    // aligned to 2 MiB inside a mapping one huge page larger, advised before the first touch so
+    // its page faults take huge pages. Anonymous mappings are zero. Advice the kernel does not
+    // take (THP disabled) leaves ordinary pages: nothing to report.
+    const size_t mapped = bytes + kHugePage;
+    void* region =
+        mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED)
+      raise(ErrorKind::kIo, cat("out of memory mapping ", mapped, " bytes"));
+    const uintptr_t start =
+        (reinterpret_cast<uintptr_t>(region) + kHugePage - 1) & ~(kHugePage - 1);
+    madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
+    bytes_ = std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t*>(start),
+                                      [region, mapped](uint8_t*) { munmap(region, mapped); });
+    return;
+  }
+  void* memory = std::aligned_alloc(alignment, bytes);
   if (!memory) raise(ErrorKind::kIo, cat("out of memory allocating ", bytes, " bytes"));
   std::memset(memory, 0, bytes);
   bytes_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(memory), [](uint8_t* p) { std::free(p); });

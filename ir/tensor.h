@@ -40,6 +40,13 @@ class Tensor {
   Tensor() = default;  // an empty f32 scalar-less placeholder: dtype kUndefined, no storage
   // A zero-filled tensor. Throws kInvalidInput if the element count overflows or is negative.
   Tensor(DType dtype, std::vector<int64_t> shape);
+  // The same, in memory backed by 2 MiB transparent huge pages where the kernel grants them
+  // (madvise MADV_HUGEPAGE; the allocation is rounded up to whole 2 MiB pages). For constant
+  // tensors that are re-read from L2 at every step of a recurrence: in 4 KiB pages, physical
+  // addresses bits 12-16 (part of an L2 set index) are random, so a tensor of most of L2's size
+  // overflows some sets and loses part of itself at every pass; a huge page maps those bits
+  // one to one.
+  static Tensor huge_page_backed(DType dtype, std::vector<int64_t> shape);
 
   template <typename T>
   static Tensor from_vector(std::vector<int64_t> shape, const std::vector<T>& values) {
@@ -115,6 +122,9 @@ class Tensor {
   bool bitwise_equal(const Tensor& other) const;
 
  private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  Tensor(DType dtype, std::vector<int64_t> shape, size_t alignment);  // zero-filled
+
   template <typename T>
   static constexpr DType dtype_of_or_undefined() {
     if constexpr (std::is_same_v<T, uint16_t>) {
