@@ -351,7 +351,7 @@ struct Session::Impl {
   Executor::Context& context() { return *contexts[current]; }
   // Checks the inputs, picks the run's plan and binds the inputs to it.
   void check_and_bind(const std::vector<NamedTensor>& inputs);
-  // Runs the picked plan, timed for the model's chooser unless the run only warms a plan.
+  // Runs the picked plan, timed when the model's chooser has it in a duel.
   void execute();
   void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape, const void* data,
                  const char* what);
@@ -540,7 +540,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
 
 void Session::Impl::execute() {
   ran = true;
-  if (!pick.timed) {
+  if (pick.role == PlanChooser::Role::kUntimed) {
     executor().run(context());
     return;
   }
@@ -548,7 +548,7 @@ void Session::Impl::execute() {
   executor().run(context());
   const double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  m().chooser->record(shape_key, pick.candidate, us);
+  m().chooser->record(shape_key, pick, us);
 }
 
 void Session::Impl::carry_state() {

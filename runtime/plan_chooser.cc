@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "ir/error.h"
 
@@ -24,67 +25,68 @@ void PlanChooser::bucket(const std::vector<int64_t>& bound, std::vector<int64_t>
   }
 }
 
-double PlanChooser::estimate(const std::vector<double>& times) {
-  std::array<double, kWindow> copy;  // no allocation: this runs after every run
-  const size_t n = std::min(times.size(), kWindow);
-  std::copy(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n), copy.begin());
-  const auto quartile = copy.begin() + static_cast<std::ptrdiff_t>(n / 4);  // 2nd-fastest of 5
-  std::nth_element(copy.begin(), quartile, copy.begin() + static_cast<std::ptrdiff_t>(n));
-  return *quartile;
-}
-
-void PlanChooser::choose(Entry& entry) const {
-  if (entry.times[kSequential].size() < kSamples || entry.times[kOverlapping].size() < kSamples) {
-    return;
-  }
-  if (entry.chosen < 0) entry.runs = 0;
-  entry.chosen = estimate(entry.times[kOverlapping]) < estimate(entry.times[kSequential])
-                     ? kOverlapping
-                     : kSequential;
+double PlanChooser::median_ratio(const std::vector<double>& ratios) {
+  std::array<double, kWindow> sorted;  // no allocation
+  const size_t n = std::min(ratios.size(), kWindow);
+  std::copy(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(n), sorted.begin());
+  std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n));
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
 PlanChooser::Pick PlanChooser::pick(const std::vector<int64_t>& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    if (entries_.size() >= kMaxBuckets) return {kSequential, false};
+    if (entries_.size() >= kMaxBuckets) return {kSequential, Role::kUntimed};
     it = entries_.emplace(key, Entry{}).first;
   }
   Entry& entry = it->second;
   for (int c : {kOverlapping, kSequential}) {
     if (!entry.warmed[c]) {
       entry.warmed[c] = true;
-      return {c, false};
+      return {c, Role::kUntimed};
     }
   }
   if (entry.chosen < 0) {
-    // Alternate, by the times recorded so far (concurrent sessions may run one plan a few
-    // extra times).
-    return {entry.times[kOverlapping].size() <= entry.times[kSequential].size() ? kOverlapping
-                                                                                : kSequential,
-            true};
+    // Duels back to back; which plan runs first alternates from one duel to the next.
+    const int step = entry.duel_step++;
+    const int first = (step / 2) % 2 == 0 ? kOverlapping : kSequential;
+    return step % 2 == 0 ? Pick{first, Role::kDuelFirst} : Pick{1 - first, Role::kDuelSecond};
   }
   const int64_t phase = entry.runs++ % kExploreEvery;
   const int other = 1 - entry.chosen;
-  if (phase == kExploreEvery - 2) return {other, false};  // its caches warm again
-  if (phase == kExploreEvery - 1) return {other, true};
-  return {entry.chosen, true};
+  if (phase == kExploreEvery - 3) return {other, Role::kUntimed};  // its caches warm again
+  if (phase == kExploreEvery - 2) return {other, Role::kDuelFirst};
+  if (phase == kExploreEvery - 1) return {entry.chosen, Role::kDuelSecond};
+  return {entry.chosen, Role::kUntimed};
 }
 
-void PlanChooser::record(const std::vector<int64_t>& key, int candidate, double us) {
-  RNNC_CHECK(candidate == kSequential || candidate == kOverlapping, "plan candidate ", candidate);
+void PlanChooser::record(const std::vector<int64_t>& key, const Pick& pick, double us) {
+  RNNC_CHECK(pick.candidate == kSequential || pick.candidate == kOverlapping, "plan candidate ",
+             pick.candidate);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) return;
+  if (it == entries_.end() || pick.role == Role::kUntimed) return;
   Entry& entry = it->second;
-  std::vector<double>& times = entry.times[candidate];
-  if (times.size() < kWindow) {
-    times.push_back(us);
-  } else {
-    times[entry.oldest[candidate]] = us;
-    entry.oldest[candidate] = (entry.oldest[candidate] + 1) % kWindow;
+  if (pick.role == Role::kDuelFirst) {
+    entry.first_us = us;
+    entry.first_candidate = pick.candidate;
+    return;
   }
-  choose(entry);
+  // The second run of a duel; without its first (a run that failed) there is no sample.
+  if (entry.first_us <= 0 || entry.first_candidate == pick.candidate || us <= 0) return;
+  const double ratio =
+      pick.candidate == kSequential ? entry.first_us / us : us / entry.first_us;  // over / seq
+  entry.first_us = -1;
+  if (entry.ratios.size() < kWindow) {
+    entry.ratios.push_back(ratio);
+  } else {
+    entry.ratios[entry.oldest] = ratio;
+    entry.oldest = (entry.oldest + 1) % kWindow;
+  }
+  if (entry.ratios.size() < static_cast<size_t>(kSamples)) return;
+  if (entry.chosen < 0) entry.runs = 0;
+  entry.chosen = median_ratio(entry.ratios) < 1.0 ? kOverlapping : kSequential;
 }
 
 std::string PlanChooser::report(const std::vector<std::string>& symbols,
@@ -100,16 +102,12 @@ std::string PlanChooser::report(const std::vector<std::string>& symbols,
       shape += symbols[i] + "=";
       shape += key[i] > kExactUpTo ? cat(key[i] / 2 + 1, "..", key[i]) : cat(key[i]);
     }
-    auto name = [&](int c) {
-      return c == kOverlapping ? overlapping_name : std::string("sequential");
-    };
-    auto times = [&](int c) {
-      return cat(estimate(entry.times[c]), " us of ", entry.times[c].size(), " runs");
-    };
-    const int chosen = entry.chosen;
-    text += cat("  ", shape.empty() ? std::string("(no symbolic dims)") : shape, ": ", name(chosen),
-                " (lower quartile ", times(chosen), " vs ", name(1 - chosen), " ",
-                times(1 - chosen), ")\n");
+    char ratio[32];
+    std::snprintf(ratio, sizeof(ratio), "%.2f", median_ratio(entry.ratios));
+    text += cat("  ", shape.empty() ? std::string("(no symbolic dims)") : shape, ": ",
+                entry.chosen == kOverlapping ? overlapping_name : std::string("sequential"), " (",
+                overlapping_name, "/sequential time ", ratio, ", median of ", entry.ratios.size(),
+                " duels)\n");
   }
   return text;
 }

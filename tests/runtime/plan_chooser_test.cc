@@ -1,6 +1,6 @@
-// PlanChooser (runtime/plan_chooser.h) fed synthetic times: warm-ups, the first choice by the
-// lower quartile, per-bucket choices, exploration of the other plan and a revised choice, the
-// bucket rounding and cap.
+// PlanChooser (runtime/plan_chooser.h) fed synthetic times: warm-ups, duels back to back, the
+// choice by the median duel ratio (bursts that hit a whole duel cancel, a few split duels do not
+// decide), the explore duels and a revised choice, the bucket rounding and cap.
 #include "runtime/plan_chooser.h"
 
 #include <gtest/gtest.h>
@@ -11,101 +11,129 @@
 namespace rnnc {
 namespace {
 
+using Role = PlanChooser::Role;
 constexpr int kSeq = PlanChooser::kSequential;
 constexpr int kOver = PlanChooser::kOverlapping;
+constexpr int kTrialRuns = 2 + 2 * PlanChooser::kSamples;  // warm-ups and the first duels
 
-// `runs` runs of bucket `key`, each timed one taking time(candidate); returns the picks.
-std::vector<PlanChooser::Pick> feed(PlanChooser& chooser, const std::vector<int64_t>& key, int runs,
-                                    const std::function<double(int)>& time) {
-  std::vector<PlanChooser::Pick> picks;
-  for (int run = 0; run < runs; ++run) {
-    const PlanChooser::Pick pick = chooser.pick(key);
-    if (pick.timed) chooser.record(key, pick.candidate, time(pick.candidate));
-    picks.push_back(pick);
-  }
-  return picks;
-}
-
-// The first 2 + 2 * kSamples runs (warm-ups and the alternating first samples), the timed runs
-// of each plan taking the next of its times.
-void first_choice(PlanChooser& chooser, const std::vector<int64_t>& key,
-                  const std::vector<double>& sequential_us,
-                  const std::vector<double>& overlapping_us) {
-  size_t next[2] = {0, 0};
-  feed(chooser, key, 2 + 2 * PlanChooser::kSamples, [&](int c) {
-    const std::vector<double>& times = c == kSeq ? sequential_us : overlapping_us;
-    return times.at(next[c]++);
-  });
-  EXPECT_EQ(next[kSeq], static_cast<size_t>(PlanChooser::kSamples));
-  EXPECT_EQ(next[kOver], static_cast<size_t>(PlanChooser::kSamples));
-}
-
-TEST(PlanChooser, WarmsEachPlanUntimedThenAlternatesTimedRuns) {
+// `runs` runs of bucket `key`; a duel's run of plan c as run number r (counted over this
+// chooser's whole life) takes time(c, r). Returns the picks.
+struct Feeder {
   PlanChooser chooser;
-  const std::vector<PlanChooser::Pick> picks =
-      feed(chooser, {17, 1}, 2 + 2 * PlanChooser::kSamples, [](int) { return 100.0; });
+  int64_t run = 0;
+  std::vector<PlanChooser::Pick> feed(const std::vector<int64_t>& key, int64_t runs,
+                                      const std::function<double(int, int64_t)>& time) {
+    std::vector<PlanChooser::Pick> picks;
+    for (int64_t r = 0; r < runs; ++r, ++run) {
+      const PlanChooser::Pick pick = chooser.pick(key);
+      if (pick.role != Role::kUntimed) chooser.record(key, pick, time(pick.candidate, run));
+      picks.push_back(pick);
+    }
+    return picks;
+  }
+  std::vector<PlanChooser::Pick> feed(const std::vector<int64_t>& key, int64_t runs,
+                                      double sequential_us, double overlapping_us) {
+    return feed(key, runs,
+                [=](int c, int64_t) { return c == kSeq ? sequential_us : overlapping_us; });
+  }
+};
+
+TEST(PlanChooser, WarmsEachPlanUntimedThenDuelsBackToBackAlternatingWhoGoesFirst) {
+  Feeder f;
+  const std::vector<PlanChooser::Pick> picks = f.feed({17, 1}, kTrialRuns, 100, 100);
   EXPECT_EQ(picks[0].candidate, kOver);
-  EXPECT_FALSE(picks[0].timed);
+  EXPECT_EQ(picks[0].role, Role::kUntimed);
   EXPECT_EQ(picks[1].candidate, kSeq);
-  EXPECT_FALSE(picks[1].timed);
-  for (size_t run = 2; run < picks.size(); ++run) {
-    EXPECT_TRUE(picks[run].timed) << run;
-    EXPECT_EQ(picks[run].candidate, run % 2 == 0 ? kOver : kSeq) << "alternating, run " << run;
+  EXPECT_EQ(picks[1].role, Role::kUntimed);
+  for (size_t run = 2; run < picks.size(); run += 2) {
+    const int first = ((run - 2) / 2) % 2 == 0 ? kOver : kSeq;
+    EXPECT_EQ(picks[run].role, Role::kDuelFirst) << run;
+    EXPECT_EQ(picks[run].candidate, first) << run;
+    EXPECT_EQ(picks[run + 1].role, Role::kDuelSecond) << run;
+    EXPECT_EQ(picks[run + 1].candidate, 1 - first) << run;
   }
-  EXPECT_EQ(chooser.pick({17, 1}).candidate, kSeq) << "a tie keeps the sequential plan";
+  EXPECT_EQ(f.chooser.pick({17, 1}).candidate, kSeq) << "a tie keeps the sequential plan";
 }
 
-TEST(PlanChooser, ChoosesByTheLowerQuartileSoPreemptedRunsDoNotCount) {
-  PlanChooser chooser;
-  const std::vector<int64_t> key = {128};  // the bucket of seq 65..128
-  // The overlapping plan had three runs preempted (900, 950, 700 us), more than half: a median
-  // would pick sequential; its own cost is the fast end.
-  first_choice(chooser, key, {200, 210, 190, 200, 190}, {120, 900, 125, 950, 700});
-  EXPECT_EQ(chooser.pick(key).candidate, kOver);
-  EXPECT_EQ(chooser.report({"seq"}, "pipeline"),
-            "  seq=65..128: pipeline (lower quartile 125 us of 5 runs vs sequential 190 us of 5 "
-            "runs)\n");
+TEST(PlanChooser, ChoosesTheOverlappingPlanWhenTheMedianDuelRatioIsBelowOne) {
+  Feeder f;
+  f.feed({128}, kTrialRuns, 100, 60);  // bucket 128: seq 65..128
+  EXPECT_EQ(f.chooser.pick({128}).candidate, kOver);
+  EXPECT_EQ(f.chooser.report({"seq"}, "pipeline"),
+            "  seq=65..128: pipeline (pipeline/sequential time 0.60, median of 5 duels)\n");
 }
 
-TEST(PlanChooser, OneLuckyRunDoesNotDecide) {
-  PlanChooser chooser;
-  first_choice(chooser, {17, 1}, {200, 210, 190, 200, 195}, {50, 300, 310, 320, 305});
-  EXPECT_EQ(chooser.pick({17, 1}).candidate, kSeq);
+TEST(PlanChooser, ABurstThatSlowsAWholeDuelCancelsOut) {
+  // Runs 2-5 and 10-13 of the trial are 5x slower (another tenant): the overlapping plan's
+  // runs in them are slower than any sequential run outside, yet every duel says 0.8.
+  Feeder f;
+  f.feed({17}, kTrialRuns, [](int c, int64_t run) {
+    const double load = (run - 2) % 8 < 4 ? 5.0 : 1.0;
+    return load * (c == kSeq ? 100.0 : 80.0);
+  });
+  EXPECT_EQ(f.chooser.pick({17}).candidate, kOver);
+}
+
+TEST(PlanChooser, TwoDuelsSplitByABurstDoNotDecide) {
+  // The sequential plan is faster (ratio 1.25), but in two duels a burst hit only the
+  // sequential run (ratio 0.1). The median of five stays 1.25.
+  Feeder f;
+  f.feed({17}, kTrialRuns, [](int c, int64_t run) {
+    const bool split = (run == 3 || run == 7) && c == kSeq;  // duels 0 and 2: seq runs second
+    return c == kSeq ? (split ? 1000.0 : 100.0) : 125.0;
+  });
+  EXPECT_EQ(f.chooser.pick({17}).candidate, kSeq);
 }
 
 TEST(PlanChooser, ShapeBucketsChooseIndependently) {
-  PlanChooser chooser;
-  first_choice(chooser, {17, 1}, {100, 100, 100, 100, 100}, {150, 150, 150, 150, 150});
-  first_choice(chooser, {128, 1}, {900, 900, 900, 900, 900}, {500, 500, 500, 500, 500});
-  EXPECT_EQ(chooser.pick({17, 1}).candidate, kSeq);
-  EXPECT_EQ(chooser.pick({128, 1}).candidate, kOver);
+  Feeder f;
+  f.feed({17, 1}, kTrialRuns, 100, 150);
+  f.feed({128, 1}, kTrialRuns, 900, 500);
+  EXPECT_EQ(f.chooser.pick({17, 1}).candidate, kSeq);
+  EXPECT_EQ(f.chooser.pick({128, 1}).candidate, kOver);
 }
 
-TEST(PlanChooser, RunsTheOtherPlanTwiceEveryExploreInterval) {
-  PlanChooser chooser;
-  first_choice(chooser, {9}, {100, 100, 100, 100, 100}, {150, 150, 150, 150, 150});
+TEST(PlanChooser, DuelsAgainEveryExploreInterval) {
+  Feeder f;
+  f.feed({9}, kTrialRuns, 100, 150);
   const std::vector<PlanChooser::Pick> picks =
-      feed(chooser, {9}, 2 * PlanChooser::kExploreEvery,
-           [](int c) { return c == kSeq ? 100.0 : 150.0; });
+      f.feed({9}, 2 * PlanChooser::kExploreEvery, 100, 150);
+  constexpr int64_t kE = PlanChooser::kExploreEvery;
   for (size_t run = 0; run < picks.size(); ++run) {
-    const int64_t phase = static_cast<int64_t>(run) % PlanChooser::kExploreEvery;
-    const bool explore = phase >= PlanChooser::kExploreEvery - 2;
-    EXPECT_EQ(picks[run].candidate, explore ? kOver : kSeq) << run;
-    EXPECT_EQ(picks[run].timed, phase != PlanChooser::kExploreEvery - 2)
-        << "the first run of the other plan only warms it (run " << run << ")";
+    const int64_t phase = static_cast<int64_t>(run) % kE;
+    const Role role = phase == kE - 2   ? Role::kDuelFirst
+                      : phase == kE - 1 ? Role::kDuelSecond
+                                        : Role::kUntimed;
+    EXPECT_EQ(picks[run].role, role) << run;
+    EXPECT_EQ(picks[run].candidate, phase == kE - 3 || phase == kE - 2 ? kOver : kSeq)
+        << "the other plan warms, then duels the chosen one (run " << run << ")";
   }
 }
 
-TEST(PlanChooser, AChoiceMadeUnderABurstOfLoadIsRevised) {
+TEST(PlanChooser, TheChoiceFollowsALoadChangeOnceMostRecentDuelsSaySo) {
+  Feeder f;
+  f.feed({40}, kTrialRuns, 100, 150);  // 5 duels at 1.5
+  EXPECT_EQ(f.chooser.pick({40}).candidate, kSeq);
+  // The machine got quieter and the overlapping plan now takes half the time. Four duels at
+  // 0.5 against five at 1.5 do not flip the median of the window (9); the fifth does.
+  constexpr int64_t kE = PlanChooser::kExploreEvery;
+  f.feed({40}, 4 * kE - 1, 100, 50);
+  EXPECT_EQ(f.chooser.pick({40}).candidate, kSeq);
+  f.feed({40}, kE, 100, 50);
+  EXPECT_EQ(f.chooser.pick({40}).candidate, kOver);
+}
+
+TEST(PlanChooser, ADuelWithoutItsFirstRunIsNoSample) {
   PlanChooser chooser;
-  // The overlapping plan's first runs met a burst (its second core taken): 500 us.
-  first_choice(chooser, {40}, {200, 200, 200, 200, 200}, {500, 500, 500, 500, 500});
-  EXPECT_EQ(chooser.pick({40}).candidate, kSeq);
-  // The burst is over: the explored runs take 100 us. Two of them bring its lower quartile
-  // (of 7 times: the second-fastest) below the sequential 200 us.
-  feed(chooser, {40}, 2 * PlanChooser::kExploreEvery,
-       [](int c) { return c == kSeq ? 200.0 : 100.0; });
-  EXPECT_EQ(chooser.pick({40}).candidate, kOver);
+  chooser.pick({5});
+  chooser.pick({5});
+  for (int duel = 0; duel < PlanChooser::kSamples; ++duel) {
+    chooser.pick({5});  // the first run failed: never recorded
+    const PlanChooser::Pick second = chooser.pick({5});
+    chooser.record({5}, second, 100);
+  }
+  EXPECT_EQ(chooser.report({"seq"}, "pipeline"), "") << "no duel completed";
+  EXPECT_NE(chooser.pick({5}).role, Role::kUntimed) << "still on trial";
 }
 
 TEST(PlanChooser, BucketsAreExactUpTo32AndPowersOfTwoAbove) {
@@ -119,7 +147,7 @@ TEST(PlanChooser, UntrackedShapesBeyondTheCapRunSequential) {
   for (int64_t s = 0; s < static_cast<int64_t>(PlanChooser::kMaxBuckets); ++s) chooser.pick({s, 0});
   const PlanChooser::Pick pick = chooser.pick({5000, 0});
   EXPECT_EQ(pick.candidate, kSeq);
-  EXPECT_FALSE(pick.timed);
+  EXPECT_EQ(pick.role, Role::kUntimed);
   EXPECT_EQ(chooser.report({"seq", "batch"}, "pipeline"), "") << "nothing chosen yet";
 }
 
