@@ -440,15 +440,17 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   if (result.rnnc.status == "unsupported" || result.rnnc.status == "failed")
     log(progress + ": rnnc " + result.rnnc.status + " (" + result.rnnc.error + ")");
 
-  if (result.rnnc.status == "ok") {
-    // kAuto picks the plan per input shape on a shape's first runs (runtime/plan_chooser.h):
-    // enough runs on this workload's inputs that the choice is made before the timing.
+  if (result.rnnc.status == "ok") result.rnnc_plan = plan_name(rnnc.plan());
+  if (result.rnnc.status == "ok" && threads > 1) {
+    // kAuto picks the plan per input shape from duels on a shape's first runs
+    // (runtime/plan_chooser.h): enough runs on this workload's inputs that the choice is made
+    // before the timing.
     stream.reset();
     rnnc.prepare(stream.current());
     for (int run = 0; run < 16; ++run) rnnc.execute();
     result.rnnc_plan = plan_name(rnnc.plan());
     const std::vector<Plan> candidates = rnnc.plan_candidates();
-    if (threads > 1 && candidates.size() == 2) {
+    if (candidates.size() == 2) {
       const Plan other_plan = rnnc.plan() == candidates[0] ? candidates[1] : candidates[0];
       rnnc_other = RnncEngine(other_plan);
       result.rnnc_other_plan = plan_name(other_plan);

@@ -41,11 +41,11 @@ PlanChooser::Pick PlanChooser::pick(const std::vector<int64_t>& key) {
     it = entries_.emplace(key, Entry{}).first;
   }
   Entry& entry = it->second;
-  for (int c : {kOverlapping, kSequential}) {
-    if (!entry.warmed[c]) {
-      entry.warmed[c] = true;
-      return {c, Role::kUntimed};
-    }
+  if (entry.warmed[kOverlapping] < kWarmups || entry.warmed[kSequential] < kWarmups) {
+    const int c =
+        entry.warmed[kOverlapping] <= entry.warmed[kSequential] ? kOverlapping : kSequential;
+    ++entry.warmed[c];
+    return {c, Role::kUntimed};
   }
   if (entry.chosen < 0) {
     // Duels back to back; which plan runs first alternates from one duel to the next.

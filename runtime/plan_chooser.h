@@ -8,7 +8,9 @@
 // from duels: one run of each plan back to back, the ratio of their times (overlapping /
 // sequential) one sample.
 //
-//   - the first run of each plan on a bucket warms it (workspaces grow) and is not timed;
+//   - the first kWarmups runs of each plan on a bucket (alternating) warm it and are not timed:
+//     workspaces grow, and the pipeline plan ran its first 3-4 runs up to 2.5x slower than its
+//     steady state (3.0, 3.4, 1.8, 1.6, 1.2 ms on a seq-100 stack), which decided duels;
 //   - then kSamples duels; the bucket runs the overlapping plan when the median ratio is below 1;
 //   - every kExploreEvery runs another duel (the plan not chosen runs twice, its first run only
 //     bringing its data back into the caches), and the choice follows the median of the last
@@ -43,6 +45,7 @@ class PlanChooser {
  public:
   static constexpr int kSequential = 0;  // candidate indices
   static constexpr int kOverlapping = 1;
+  static constexpr int kWarmups = 3;    // untimed runs per plan on a new bucket
   static constexpr int kSamples = 5;    // duels before the first choice
   static constexpr size_t kWindow = 9;  // duels the choice follows
   static constexpr int64_t kExploreEvery = 64;
@@ -70,7 +73,7 @@ class PlanChooser {
 
  private:
   struct Entry {
-    bool warmed[2] = {false, false};
+    int warmed[2] = {0, 0};
     double first_us = -1;  // the pending duel's first run (-1: none)
     int first_candidate = -1;
     std::vector<double> ratios;  // overlapping / sequential time of the last kWindow duels

@@ -190,8 +190,8 @@ int run_run(const Parsed& args) {
   if (compiled && args.has("count-overflow")) std::cout << compiled->overflow_report();
   if (session) {
     path_name = cat("compiled, ", plan_name(session->last_plan()), " plan",
-                    compiled->plan() == Plan::kAuto ? " (auto: the faster on this shape)" : "",
-                    ", ", compiled->threads(), " thread(s)");
+                    compiled->plan() == Plan::kAuto ? " (kAuto's choice for this shape)" : "", ", ",
+                    compiled->threads(), " thread(s)");
   }
   if (!times_us.empty()) {
     std::sort(times_us.begin(), times_us.end());

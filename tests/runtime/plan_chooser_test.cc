@@ -14,7 +14,8 @@ namespace {
 using Role = PlanChooser::Role;
 constexpr int kSeq = PlanChooser::kSequential;
 constexpr int kOver = PlanChooser::kOverlapping;
-constexpr int kTrialRuns = 2 + 2 * PlanChooser::kSamples;  // warm-ups and the first duels
+constexpr int kWarm = 2 * PlanChooser::kWarmups;               // untimed runs, both plans
+constexpr int kTrialRuns = kWarm + 2 * PlanChooser::kSamples;  // and the first duels
 
 // `runs` runs of bucket `key`; a duel's run of plan c as run number r (counted over this
 // chooser's whole life) takes time(c, r). Returns the picks.
@@ -41,12 +42,12 @@ struct Feeder {
 TEST(PlanChooser, WarmsEachPlanUntimedThenDuelsBackToBackAlternatingWhoGoesFirst) {
   Feeder f;
   const std::vector<PlanChooser::Pick> picks = f.feed({17, 1}, kTrialRuns, 100, 100);
-  EXPECT_EQ(picks[0].candidate, kOver);
-  EXPECT_EQ(picks[0].role, Role::kUntimed);
-  EXPECT_EQ(picks[1].candidate, kSeq);
-  EXPECT_EQ(picks[1].role, Role::kUntimed);
-  for (size_t run = 2; run < picks.size(); run += 2) {
-    const int first = ((run - 2) / 2) % 2 == 0 ? kOver : kSeq;
+  for (size_t run = 0; run < kWarm; ++run) {
+    EXPECT_EQ(picks[run].candidate, run % 2 == 0 ? kOver : kSeq) << run;
+    EXPECT_EQ(picks[run].role, Role::kUntimed) << run;
+  }
+  for (size_t run = kWarm; run < picks.size(); run += 2) {
+    const int first = ((run - kWarm) / 2) % 2 == 0 ? kOver : kSeq;
     EXPECT_EQ(picks[run].role, Role::kDuelFirst) << run;
     EXPECT_EQ(picks[run].candidate, first) << run;
     EXPECT_EQ(picks[run + 1].role, Role::kDuelSecond) << run;
@@ -64,11 +65,11 @@ TEST(PlanChooser, ChoosesTheOverlappingPlanWhenTheMedianDuelRatioIsBelowOne) {
 }
 
 TEST(PlanChooser, ABurstThatSlowsAWholeDuelCancelsOut) {
-  // Runs 2-5 and 10-13 of the trial are 5x slower (another tenant): the overlapping plan's
-  // runs in them are slower than any sequential run outside, yet every duel says 0.8.
+  // Duels 0-1 and 4 of the trial are 5x slower (another tenant): the overlapping plan's runs
+  // in them are slower than any sequential run outside, yet every duel says 0.8.
   Feeder f;
   f.feed({17}, kTrialRuns, [](int c, int64_t run) {
-    const double load = (run - 2) % 8 < 4 ? 5.0 : 1.0;
+    const double load = (run - kWarm) % 8 < 4 ? 5.0 : 1.0;
     return load * (c == kSeq ? 100.0 : 80.0);
   });
   EXPECT_EQ(f.chooser.pick({17}).candidate, kOver);
@@ -79,7 +80,8 @@ TEST(PlanChooser, TwoDuelsSplitByABurstDoNotDecide) {
   // sequential run (ratio 0.1). The median of five stays 1.25.
   Feeder f;
   f.feed({17}, kTrialRuns, [](int c, int64_t run) {
-    const bool split = (run == 3 || run == 7) && c == kSeq;  // duels 0 and 2: seq runs second
+    // Duels 0 and 2, where the sequential plan runs second.
+    const bool split = (run == kWarm + 1 || run == kWarm + 5) && c == kSeq;
     return c == kSeq ? (split ? 1000.0 : 100.0) : 125.0;
   });
   EXPECT_EQ(f.chooser.pick({17}).candidate, kSeq);
@@ -125,8 +127,7 @@ TEST(PlanChooser, TheChoiceFollowsALoadChangeOnceMostRecentDuelsSaySo) {
 
 TEST(PlanChooser, ADuelWithoutItsFirstRunIsNoSample) {
   PlanChooser chooser;
-  chooser.pick({5});
-  chooser.pick({5});
+  for (int run = 0; run < kWarm; ++run) chooser.pick({5});
   for (int duel = 0; duel < PlanChooser::kSamples; ++duel) {
     chooser.pick({5});  // the first run failed: never recorded
     const PlanChooser::Pick second = chooser.pick({5});
