@@ -447,7 +447,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     // before the timing.
     stream.reset();
     rnnc.prepare(stream.current());
-    for (int run = 0; run < 16; ++run) rnnc.execute();
+    for (int run = 0; run < 32; ++run) rnnc.execute();
     result.rnnc_plan = plan_name(rnnc.plan());
     const std::vector<Plan> candidates = rnnc.plan_candidates();
     if (candidates.size() == 2) {

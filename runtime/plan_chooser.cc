@@ -47,18 +47,20 @@ PlanChooser::Pick PlanChooser::pick(const std::vector<int64_t>& key) {
     ++entry.warmed[c];
     return {c, Role::kUntimed};
   }
+  // A duel is four runs: each plan once untimed (its weights move back into the caches of the
+  // cores it runs them on) and once timed; which plan goes first alternates between duels.
+  auto duel_run = [](int step, int first) -> Pick {
+    const int candidate = step < 2 ? first : 1 - first;
+    const Role role = step == 1 ? Role::kDuelFirst : step == 3 ? Role::kDuelSecond : Role::kUntimed;
+    return {candidate, role};
+  };
   if (entry.chosen < 0) {
-    // Duels back to back; which plan runs first alternates from one duel to the next.
     const int step = entry.duel_step++;
-    const int first = (step / 2) % 2 == 0 ? kOverlapping : kSequential;
-    return step % 2 == 0 ? Pick{first, Role::kDuelFirst} : Pick{1 - first, Role::kDuelSecond};
+    return duel_run(step % 4, (step / 4) % 2 == 0 ? kOverlapping : kSequential);
   }
   const int64_t phase = entry.runs++ % kExploreEvery;
-  const int other = 1 - entry.chosen;
-  if (phase == kExploreEvery - 3) return {other, Role::kUntimed};  // its caches warm again
-  if (phase == kExploreEvery - 2) return {other, Role::kDuelFirst};
-  if (phase == kExploreEvery - 1) return {entry.chosen, Role::kDuelSecond};
-  return {entry.chosen, Role::kUntimed};
+  if (phase < kExploreEvery - 4) return {entry.chosen, Role::kUntimed};
+  return duel_run(static_cast<int>(phase - (kExploreEvery - 4)), 1 - entry.chosen);
 }
 
 void PlanChooser::record(const std::vector<int64_t>& key, const Pick& pick, double us) {

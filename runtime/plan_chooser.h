@@ -5,15 +5,16 @@
 // and the same model at seq 100 1.75x, at batch 16 1.50x as fast (docs/benchmarks.md). A
 // decision taken once at load on one nominal shape was wrong for those shapes. So a model loaded
 // with kAuto and threads > 1 keeps both executors, and each shape bucket learns which is faster
-// from duels: one run of each plan back to back, the ratio of their times (overlapping /
-// sequential) one sample.
+// from duels: four runs back to back, each plan once untimed (its weights move back into the
+// caches of the cores that plan runs them on) and once timed; the ratio of the two timed runs
+// (overlapping / sequential) is one sample.
 //
-//   - the first kWarmups runs of each plan on a bucket (alternating) warm it and are not timed:
-//     workspaces grow, and the pipeline plan ran its first 3-4 runs up to 2.5x slower than its
-//     steady state (3.0, 3.4, 1.8, 1.6, 1.2 ms on a seq-100 stack), which decided duels;
-//   - then kSamples duels; the bucket runs the overlapping plan when the median ratio is below 1;
-//   - every kExploreEvery runs another duel (the plan not chosen runs twice, its first run only
-//     bringing its data back into the caches), and the choice follows the median of the last
+//   - the first kWarmups runs of each plan on a bucket (alternating) are not timed: workspaces
+//     grow, and the pipeline plan ran its first 3-4 runs up to 2.5x slower than its steady state
+//     (3.0, 3.4, 1.8, 1.6, 1.2 ms on a seq-100 stack), which decided duels;
+//   - then kSamples duels (who goes first alternates); the bucket runs the overlapping plan when
+//     the median ratio is below 1;
+//   - every kExploreEvery runs another duel, and the choice follows the median of the last
 //     kWindow duels, so a choice made under a burst of load, or overtaken by a change in the
 //     machine's load, is revised.
 //
@@ -21,8 +22,11 @@
 // from 2.8 to 13.5 ms here, in bursts that last many runs. Times of the two plans taken at
 // different moments (the first version compared the chosen plan's recent runs with the other
 // plan's older ones) then mostly compare the bursts: under load the bench's auto model switched
-// and stayed on the slower plan. Two runs back to back see the same load, and the median of a
-// few duels drops the ones a burst split.
+// and stayed on the slower plan. Runs back to back see the same load, and the median of a few
+// duels drops the ones a burst split. Why the untimed run in each duel: after runs of the other
+// plan, an 8-layer h128 stack's 4 MiB of weights sit in the wrong core's L2 (the pipeline keeps
+// layer k on core k mod 2), about 0.2 ms to move at L3 speed against a 0.6 ms run; a duel
+// without it compared one plan warm against the other cold.
 //
 // A shape bucket is the run's bound symbolic dims (Session's per-symbol values), each exact up to
 // 32 and rounded up to a power of two above (seq 100 and 120 share a bucket; 17 and 20 do not).
@@ -78,7 +82,7 @@ class PlanChooser {
     int first_candidate = -1;
     std::vector<double> ratios;  // overlapping / sequential time of the last kWindow duels
     size_t oldest = 0;           // ring position once full
-    int duel_step = 0;           // on trial: 0 = next run starts a duel, 1 = ends it
+    int duel_step = 0;           // on trial: runs of duels handed out
     int chosen = -1;             // -1 until kSamples duels
     int64_t runs = 0;            // runs picked since the first choice
   };

@@ -297,7 +297,7 @@ TEST(RuntimeApi, AutoPlanChoosesPerShapeAndEveryTrialRunGivesTheSameResult) {
   EXPECT_EQ(model->plan_candidates(), (std::vector<Plan>{Plan::kSequential, Plan::kPipeline}));
   Session session = model->new_session({});
   EXPECT_EQ(session.last_plan(), Plan::kAuto);
-  constexpr int kTrialRuns = 2 * PlanChooser::kWarmups + 2 * PlanChooser::kSamples;
+  constexpr int kTrialRuns = 2 * PlanChooser::kWarmups + 4 * PlanChooser::kSamples;
   for (int64_t seq : {17, 40}) {
     std::vector<float> x = random_vector(seq * kInput, 11);
     std::vector<float> first;

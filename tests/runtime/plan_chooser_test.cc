@@ -15,7 +15,7 @@ using Role = PlanChooser::Role;
 constexpr int kSeq = PlanChooser::kSequential;
 constexpr int kOver = PlanChooser::kOverlapping;
 constexpr int kWarm = 2 * PlanChooser::kWarmups;               // untimed runs, both plans
-constexpr int kTrialRuns = kWarm + 2 * PlanChooser::kSamples;  // and the first duels
+constexpr int kTrialRuns = kWarm + 4 * PlanChooser::kSamples;  // and the first duels
 
 // `runs` runs of bucket `key`; a duel's run of plan c as run number r (counted over this
 // chooser's whole life) takes time(c, r). Returns the picks.
@@ -46,12 +46,15 @@ TEST(PlanChooser, WarmsEachPlanUntimedThenDuelsBackToBackAlternatingWhoGoesFirst
     EXPECT_EQ(picks[run].candidate, run % 2 == 0 ? kOver : kSeq) << run;
     EXPECT_EQ(picks[run].role, Role::kUntimed) << run;
   }
-  for (size_t run = kWarm; run < picks.size(); run += 2) {
-    const int first = ((run - kWarm) / 2) % 2 == 0 ? kOver : kSeq;
-    EXPECT_EQ(picks[run].role, Role::kDuelFirst) << run;
-    EXPECT_EQ(picks[run].candidate, first) << run;
-    EXPECT_EQ(picks[run + 1].role, Role::kDuelSecond) << run;
-    EXPECT_EQ(picks[run + 1].candidate, 1 - first) << run;
+  // Duels of four runs: each plan untimed, then timed.
+  for (size_t run = kWarm; run < picks.size(); run += 4) {
+    const int first = ((run - kWarm) / 4) % 2 == 0 ? kOver : kSeq;
+    const int candidates[4] = {first, first, 1 - first, 1 - first};
+    const Role roles[4] = {Role::kUntimed, Role::kDuelFirst, Role::kUntimed, Role::kDuelSecond};
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(picks[run + i].candidate, candidates[i]) << run + i;
+      EXPECT_EQ(picks[run + i].role, roles[i]) << run + i;
+    }
   }
   EXPECT_EQ(f.chooser.pick({17, 1}).candidate, kSeq) << "a tie keeps the sequential plan";
 }
@@ -69,7 +72,7 @@ TEST(PlanChooser, ABurstThatSlowsAWholeDuelCancelsOut) {
   // in them are slower than any sequential run outside, yet every duel says 0.8.
   Feeder f;
   f.feed({17}, kTrialRuns, [](int c, int64_t run) {
-    const double load = (run - kWarm) % 8 < 4 ? 5.0 : 1.0;
+    const double load = (run - kWarm) % 16 < 8 ? 5.0 : 1.0;
     return load * (c == kSeq ? 100.0 : 80.0);
   });
   EXPECT_EQ(f.chooser.pick({17}).candidate, kOver);
@@ -80,8 +83,8 @@ TEST(PlanChooser, TwoDuelsSplitByABurstDoNotDecide) {
   // sequential run (ratio 0.1). The median of five stays 1.25.
   Feeder f;
   f.feed({17}, kTrialRuns, [](int c, int64_t run) {
-    // Duels 0 and 2, where the sequential plan runs second.
-    const bool split = (run == kWarm + 1 || run == kWarm + 5) && c == kSeq;
+    // The timed sequential runs of duels 0 and 2 (the overlapping plan goes first in both).
+    const bool split = (run == kWarm + 3 || run == kWarm + 11) && c == kSeq;
     return c == kSeq ? (split ? 1000.0 : 100.0) : 125.0;
   });
   EXPECT_EQ(f.chooser.pick({17}).candidate, kSeq);
@@ -103,12 +106,12 @@ TEST(PlanChooser, DuelsAgainEveryExploreInterval) {
   constexpr int64_t kE = PlanChooser::kExploreEvery;
   for (size_t run = 0; run < picks.size(); ++run) {
     const int64_t phase = static_cast<int64_t>(run) % kE;
-    const Role role = phase == kE - 2   ? Role::kDuelFirst
+    const Role role = phase == kE - 3   ? Role::kDuelFirst
                       : phase == kE - 1 ? Role::kDuelSecond
                                         : Role::kUntimed;
     EXPECT_EQ(picks[run].role, role) << run;
-    EXPECT_EQ(picks[run].candidate, phase == kE - 3 || phase == kE - 2 ? kOver : kSeq)
-        << "the other plan warms, then duels the chosen one (run " << run << ")";
+    EXPECT_EQ(picks[run].candidate, phase == kE - 4 || phase == kE - 3 ? kOver : kSeq)
+        << "the other plan warms and runs timed, then the chosen one (run " << run << ")";
   }
 }
 
@@ -129,12 +132,16 @@ TEST(PlanChooser, ADuelWithoutItsFirstRunIsNoSample) {
   PlanChooser chooser;
   for (int run = 0; run < kWarm; ++run) chooser.pick({5});
   for (int duel = 0; duel < PlanChooser::kSamples; ++duel) {
-    chooser.pick({5});  // the first run failed: never recorded
+    chooser.pick({5});
+    chooser.pick({5});  // the first timed run failed: never recorded
+    chooser.pick({5});
     const PlanChooser::Pick second = chooser.pick({5});
+    ASSERT_EQ(second.role, Role::kDuelSecond);
     chooser.record({5}, second, 100);
   }
   EXPECT_EQ(chooser.report({"seq"}, "pipeline"), "") << "no duel completed";
-  EXPECT_NE(chooser.pick({5}).role, Role::kUntimed) << "still on trial";
+  chooser.pick({5});  // the next duel's untimed run
+  EXPECT_EQ(chooser.pick({5}).role, Role::kDuelFirst) << "still on trial";
 }
 
 TEST(PlanChooser, BucketsAreExactUpTo32AndPowersOfTwoAbove) {
