@@ -256,9 +256,9 @@ def main():
     add("")
     add(f"> **rnnc is measured through: {meta['rnnc_engine']}.** The public API "
         "(`rnnc::CompiledModel` + `Session`) on the oneTBB executor; at 1 thread the sequential "
-        "plan, at 2 threads whatever `kAuto` chose for the workload's shape by timing the "
-        "overlapping plan against sequential on that shape's first runs (the plan table below "
-        "times both); ratios below 1 mean rnnc is faster.")
+        "plan, at 2 threads whatever `kAuto` chose for the workload's shape from duels of the "
+        "overlapping plan against sequential (docs/runtime.md; the plan table below times both); "
+        "ratios below 1 mean rnnc is faster.")
     add("")
     add(f"Produced by `{args.command}` on {meta['date_utc']} (raw results: "
         "[benchmarks.json](benchmarks.json), chart: [benchmarks.png](benchmarks.png)).")
@@ -391,8 +391,10 @@ def main():
             "(pipeline for a chain of recurrent layers: layer k+1 runs time chunk c while layer "
             "k runs chunk c+1; parallel otherwise), timed in the same alternating rounds. "
             "\"auto\" is what `ModelOptions::plan = kAuto` chose for the workload's shape (timing "
-            "both on the shape's first runs, docs/runtime.md); its time is in the column of that "
-            "plan, the other column is a second model forced to the other plan.")
+            "duels of both on the shape's first runs, docs/runtime.md); its time is in the column of "
+            "that plan, the other column is a second model forced to the other plan. kAuto "
+            "duels again every 64 runs and follows the median of its last 9 duels, so when it "
+            "revised its choice during the timing the auto time holds runs of both plans.")
         add("")
         add("| workload | threads | auto chose | sequential | overlapping plan | "
             "speedup over sequential |")
@@ -583,7 +585,8 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
         ax.text(x, ax.get_ylim()[0] * 1.15, "not run", ha="center", va="bottom", fontsize=7,
                 rotation=90, color="#555555")
     ax.set_title(f"Speedup over ONNX Runtime {meta['onnxruntime_version']} per workload "
-                 f"(fp32; quantized: not yet)\nrnnc measured through: {meta['rnnc_engine']}",
+                 f"(fp32; rnnc int8: the Quantized table of benchmarks.md)\nrnnc measured through: "
+                 f"{meta['rnnc_engine']}",
                  fontsize=11)
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", which="both", alpha=0.3)
