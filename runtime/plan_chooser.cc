@@ -55,8 +55,8 @@ PlanChooser::Pick PlanChooser::pick(const std::vector<int64_t>& key) {
     return {candidate, role};
   };
   if (entry.chosen < 0) {
-    const int step = entry.duel_step++;
-    return duel_run(step % 4, (step / 4) % 2 == 0 ? kOverlapping : kSequential);
+    const int64_t step = entry.duel_step++;
+    return duel_run(static_cast<int>(step % 4), (step / 4) % 2 == 0 ? kOverlapping : kSequential);
   }
   const int64_t phase = entry.runs++ % kExploreEvery;
   if (phase < kExploreEvery - 4) return {entry.chosen, Role::kUntimed};

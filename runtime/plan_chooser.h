@@ -82,7 +82,7 @@ class PlanChooser {
     int first_candidate = -1;
     std::vector<double> ratios;  // overlapping / sequential time of the last kWindow duels
     size_t oldest = 0;           // ring position once full
-    int duel_step = 0;           // on trial: runs of duels handed out
+    int64_t duel_step = 0;       // on trial: runs of duels handed out
     int chosen = -1;             // -1 until kSamples duels
     int64_t runs = 0;            // runs picked since the first choice
   };
