@@ -443,8 +443,8 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   if (result.rnnc.status == "ok") result.rnnc_plan = plan_name(rnnc.plan());
   if (result.rnnc.status == "ok" && threads > 1) {
     // kAuto picks the plan per input shape from duels on a shape's first runs
-    // (runtime/plan_chooser.h): enough runs on this workload's inputs that the choice is made
-    // before the timing.
+    // (runtime/plan_chooser.h: 3 warm-ups per plan and 5 duels of 4 runs, 26 runs): enough runs
+    // on this workload's inputs that the choice is made before the timing.
     stream.reset();
     rnnc.prepare(stream.current());
     for (int run = 0; run < 32; ++run) rnnc.execute();

@@ -540,12 +540,9 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
 
 void Session::Impl::execute() {
   ran = true;
-  if (pick.role == PlanChooser::Role::kUntimed) {
-    executor().run(context());
-    return;
-  }
   const auto start = std::chrono::steady_clock::now();
   executor().run(context());
+  if (pick.role == PlanChooser::Role::kUntimed) return;
   const double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   m().chooser->record(shape_key, pick, us);
