@@ -185,6 +185,9 @@ struct EngineResult {
   int64_t peak_rss = 0;    // peak resident bytes over load and runs, above the pre-load level
   double estimate_us = 0;  // one warm run, to size the timing rounds
   std::vector<double> samples_us;
+  // The median of each timing round, in round order: engines timed in the same rounds pair up
+  // round by round (the report's paired ratios), which cancels load that drifts between rounds.
+  std::vector<double> round_medians_us;
 };
 
 struct WorkloadResult {
@@ -291,6 +294,7 @@ void time_round(benchmark::State& state, Engine* engine, InputStream* stream, En
   engine->quiesce();
   result->samples_us.insert(result->samples_us.end(), round_us.begin(), round_us.end());
   const LatencyStats stats = latency_stats(round_us);
+  result->round_medians_us.push_back(stats.median_us);
   state.counters["median_us"] = stats.median_us;
   state.counters["p90_us"] = stats.p90_us;
   state.counters["min_us"] = stats.min_us;
@@ -543,6 +547,9 @@ Json engine_json(const EngineResult& engine, const Workload& workload) {
     latency.set("max", stats.max_us);
     json.set("latency_us", latency);
     json.set("throughput_seq_per_s", workload.batch * 1e6 / stats.median_us);
+    Json rounds = Json::array();
+    for (double us : engine.round_medians_us) rounds.push(us);
+    json.set("round_medians_us", rounds);
   }
   return json;
 }

@@ -171,6 +171,30 @@ def ratio(a, b):
     return a / b if a is not None and b is not None and b > 0 else None
 
 
+def paired_ratios(a, b):
+    """Round by round, a's round median over b's: (median, lowest, highest) over the rounds both
+    engines were timed in, or None. Engines alternate within each round, so a pair shares the
+    machine's load of that moment; load that drifts between rounds cancels in each pair."""
+    a_rounds = (a or {}).get("round_medians_us") or []
+    b_rounds = (b or {}).get("round_medians_us") or []
+    pairs = sorted(x / y for x, y in zip(a_rounds, b_rounds) if y > 0)
+    if not pairs or len(a_rounds) != len(b_rounds):
+        return None
+    n = len(pairs)
+    mid = pairs[n // 2] if n % 2 else 0.5 * (pairs[n // 2 - 1] + pairs[n // 2])
+    return mid, pairs[0], pairs[-1]
+
+
+def fmt_paired(paired, invert=False):
+    """A paired-rounds cell: the median ratio and its range (inverted for speedups)."""
+    if paired is None:
+        return "-"
+    mid, lo, hi = paired
+    if invert:
+        return f"{1 / mid:.2f}× <sub>{1 / hi:.2f}..{1 / lo:.2f}</sub>"
+    return f"{mid:.3g} <sub>{lo:.3g}..{hi:.3g}</sub>"
+
+
 def rnnc_status(result):
     if result["status"] != "ok":
         return f"{result['status']}: {result.get('detail', '')}"
@@ -236,6 +260,8 @@ def main():
             merged_rows.append({
                 "workload": workload, "threads": n,
                 "rnnc_over_ort_same_threads": ratio(rnnc_median, median(result["onnxruntime"])),
+                "rnnc_over_ort_paired_rounds": paired_ratios(result["rnnc"],
+                                                             result["onnxruntime"]),
                 "rnnc_over_ort_best": ratio(rnnc_median, ort_best), "ort_best_threads": ort_best_n,
                 "rnnc_over_torch_same_threads": ratio(rnnc_median, median(torch_result)),
                 "rnnc_over_torch_best": ratio(rnnc_median, torch_best),
@@ -306,8 +332,9 @@ def main():
         add(f"## Latency, {n} thread{'s' if n > 1 else ''}")
         add("")
         add("| workload | shape (seq×batch) | params | ONNX Runtime | PyTorch | rnnc | "
-            "rnnc/ORT same-N | rnnc/ORT best | rnnc/torch same-N | rnnc/torch best |")
-        add("|---|---|---|---|---|---|---|---|---|---|")
+            "rnnc/ORT same-N | rnnc/ORT paired rounds | rnnc/ORT best | rnnc/torch same-N | "
+            "rnnc/torch best |")
+        add("|---|---|---|---|---|---|---|---|---|---|---|")
         for workload in workloads:
             result = by_key.get((workload, n))
             if result is None:
@@ -328,6 +355,7 @@ def main():
                 f"{result['param_bytes'] / 2**20:.1f} MiB | "
                 f"{latency_cell(result['onnxruntime'].get('latency_us'))} | {torch_cell} | "
                 f"{rnnc_cell} | {fmt_ratio(r.get('rnnc_over_ort_same_threads'))} | "
+                f"{fmt_paired(r.get('rnnc_over_ort_paired_rounds'))} | "
                 f"{fmt_ratio(r.get('rnnc_over_ort_best'))}"
                 f"{f' <sub>(ORT@{ort_best_n})</sub>' if ort_best_n else ''} | "
                 f"{fmt_ratio(r.get('rnnc_over_torch_same_threads'))} | "
@@ -335,7 +363,11 @@ def main():
                 f"{f' <sub>(torch@{torch_best_n})</sub>' if torch_best_n else ''} |")
         add("")
     add("Ratios are rnnc latency / peer latency (medians): **below 1 means rnnc is faster**. "
-        "\"best\" is the peer's fastest thread count in this run.")
+        "\"best\" is the peer's fastest thread count in this run. \"paired rounds\": per timing "
+        "round, rnnc's median over ONNX Runtime's median in that round (the two ran back to back), "
+        "the median of those ratios with the lowest and highest; on this shared machine the load "
+        "changes between rounds, and a pair shares its round's load where the pooled medians of "
+        "\"same-N\" mix rounds of different load.")
     add("")
 
     bounds = bench.get("machine_bounds")
@@ -442,11 +474,13 @@ def main():
             "DynamicQuantizeLSTM: the same weights scheme (int8 per output unit), written by "
             "models/make_workloads.py (ONNX Runtime has no quantized GRU). Error: max |output - "
             "float ONNX Runtime| over the compared runs; lower is better. Speedups are ratios of "
-            "medians from the same rounds.")
+            "medians from the same rounds; \"paired\" the median (and range) of the speedups per "
+            "round, the engines back to back in each round.")
         add("")
         add("| workload | ONNX Runtime float | DynamicQuantizeLSTM | rnnc int8 | rnnc int8 vs "
-            "float ORT | vs DynamicQuantizeLSTM | error rnnc int8 | error DynamicQuantizeLSTM |")
-        add("|---|---|---|---|---|---|---|---|")
+            "float ORT | paired | vs DynamicQuantizeLSTM | paired | error rnnc int8 | "
+            "error DynamicQuantizeLSTM |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
         for workload, result in quantized:
             ort, dq, q = (median(result.get(k)) for k in ("onnxruntime", "ort_dqlstm", "rnnc_int8"))
 
@@ -460,7 +494,10 @@ def main():
             add(f"| {workload} | {latency_cell(result['onnxruntime'].get('latency_us'))} | "
                 f"{latency_cell((result.get('ort_dqlstm') or {}).get('latency_us'))} | "
                 f"{latency_cell(result['rnnc_int8'].get('latency_us'))} | {speed(ort)} | "
-                f"{speed(dq)} | {err('rnnc_int8_max_abs_error')} | "
+                f"{fmt_paired(paired_ratios(result['rnnc_int8'], result['onnxruntime']), True)} | "
+                f"{speed(dq)} | "
+                f"{fmt_paired(paired_ratios(result['rnnc_int8'], result.get('ort_dqlstm')), True)} | "
+                f"{err('rnnc_int8_max_abs_error')} | "
                 f"{err('ort_dqlstm_max_abs_error')} |")
         add("")
 

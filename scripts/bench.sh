@@ -8,8 +8,9 @@
 #   docs/benchmarks.png   speedup over ONNX Runtime per workload
 #   scripts/bench.sh      from the repository root or anywhere
 # Environment: BUILD_DIR (default build-bench), MODELS_DIR (default build/models), THREADS
-# (default 1,2), BUDGET (timed seconds per engine per workload, default 1.5), FILTER (workload
-# regex), OUT_DIR (default docs), JOBS (default: number of cores).
+# (default 1,2), BUDGET (timed seconds per engine per workload, default 1.5), ROUNDS (timing rounds
+# the budget is split into, the engines alternating in each, default 7), FILTER (workload regex),
+# OUT_DIR (default docs), JOBS (default: number of cores).
 # Exits non-zero if any engine's outputs disagree with ONNX Runtime's (after writing the report).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,13 +18,14 @@ build=${BUILD_DIR:-$root/build-bench}
 models=${MODELS_DIR:-$root/build/models}
 threads=${THREADS:-1,2}
 budget=${BUDGET:-1.5}
+rounds=${ROUNDS:-7}
 filter=${FILTER:-}
 out=${OUT_DIR:-$root/docs}
 jobs=${JOBS:-$(nproc)}
 step() { echo "== bench.sh: $*" >&2; }
 
 command="scripts/bench.sh"
-for var in THREADS BUDGET FILTER; do
+for var in THREADS BUDGET ROUNDS FILTER; do
   if [[ -n "${!var:-}" ]]; then command="$var=${!var} $command"; fi
 done
 
@@ -45,6 +47,7 @@ mkdir -p "$run"
 status=0
 step "rnnc and ONNX Runtime (one process), threads $threads"
 "$build/benchmarks/rnnc_bench" --models="$models" --threads="$threads" --budget="$budget" \
+  --rounds="$rounds" \
   ${filter:+--filter="$filter"} --dump-io="$run/io" --json="$run/rnnc_bench.json" \
   2>&1 | tee "$run/rnnc_bench.log" || status=1
 if [[ ! -s "$run/rnnc_bench.json" ]]; then

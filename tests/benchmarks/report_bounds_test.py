@@ -2,7 +2,9 @@
 """The machine bounds end to end: rnnc_bench --bounds-quick's JSON holds positive rates for every
 working set and the FMA peak, and report.py renders them as the "## Machine bounds" section with a
 floor row for the smoke LSTM stack; the same JSON without "machine_bounds" (as written before
-the bounds existed) still renders, without the section.
+the bounds existed) still renders, without the section. Paired rounds: every timed engine has one
+median per round, and with round medians set to known values the report's paired-rounds cell is
+their round-by-round ratio (median, lowest, highest), and "-" when the round counts differ.
 
   report_bounds_test.py REPORT_PY BENCH_JSON WORKLOADS_JSON OUT_DIR
 """
@@ -58,7 +60,49 @@ def main():
     markdown = render(report_py, old_json, workloads, os.path.join(out_dir, "without_bounds"))
     if "## Machine bounds" in markdown:
         fail("a JSON without machine_bounds rendered a Machine bounds section")
+    check_paired_rounds(report_py, bench, workloads, out_dir)
     print("report_bounds_test: ok")
+
+
+def check_paired_rounds(report_py, bench, workloads, out_dir):
+    rounds = bench["meta"]["rounds"]
+    result = bench["results"][0]
+    for key in ("onnxruntime", "rnnc"):
+        medians = result[key].get("round_medians_us")
+        if not medians or len(medians) != rounds or not all(m > 0 for m in medians):
+            fail(f"{key}: round_medians_us = {medians}, expected {rounds} positive medians")
+        latency = result[key]["latency_us"]
+        if not (latency["min"] <= min(medians) and max(medians) <= latency["max"]):
+            fail(f"{key}: round medians {medians} outside the runs' [min, max] {latency}")
+    # Known values: rnnc/ORT per round 0.5, 0.5, 2 -> median 0.5, range 0.5..2 (the ratio of the
+    # pooled medians would be 1, and sorted rounds paired 1, 1, 0.5).
+    bench["meta"]["rounds"] = 3
+    result["rnnc"]["round_medians_us"] = [10.0, 30.0, 20.0]
+    result["onnxruntime"]["round_medians_us"] = [20.0, 60.0, 10.0]
+    crafted = os.path.join(out_dir, "paired.json")
+    with open(crafted, "w") as f:
+        json.dump(bench, f)
+    cell = paired_cell(render(report_py, crafted, workloads, os.path.join(out_dir, "paired")),
+                       result["workload"])
+    if cell != "0.5 <sub>0.5..2</sub>":
+        fail(f"paired-rounds cell for round ratios 0.5, 0.5, 2 is '{cell}', "
+             "expected '0.5 <sub>0.5..2</sub>'")
+    result["rnnc"]["round_medians_us"] = [10.0, 30.0]  # a round short
+    with open(crafted, "w") as f:
+        json.dump(bench, f)
+    cell = paired_cell(render(report_py, crafted, workloads, os.path.join(out_dir, "unpaired")),
+                       result["workload"])
+    if cell != "-":
+        fail(f"rounds of different counts paired anyway: '{cell}'")
+
+
+def paired_cell(markdown, workload):
+    """The first latency table's "rnnc/ORT paired rounds" cell of `workload`'s row."""
+    lines = markdown.splitlines()
+    header = next(i for i, line in enumerate(lines) if "rnnc/ORT paired rounds" in line)
+    column = [c.strip() for c in lines[header].split("|")].index("rnnc/ORT paired rounds")
+    row = next(line for line in lines[header:] if line.startswith(f"| {workload} |"))
+    return [c.strip() for c in row.split("|")][column]
 
 
 if __name__ == "__main__":
