@@ -138,19 +138,35 @@ def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
         "recurrent product's own FMAs, the gates and cell update, and weights that do not fit "
         "L2 together (an 8-layer H=128 stack holds 4 MiB, a Xeon core's L2 2 MiB). The read and "
         "the projection are added; a core that overlapped them perfectly would be held only to "
-        "the larger. Latencies: the medians above.")
+        "the larger: the R reads alone are that bound (the projection's FMAs hidden entirely "
+        "under the step's loads, which at batch 1 would need W re-read from L2 per step). "
+        "Latencies: the medians above; \"ORT fastest\" is ONNX Runtime's fastest run, the "
+        "closest this shared machine came to a quiet one, so half of it is the 2× target as a "
+        "quiet machine would set it.")
     add("")
-    add("| workload | floor | ONNX Runtime | rnnc | ORT / floor | rnnc / floor | "
-        "2× faster than ORT (ORT / 2) | target below the floor? |")
-    add("|---|---|---|---|---|---|---|---|")
-    for w, (floor_us, _) in floors:
+    add("| workload | floor | R reads alone | ONNX Runtime | rnnc | ORT / floor | rnnc / floor | "
+        "ORT / 2 | ORT fastest / 2 | where the 2× targets fall |")
+    add("|---|---|---|---|---|---|---|---|---|---|")
+
+    def place(target, floor_us, reads_us):
+        if target is None:
+            return "-"
+        if target < reads_us:
+            return "below the R reads alone"
+        return "below the floor" if target < floor_us else "above the floor"
+
+    for w, (floor_us, terms) in floors:
         result = by_key[(w, n)]
         ort, rnnc = median(result["onnxruntime"]), median(result["rnnc"])
+        ort_fastest = (result["onnxruntime"].get("latency_us") or {}).get("min")
+        reads_us = sum(term[1] for term in terms) * info[w]["seq"]
         target = ort / 2 if ort is not None else None
-        below = "-" if target is None else ("**yes**" if target < floor_us else "no")
-        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
+        quiet_target = ort_fastest / 2 if ort_fastest is not None else None
+        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(reads_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
             f"{fmt_ratio(ratio(ort, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} | "
-            f"{fmt_us(target)} | {below} |")
+            f"{fmt_us(target)} | {fmt_us(quiet_target)} | median: "
+            f"{place(target, floor_us, reads_us)}; fastest: "
+            f"{place(quiet_target, floor_us, reads_us)} |")
     add("")
 
 

@@ -49,9 +49,22 @@ def main():
     markdown = render(report_py, bench_json, workloads, os.path.join(out_dir, "with_bounds"))
     for expected in ("## Machine bounds", "| stream read 32 KiB | L1 |", "| stream read 256 KiB | L2 |",
                      "| float32 FMA | peak compute |", "### Floor of the batch-1 LSTM stacks",
-                     "| smoke_lstm64_l2 |"):
+                     "| smoke_lstm64_l2 |", "R reads alone", "fastest: "):
         if expected not in markdown:
             fail(f"'{expected}' not in the report with machine bounds")
+
+    # R reads alone: layers x seq x (4H x H float32 at the best 256 KiB rate).
+    with open(workloads) as f:
+        smoke = next(w for w in json.load(f)["workloads"] if w["name"] == "smoke_lstm64_l2")
+    l2 = next(m for m in bounds["stream"] if m["bytes"] == 256 << 10)
+    hidden = smoke["hidden_size"]
+    reads_us = (smoke["layers"] * smoke["seq"] * 16 * hidden * hidden / (l2["gbps_best"] * 1e9)
+                * 1e6)
+    row = next(line for line in markdown.splitlines() if line.startswith("| smoke_lstm64_l2 |")
+               and "R reads" not in line and "µs" in line and "fastest" in line)
+    cells = [c.strip() for c in row.split("|")]
+    if cells[3] != f"{reads_us:.1f} µs":
+        fail(f"R reads alone rendered as '{cells[3]}', expected {reads_us:.1f} µs: {row}")
 
     del bench["machine_bounds"]
     old_json = os.path.join(out_dir, "without_bounds.json")
