@@ -591,16 +591,25 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = []  # (label, values, color)
+    series = []  # (label, values, color, hatch, error bars or None)
     colors = {1: "#1f77b4", 2: "#ff7f0e", 4: "#2ca02c"}
     for n in threads_list:
-        values = []
+        values, below, above = [], [], []
         for workload in workloads:
             result = by_key.get((workload, n))
-            values.append(ratio(median(result["onnxruntime"]), median(result["rnnc"]))
-                          if result else None)
+            value = (ratio(median(result["onnxruntime"]), median(result["rnnc"]))
+                     if result else None)
+            values.append(value)
+            # The bar's whisker: the lowest and highest per-round speedups (paired rounds).
+            paired = paired_ratios(result["rnnc"], result["onnxruntime"]) if result else None
+            if value is None or paired is None:
+                below.append(0.0)
+                above.append(0.0)
+            else:
+                below.append(max(0.0, value - 1 / paired[2]))
+                above.append(max(0.0, 1 / paired[1] - value))
         series.append((f"rnnc fp32, {n} thr (vs ORT {n} thr)", values, colors.get(n, "#9467bd"),
-                       None))
+                       None, [below, above]))
     for n in threads_list[:1]:
         values = []
         for workload in workloads:
@@ -608,21 +617,24 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
             torch_median = median(torch_by_key.get((workload, n)))
             values.append(ratio(median(result["onnxruntime"]), torch_median) if result else None)
         if any(v is not None for v in values):
-            series.append((f"PyTorch fp32, {n} thr (vs ORT {n} thr)", values, "#7f7f7f", "//"))
+            series.append((f"PyTorch fp32, {n} thr (vs ORT {n} thr)", values, "#7f7f7f", "//",
+                           None))
 
     fig, ax = plt.subplots(figsize=(max(10, 0.9 * len(workloads) + 3), 6.5))
     width = 0.8 / len(series)
     na_labels = []
-    for s, (label, values, color, hatch) in enumerate(series):
+    for s, (label, values, color, hatch, whiskers) in enumerate(series):
         xs = [i + (s - (len(series) - 1) / 2) * width for i in range(len(workloads))]
         heights = [v if v is not None else float("nan") for v in values]
         bars = ax.bar(xs, heights, width, label=label, color=color, hatch=hatch,
-                      edgecolor="white" if not hatch else "#444444")
-        for x, v in zip(xs, values):
+                      edgecolor="white" if not hatch else "#444444", yerr=whiskers,
+                      error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"})
+        tops = whiskers[1] if whiskers else [0.0] * len(values)
+        for x, v, top in zip(xs, values, tops):
             if v is None:
                 na_labels.append(x)
             else:
-                ax.text(x, v * 1.08, f"{v:.2g}", ha="center", va="bottom", fontsize=7,
+                ax.text(x, (v + top) * 1.08, f"{v:.2g}", ha="center", va="bottom", fontsize=7,
                         rotation=90)
         del bars
     ax.set_yscale("log")
@@ -630,8 +642,9 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
     ax.text(-0.45, 1.05, "ONNX Runtime = 1", ha="left", va="bottom", fontsize=8)
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=35, ha="right", fontsize=9)
-    ax.set_ylabel("speedup over ONNX Runtime (ORT median / median), log scale")
-    finite = [v for _, values, _, _ in series for v in values if v is not None]
+    ax.set_ylabel("speedup over ONNX Runtime (ORT median / median), log scale;\n"
+                  "whiskers: lowest and highest speedup of a timing round", fontsize=9)
+    finite = [v for _, values, _, _, _ in series for v in values if v is not None]
     if finite:
         ax.set_ylim(min(finite + [1.0]) / 2.5, max(finite + [1.0]) * 3)
     for x in na_labels:
