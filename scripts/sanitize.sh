@@ -22,7 +22,8 @@
 # own task objects are suppressed in tsan.supp by their innermost frame. What the run cannot
 # check is oneTBB's own synchronization: that needs a TSan-built oneTBB.
 # Environment: BUILD_DIR (default build-asan / build-tsan), JOBS (default 2), CC/CXX (compiler),
-# TSAN_TESTS (ctest -R regex for thread mode, default '[Cc]oncurren|[Tt]hread|[Pp]arallel').
+# TSAN_TESTS (ctest -R regex for thread mode, default
+# '[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan').
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=${1:-address}
@@ -60,7 +61,7 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/t
 
 filter=()
 if [[ $mode == thread ]]; then
-  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel}
+  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan}
   filter=(-R "$tsan_tests")
   if ! ctest --test-dir "$build" -N "${filter[@]}" | grep -q "^ *Test *#"; then
     echo "sanitize: no tests matched TSAN_TESTS='$tsan_tests'; nothing to run under" \
