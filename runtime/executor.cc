@@ -410,8 +410,11 @@ void Executor::run_chain(Context& context, size_t index) const {
     std::chrono::steady_clock::time_point idle_since;
     while (!context.failed.load(std::memory_order_relaxed) &&
            c.progress[layers - 1].load(std::memory_order_acquire) < chunks) {
+      // Stored only when it changes: a spinning thread does not write shared memory.
       const int cpu = sched_getcpu();
-      c.worker_cpu[me].store(cpu, std::memory_order_relaxed);
+      if (c.worker_cpu[me].load(std::memory_order_relaxed) != cpu) {
+        c.worker_cpu[me].store(cpu, std::memory_order_relaxed);
+      }
       auto mine = [&](int home) {
         if (home == cpu || home < 0) return true;
         for (size_t t = 0; t < threads; ++t) {
