@@ -423,7 +423,7 @@ int projection_panel(const RecurrentSchedule& schedule) {
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v9 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v10 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -484,7 +484,18 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
       .unroll(ni)
       .unroll(mi)
       .parallel(schedule.gemm_columns_outer ? no : mo);  // as the float projection (on oneTBB)
-  xq.q.compute_root().vectorize(xq.q.args()[0], storage_vector(activation_storage(quant), v));
+  // X's rows quantized per row tile when the row tiles are the outer loop: each row once, into a
+  // buffer of constant size on the stack. At root (a heap buffer per call, the size of the rows)
+  // when column panels are outermost and visit every row tile once per panel, and when something
+  // else reads them at root (the row sums of asymmetric weights, overflow mode). (At root for
+  // every shape, the int8 4-layer h128 stack made 3 heap allocations per layer per run.)
+  const int q_vector = storage_vector(activation_storage(quant), v);
+  if (schedule.gemm_columns_outer || quant.weight_zero_points || quant.count_overflow) {
+    xq.q.compute_root().vectorize(xq.q.args()[0], q_vector);
+  } else {
+    xq.q.compute_at(xw, mo).vectorize(xq.q.args()[0], q_vector);
+    if (quant.activations.dynamic) xq.params.compute_at(xw, mo);
+  }
 
   std::vector<Halide::Argument> arguments = {x, wq, w_scale, w_colsum};
   if (quant.weight_zero_points) arguments.push_back(w_zero);

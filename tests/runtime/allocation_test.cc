@@ -91,6 +91,17 @@ TEST(Allocation, SteadyStateRunOfFourLayerLstmAllocatesNothing) {
   EXPECT_EQ(count_allocations([&] { session.run_into(inputs, outputs); }), 0);
 }
 
+TEST(Allocation, SteadyStateRunOfQuantizedLstmAllocatesNothing) {
+  // The int8 path (dynamically quantized activations, integer projection and step).
+  ModelOptions options;
+  options.quantization_config = "default";
+  auto model = testing::load_stack("LSTM", 4, 128, 128, options);
+  Session session = model->new_session();
+  std::vector<float> x = testing::random_vector(17 * 128, 3);
+  const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {17, 1, 128}, x.data()}}};
+  EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
+}
+
 TEST(Allocation, SteadyStateRunOfTheDemoModelAllocatesNothing) {
   // Two LSTMs, then a MatMul+Add and a LogSoftmax as Halide blocks (their output shapes are
   // memoized per session, their outputs recycled).
