@@ -193,9 +193,9 @@ def paired_ratios(a, b):
     machine's load of that moment; load that drifts between rounds cancels in each pair."""
     a_rounds = (a or {}).get("round_medians_us") or []
     b_rounds = (b or {}).get("round_medians_us") or []
-    pairs = sorted(x / y for x, y in zip(a_rounds, b_rounds) if y > 0)
-    if not pairs or len(a_rounds) != len(b_rounds):
+    if not a_rounds or len(a_rounds) != len(b_rounds) or min(b_rounds) <= 0:
         return None
+    pairs = sorted(x / y for x, y in zip(a_rounds, b_rounds))
     n = len(pairs)
     mid = pairs[n // 2] if n % 2 else 0.5 * (pairs[n // 2 - 1] + pairs[n // 2])
     return mid, pairs[0], pairs[-1]

@@ -25,8 +25,8 @@
 // and stayed on the slower plan. Runs back to back see the same load, and the median of a few
 // duels drops the ones a burst split. Why the untimed run in each duel: after runs of the other
 // plan, an 8-layer h128 stack's 4 MiB of weights sit in the wrong core's L2 (the pipeline keeps
-// layer k on core k mod 2), about 0.2 ms to move at L3 speed against a 0.6 ms run; a duel
-// without it compared one plan warm against the other cold.
+// each layer on the core that last ran it), about 0.2 ms to move at L3 speed against a 0.6 ms run;
+// a duel without it compared one plan warm against the other cold.
 //
 // A shape bucket is the run's bound symbolic dims (Session's per-symbol values), each exact up to
 // 32 and rounded up to a power of two above (seq 100 and 120 share a bucket; 17 and 20 do not).
