@@ -427,6 +427,9 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
       if (L->lstm) args[count++] = &cout;
       int (*step)(void**) = batch > 1 ? part->batched_step : part->step;
 
+      /* Every step walks the tiles forward: the steps also take tile-reversed views on odd
+       * steps (lower_recurrent.cc), which pays for int8 steps only, and rnnc compile exports
+       * float ones. */
       for (int64_t s = 0; s < steps; ++s) {
         for (int64_t b = 0; b < batch; ++b) {
           const int64_t length = lengths[b];

@@ -170,11 +170,34 @@ class BufferView {
   BufferView& operator=(const BufferView&) = delete;
 
   halide_buffer_t* get() { return &buffer_; }
-  void set_host(const void* host) { buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host)); }
+  void set_host(const void* host) {
+    buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host));
+    if (reversed_) buffer_.host -= last_offset();  // the stride is negative: -offset is ahead
+  }
+
+  // Makes set_reversed walk dim `d` backwards.
+  void set_reversible_dim(int d) { reversible_dim_ = d; }
+  // Reversed, the view's index i along the reversible dim is the memory's extent - 1 - i: the host
+  // points at the dim's last element and the stride is negated.
+  void set_reversed(bool reversed) {
+    if (reversed == reversed_) return;
+    if (buffer_.host) buffer_.host += last_offset();
+    halide_dimension_t& dim = dims_[reversible_dim_];
+    dim.stride = -dim.stride;
+    reversed_ = reversed;
+  }
 
  private:
+  // The byte offset of the reversible dim's last element, along its current stride.
+  int64_t last_offset() const {
+    const halide_dimension_t& dim = dims_[reversible_dim_];
+    return static_cast<int64_t>(dim.extent - 1) * dim.stride * buffer_.type.bytes();
+  }
+
   halide_buffer_t buffer_{};
   halide_dimension_t dims_[5]{};
+  int reversible_dim_ = 0;
+  bool reversed_ = false;
 };
 
 // Halide buffers (without the LargeBuffers feature) must stay below 2 GB.
@@ -926,6 +949,14 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
   BufferView overflow_buffer(overflow, kI32, {{4, 1}});
   if (count_overflow) args[count++] = overflow_buffer.get();
 
+  // With alternate_tiles, odd steps walk the hidden tiles backwards: every per-tile view, by its
+  // tile dim (h_in, read whole for R . h, keeps its order).
+  const std::pair<BufferView*, int> tile_dims[] = {
+      {&r_buffer, 3}, {&rq_buffer, 4}, {&r_scale, 2},    {&r_colsum, 2},
+      {&r_zero, 2},   {&xw_buffer, 2}, {&h_in_tiles, 1}, {&c_in, 1},
+      {&h_out, 1},    {&c_out, 1},     {&peepholes, 1},  {&rbh, 1}};
+  for (const auto& [view, dim] : tile_dims) view->set_reversible_dim(dim);
+
   int& current = state.current;
   for (int64_t s = step_begin; s < step_end; ++s) {
     for (int64_t b = 0; b < batch; ++b) {
@@ -938,6 +969,8 @@ void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state,
     h_out.set_host(state.h[1 - current]);
     c_in.set_host(state.c[current]);
     c_out.set_host(state.c[1 - current]);
+    const bool backwards = schedule_.alternate_tiles && s % 2 == 1;
+    for (const auto& [view, dim] : tile_dims) view->set_reversed(backwards);
     step.call(args);
     if (count_overflow) add_overflow(overflow);
     current = 1 - current;

@@ -45,16 +45,19 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     RDom vectors(0, (n + v - 1) / v, "vectors");
     Expr kk = vectors * v + lane;
     Expr value = select(kk < n, src(prepend(min(kk, n - 1), row)), 0.0f);
-    Func lanes(name + "_lanes"), range(name + "_range");
+    Func lanes(name + "_lanes"), lo_of(name + "_lo"), hi_of(name + "_hi");
     const std::vector<Expr> at_lane = prepend(lane, row);
     lanes(at_lane) = Halide::Tuple(0.0f, 0.0f);
     lanes(at_lane) = Halide::Tuple(min(lanes(at_lane)[0], value), max(lanes(at_lane)[1], value));
+    // Across the lanes as vector reductions (a log-depth shuffle tree; a serial loop over the
+    // lanes is a chain of v dependent scalar ops at the head of every recurrent step).
     RDom across(0, v, "across");
     const std::vector<Expr> across_at = prepend(across, row);
-    range(row) = Halide::Tuple(0.0f, 0.0f);
-    range(row) = Halide::Tuple(min(range(row)[0], lanes(across_at)[0]),
-                               max(range(row)[1], lanes(across_at)[1]));
-    Expr lo = range(row)[0], hi = range(row)[1];
+    lo_of(row) = 0.0f;
+    lo_of(row) = min(lo_of(row), lanes(across_at)[0]);
+    hi_of(row) = 0.0f;
+    hi_of(row) = max(hi_of(row), lanes(across_at)[1]);
+    Expr lo = lo_of(row), hi = hi_of(row);
     Expr raw_scale, zero_point;
     if (quant.symmetric) {
       const int half = (1 << (quant.bits - 1)) - 1;
@@ -71,7 +74,10 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     out.zero_point(row) = out.params(row)[1];
     lanes.compute_at(out.params, row.empty() ? Var::outermost() : row[0]).vectorize(lane);
     lanes.update().vectorize(lane);
-    range.compute_at(out.params, row.empty() ? Var::outermost() : row[0]);
+    for (Func f : {lo_of, hi_of}) {
+      f.compute_at(out.params, row.empty() ? Var::outermost() : row[0]);
+      f.update().atomic().vectorize(across);
+    }
     out.params.compute_root();
   } else {
     out.scale(row) = state ? quant.state_scale : quant.input_scale;

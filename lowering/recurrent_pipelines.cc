@@ -124,7 +124,8 @@ std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
              gemm_columns_outer ? " columns_outer" : "", parallel_tiles ? " parallel_tiles" : "",
-             single_entry ? " single_entry" : "");
+             single_entry ? " single_entry" : "", alternate_tiles ? " alternate_tiles" : "",
+             step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string());
 }
 
 // ---- the schedule table ------------------------------------------------------------------------
@@ -138,7 +139,10 @@ namespace {
 //   fast as L2 delivers (measured at hidden 128, batch 1: AVX-512 T = 16, 32, 64 all ~1.7 us; AVX2
 //   T = 8 2.5 us, T = 16 1.8 us, T = 32 2.2 us). The batched step spends the rest of the register
 //   file on batch entries: each R vector loaded serves batch_tile entries (AVX2 has no registers
-//   left for it).
+//   left for it). A quantized batch-1 step's G * T / V accumulators are as many chains of
+//   dependent vpdpbusd (~5.5 cycles each) over a short k loop; it splits each into
+//   integer_step_split partial sums over interleaved k (AVX-512: 8 chains for an LSTM; int8
+//   lstm128 stacks 0.97x the time, gru256_l2 0.90x; docs/lowering.md).
 //   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
 //   fit the register file (measured [17 x 128] x [128 x 512]: AVX-512 2x6 10.2 us, 4x6 10.3 us,
 //   4x4 11.7 us, 2x8 13.5 us; AVX2 2x6 19.9 us, 3x4 22.6 us, 2x4 25.8 us). With the row tile
@@ -149,6 +153,7 @@ namespace {
 struct ScheduleRow {
   int vector_width;
   int step_floats;  // G * T: R floats per k iteration and batch entry
+  int integer_step_split;  // partial sums per accumulator in the quantized batch-1 step
   int batch_tile;   // batch entries per tile in the batched step
   int gemm_vectors;
   int integer_gemm_vectors;  // the quantized projection's
@@ -163,9 +168,9 @@ struct ScheduleRow {
 
 constexpr ScheduleRow kScheduleTable[] = {
     // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
-    {16, 64, 4, 4, 2, 6, 512 * 1024, 1024 * 1024},
+    {16, 64, 2, 4, 4, 2, 6, 512 * 1024, 1024 * 1024},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 2, 2, 6, 512 * 1024, 1024 * 1024},
+    {8, 64, 1, 1, 2, 2, 6, 512 * 1024, 1024 * 1024},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -197,6 +202,10 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   schedule.padded_hidden = round_up(hidden, schedule.hidden_tile);
   schedule.batch_tile = batched ? row->batch_tile : 1;
   schedule.single_entry = !batched;
+  schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
+  // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
+  // hidden order, so its tiles cannot be visited backwards.
+  schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);
 
   // Projection tile: as many vectors along n as divide N / V (N has no tail).
   const int n_vectors = gates * schedule.padded_hidden / v;
@@ -251,11 +260,13 @@ Expr clipped(const RecurrentCell& cell, const Expr& x) {
 }
 
 // Pins a buffer's innermost dims to the constant extents and dense strides marshaling gives it,
-// so the compiled loops index with constants.
-void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& extents) {
+// so the compiled loops index with constants; `free_stride_dim`'s stride is left to the caller
+// (a step's tile dim, which the runtime walks backwards on alternate steps).
+void pin_dense(const Halide::OutputImageParam& buffer, const std::vector<int>& extents,
+               int free_stride_dim = -1) {
   Expr stride = 1;
   for (size_t d = 0; d < extents.size(); ++d) {
-    buffer.dim(static_cast<int>(d)).set_stride(stride);
+    if (static_cast<int>(d) != free_stride_dim) buffer.dim(static_cast<int>(d)).set_stride(stride);
     if (extents[d] > 0) {
       buffer.dim(static_cast<int>(d)).set_bounds(0, extents[d]);
       stride = stride * extents[d];
@@ -278,22 +289,48 @@ Halide::Type weight_storage(const RecurrentQuant& quant) {
 // point of `args`, in the widths quant/'s analysis chose (ir/quantization.h ProductWidths): one
 // int32 reduction (`acc`), or, when the sum can outgrow int32, int32 dot products over chunks of
 // chunk_terms products (`chunk`, computed per chunk) summed into an int64 `acc`.
+//
+// With `split` > 1 (an int32 sum whose ko extent it divides), the sum is `split` partial sums
+// over interleaved ko (`part`, ko = split * k.y + s), added in `acc`: split times the independent
+// accumulator chains for the same register tile.
 struct IntegerDot {
-  Func acc, chunk;
-  RDom k;       // (kl, ko within the chunk)
+  Func acc, chunk, part;
+  RDom k;       // (kl, ko within the chunk; within a part: ko / split)
   RDom chunks;  // int64_sum only
   bool int64_sum = false;
+  int split = 1;
 };
 
 IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
                        const ProductWidths& widths, const std::function<Expr(Expr)>& activation,
-                       const std::function<Expr(Expr, Expr)>& weight) {
+                       const std::function<Expr(Expr, Expr)>& weight, int split = 1) {
   const int lane = widths.lane;
   const int chunk_ko = static_cast<int>(widths.chunk_terms / lane);
   IntegerDot dot;
   dot.int64_sum = widths.int64_sum;
-  dot.k = RDom(0, lane, 0, chunk_ko, name + "_k");
   std::vector<Expr> at(args.begin(), args.end());
+  if (!dot.int64_sum && split > 1 && chunk_ko % split == 0) {
+    dot.split = split;
+    dot.k = RDom(0, lane, 0, chunk_ko / split, name + "_k");
+    Var s("s");
+    std::vector<Expr> part_at = at;
+    part_at.push_back(s);
+    const Expr ko = split * dot.k.y + s;
+    dot.part = Func(name + "_part");
+    dot.part(part_at) = 0;
+    dot.part(part_at) += Halide::cast<int32_t>(activation(lane * ko + dot.k.x)) *
+                         Halide::cast<int32_t>(weight(dot.k.x, ko));
+    Expr sum = 0;
+    for (int i = 0; i < split; ++i) {
+      std::vector<Expr> part_i = at;
+      part_i.push_back(i);
+      sum = sum + dot.part(part_i);
+    }
+    dot.acc = Func(name + "_dot");
+    dot.acc(at) = sum;
+    return dot;
+  }
+  dot.k = RDom(0, lane, 0, chunk_ko, name + "_k");
   if (!dot.int64_sum) {
     dot.acc = Func(name + "_dot");
     dot.acc(at) = 0;
@@ -379,6 +416,22 @@ void schedule_dot(IntegerDot dot, Func consumer, const Var& at, const std::vecto
     update.atomic().reorder(order).vectorize(dot.k.x);
     tile(update);
   };
+  if (dot.split > 1) {  // the parts' accumulators in registers, their sum inlined
+    const Var s = dot.part.args().back();
+    dot.part.compute_at(consumer, at);
+    tile(dot.part);
+    dot.part.unroll(s);
+    std::vector<Halide::VarOrRVar> order = {dot.k.x};
+    order.insert(order.end(), inner.begin(), inner.end());
+    order.push_back(s);
+    order.push_back(dot.k.y);
+    order.insert(order.end(), outer.begin(), outer.end());
+    Halide::Stage update = dot.part.update();
+    update.atomic().reorder(order).vectorize(dot.k.x);
+    tile(update);
+    update.unroll(s);
+    return;
+  }
   dot.acc.compute_at(consumer, at);
   tile(dot.acc);
   if (!dot.int64_sum) {
@@ -579,7 +632,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 // ---- recurrent step ----------------------------------------------------------------------------
 
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent step v6 f32 ", cell.step_key(), " ", schedule.key());
+  return cat("recurrent step v7 f32 ", cell.step_key(), " ", schedule.key());
 }
 
 namespace {
@@ -602,19 +655,21 @@ struct StepInputs {
   StepInputs(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
     const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
     const int gates = static_cast<int>(cell.gates.size()), hidden = cell.hidden_size;
-    pin_dense(r, {tile, gates, hidden, tiles});
+    // The tile dim's stride is free wherever a tile's slice is read: with alternate_tiles the
+    // runtime passes views that walk the tiles backwards (a negative stride) on odd steps.
+    pin_dense(r, {tile, gates, hidden, tiles}, 3);
     if (cell.quant) {
       const int lane = cell.quant->lane();
       rq = ImageParam(weight_storage(*cell.quant), 5, "rq");
-      pin_dense(rq, {lane, tile, gates, round_up(hidden, lane) / lane, tiles});
+      pin_dense(rq, {lane, tile, gates, round_up(hidden, lane) / lane, tiles}, 4);
     }
-    pin_dense(r_scale, {tile, gates, tiles});
-    pin_dense(r_colsum, {tile, gates, tiles});
-    pin_dense(r_zero, {tile, gates, tiles});
+    pin_dense(r_scale, {tile, gates, tiles}, 2);
+    pin_dense(r_colsum, {tile, gates, tiles}, 2);
+    pin_dense(r_zero, {tile, gates, tiles}, 2);
     // XW rows: the (b, t) strides depend on the layout; the gate/hidden part is dense.
     xw.dim(0).set_bounds(0, tile).set_stride(1);
     xw.dim(1).set_bounds(0, gates).set_stride(tile);
-    xw.dim(2).set_bounds(0, tiles).set_stride(gates * tile);
+    xw.dim(2).set_bounds(0, tiles);
     // The step of one batch entry knows its batch extent: its scratch (the quantized operand)
     // then has a constant size and lives on the stack, not in a heap allocation per step.
     const int entries = schedule.single_entry ? 1 : 0;
@@ -625,10 +680,10 @@ struct StepInputs {
       step_time.dim(0).set_min(0);
     }
     pin_dense(h, {schedule.padded_hidden, entries});
-    pin_dense(h_tiles, {tile, tiles, entries});
-    pin_dense(c, {tile, tiles, entries});
-    pin_dense(peepholes, {tile, tiles, 3});
-    pin_dense(rbh, {tile, tiles});
+    pin_dense(h_tiles, {tile, tiles, entries}, 1);
+    pin_dense(c, {tile, tiles, entries}, 1);
+    pin_dense(peepholes, {tile, tiles, 3}, 1);
+    pin_dense(rbh, {tile, tiles}, 1);
   }
 
   // The weight arguments, in argv order.
@@ -674,7 +729,8 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
                                      storage, schedule.vector_width, name + "_operand");
   IntegerDot dot = integer_dot(
       name, {ji, g, jo, b}, quant.state_widths, [&](Expr k) { return rows.q(k, b); },
-      [&](Expr kl, Expr ko) { return in.rq(kl, ji, gate0 + g, ko, jo); });
+      [&](Expr kl, Expr ko) { return in.rq(kl, ji, gate0 + g, ko, jo); },
+      quant.count_overflow ? 1 : schedule.step_k_split);
   // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
   Expr corrected = dot.acc(ji, g, jo, b) - in_sum_type(dot, rows.zero_point(b)) *
                                                in_sum_type(dot, in.r_colsum(ji, gate0 + g, jo));
@@ -689,7 +745,7 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
                                          (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
   rows.q.compute_root().vectorize(rows.q.args()[0],
                                   storage_vector(storage, schedule.vector_width));
-  dot.acc.bound(g, 0, count);
+  (dot.split > 1 ? dot.part : dot.acc).bound(g, 0, count);
   product.dot = dot;
   product.rows = rows;
   product.count = count;
@@ -739,8 +795,7 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
                       bool first) {
   const int tile = schedule.hidden_tile, tiles = schedule.padded_hidden / tile;
   out.dim(0).set_stride(1);
-  out.dim(1).set_stride(tile);
-  out.dim(2).set_stride(schedule.padded_hidden);
+  out.dim(2).set_stride(schedule.padded_hidden);  // dim 1 (tiles): see StepInputs
   if (first) {  // a Tuple's later outputs share the first one's bounds
     out.dim(0).set_bounds(0, tile);
     out.dim(1).set_bounds(0, tiles);

@@ -21,12 +21,14 @@
 //                           step keeps G * T / V vector accumulators in registers over k
 //   h, c   (j, b)           state, padded to Hp (padding lanes are never read by R . h); the
 //                           step reads h linearly for R . h and as (ji, jo, b) tiles elsewhere
-// Padding rows of Wt, R and bias are zero.
+// Padding rows of Wt, R and bias are zero. The step's tile dim (jo) has no pinned stride: with
+// RecurrentSchedule::alternate_tiles the runtime passes every per-tile buffer reversed along it
+// (negative stride) on odd steps, so a step starts on the R tiles the previous one read last.
 //
 // Everything a step computes with is compiled in as a constant and is part of the cache key:
 // sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
 // linear_before_reset and the schedule. seq_length and batch_size are runtime extents. The keys
-// start with a version tag ("recurrent step v6"): a change to the code that generates a pipeline
+// start with a version tag ("recurrent step v7"): a change to the code that generates a pipeline
 // must bump it, or an on-disk cache keeps serving the old code.
 #pragma once
 
@@ -138,6 +140,10 @@ struct RecurrentSchedule {
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
   bool parallel_tiles = false;      // R above ~1 MiB: the step's hidden tiles are a parallel loop
   bool single_entry = false;        // the step runs batch_size 1 only (its batch extent is 1)
+  // The runtime may pass the step views that walk the hidden tiles backwards (negative tile-dim
+  // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
+  bool alternate_tiles = false;
+  int step_k_split = 1;  // the quantized step's dot products as this many partial sums
 
   std::string key() const;
 };

@@ -18,6 +18,8 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -1013,6 +1015,30 @@ TEST(LowerRecurrentQuant, StaysNearFloat) {
                        testing::Tolerance{0.0, 0.05});
 }
 
+// Odd steps run on tile-reversed views (RecurrentSchedule::alternate_tiles): batch-1 runs of
+// several hidden tiles and an odd number of steps, every per-tile input in play (peepholes,
+// initial state, GRU's h-gate Rb), float and int8 (whose batch-1 step also splits its dot).
+TEST(LowerRecurrent, MultiTileStepsAgreeInBothTileOrders) {
+  Case lstm;
+  lstm.hidden = 64;
+  lstm.input = 24;
+  lstm.seq = 7;
+  lstm.peepholes = true;
+  lstm.initial_h = lstm.initial_c = true;
+  Case gru_lbr = gru(lstm);
+  gru_lbr.peepholes = false;
+  gru_lbr.initial_c = false;
+  gru_lbr.attributes["linear_before_reset"] = int_attr(1);
+  Case rnn_case = rnn(gru_lbr);
+  rnn_case.attributes.clear();
+  rnn_case.hidden = 160;  // five tiles of 32
+  for (Case c : {lstm, gru_lbr, rnn_case}) {
+    SCOPED_TRACE(c.op);
+    expect_matches_reference(c);
+    expect_quantized_matches_reference(c);
+  }
+}
+
 TEST(LowerRecurrentQuant, Avx2TargetAgreesWithReference) {
   Case c = gru();
   c.hidden = 24;
@@ -1039,7 +1065,10 @@ RecurrentCell lstm_cell(int hidden, int input) {
 // The object code of `cell`'s input projection or of its step, disassembled.
 std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                                bool projection, const Halide::Target& target) {
-  const std::string object = ::testing::TempDir() + "rnnc_kernel_disassembly.o";
+  // One file per test: ctest runs tests as parallel processes, and a shared path let one test
+  // disassemble another's half-written object.
+  const std::string object = ::testing::TempDir() + "rnnc_kernel_disassembly_" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".o";
   if (projection) {
     compile_input_projection(cell, schedule, object, "projection", target);
   } else {
@@ -1077,6 +1106,45 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
           << variant.instruction;
     }
   }
+}
+
+// The int8 batch-1 step's k loop is a chain of dependent vpdpbusd per accumulator (latency ~5
+// cycles, two per cycle): it sums interleaved halves of k into separate accumulators, 8 chains for
+// an LSTM tile of 16 units x 4 gates, not 4. The batched step already has 4 per batch entry.
+TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
+  const Halide::Target host = Halide::get_host_target();
+  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  }
+  RecurrentCell cell = lstm_cell(128, 128);
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 128, 8, false, 8, false);
+  for (bool batched : {false, true}) {
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
+    EXPECT_EQ(schedule.step_k_split, batched ? 1 : 2);
+    std::set<std::string> accumulators;  // vpdpbusd destinations (AT&T: the last operand)
+    std::istringstream lines(kernel_disassembly(cell, schedule, false, host));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("vpdpbusd") == std::string::npos) continue;
+      const size_t at = line.rfind("%zmm");
+      ASSERT_NE(at, std::string::npos) << line;
+      accumulators.insert(line.substr(at));
+    }
+    EXPECT_EQ(accumulators.size(), batched ? 16u : 8u) << (batched ? "batched" : "batch-1");
+  }
+}
+
+// Every step but the two-phase GRU's (which reads rt (.) h across tiles in hidden order) may be
+// handed tile-reversed views on odd steps; the numeric tests above run both orders.
+TEST(LowerRecurrent, ScheduleAlternatesTileOrderExceptInTwoPhaseGru) {
+  const Halide::Target host = Halide::get_host_target();
+  RecurrentCell cell = lstm_cell(64, 32);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
+  cell.op = RecurrentOp::kGru;
+  cell.gates = {kGruZ, kGruR, kGruH};
+  cell.linear_before_reset = true;
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
+  cell.linear_before_reset = false;
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host).alternate_tiles);
 }
 
 // Operands reach the products as whole vectors: no gathers, no vectors assembled byte by byte.
