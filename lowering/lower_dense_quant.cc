@@ -21,7 +21,7 @@ using Halide::TailStrategy;
 using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kQuantizedGemmVersion = "rnnc int8 gemm v1";
+constexpr const char* kQuantizedGemmVersion = "rnnc int8 gemm v2";
 // Halide without LargeBuffers: every buffer below 2 GB.
 constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
 

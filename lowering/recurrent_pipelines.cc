@@ -476,7 +476,7 @@ int projection_panel(const RecurrentSchedule& schedule) {
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v10 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v11 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
