@@ -403,39 +403,33 @@ class OverflowCounter {
 // instruction per vector.
 void schedule_dot(IntegerDot dot, Func consumer, const Var& at, const std::vector<Var>& inner,
                   const std::vector<Var>& outer, int v) {
-  auto tile = [&](Halide::Stage stage) {
+  // The register tile: `inner` and `parts` (split dots: the part index), all unrolled.
+  auto tile = [&](Halide::Stage stage, const std::vector<Var>& parts = {}) {
     stage.vectorize(inner[0], v);
     for (const Var& var : inner) stage.unroll(var);
+    for (const Var& var : parts) stage.unroll(var);
   };
-  auto dot_update = [&](Func f, const std::vector<Var>& outermost) {
+  auto dot_update = [&](Func f, const std::vector<Var>& parts, const std::vector<Var>& outermost) {
     std::vector<Halide::VarOrRVar> order = {dot.k.x};
     order.insert(order.end(), inner.begin(), inner.end());
+    order.insert(order.end(), parts.begin(), parts.end());
     order.push_back(dot.k.y);
     order.insert(order.end(), outermost.begin(), outermost.end());
     Halide::Stage update = f.update();
     update.atomic().reorder(order).vectorize(dot.k.x);
-    tile(update);
+    tile(update, parts);
   };
   if (dot.split > 1) {  // the parts' accumulators in registers, their sum inlined
-    const Var s = dot.part.args().back();
+    const std::vector<Var> parts = {dot.part.args().back()};
     dot.part.compute_at(consumer, at);
-    tile(dot.part);
-    dot.part.unroll(s);
-    std::vector<Halide::VarOrRVar> order = {dot.k.x};
-    order.insert(order.end(), inner.begin(), inner.end());
-    order.push_back(s);
-    order.push_back(dot.k.y);
-    order.insert(order.end(), outer.begin(), outer.end());
-    Halide::Stage update = dot.part.update();
-    update.atomic().reorder(order).vectorize(dot.k.x);
-    tile(update);
-    update.unroll(s);
+    tile(dot.part, parts);
+    dot_update(dot.part, parts, outer);
     return;
   }
   dot.acc.compute_at(consumer, at);
   tile(dot.acc);
   if (!dot.int64_sum) {
-    dot_update(dot.acc, outer);
+    dot_update(dot.acc, {}, outer);
     return;
   }
   std::vector<Halide::VarOrRVar> order(inner.begin(), inner.end());
@@ -448,7 +442,7 @@ void schedule_dot(IntegerDot dot, Func consumer, const Var& at, const std::vecto
   tile(dot.chunk);
   std::vector<Var> chunk_outer = outer;
   chunk_outer.push_back(dot.chunk.args().back());
-  dot_update(dot.chunk, chunk_outer);
+  dot_update(dot.chunk, {}, chunk_outer);
 }
 
 // Overflow mode: `dot` computed once at root (the overflow counts read it besides the kernel's
