@@ -30,19 +30,46 @@ Expr exp_f32(Expr x) {
 // relative error by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by
 // construction, exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form
 // needed a separate series), and |x| >= 9 gives +-1 to within tanh's own distance from 1.
+namespace {
+
+constexpr float kTanhP[] = {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f,
+                            1.0f};  // highest degree first
+constexpr float kTanhQ[] = {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f,
+                            1.0f};
+
+// P or Q at t = (x / d)^2 as the polynomial in s = x^2 with coefficient i divided by d^2i (d a
+// power of two, so these are exact): each Horner step then gives exactly its float at t divided
+// by a power of two. Handed tanh_f32(x / d), Halide's simplifier rewrites t = (x / d)^2 as
+// x^2 / d^2 and puts a multiply by 1 / d^2 into every Horner step: twice the latency there.
+Expr horner(const float (&coefficients)[5], const Expr& s, float d) {
+  auto scaled = [&](int i) {
+    float c = coefficients[i];
+    for (int degree = 4 - i; degree > 0; --degree) c /= d * d;
+    return c;
+  };
+  Expr value = scaled(0);
+  for (int i = 1; i < 5; ++i) value = value * s + scaled(i);
+  return value;
+}
+
+}  // namespace
+
 Expr tanh_f32(Expr x) {
   x = clamp(x, -9.0f, 9.0f);
   Expr t = x * x;
-  Expr p = 1.341959166e-08f;
-  for (float c : {2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f}) p = p * t + c;
-  Expr q = 7.804636084e-07f;
-  for (float c : {3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f}) q = q * t + c;
   // The fit overshoots 1 by up to 2e-7 just below the clamp; tanh's range is [-1, 1].
-  return clamp(x * p / q, -1.0f, 1.0f);
+  return clamp(x * horner(kTanhP, t, 1.0f) / horner(kTanhQ, t, 1.0f), -1.0f, 1.0f);
 }
 
 // sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 it is 0
 // rather than e^x (< 4e-8): gates multiply it into states, where only absolute error matters.
-Expr sigmoid_f32(const Expr& x) { return 0.5f + 0.5f * tanh_f32(0.5f * x); }
+// tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4) for |x| <= 18, with P and Q evaluated at x^2.
+Expr sigmoid_f32(const Expr& x) {
+  Expr xc = clamp(x, -18.0f, 18.0f);
+  Expr s = xc * xc;
+  Expr tanh_half =
+      clamp(xc * 0.5f * horner(kTanhP, s, 2.0f) / horner(kTanhQ, s, 2.0f), -1.0f, 1.0f);
+  return 0.5f + 0.5f * tanh_half;
+}
 
 }  // namespace rnnc

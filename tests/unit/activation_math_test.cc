@@ -89,6 +89,33 @@ TEST(ActivationMath, SigmoidWithinThreeTenthsOfAMicroAbsolute) {
   EXPECT_NEAR(extremes[3], 1.0f, 1e-7f);
 }
 
+// The multiplies left in an activation once Halide's simplifier has run (LLVM fuses each Horner
+// step's multiply and add into one FMA, so extra multiplies there are extra latency).
+int simplified_multiplies(const Halide::Expr& e) {
+  struct Count : Halide::Internal::IRGraphVisitor {  // each shared node once
+    int multiplies = 0;
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Mul* op) override {
+      ++multiplies;
+      IRGraphVisitor::visit(op);
+    }
+  } count;
+  Halide::Internal::simplify(e).accept(&count);
+  return count.multiplies;
+}
+
+// sigmoid(x) is tanh(x / 2) rescaled, but its polynomials are evaluated in x^2 with rescaled
+// coefficients: one multiply per Horner step, as in tanh (fed (x / 2)^2, the simplifier added a
+// multiply by 1 / 4 to each step).
+TEST(ActivationMath, SigmoidHasTanhsHornerStepsAndTwoMultipliesMore) {
+  Halide::Var x("x");
+  const Halide::Expr input = Halide::cast<float>(x);
+  const int tanh_multiplies = simplified_multiplies(tanh_f32(input));
+  EXPECT_EQ(tanh_multiplies, 10);  // x^2, 4 + 4 Horner steps, x P
+  // ... plus x / 2 and the final (1 + tanh) / 2
+  EXPECT_EQ(simplified_multiplies(sigmoid_f32(input)), tanh_multiplies + 2);
+}
+
 TEST(ActivationMath, ExpWithinOneTenthOfAMicroRelative) {
   std::vector<float> xs;
   for (float x = -87; x <= 88; x += 1.0f / 256) xs.push_back(x);
