@@ -1,4 +1,4 @@
-// tanh and sigmoid as one rational function: two clamps, eight multiply-adds, a multiply and a
+// tanh and sigmoid as one rational function: a min, a clamp, eight multiply-adds, a multiply and a
 // division, with no exp. An LSTM step evaluates five of them per hidden unit (three sigmoids, two
 // tanh); the earlier e^x-based forms (a degree-7 polynomial, range reduction and a division each,
 // plus tanh's small-argument series) took about twice the instructions and twice the latency,
@@ -54,21 +54,23 @@ Expr horner(const float (&coefficients)[5], const Expr& s, float d) {
 
 }  // namespace
 
+// |x| > 9 is handled by clamping t = x^2 to 81 rather than x to [-9, 9]: the quotient is then
+// (x / 9) tanh_fit(9), larger in magnitude than tanh_fit(9), and the output clamp takes it to
+// +-1 (also for x = +-inf: inf * P / Q = inf). One min instead of a min and a max on the path
+// from each gate's pre-activation to h, which every recurrent step waits on.
 Expr tanh_f32(Expr x) {
-  x = clamp(x, -9.0f, 9.0f);
-  Expr t = x * x;
-  // The fit overshoots 1 by up to 2e-7 just below the clamp; tanh's range is [-1, 1].
+  Expr t = min(x * x, 81.0f);
+  // The fit overshoots 1 by up to 2e-7 just below |x| = 9; tanh's range is [-1, 1].
   return clamp(x * horner(kTanhP, t, 1.0f) / horner(kTanhQ, t, 1.0f), -1.0f, 1.0f);
 }
 
 // sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 it is 0
 // rather than e^x (< 4e-8): gates multiply it into states, where only absolute error matters.
-// tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4) for |x| <= 18, with P and Q evaluated at x^2.
+// tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4), with P and Q evaluated at x^2 (clamped to
+// 18^2 as tanh_f32 clamps it to 9^2).
 Expr sigmoid_f32(const Expr& x) {
-  Expr xc = clamp(x, -18.0f, 18.0f);
-  Expr s = xc * xc;
-  Expr tanh_half =
-      clamp(xc * 0.5f * horner(kTanhP, s, 2.0f) / horner(kTanhQ, s, 2.0f), -1.0f, 1.0f);
+  Expr s = min(x * x, 324.0f);
+  Expr tanh_half = clamp(x * 0.5f * horner(kTanhP, s, 2.0f) / horner(kTanhQ, s, 2.0f), -1.0f, 1.0f);
   return 0.5f + 0.5f * tanh_half;
 }
 

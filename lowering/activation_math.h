@@ -3,7 +3,7 @@
 // dense grids by tests/unit/activation_math_test.cc:
 //
 //   tanh_f32     |error| and relative error < 5e-7 (measured 2.5e-7); exactly odd, within
-//                [-1, 1], constant at |x| >= 9 (1.2e-7 from +-1; tanh(9) is 3e-8 from 1)
+//                [-1, 1], within 1.2e-7 of +-1 at |x| >= 9 (tanh(9) is 3e-8 from 1)
 //   sigmoid_f32  |error| < 3e-7 (measured 1.5e-7), within [0, 1]
 //   exp_f32      relative error < 1e-7 on [-87, 88] (measured 7.9e-8), saturating outside
 //

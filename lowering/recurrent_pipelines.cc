@@ -626,7 +626,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 // ---- recurrent step ----------------------------------------------------------------------------
 
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent step v8 f32 ", cell.step_key(), " ", schedule.key());
+  return cat("recurrent step v9 f32 ", cell.step_key(), " ", schedule.key());
 }
 
 namespace {
