@@ -710,9 +710,7 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
   const int64_t n_extent =
       static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
   const int64_t rows = run.seq_length * run.batch_size;
-  if ((round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows) *
-          std::max(n_extent, input_size_) * 4 >
-      kMaxBufferBytes) {
+  if ((rows + schedule_.gemm_rows) * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
     raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
                           " rows give buffers beyond the Halide lowering's 2 GB limit"));
   }
@@ -792,10 +790,9 @@ RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int
   const int64_t rows = run.seq_length * run.batch_size;
   const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
   DirectionRun state;
-  // One row tile of slack: the integer projection writes a chunk's rows padded to the row tile
-  // (the float one exactly its rows). Every row a step reads is written by the projection first.
-  state.xw = workspace.allocate_uninitialized<float>(
-      n_extent * (round_up(rows, schedule_.gemm_rows) + schedule_.gemm_rows));
+  // One row tile of slack for a call projecting a few rows as a padded tile (projected_rows).
+  // Every row a step reads is written by the projection first.
+  state.xw = workspace.allocate_uninitialized<float>(n_extent * (rows + schedule_.gemm_rows));
   state.batched = run.batch_size > 1;
   state.padded_batch = round_up(run.batch_size, state.batched ? batched_schedule_.batch_tile : 1);
   for (int i = 0; i < 2; ++i) {
@@ -832,10 +829,8 @@ void RecurrentBlock::project_rows(const Run& run, int direction, const Direction
   BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
                        {{panel, 1}, {input_size_, panel}, {n_extent / panel, input_size_ * panel}});
   BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
-  // The float projection writes exactly the rows it is given; the integer one whole row tiles.
-  BufferView xw_buffer(
-      state.xw + row_begin * n_extent, kF32,
-      {{n_extent, 1}, {part.cell.quant ? round_up(rows, schedule_.gemm_rows) : rows, n_extent}});
+  const int64_t written = projected_rows(schedule_, part.cell.quant.has_value(), rows);
+  BufferView xw_buffer(state.xw + row_begin * n_extent, kF32, {{n_extent, 1}, {written, n_extent}});
   if (!part.cell.quant) {
     void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
     projection_.call(args);

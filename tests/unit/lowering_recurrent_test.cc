@@ -752,6 +752,27 @@ TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
   expect_quantized_matches_reference(c);
 }
 
+// The integer input projection's row tiles: one row alone (up to 4 column panels per tile; GRU
+// hidden 20 has 3), 2 to 5 rows as one padded tile, more as whole tiles with the last shifted
+// inward; row tiles outermost and (input 600: over 512 KB of float weights) column panels.
+TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
+  for (const int64_t seq : {1, 2, 5, 6, 7, 13}) {
+    for (const int64_t input : {8, 600}) {
+      Case c;
+      c.seq = seq;
+      c.input = input;
+      c.hidden = 64;
+      SCOPED_TRACE(cat("LSTM seq ", seq, " input ", input));
+      expect_quantized_matches_reference(c);
+    }
+    Case g = gru();
+    g.seq = seq;
+    g.hidden = 20;
+    SCOPED_TRACE(cat("GRU seq ", seq));
+    expect_quantized_matches_reference(g);
+  }
+}
+
 TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
   Case c;
   c.asymmetric_weights = true;
