@@ -481,6 +481,23 @@ std::string input_projection_key(const RecurrentCell& cell, const RecurrentSched
 
 namespace {
 
+// Tiles a projection's output stage: `columns` x `rows` register tiles (n split into no, ni and m
+// into mo, mi; a last row tile shifted inward onto rows already computed), column panels or row
+// tiles outermost as the schedule says. The outermost loop has independent iterations: a
+// parallel loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one thread
+// for a single-threaded model. Same arithmetic per element either way.
+void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, const Var& n,
+                     const Var& m, const Var& no, const Var& ni, const Var& mo, const Var& mi,
+                     int columns, int rows) {
+  stage.split(n, no, ni, columns)
+      .split(m, mo, mi, rows, Halide::TailStrategy::ShiftInwards)
+      .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
+      .vectorize(ni, schedule.vector_width)
+      .unroll(ni)
+      .unroll(mi)
+      .parallel(schedule.gemm_columns_outer ? no : mo);
+}
+
 // XW = bias + dequantized (quantized X rows) . (integer Wt), the dot products as u8 x s8 -> s32
 // reductions four k at a time (s16 x s16 -> s32, two at a time, for wide operands), in the float
 // projection's register tiles.
@@ -536,21 +553,11 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   // streams it once: from 2 rows on, the padded tile costs less (int8 lstm128_l1, seq 5: 13-14 us
   // one row at a time, 8-12 us padded, in alternating runs).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  auto tile = [&](Halide::Stage stage, int columns, int rows) {
-    stage.split(n, no, ni, columns)
-        .split(m, mo, mi, rows, Halide::TailStrategy::ShiftInwards)
-        .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no,
-                 schedule.gemm_columns_outer ? no : mo)
-        .vectorize(ni, v)
-        .unroll(ni)
-        .unroll(mi)
-        .parallel(schedule.gemm_columns_outer ? no : mo);  // as the float projection (on oneTBB)
-  };
   int row_panels = 4;
   while ((n_extent / panel) % row_panels != 0) --row_panels;
-  tile(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), panel,
-       schedule.gemm_rows);
-  tile(xw, row_panels * panel, 1);
+  tile_projection(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), schedule,
+                  n, m, no, ni, mo, mi, panel, schedule.gemm_rows);
+  tile_projection(xw, schedule, n, m, no, ni, mo, mi, row_panels * panel, 1);
   // X's rows quantized per row tile when the row tiles are the outer loop: each row once, into a
   // buffer of constant size on the stack. At root (a heap buffer per call, the size of the rows)
   // when column panels are outermost and visit every row tile once per panel, and when something
@@ -621,22 +628,9 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   // one step) take one row at a time instead of computing a padded tile (at seq 1, 6x the
   // work).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  auto tile = [&](Halide::Stage stage, int rows) {
-    stage.split(n, no, ni, v * schedule.gemm_vectors)
-        .split(m, mo, mi, rows, Halide::TailStrategy::ShiftInwards)
-        .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no,
-                 schedule.gemm_columns_outer ? no : mo)
-        .vectorize(ni, v)
-        .unroll(ni)
-        .unroll(mi)
-        // The outermost loop over row tiles (column panels) has independent iterations: a
-        // parallel loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one
-        // thread for a single-threaded model. Same arithmetic per element either way.
-        .parallel(schedule.gemm_columns_outer ? no : mo);
-  };
-  tile(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows),
-       schedule.gemm_rows);
-  tile(xw, 1);
+  tile_projection(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), schedule,
+                  n, m, no, ni, mo, mi, panel, schedule.gemm_rows);
+  tile_projection(xw, schedule, n, m, no, ni, mo, mi, panel, 1);
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
 
