@@ -307,7 +307,7 @@ static int64_t rn_padded_batch(const rn_recurrent* L) {
 
 static int64_t rn_recurrent_direction_bytes(const rn_recurrent* L) {
   const int64_t n = L->gates * L->padded, rows = L->seq * L->batch, pb = rn_padded_batch(L);
-  return RN_ALIGN(4 * n * (rn_round_up(rows, L->gemm_rows) + L->gemm_rows)) +
+  return RN_ALIGN(4 * n * (rows + L->gemm_rows)) +
          4 * RN_ALIGN(4 * L->padded * pb) + RN_ALIGN(4 * pb);
 }
 
@@ -323,7 +323,7 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
   const int64_t seq = L->seq, batch = L->batch, n = L->gates * L->padded, rows = seq * batch;
   const int64_t hidden = L->hidden, padded = L->padded, tile = L->tile, tiles = padded / tile;
   const int64_t widest = n > L->input ? n : L->input;
-  if ((rn_round_up(rows, L->gemm_rows) + L->gemm_rows) * widest * 4 > INT32_MAX) {
+  if ((rows + L->gemm_rows) * widest * 4 > INT32_MAX) {
     return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
                    "%s: seq_length * batch_size = %lld rows give buffers beyond 2 GB", L->name,
                    (long long)rows);
@@ -353,7 +353,7 @@ static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
   for (int d = 0; d < L->directions; ++d) {
     const rn_recurrent_direction* part = &L->dir[d];
     float* xw = (float*)next;
-    next += RN_ALIGN(4 * n * (rn_round_up(rows, L->gemm_rows) + L->gemm_rows));
+    next += RN_ALIGN(4 * n * (rows + L->gemm_rows));
     float *h[2], *c[2];
     for (int i = 0; i < 2; ++i) {
       h[i] = (float*)next;
