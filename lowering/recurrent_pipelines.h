@@ -28,8 +28,8 @@
 // Everything a step computes with is compiled in as a constant and is part of the cache key:
 // sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
 // linear_before_reset and the schedule. seq_length and batch_size are runtime extents. The keys
-// start with a version tag ("recurrent step v7"): a change to the code that generates a pipeline
-// must bump it, or an on-disk cache keeps serving the old code.
+// start with a version tag ("recurrent step vN", "recurrent input projection vN"): a change to the
+// code that generates a pipeline must bump it, or an on-disk cache keeps serving the old code.
 #pragma once
 
 #include <optional>
