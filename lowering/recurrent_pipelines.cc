@@ -123,8 +123,9 @@ int64_t packed_ko(const ProductWidths& widths) {
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
-             gemm_columns_outer ? " columns_outer" : "", parallel_tiles ? " parallel_tiles" : "",
-             single_entry ? " single_entry" : "", alternate_tiles ? " alternate_tiles" : "",
+             gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
+             parallel_tiles ? " parallel_tiles" : "", single_entry ? " single_entry" : "",
+             alternate_tiles ? " alternate_tiles" : "",
              step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string());
 }
 
@@ -159,6 +160,10 @@ struct ScheduleRow {
   int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
   int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
+  // Above this many bytes of integer W the quantized projection streams it (stream_weights) in
+  // tiles of streamed_rows rows x 1 vector (0: never; AVX2 has too few registers).
+  int streamed_weight_bytes;
+  int streamed_rows;
   // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams
   // its weights for hundreds of microseconds, and with a second thread free (a model of 2+
   // threads whose other blocks are idle) both cores' bandwidth serves it. Below, a step is
@@ -168,9 +173,9 @@ struct ScheduleRow {
 
 constexpr ScheduleRow kScheduleTable[] = {
     // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
-    {16, 64, 2, 4, 4, 2, 6, 512 * 1024, 1024 * 1024},
+    {16, 64, 2, 4, 4, 2, 6, 512 * 1024, 1024 * 1024, 16, 1024 * 1024},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 1, 2, 2, 6, 512 * 1024, 1024 * 1024},
+    {8, 64, 1, 1, 2, 2, 6, 512 * 1024, 0, 0, 1024 * 1024},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -220,6 +225,15 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   schedule.gemm_rows = row->gemm_rows;
   const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
   schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
+  if (cell.quant && row->streamed_rows > 0 &&
+      cell.quant->input_widths.storage_bits / 8.0 * gates * schedule.padded_hidden *
+              cell.input_size >
+          row->streamed_weight_bytes) {
+    schedule.stream_weights = true;
+    schedule.gemm_columns_outer = true;
+    schedule.gemm_vectors = 1;
+    schedule.gemm_rows = row->streamed_rows;
+  }
   const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
   const double step_bytes =
       weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);
@@ -474,7 +488,7 @@ int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v13 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v14 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -576,6 +590,15 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   arguments.push_back(bias);
   if (!quant.count_overflow) {
     schedule_dot(dot, xw, schedule.gemm_columns_outer ? mo : no, {n, m}, {}, v);
+    if (schedule.stream_weights) {
+      // At every k step, the line of the next panel this step will read there: ko_extent steps
+      // on, past this panel's last, is the next panel's first (wq is dense, panels outermost).
+      // Prefetches do not fault, so the last panel's reach past W needs no guard. compile_object
+      // makes them prefetcht0 (Halide 14 emits prefetchnta).
+      Func reduced = dot.int64_sum ? dot.chunk : dot.acc;
+      reduced.update().prefetch(wq, dot.k.y, dot.k.y, ko_extent,
+                                Halide::PrefetchBoundStrategy::NonFaulting);
+    }
     compile_object(xw, object_path, arguments, function_name, target);
     return;
   }

@@ -773,6 +773,22 @@ TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
   }
 }
 
+// Integer W over 1 MiB (input 600 x 4 gates x hidden 448) streams from beyond L2: on AVX-512,
+// 16-row x 1-vector tiles, one pass over W per 16 rows. Every row regime: one row, 2-15 padded to
+// one tile, whole tiles, a last tile shifted inward, and rows from two batch entries.
+TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
+  for (const auto& [seq, batch] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {2, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}}) {
+    Case c;
+    c.seq = seq;
+    c.batch = batch;
+    c.input = 600;
+    c.hidden = 448;
+    SCOPED_TRACE(cat("LSTM seq ", seq, " batch ", batch));
+    expect_quantized_matches_reference(c);
+  }
+}
+
 TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
   Case c;
   c.asymmetric_weights = true;
@@ -1126,6 +1142,27 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
           << (projection ? "projection" : "step") << " of " << cell.quant->key() << " has no "
           << variant.instruction;
     }
+  }
+}
+
+// Weights streamed from beyond L2 (over 1 MiB of int8 W) take 16-row x 1-vector projection
+// tiles and prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's
+// prefetchnta); weights that stay in L2 take 6 x 2 tiles and no prefetch.
+TEST(LowerRecurrentQuant, StreamedWeightsArePrefetchedIntoL1) {
+  const Halide::Target host = Halide::get_host_target();
+  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  }
+  for (const auto& [input, streamed] : {std::pair{600, true}, std::pair{128, false}}) {
+    RecurrentCell cell = lstm_cell(448, input);
+    cell.quant = recurrent_quant(ActivationQuant{}, input, 448, 8, false, 8, false);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
+    EXPECT_EQ(schedule.stream_weights, streamed) << "input " << input;
+    EXPECT_EQ(schedule.gemm_rows, streamed ? 16 : 6) << "input " << input;
+    EXPECT_EQ(schedule.gemm_vectors, streamed ? 1 : 2) << "input " << input;
+    const std::string text = kernel_disassembly(cell, schedule, true, host);
+    EXPECT_EQ(text.find("prefetch") != std::string::npos, streamed) << "input " << input;
+    EXPECT_EQ(text.find("prefetchnta"), std::string::npos) << "input " << input;
   }
 }
 
