@@ -150,7 +150,10 @@ namespace {
 //   staged (compile_input_projection) AVX-512 4x6 beats 2x6 by 2-3% on lstm128_l4 at batch 16
 //   and 64 and on nlp_bilstm4_h256 (medians of 8-10 interleaved runs). The integer projection
 //   keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation operands byte by byte
-//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192.
+//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192. Integer W over 1 MiB (read from
+//   L3 or DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 2 x 6
+//   tiles fetched each panel in their first row tile and left memory idle in the other two
+//   (speech_lstm6_h608 int8 0.86x the time; docs/lowering.md "Streamed integer weights").
 struct ScheduleRow {
   int vector_width;
   int step_floats;  // G * T: R floats per k iteration and batch entry
