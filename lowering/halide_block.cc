@@ -250,7 +250,12 @@ CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
   return cache.get(key, [&](const std::string& object_path, const std::string& function_name,
                             const Halide::Target& target) {
     BuiltPipeline pipeline = build();
-    compile_object(pipeline.output, object_path, pipeline.arguments, function_name, target);
+    Halide::Pipeline outputs = pipeline.output;
+    if (pipeline.overflow) {
+      pipeline.overflow->output_buffer().dim(0).set_bounds(0, 4);
+      outputs = Halide::Pipeline({pipeline.output, *pipeline.overflow});
+    }
+    compile_object(outputs, object_path, pipeline.arguments, function_name, target);
     if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
       std::ofstream(cat(dir, "/", function_name, ".key")) << key;
     }
@@ -323,7 +328,7 @@ void HalideBlock::run(BlockIO& io) const {
     std::array<halide_buffer_t, kMaxArguments + 1> buffers;
     std::array<std::array<halide_dimension_t, kMaxViewDims>, kMaxArguments + 1> dims;
     std::array<int32_t, kMaxExtentParams> extents;
-    std::array<void*, kMaxArguments + kMaxExtentParams + 1> args;
+    std::array<void*, kMaxArguments + kMaxExtentParams + 2> args;
     size_t count = 0;
     for (size_t a = 0; a < arguments_.size(); ++a) {
       bind_view(tensors[a], arguments_[a].view, result.shape(), context_, buffers[a],
@@ -337,13 +342,38 @@ void HalideBlock::run(BlockIO& io) const {
     halide_buffer_t& out = buffers[arguments_.size()];
     bind_view(result, output_view_, result.shape(), context_, out, dims[arguments_.size()].data());
     args[count++] = &out;
+    int32_t overflow[4] = {};
+    halide_dimension_t overflow_dim = {0, 4, 1, 0};
+    halide_buffer_t overflow_buffer = {};
+    if (overflow_) {
+      overflow_buffer.host = reinterpret_cast<uint8_t*>(overflow);
+      overflow_buffer.type = halide_type_t(halide_type_int, 32);
+      overflow_buffer.dimensions = 1;
+      overflow_buffer.dim = &overflow_dim;
+      args[count++] = &overflow_buffer;
+    }
     pipeline_.call(args.data());
+    if (overflow_) {
+      for (int i = 0; i < 4; ++i) {
+        overflow_totals_[static_cast<size_t>(i)].fetch_add(overflow[i], std::memory_order_relaxed);
+      }
+    }
   }
   for (const Value* value : outputs) {
     RNNC_CHECK(value == output_value_, "block '", kind_, "' does not compute '", value->name(),
                "'");
   }
   RNNC_CHECK(outputs.size() <= 1, "block '", kind_, "' has ", outputs.size(), " outputs");
+}
+
+std::vector<OverflowCounts> HalideBlock::overflow_counts() const {
+  if (!overflow_) return {};
+  OverflowCounts counts = *overflow_;
+  counts.above = overflow_totals_[0].load();
+  counts.below = overflow_totals_[1].load();
+  counts.sums_beyond = overflow_totals_[2].load();
+  counts.values = overflow_totals_[3].load();
+  return {counts};
 }
 
 }  // namespace rnnc

@@ -20,6 +20,7 @@
 #include <Halide.h>
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -114,6 +115,7 @@ class HalideBlock : public ExecutionBlock {
   std::string kind() const override { return kind_; }
   void run(BlockIO& io) const override;
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override;  // halide_block_aot.cc
+  std::vector<OverflowCounts> overflow_counts() const override;
 
   // kUnsupported when the block exceeds the limits above; lowerings call it before compiling.
   void check_limits() const;
@@ -129,11 +131,17 @@ class HalideBlock : public ExecutionBlock {
   DType output_dtype_ = DType::kFloat32;
   const Value* output_value_ = nullptr;
   OutputShapeFn output_shape_;
+  // Overflow mode (a quantized GEMM lowered with HalideCache::count_overflow): the node and
+  // widths its counts are reported under. The pipeline then has a second output after the first,
+  // int32 [4] (OverflowCounter), which run() adds into overflow_totals_.
+  std::optional<OverflowCounts> overflow_;
+  mutable std::array<std::atomic<int64_t>, 4> overflow_totals_{};
 };
 
 // The Funcs of one pipeline, built only on a cache miss.
 struct BuiltPipeline {
   Halide::Func output;
+  std::optional<Halide::Func> overflow;     // overflow mode: the counts, a second output
   std::vector<Halide::Argument> arguments;  // ImageParams then extent Params, in block order
 };
 CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,

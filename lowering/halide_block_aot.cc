@@ -66,6 +66,7 @@ std::string bind_call(const std::string& buffer, const std::string& dims, const 
 }  // namespace
 
 void HalideBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
+  if (overflow_) raise_unsupported(cat(context_, ": overflow mode has no ahead-of-time form"));
   const std::string& name = writer.block_name();
   std::vector<std::string> out_shape = writer.shape(output_value_);
   const bool used = !io.outputs.empty();

@@ -21,7 +21,9 @@ using Halide::TailStrategy;
 using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kQuantizedGemmVersion = "rnnc int8 gemm v2";
+constexpr const char* kQuantizedGemmVersion = "rnnc int8 gemm v3";
+// u8 x s8 products summed in int32 are exact up to this K: K * 255 * 128 < 2^31.
+constexpr int64_t kMaxExactK = ((int64_t{1} << 31) - 1) / (255 * 128);
 // Halide without LargeBuffers: every buffer below 2 GB.
 constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
 
@@ -113,6 +115,12 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
     raise_unsupported(cat(root.describe(), ": B [", k_size, ", ", n_size,
                           "] is beyond the Halide lowering's 2 GB buffer limit"));
   }
+  if (k_size > kMaxExactK) {
+    raise_unsupported(cat(root.describe(), ": K = ", k_size,
+                          " products of u8 x s8 can overflow "
+                          "the integer GEMM's int32 sums (exact up to K = ",
+                          kMaxExactK, ")"));
+  }
   PackedWeight packed = pack_weight(root, b, g.trans_b, padded_n);
   const bool zero_points = packed.has_zero_points;
 
@@ -133,9 +141,18 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
                                           g.loops, g.reads[i + 2])));
   }
 
-  std::string key = cat(kQuantizedGemmVersion, "\n", group_signature(group), "K=", k_size,
-                        " N=", n_size, " activations ", quant.to_string(),
-                        zero_points ? " weight_zero_points" : "", "\n");
+  const bool count_overflow = cache.count_overflow();
+  if (count_overflow) {
+    OverflowCounts counts;
+    counts.node = root.describe();
+    counts.activation_bits = quant.bits;
+    counts.accumulation_bits = quant.accumulation_bits;
+    block->overflow_ = counts;
+  }
+  std::string key =
+      cat(kQuantizedGemmVersion, "\n", group_signature(group), "K=", k_size, " N=", n_size,
+          " activations ", quant.to_string(), zero_points ? " weight_zero_points" : "",
+          count_overflow ? " count_overflow" : "", "\n");
   for (const HalideBlock::Argument& argument : block->arguments_) {
     key += view_to_string(argument.view) + "\n";
   }
@@ -213,6 +230,34 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
     Expr rows = out.output_buffer().dim(1).extent();
     tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
     tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, true, no, ni, mo, mi);
+    pin_output_mins(out);
+    built.output = out;
+    if (count_overflow) {
+      // Overflow mode: A's rows, their quantized values and every output's exact sum at root
+      // (the counts read them besides the output tiles; kMaxExactK keeps the int32 sums exact).
+      Halide::Func sums("sums");
+      sums(vars) = corrected;
+      aq.q.compute_root().vectorize(aq.q.args()[0], 4 * lanes);
+      if (quant.dynamic) aq.params.compute_root();
+      if (zero_points) aq.sum.compute_root();
+      dot.compute_root().vectorize(n, lanes);
+      dot.update().atomic().reorder(r.x, n, r.y).vectorize(r.x).vectorize(n, lanes);
+      std::vector<Expr> row_extents;
+      Halide::Region outputs = {Halide::Range(0, static_cast<int>(n_size))};
+      for (size_t d = 1; d < vars.size(); ++d) {
+        row_extents.push_back(out.output_buffer().dim(static_cast<int>(d)).extent());
+        outputs.emplace_back(0, row_extents.back());
+      }
+      OverflowCounter counts;
+      counts.add_operand(aq, k_extent, row_extents, quant,
+                         [](const std::vector<Expr>&) { return Halide::Internal::const_true(); });
+      RDom output(outputs, "overflow_sums");
+      std::vector<Expr> at;
+      for (int d = 0; d < output.dimensions(); ++d) at.push_back(output[d]);
+      counts.add_sums(output, sums(at), Halide::Internal::const_true(), quant.accumulation_bits);
+      built.overflow = counts.func();
+      return built;
+    }
     // A row tile's quantized rows (and their coefficients) once, before its column tiles.
     aq.q.compute_at(out, mo).vectorize(aq.q.args()[0], 4 * lanes);
     if (quant.dynamic) aq.params.compute_at(out, mo);
@@ -225,8 +270,6 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
         .vectorize(n, lanes)
         .unroll(n)
         .unroll(m);
-    pin_output_mins(out);
-    built.output = out;
     return built;
   });
   block->compile_ms = block->pipeline_.compile_ms;

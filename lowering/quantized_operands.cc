@@ -162,4 +162,50 @@ IntegerWeight integer_weight(const Node& node, size_t index, const char* name,
   return out;
 }
 
+// ---- overflow counts ---------------------------------------------------------------------------
+
+namespace {
+
+// The number of points of `domain` where `condition` holds (the RVar term makes the update
+// iterate over the whole domain even when the condition does not mention it).
+Expr count(Halide::RDom domain, Expr condition) {
+  Func f("overflow_count");
+  f() = 0;
+  f() += select(condition, 1, 0) + 0 * domain.x;
+  return f();
+}
+
+}  // namespace
+
+void OverflowCounter::add_operand(const QuantizedRows& rows, int n,
+                                  const std::vector<Expr>& row_extents,
+                                  const ActivationQuant& quant,
+                                  const std::function<Expr(const std::vector<Expr>&)>& active) {
+  Halide::Region region = {Halide::Range(0, n)};
+  for (const Expr& extent : row_extents) region.emplace_back(0, extent);
+  Halide::RDom r(region, "overflow_values");
+  std::vector<Expr> at, row;
+  for (int d = 0; d < r.dimensions(); ++d) {
+    at.push_back(r[d]);
+    if (d > 0) row.push_back(r[d]);
+  }
+  Expr raw = rows.raw(at), on = active(row);
+  above_ += count(r, on && raw > static_cast<float>(quant.qmax()));
+  below_ += count(r, on && raw < static_cast<float>(quant.qmin()));
+  values_ += count(r, on);
+}
+
+void OverflowCounter::add_sums(Halide::RDom domain, Expr sum, Expr on, int accumulation_bits) {
+  const int64_t limit = (int64_t{1} << (accumulation_bits - 1)) - 1;
+  Expr wide = Halide::cast<int64_t>(sum);
+  sums_ += count(domain, on && (wide > Expr(limit) || wide < Expr(-limit - 1)));
+}
+
+Func OverflowCounter::func() const {
+  Var i("i");
+  Func counts("overflow");
+  counts(i) = Halide::mux(i, {above_, below_, sums_, values_});
+  return counts;
+}
+
 }  // namespace rnnc

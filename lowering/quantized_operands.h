@@ -16,6 +16,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,23 @@ struct QuantizedRows {
 QuantizedRows quantize_rows(Halide::Func src, int n, int padded_n, const ActivationQuant& quant,
                             bool state, Halide::Type storage, int vector_width,
                             const std::string& name);
+
+// Overflow mode: the counts of one pipeline call, summed over its quantized operands and exact
+// sums, as the int32 [4] output func(): activations quantized above qmax, below qmin (clamped),
+// sums beyond the declared accumulation width, activations quantized.
+class OverflowCounter {
+ public:
+  // Operand values raw(k, row...) for k < n over rows of `row_extents` (only where `active`).
+  void add_operand(const QuantizedRows& rows, int n, const std::vector<Halide::Expr>& row_extents,
+                   const ActivationQuant& quant,
+                   const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& active);
+  // The exact sums `sum` (int32 or int64) over `domain` (only where `on`) against the width.
+  void add_sums(Halide::RDom domain, Halide::Expr sum, Halide::Expr on, int accumulation_bits);
+  Halide::Func func() const;
+
+ private:
+  Halide::Expr above_ = 0, below_ = 0, sums_ = 0, values_ = 0;
+};
 
 // Elements of `storage` in one vector of `vector_width` floats.
 int storage_vector(Halide::Type storage, int vector_width);

@@ -377,43 +377,6 @@ Expr in_sum_type(const IntegerDot& dot, Expr value) {
   return dot.int64_sum ? Halide::cast<int64_t>(value) : value;
 }
 
-// Overflow mode: the counts of one pipeline call, summed over its quantized operands and sums.
-class OverflowCounter {
- public:
-  // Operand values raw(k, row) for k < n over `rows` (only where `active`).
-  void add_operand(const QuantizedRows& rows, int n, Expr row_extent, const ActivationQuant& quant,
-                   const std::function<Expr(Expr)>& active) {
-    RDom r(0, n, 0, row_extent, "overflow_values");
-    Expr raw = rows.raw(r.x, r.y), on = active(r.y);
-    above_ += count(r, on && raw > static_cast<float>(quant.qmax()));
-    below_ += count(r, on && raw < static_cast<float>(quant.qmin()));
-    values_ += count(r, on);
-  }
-  // The exact sums `sum` (int32 or int64) over `domain` against the declared width.
-  void add_sums(RDom domain, Expr sum, Expr on, int accumulation_bits) {
-    const int64_t limit = (int64_t{1} << (accumulation_bits - 1)) - 1;
-    Expr wide = Halide::cast<int64_t>(sum);
-    sums_ += count(domain, on && (wide > Halide::Expr(limit) || wide < Halide::Expr(-limit - 1)));
-  }
-  Func func() const {
-    Var i("i");
-    Func counts("overflow");
-    counts(i) = Halide::mux(i, {above_, below_, sums_, values_});
-    return counts;
-  }
-
- private:
-  // The number of points of `domain` where `condition` holds (the RVar term makes the update
-  // iterate over the whole domain even when the condition does not mention it).
-  static Expr count(RDom domain, Expr condition) {
-    Func f("overflow_count");
-    f() = 0;
-    f() += select(condition, 1, 0) + 0 * domain.x;
-    return f();
-  }
-  Expr above_ = 0, below_ = 0, sums_ = 0, values_ = 0;
-};
-
 // Schedules `dot` at `consumer`'s loop `at`: its accumulators over `inner` (the first vectorized
 // by v, all unrolled: one register tile) with the reduction outside them and `outer` (extent 1
 // there) outermost; the lane's k innermost, vectorized with inner[0] into one dot-product
@@ -609,8 +572,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   schedule_dot_at_root(dot, {n, m}, v);
   const Expr real_rows = x.dim(1).extent();
   OverflowCounter counts;
-  counts.add_operand(xq, k_extent, real_rows, quant.activations,
-                     [](Expr) { return Halide::Internal::const_true(); });
+  counts.add_operand(xq, k_extent, {real_rows}, quant.activations,
+                     [](const std::vector<Expr>&) { return Halide::Internal::const_true(); });
   RDom outputs(0, n_extent, 0, real_rows, "overflow_sums");
   counts.add_sums(outputs, sums(outputs.x, outputs.y), Halide::Internal::const_true(),
                   quant.activations.accumulation_bits);
@@ -964,8 +927,8 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   auto entry_active = [&](Expr entry) { return in.step_time(entry) >= 0; };
   OverflowCounter counts;
   for (const Product& product : products) {
-    counts.add_operand(*product.rows, cell.hidden_size, batch, cell.quant->activations,
-                       entry_active);
+    counts.add_operand(*product.rows, cell.hidden_size, {batch}, cell.quant->activations,
+                       [&](const std::vector<Expr>& row) { return entry_active(row[0]); });
     RDom sums(0, tile, 0, product.count, 0, schedule.padded_hidden / tile, 0, batch,
               "overflow_sums");
     counts.add_sums(sums, product.sums(sums.x, sums.y, sums.z, sums.w), entry_active(sums.w),

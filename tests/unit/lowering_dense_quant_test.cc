@@ -254,6 +254,92 @@ TEST(LowerQuantizedGemm, StaysNearFloat) {
   EXPECT_GT(comparison.max_abs_diff, 1e-4);  // the integer path really ran
 }
 
+// Overflow mode: the GEMM's counts equal the same quantities computed here from the arithmetic
+// of ir/quantization.h: A's values quantized, those clamped above qmax or below qmin, and the
+// exact sums sum_k (qa - za) * qb beyond the declared accumulation width. Static coefficients
+// calibrated on x and a run on 1.5x make clamps happen; 16-bit accumulation makes sums exceed it.
+// The counting kernel computes what the plain one does (checked against the reference).
+TEST(LowerQuantizedGemm, OverflowModeCountsClampsAndSumsBeyondTheDeclaredWidth) {
+  Case c = matmul_bias_relu();
+  c.config = R"({"default": {"activations": {"dynamic": false, "accumulation_bits": 16}}})";
+  const Tensor& calibration = c.inputs.at("x");
+  Tensor x(DType::kFloat32, calibration.shape());  // a copy: Tensors share their storage
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 1.5f * calibration.data<float>()[i];
+  const std::map<std::string, Tensor> run_inputs = {{"x", x}};
+
+  // The quantized model as lowering sees it: B folded back into a quantized constant.
+  auto model = quantized_model(c);
+  const Tensor expected = evaluate(*model->graph, run_inputs)[0];
+  OptimizeOptions optimize_options;
+  optimize_options.for_lowering = true;
+  optimize(*model, optimize_options);
+  const Node* matmul = nullptr;
+  for (const auto& node : model->graph->nodes()) {
+    if (node->op_type() == "MatMul") matmul = node.get();
+  }
+  ASSERT_TRUE(matmul);
+  const ActivationQuant quant = activation_quant(*matmul);
+  ASSERT_FALSE(quant.dynamic);
+  ASSERT_EQ(quant.accumulation_bits, 16);
+  const Tensor& w = *matmul->input(1)->constant();  // [K, N], dequantized
+  const QuantParams& w_params = *matmul->input(1)->type.quant;
+  const int64_t rows = x.dim(0), k_size = w.dim(0), n_size = w.dim(1);
+  const RowQuant row_quant = static_row_quant(quant.input_scale, quant.input_zero_point);
+  const int64_t limit = (int64_t{1} << (quant.accumulation_bits - 1)) - 1;
+  int64_t values = 0, above = 0, below = 0, sums_beyond = 0;
+  for (int64_t m = 0; m < rows; ++m) {
+    std::vector<int64_t> q(static_cast<size_t>(k_size));
+    for (int64_t k = 0; k < k_size; ++k) {
+      const float value = x.data<float>()[m * k_size + k];
+      const float raw =
+          std::nearbyint(value * row_quant.inv_scale) + static_cast<float>(row_quant.zero_point);
+      values += 1;
+      above += raw > static_cast<float>(quant.qmax());
+      below += raw < static_cast<float>(quant.qmin());
+      q[static_cast<size_t>(k)] = quantize_value(value, row_quant, quant) - row_quant.zero_point;
+    }
+    for (int64_t n = 0; n < n_size; ++n) {
+      const float scale = w_params.scales.size() == 1 ? w_params.scales[0]
+                                                      : w_params.scales.at(static_cast<size_t>(n));
+      int64_t sum = 0;
+      for (int64_t k = 0; k < k_size; ++k) {
+        sum += q[static_cast<size_t>(k)] * std::lround(w.data<float>()[k * n_size + n] / scale);
+      }
+      sums_beyond += sum > limit || sum < -limit - 1;
+    }
+  }
+
+  ProgramOptions options;
+  options.cache_dir = cache_dir();
+  options.count_overflow = true;
+  auto program = compile_model(quantized_model(c), options);
+  EXPECT_NE(program->describe().find(" int8 [K="), std::string::npos) << program->describe();
+  const testing::Comparison comparison =
+      testing::compare_tensors(program->run(run_inputs)[0], expected, kSameIntegers);
+  EXPECT_TRUE(comparison.ok) << comparison.message;
+  const std::vector<OverflowCounts> counts = program->overflow_counts();
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].node, matmul->describe());
+  EXPECT_EQ(counts[0].values, values);
+  EXPECT_EQ(counts[0].above, above);
+  EXPECT_EQ(counts[0].below, below);
+  EXPECT_EQ(counts[0].sums_beyond, sums_beyond);
+  EXPECT_EQ(counts[0].accumulation_bits, 16);
+  // Not vacuous: each kind happened, and not everywhere.
+  EXPECT_GT(above, 0);
+  EXPECT_GT(below, 0);
+  EXPECT_GT(sums_beyond, 0);
+  EXPECT_LT(above + below, values / 2);
+  EXPECT_LT(sums_beyond, rows * n_size);
+  std::printf("[ overflow ] %ld values, %ld above, %ld below, %ld of %ld sums beyond 16 bits\n",
+              static_cast<long>(values), static_cast<long>(above), static_cast<long>(below),
+              static_cast<long>(sums_beyond), static_cast<long>(rows * n_size));
+  // A second run adds to the counts; a program compiled without overflow mode reports nothing.
+  program->run(run_inputs);
+  EXPECT_EQ(program->overflow_counts()[0].values, 2 * values);
+  EXPECT_TRUE(compiled(c)->overflow_counts().empty());
+}
+
 // The host target (AVX-512 with VNNI here) must really use the dot-product instruction.
 TEST(LowerQuantizedGemm, HostGemmUsesVnniDotProducts) {
   const Halide::Target host = Halide::get_host_target();
@@ -279,6 +365,21 @@ TEST(LowerQuantizedGemm, WideActivationsAreUnsupported) {
   EXPECT_EQ(lowering_error(quantized_model(c)),
             "MatMul 'project' (opset 17): activations quantized to 12 bits; the integer GEMM "
             "takes up to 8 (u8 x s8 products)");
+}
+
+// int32 sums of u8 x s8 products are exact up to K = 65793; past it the GEMM is not lowered.
+TEST(LowerQuantizedGemm, ReductionsBeyondExactInt32SumsAreUnsupported) {
+  Case c;
+  c.text = R"(model opset=17
+graph main(%x: f32[2, 65800], %w: f32[65800, 3]) {
+  %y = MatMul 'long' (%x, %w)
+  return %y
+})";
+  c.weights = {{"w", random_tensor({65800, 3}, 1)}};
+  c.inputs = {{"x", random_tensor({2, 65800}, 2)}};
+  EXPECT_EQ(lowering_error(quantized_model(c)),
+            "MatMul 'long' (opset 17): K = 65800 products of u8 x s8 can overflow the integer "
+            "GEMM's int32 sums (exact up to K = 65793)");
 }
 
 TEST(LowerQuantizedGemm, WideWeightsAreUnsupported) {
