@@ -228,10 +228,9 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   schedule.gemm_rows = row->gemm_rows;
   const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
   schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
-  if (cell.quant && row->streamed_rows > 0 &&
-      cell.quant->input_widths.storage_bits / 8.0 * gates * schedule.padded_hidden *
-              cell.input_size >
-          row->streamed_weight_bytes) {
+  const double storage_bytes = cell.quant ? cell.quant->input_widths.storage_bits / 8.0 : 4.0;
+  if (row->streamed_rows > 0 && storage_bytes * gates * schedule.padded_hidden * cell.input_size >
+                                    row->streamed_weight_bytes) {
     schedule.stream_weights = true;
     schedule.gemm_columns_outer = true;
     schedule.gemm_vectors = 1;
@@ -443,6 +442,10 @@ void schedule_dot_at_root(IntegerDot dot, const std::vector<Var>& inner, int v) 
 
 // ---- input projection --------------------------------------------------------------------------
 
+// The float projection with streamed weights takes runs of this many to gemm_rows - 1 rows in
+// tiles of this many.
+constexpr int kStreamedShortRows = 6;
+
 }  // namespace
 
 int projection_panel(const RecurrentSchedule& schedule) {
@@ -454,7 +457,7 @@ int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v14 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection v15 f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -476,6 +479,12 @@ void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, con
       .unroll(ni)
       .unroll(mi)
       .parallel(schedule.gemm_columns_outer ? no : mo);
+}
+
+// The column panels of a single-row tile: the largest count up to `wanted` that divides `panels`.
+int single_row_panels(int panels, int wanted) {
+  while (panels % wanted != 0) --wanted;
+  return wanted;
 }
 
 // XW = bias + dequantized (quantized X rows) . (integer Wt), the dot products as u8 x s8 -> s32
@@ -533,11 +542,10 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   // streams it once: from 2 rows on, the padded tile costs less (int8 lstm128_l1, seq 5: 13-14 us
   // one row at a time, 8-12 us padded, in alternating runs).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  int row_panels = 4;
-  while ((n_extent / panel) % row_panels != 0) --row_panels;
   tile_projection(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), schedule,
                   n, m, no, ni, mo, mi, panel, schedule.gemm_rows);
-  tile_projection(xw, schedule, n, m, no, ni, mo, mi, row_panels * panel, 1);
+  tile_projection(xw, schedule, n, m, no, ni, mo, mi,
+                  single_row_panels(n_extent / panel, 4) * panel, 1);
   // X's rows quantized per row tile when the row tiles are the outer loop: each row once, into a
   // buffer of constant size on the stack. At root (a heap buffer per call, the size of the rows)
   // when column panels are outermost and visit every row tile once per panel, and when something
@@ -617,11 +625,26 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   // one step) take one row at a time instead of computing a padded tile (at seq 1, 6x the
   // work).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  tile_projection(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), schedule,
-                  n, m, no, ni, mo, mi, panel, schedule.gemm_rows);
-  tile_projection(xw, schedule, n, m, no, ni, mo, mi, panel, 1);
+  const Expr rows = xw.output_buffer().dim(1).extent();
+  tile_projection(xw.specialize(rows >= schedule.gemm_rows), schedule, n, m, no, ni, mo, mi, panel,
+                  schedule.gemm_rows);
+  if (schedule.stream_weights) {
+    // 6 to 15 rows (a short sequence): 6-row tiles, each panel from memory once and from L1
+    // for the other tiles, rather than once per row.
+    tile_projection(xw.specialize(rows >= kStreamedShortRows), schedule, n, m, no, ni, mo, mi,
+                    panel, kStreamedShortRows);
+  }
+  // A single row: streamed panels are one vector wide, so up to 4 of them (4 independent
+  // accumulators, as an unstreamed panel has).
+  tile_projection(xw, schedule, n, m, no, ni, mo, mi,
+                  single_row_panels(n_extent / panel, schedule.stream_weights ? 4 : 1) * panel, 1);
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
+  if (schedule.stream_weights) {
+    // As the integer projection: at every k, the next panel's line at that k (k_extent further
+    // in wt, panels outermost), prefetched into L1 (compile_object).
+    acc.update().prefetch(wt, k, k, k_extent, Halide::PrefetchBoundStrategy::NonFaulting);
+  }
 
   compile_object(xw, object_path, {x, wt, bias}, function_name, target);
 }

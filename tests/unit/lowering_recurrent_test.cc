@@ -789,6 +789,21 @@ TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
   }
 }
 
+// Float W over 1 MiB (input 300 x 4 gates x hidden 256) streams too: 16-row tiles, 6-row
+// tiles for 6 to 15 rows, one row at a time (4 panels per tile) below.
+TEST(LowerRecurrent, StreamedProjectionTakesAnyRowCount) {
+  for (const auto& [seq, batch] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {2, 1}, {5, 1}, {6, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}}) {
+    Case c;
+    c.seq = seq;
+    c.batch = batch;
+    c.input = 300;
+    c.hidden = 256;
+    SCOPED_TRACE(cat("LSTM seq ", seq, " batch ", batch));
+    expect_matches_reference(c);
+  }
+}
+
 TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
   Case c;
   c.asymmetric_weights = true;
@@ -1145,24 +1160,38 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   }
 }
 
-// Weights streamed from beyond L2 (over 1 MiB of int8 W) take 16-row x 1-vector projection
-// tiles and prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's
-// prefetchnta); weights that stay in L2 take 6 x 2 tiles and no prefetch.
-TEST(LowerRecurrentQuant, StreamedWeightsArePrefetchedIntoL1) {
+// Weights streamed from beyond L2 (over 1 MiB of W: hidden 448 x input 600 as int8 or float,
+// not int8 at input 128 or float at hidden 128) take 16-row x 1-vector projection tiles and
+// prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's prefetchnta);
+// weights that stay in L2 take the 6-row tiles and no prefetch.
+TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
   const Halide::Target host = Halide::get_host_target();
   if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
     GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
   }
-  for (const auto& [input, streamed] : {std::pair{600, true}, std::pair{128, false}}) {
-    RecurrentCell cell = lstm_cell(448, input);
-    cell.quant = recurrent_quant(ActivationQuant{}, input, 448, 8, false, 8, false);
+  struct Variant {
+    bool quantized;
+    int hidden, input;
+    bool streamed;
+    int unstreamed_vectors;
+  };
+  for (const Variant& variant :
+       {Variant{true, 448, 600, true, 2}, Variant{true, 448, 128, false, 2},
+        Variant{false, 448, 600, true, 4}, Variant{false, 128, 128, false, 4}}) {
+    RecurrentCell cell = lstm_cell(variant.hidden, variant.input);
+    if (variant.quantized) {
+      cell.quant =
+          recurrent_quant(ActivationQuant{}, variant.input, variant.hidden, 8, false, 8, false);
+    }
+    const std::string what = cat(variant.quantized ? "int8" : "float", " hidden ", variant.hidden,
+                                 " input ", variant.input);
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
-    EXPECT_EQ(schedule.stream_weights, streamed) << "input " << input;
-    EXPECT_EQ(schedule.gemm_rows, streamed ? 16 : 6) << "input " << input;
-    EXPECT_EQ(schedule.gemm_vectors, streamed ? 1 : 2) << "input " << input;
+    EXPECT_EQ(schedule.stream_weights, variant.streamed) << what;
+    EXPECT_EQ(schedule.gemm_rows, variant.streamed ? 16 : 6) << what;
+    EXPECT_EQ(schedule.gemm_vectors, variant.streamed ? 1 : variant.unstreamed_vectors) << what;
     const std::string text = kernel_disassembly(cell, schedule, true, host);
-    EXPECT_EQ(text.find("prefetch") != std::string::npos, streamed) << "input " << input;
-    EXPECT_EQ(text.find("prefetchnta"), std::string::npos) << "input " << input;
+    EXPECT_EQ(text.find("prefetch") != std::string::npos, variant.streamed) << what;
+    EXPECT_EQ(text.find("prefetchnta"), std::string::npos) << what;
   }
 }
 
