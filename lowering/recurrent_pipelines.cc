@@ -150,10 +150,11 @@ namespace {
 //   staged (compile_input_projection) AVX-512 4x6 beats 2x6 by 2-3% on lstm128_l4 at batch 16
 //   and 64 and on nlp_bilstm4_h256 (medians of 8-10 interleaved runs). The integer projection
 //   keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation operands byte by byte
-//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192. Integer W over 1 MiB (read from
-//   L3 or DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 2 x 6
-//   tiles fetched each panel in their first row tile and left memory idle in the other two
-//   (speech_lstm6_h608 int8 0.86x the time; docs/lowering.md "Streamed integer weights").
+//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192. A W over 1 MiB (read from L3 or
+//   DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 6-row tiles
+//   fetched each panel in their first row tile and left memory idle in the others
+//   (speech_lstm6_h608 int8 0.86x the time, nlp_bilstm4_h256 float 0.82x; docs/lowering.md
+//   "Streamed weights").
 struct ScheduleRow {
   int vector_width;
   int step_floats;  // G * T: R floats per k iteration and batch entry
@@ -163,8 +164,8 @@ struct ScheduleRow {
   int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
   int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
-  // Above this many bytes of integer W the quantized projection streams it (stream_weights) in
-  // tiles of streamed_rows rows x 1 vector (0: never; AVX2 has too few registers).
+  // Above this many bytes of W (at its storage width) the projection streams it (stream_weights)
+  // in tiles of streamed_rows rows x 1 vector (0: never; AVX2 has too few registers).
   int streamed_weight_bytes;
   int streamed_rows;
   // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams

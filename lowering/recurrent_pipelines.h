@@ -138,8 +138,8 @@ struct RecurrentSchedule {
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
-  // The quantized projection's weights stream from L3 or DRAM (more than half of L2): one tile of
-  // gemm_rows rows x 1 vector per panel, so each panel is read once per tile, not once per 6-row
+  // The projection's weights stream from L3 or DRAM (over 1 MiB at their storage width): tiles
+  // of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once per 6-row
   // tile, and the next panel is prefetched while this one is multiplied.
   bool stream_weights = false;
   bool parallel_tiles = false;      // R above ~1 MiB: the step's hidden tiles are a parallel loop
