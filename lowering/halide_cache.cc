@@ -246,9 +246,9 @@ namespace {
 // _halide_prefetch asks LLVM for locality 0). Measured on this host (a C model of the quantized
 // projection streaming a 1.48 MB weight from L3/DRAM, next column panel prefetched one panel
 // ahead, median of 60 paired rounds): prefetcht0 0.64x the time of no prefetch, prefetcht2 0.66x,
-// prefetchnta 1.38x (a non-temporal line is not kept in L2 and is gone again before its use).
-// rnnc's kernels prefetch only what they read within microseconds, so every prefetch in the
-// generated module is rewritten to locality 3 (prefetcht0) before code generation.
+// prefetchnta 1.38x. rnnc's kernels prefetch only what they read within microseconds, so every
+// prefetch in the generated module is rewritten to locality 3 (prefetcht0) before code
+// generation.
 void prefetch_into_l1(llvm::Module& module) {
   for (llvm::Function& function : module) {
     for (llvm::BasicBlock& block : function) {
