@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
-# model's and the 4-layer stacked LSTM's libraries (examples/aot) gives the JIT path's outputs
+# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot) give the JIT path's outputs
 # (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same order of work -
 # for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
 # oneTBB, protobuf or ONNX; rnnc compile's errors name what it cannot export.
@@ -53,8 +53,23 @@ for shape in "17 1" "9 3"; do
   same "stack $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
 done
 
+# One LSTM whose input weights stream (16-row projection tiles, 6-row tiles for 6 to 15 rows, one
+# row with 4 panels): 17, 7 and 1 rows, and a stream in chunks of 3.
+for seq in 17 7 1; do
+  dir=$tmp/wide_$seq
+  mkdir -p "$dir/in" "$dir/chunked"
+  run "wide $seq: AOT run" "$examples/aot_example_wide" "$examples/wide/wide.weights" \
+    --dim seq=$seq --dim batch=1 --save-inputs "$dir/in" --out "$dir"
+  run "wide $seq: JIT run" "$rnnc" run "$examples/lstm256_i300.onnx" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  same "wide $seq: AOT == JIT" "$dir/y.npy" "$dir/jit/y.pb"
+  run "wide $seq: AOT stream" "$examples/aot_example_wide" "$examples/wide/wide.weights" \
+    --dim seq=$seq --dim batch=1 --chunk 3 --out "$dir/chunked"
+  same "wide $seq: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
+done
+
 # Linked with the C runtime only.
-for example in aot_example_demo aot_example_stack; do
+for example in aot_example_demo aot_example_stack aot_example_wide; do
   libs=$(ldd "$examples/$example" | awk '{print $1}')
   if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
     fail "$example links: $libs"
