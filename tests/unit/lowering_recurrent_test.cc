@@ -773,33 +773,37 @@ TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
   }
 }
 
-// Integer W over 1 MiB (input 600 x 4 gates x hidden 448) streams from beyond L2: on AVX-512,
-// 16-row x 1-vector tiles, one pass over W per 16 rows. Every row regime: one row, 2-15 padded to
-// one tile, whole tiles, a last tile shifted inward, and rows from two batch entries.
-TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
-  for (const auto& [seq, batch] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {2, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}}) {
-    Case c;
-    c.seq = seq;
-    c.batch = batch;
-    c.input = 600;
-    c.hidden = 448;
-    SCOPED_TRACE(cat("LSTM seq ", seq, " batch ", batch));
-    expect_quantized_matches_reference(c);
-  }
-}
-
-// Float W over 1 MiB (input 300 x 4 gates x hidden 256) streams too: 16-row tiles, 6-row
-// tiles for 6 to 15 rows, one row at a time (4 panels per tile) below.
-TEST(LowerRecurrent, StreamedProjectionTakesAnyRowCount) {
+// LSTMs of input x hidden at the row counts the streamed projections tile differently: one row,
+// short runs (int8: padded to one 16-row tile; float: 6-row tiles from 6 rows), whole tiles, a
+// last tile shifted inward, and rows from two batch entries.
+std::vector<Case> streamed_row_counts(int64_t input, int64_t hidden) {
+  std::vector<Case> cases;
   for (const auto& [seq, batch] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 1}, {2, 1}, {5, 1}, {6, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}}) {
     Case c;
     c.seq = seq;
     c.batch = batch;
-    c.input = 300;
-    c.hidden = 256;
-    SCOPED_TRACE(cat("LSTM seq ", seq, " batch ", batch));
+    c.input = input;
+    c.hidden = hidden;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Integer W over 1 MiB (input 600 x 4 gates x hidden 448) streams from beyond L2: on AVX-512,
+// 16-row x 1-vector tiles, one pass over W per 16 rows.
+TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
+  for (const Case& c : streamed_row_counts(600, 448)) {
+    SCOPED_TRACE(cat("LSTM seq ", c.seq, " batch ", c.batch));
+    expect_quantized_matches_reference(c);
+  }
+}
+
+// Float W over 1 MiB (input 300 x 4 gates x hidden 256) streams too (a single row takes 4
+// panels per tile).
+TEST(LowerRecurrent, StreamedProjectionTakesAnyRowCount) {
+  for (const Case& c : streamed_row_counts(300, 256)) {
+    SCOPED_TRACE(cat("LSTM seq ", c.seq, " batch ", c.batch));
     expect_matches_reference(c);
   }
 }
