@@ -10,6 +10,7 @@
  *
  * Nothing here allocates in steady state: buffers grow to the largest run seen and stay. */
 
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -19,6 +20,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* One CPU feature the kernels use (RN_CPU_FEATURES, generated): usable when CPUID reports it
+ * and the OS saves the registers it needs (XCR0). */
+typedef struct rn_cpu_feature {
+  const char* name;
+  unsigned leaf, subleaf;
+  int reg, bit;
+  unsigned long long xcr0;
+} rn_cpu_feature;
+static const rn_cpu_feature rn_cpu_features[] = {RN_CPU_FEATURES {0, 0, 0, 0, 0, 0}};
 
 typedef struct rn_buffer {
   void* data;
@@ -493,6 +504,27 @@ static rn_ctx* rn_new_context(void) {
   return ctx;
 }
 
+/* The first feature of rn_cpu_features this CPU lacks, or NULL: the kernels would stop the
+ * process with an illegal instruction where one is missing. */
+static const char* rn_missing_cpu_feature(void) {
+  unsigned leaf1[4] = {0, 0, 0, 0};
+  __get_cpuid(1, &leaf1[0], &leaf1[1], &leaf1[2], &leaf1[3]);
+  unsigned long long xcr0 = 0;
+  if ((leaf1[2] >> 27) & 1) { /* OSXSAVE: XGETBV may be used */
+    unsigned eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    xcr0 = ((unsigned long long)edx << 32) | eax;
+  }
+  for (const rn_cpu_feature* f = rn_cpu_features; f->name; ++f) {
+    unsigned regs[4] = {0, 0, 0, 0};
+    if (!__get_cpuid_count(f->leaf, f->subleaf, &regs[0], &regs[1], &regs[2], &regs[3]) ||
+        !((regs[f->reg] >> f->bit) & 1) || (xcr0 & f->xcr0) != f->xcr0) {
+      return f->name;
+    }
+  }
+  return NULL;
+}
+
 /* Validates `data` (which the context then reads in place) and hands over the context. */
 static int rn_finish_create(rn_ctx* ctx, const uint8_t* data, uint64_t size, rn_ctx** out,
                             char* error, size_t error_size) {
@@ -509,6 +541,7 @@ static int rn_finish_create(rn_ctx* ctx, const uint8_t* data, uint64_t size, rn_
 
 static int rn_create_from_file(const char* path, rn_ctx** out) {
   *out = NULL;
+  if (rn_missing_cpu_feature()) return RNNC_AOT_ERROR_CPU;
   rn_ctx* ctx = rn_new_context();
   if (!ctx) return RNNC_AOT_ERROR_OUT_OF_MEMORY;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -538,6 +571,7 @@ static int rn_create_from_file(const char* path, rn_ctx** out) {
 static int rn_create_from_buffer(const void* data, size_t size, rn_ctx** out) {
   *out = NULL;
   if (!data && size) return RNNC_AOT_ERROR_INVALID_ARGUMENT;
+  if (rn_missing_cpu_feature()) return RNNC_AOT_ERROR_CPU;
   rn_ctx* ctx = rn_new_context();
   if (!ctx) return RNNC_AOT_ERROR_OUT_OF_MEMORY;
   const uint8_t* bytes = (const uint8_t*)data;
@@ -566,6 +600,9 @@ static const char* rn_status_text(int status) {
     case RNNC_AOT_ERROR_INVALID_ARGUMENT: return "invalid argument";
     case RNNC_AOT_ERROR_OUT_OF_MEMORY: return "out of memory";
     case RNNC_AOT_ERROR_KERNEL: return "a compiled kernel failed";
+    case RNNC_AOT_ERROR_CPU:
+      return "this CPU lacks an instruction-set feature the kernels were compiled for "
+             "(<name>_missing_cpu_feature() names it)";
     default: return "unknown status";
   }
 }

@@ -286,7 +286,8 @@ ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& opt
   std::unique_ptr<Program> program = compile_model(std::move(model), program_options);
   const Graph& graph = *program->model().graph;
   ExportResult result;
-  result.target = program->kernel_cache()->target().to_string();
+  const KernelTarget& kernel_target = program->kernel_cache()->kernel_target();
+  result.target = cat(kernel_target.name, " [", kernel_target.features.to_string(), "]");
   result.blocks = static_cast<int>(program->blocks().size());
   int compiled_blocks = 0;
   for (const auto& block : program->blocks()) compiled_blocks += block->from_cache ? 0 : 1;
@@ -439,7 +440,9 @@ enum {
   RNNC_AOT_ERROR_WRONG_MODEL = 6,      /* a valid weight file of another model or layout */
   RNNC_AOT_ERROR_INVALID_ARGUMENT = 7, /* a NULL pointer, a bad dim, state dims changed */
   RNNC_AOT_ERROR_OUT_OF_MEMORY = 8,
-  RNNC_AOT_ERROR_KERNEL = 9            /* a compiled kernel reported an error */
+  RNNC_AOT_ERROR_KERNEL = 9,           /* a compiled kernel reported an error */
+  RNNC_AOT_ERROR_CPU = 10              /* this CPU lacks an instruction-set feature the library was
+                                          compiled for (last_error names it) */
 };
 /* Element types: ONNX TensorProto codes. */
 enum { RNNC_AOT_FLOAT32 = 1, RNNC_AOT_UINT8 = 2, RNNC_AOT_INT8 = 3, RNNC_AOT_INT32 = 6,
@@ -488,6 +491,10 @@ typedef struct rnnc_aot_model {
     << " * on failure *context is NULL and the status says why. */\n"
     << "int " << name << "_create_from_file(const char* weights_path, " << name
     << "_context** context);\n"
+    << "/* Creating a context first checks that this CPU has every instruction-set feature the\n"
+    << " * kernels were compiled for (RNNC_AOT_ERROR_CPU otherwise); this names the first one it\n"
+    << " * lacks, or returns NULL. */\n"
+    << "const char* " << name << "_missing_cpu_feature(void);\n"
     << "/* The same over a caller's buffer, which must outlive the context (an unaligned buffer is\n"
     << " * copied to 64-byte aligned memory). */\n"
     << "int " << name << "_create_from_buffer(const void* data, size_t size, " << name
@@ -529,7 +536,19 @@ typedef struct rnnc_aot_model {
     << "/* The weight file's table: {offset, bytes} per tensor. */\n"
     << "static const uint64_t rn_tensor_table[] = {";
   for (const WeightTableEntry& entry : table) c << entry.offset << "ull, " << entry.size << "ull, ";
-  c << "0};\n\n" << kDriverSupport << "\n/* ---- the kernels ---- */\n";
+  c << "0};\n"
+    << "/* The CPU features the kernels use (target " << kernel_target.name
+    << "): {name, CPUID leaf, sub-leaf, register (0 eax .. 3 edx), bit, XCR0 bits}. */\n"
+    << "#define RN_CPU_FEATURES";
+  for (int i = 0; i < static_cast<int>(CpuFeature::kCount); ++i) {
+    const auto feature = static_cast<CpuFeature>(i);
+    if (!kernel_target.features.has(feature)) continue;
+    const CpuidBit& where = cpuid_bit(feature);
+    c << " \\\n  {\"" << cpu_feature_name(feature) << "\", 0x" << std::hex << where.leaf
+      << std::dec << "u, " << where.subleaf << "u, " << where.reg << ", " << where.bit << ", 0x"
+      << std::hex << where.xcr0 << std::dec << "ull},";
+  }
+  c << "\n\n" << kDriverSupport << "\n/* ---- the kernels ---- */\n";
   for (const auto& kernel : writer.kernels) c << "extern int " << kernel.first << "(void** args);\n";
 
   c << "\n/* ---- one run: the blocks in order ---- */\n"
@@ -631,6 +650,7 @@ typedef struct rnnc_aot_model {
     << "const char* " << name << "_last_error(const " << ctx_type
     << "* context) { return context ? context->error : \"NULL context\"; }\n"
     << "const char* " << name << "_status_text(int status) { return rn_status_text(status); }\n"
+    << "const char* " << name << "_missing_cpu_feature(void) { return rn_missing_cpu_feature(); }\n"
     << "void " << name << "_reset(" << ctx_type << "* context) { if (context) context->state_valid = 0; }\n"
     << "int " << name << "_run_arrays(" << ctx_type
     << "* context, const int64_t* dims, const void* const* inputs, void* const* outputs) {\n"
@@ -716,13 +736,13 @@ typedef struct rnnc_aot_model {
 
   // 7. The Halide runtime object for the target, cached beside the kernels.
   progress("[4/5] Halide runtime");
-  const Halide::Target& target = program->kernel_cache()->target();
+  const KernelTarget& target = program->kernel_cache()->kernel_target();
   const std::string runtime_object = cat(program->kernel_cache()->directory(), "/aot_runtime_",
-                                         hash_hex(result.target + "\nrnnc aot runtime 1"), ".o");
+                                         hash_hex(target.key() + "\nrnnc aot runtime 2"), ".o");
   if (!fs::exists(runtime_object)) {
     std::random_device random;
     const std::string temporary = cat(runtime_object, ".tmp-", ::getpid(), "-", random());
-    Halide::compile_standalone_runtime(temporary, target);
+    compile_runtime_object(temporary, target);
     fs::rename(temporary, runtime_object);
   }
 

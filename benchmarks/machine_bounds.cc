@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "lowering/kernel_target.h"
+
 namespace rnnc::bench {
 namespace {
 
@@ -203,7 +205,11 @@ BoundsConfig quick_bounds_config() {
 
 MachineBounds measure_machine_bounds(const BoundsConfig& config,
                                      const std::function<void(const std::string&)>& progress) {
-  const Halide::Target target = Halide::get_host_target();
+  // The bound kernels are float only and run through Halide's JIT, which picks LLVM's CPU from
+  // Halide's flags: without the VNNI flag (which names the sapphirerapids CPU) it names one whose
+  // features this host has.
+  const Halide::Target target =
+      resolve_kernel_target("host").halide.without_feature(Halide::Target::AVX512_SapphireRapids);
   MachineBounds bounds;
   bounds.target = target.to_string();
   bounds.vector_lanes = target.natural_vector_size<float>();

@@ -248,7 +248,7 @@ std::vector<int64_t> broadcast_runtime_shapes(const std::vector<std::vector<int6
 CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
                                 const std::function<BuiltPipeline()>& build) {
   return cache.get(key, [&](const std::string& object_path, const std::string& function_name,
-                            const Halide::Target& target) {
+                            const KernelTarget& target) {
     BuiltPipeline pipeline = build();
     Halide::Pipeline outputs = pipeline.output;
     if (pipeline.overflow) {

@@ -22,28 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kRnncVersion = "rnnc 0.1.0";
-constexpr const char* kAvx2Target = "x86-64-linux-avx-avx2-f16c-fma-sse41";
 
 std::string default_directory() {
   if (const char* dir = std::getenv("RNNC_CACHE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
   if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/rnnc";
   return (fs::temp_directory_path() / "rnnc-cache").string();
-}
-
-Halide::Target resolve_target(std::string name) {
-  if (name.empty()) {
-    const char* env = std::getenv("RNNC_TARGET");
-    name = env && *env ? env : "host";
-  }
-  if (name == "host") return Halide::get_host_target();
-  if (name == "avx2") return Halide::Target(kAvx2Target);
-  if (!Halide::Target::validate_target_string(name)) {
-    raise_invalid_input(cat("'", name, "' is not a Halide target (use host, avx2 or a target "
-                            "string such as ", kAvx2Target, ")"));
-  }
-  return Halide::Target(name);
 }
 
 std::string unique_suffix() {
@@ -91,8 +75,7 @@ std::shared_ptr<void> open_library(const std::string& path, int flags) {
 }
 
 // Which build of rnnc generated the kernels: the binary's path, size and modification time. A
-// rebuilt rnnc never loads kernels an older build compiled (whose generator code may differ);
-// the version tags in the lowerings' keys still say what changed, for readers.
+// rebuilt rnnc never loads kernels an older build compiled (whose generator code may differ).
 const std::string& build_identity() {
   static const std::string identity = [] {
     Dl_info info;
@@ -132,8 +115,7 @@ void CompiledPipeline::call(void** args) const {
 
 HalideCache::HalideCache(std::string dir, std::string target)
     : dir_(dir.empty() ? default_directory() : std::move(dir)),
-      target_(std::make_shared<Halide::Target>(resolve_target(std::move(target)))),
-      target_string_(target_->to_string()) {
+      target_(resolve_kernel_target(target)) {
   if (const char* asserts = std::getenv("RNNC_STEP_ASSERTS"); asserts && *asserts) {
     step_asserts_ = std::string(asserts) != "0";
   }
@@ -142,15 +124,14 @@ HalideCache::HalideCache(std::string dir, std::string target)
   if (error) raise(ErrorKind::kIo, cat("cannot create cache directory '", dir_, "': ", error.message()));
 }
 
-const Halide::Target& HalideCache::target() const { return *target_; }
-
 void HalideCache::load_runtime() {
   // One standalone Halide runtime per target, shared by every kernel (RTLD_GLOBAL so the kernels'
   // halide_* references resolve to it).
-  std::string path = cat(dir_, "/halide_runtime_", hash_hex(target_string_ + kRnncVersion), ".so");
+  std::string path =
+      cat(dir_, "/halide_runtime_", hash_hex(target_.key() + "\n" + build_identity()), ".so");
   if (!fs::exists(path)) {
     std::string stem = cat(dir_, "/tmp-runtime-", unique_suffix());
-    Halide::compile_standalone_runtime(stem + ".o", *target_);
+    compile_runtime_object(stem + ".o", target_);
     run_linker(stem + ".o", stem + ".so");
     fs::rename(stem + ".so", path);
     fs::remove(stem + ".o");
@@ -182,7 +163,7 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   // rnnc's, so that is an rnnc bug: an internal error naming the kernel, never an escaping
   // Halide exception (a crash for callers that catch rnnc::Error).
   auto compile = [&](const std::string& object, const std::string& name,
-                     const Halide::Target& target) {
+                     const KernelTarget& target) {
     try {
       compile_fn(object, name, target);
     } catch (const Halide::Error& e) {
@@ -192,8 +173,7 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
                                       key.substr(0, key.find('\n')), "': ", e.what()));
     }
   };
-  std::string hash =
-      hash_hex(cat(key, "\n", target_string_, "\n", kRnncVersion, "\n", build_identity()));
+  std::string hash = hash_hex(cat(key, "\n", target_.key(), "\n", build_identity()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = loaded_.find(hash); it != loaded_.end()) {
     CompiledPipeline again = it->second;  // a second user compiles nothing
@@ -209,14 +189,14 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   const std::string object_path = cat(dir_, "/", pipeline.function_name, ".o");
   if (keep_objects_ && pipeline.from_cache && !fs::exists(object_path)) {
     std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
-    compile(stem + ".o", pipeline.function_name, target_->with_feature(Halide::Target::NoRuntime));
+    compile(stem + ".o", pipeline.function_name, target_.with_feature(Halide::Target::NoRuntime));
     fs::rename(stem + ".o", object_path);
   }
   if (keep_objects_) pipeline.object_path = object_path;
   if (!pipeline.from_cache) {
     auto start = std::chrono::steady_clock::now();
     std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
-    compile(stem + ".o", pipeline.function_name, target_->with_feature(Halide::Target::NoRuntime));
+    compile(stem + ".o", pipeline.function_name, target_.with_feature(Halide::Target::NoRuntime));
     run_linker(stem + ".o", stem + ".so");
     fs::rename(stem + ".so", path);  // atomic: concurrent processes see all or nothing
     if (keep_objects_) {
@@ -262,11 +242,30 @@ void prefetch_into_l1(llvm::Module& module) {
   }
 }
 
+// Halide 14 names the CPU and features LLVM generates code for in two module flags, from its own
+// feature flags (halide_mcpu = "sapphirerapids" for avx512_sapphirerapids). Both are replaced by
+// LLVM's baseline CPU and the target's explicit feature list, and every function carries them
+// (with the target's scheduling model), so no instruction outside target.features is emitted.
+void retarget(llvm::Module& module, const KernelTarget& target) {
+  llvm::LLVMContext& context = module.getContext();
+  const std::string features = target.llvm_features();
+  module.setModuleFlag(llvm::Module::Warning, "halide_mcpu", llvm::MDString::get(context, "x86-64"));
+  module.setModuleFlag(llvm::Module::Warning, "halide_mattrs",
+                       llvm::MDString::get(context, features));
+  for (llvm::Function& function : module) {
+    if (function.isDeclaration()) continue;
+    function.addFnAttr("target-cpu", "x86-64");
+    function.addFnAttr("target-features", features);
+    function.addFnAttr("tune-cpu", target.tune_cpu);
+  }
+}
+
 // The pipeline as an LLVM module (Halide's runtime linked in and optimized, as compile_to_object
-// would produce it), prefetches rewritten.
-std::unique_ptr<llvm::Module> lower_to_llvm(const Halide::Module& module,
+// would produce it), retargeted, prefetches rewritten.
+std::unique_ptr<llvm::Module> lower_to_llvm(const Halide::Module& module, const KernelTarget& target,
                                             llvm::LLVMContext& context) {
   std::unique_ptr<llvm::Module> ir = Halide::compile_module_to_llvm_module(module, context);
+  retarget(*ir, target);
   prefetch_into_l1(*ir);
   return ir;
 }
@@ -275,21 +274,32 @@ std::unique_ptr<llvm::Module> lower_to_llvm(const Halide::Module& module,
 
 void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
                     const std::vector<Halide::Argument>& arguments,
-                    const std::string& function_name, const Halide::Target& target) {
-  const Halide::Module module = pipeline.compile_to_module(arguments, function_name, target);
+                    const std::string& function_name, const KernelTarget& target) {
+  const Halide::Module module = pipeline.compile_to_module(arguments, function_name, target.halide);
   {
     llvm::LLVMContext context;
-    std::unique_ptr<llvm::Module> ir = lower_to_llvm(module, context);
+    std::unique_ptr<llvm::Module> ir = lower_to_llvm(module, target, context);
     Halide::compile_llvm_module_to_object(*ir, *Halide::make_raw_fd_ostream(object_path));
   }
   if (const char* dir = std::getenv("RNNC_DUMP_HALIDE"); dir && *dir) {
     const std::string stem = std::string(dir) + "/" + function_name;
     pipeline.compile_to_lowered_stmt(stem + ".stmt", arguments, Halide::StmtOutputFormat::Text,
-                                     target);
+                                     target.halide);
     llvm::LLVMContext context;
-    std::unique_ptr<llvm::Module> ir = lower_to_llvm(module, context);
+    std::unique_ptr<llvm::Module> ir = lower_to_llvm(module, target, context);
     Halide::compile_llvm_module_to_assembly(*ir, *Halide::make_raw_fd_ostream(stem + ".s"));
   }
+}
+
+void compile_runtime_object(const std::string& object_path, const KernelTarget& target) {
+  // What Halide::compile_standalone_runtime compiles (an empty module whose target carries the
+  // runtime), through the same retargeting as the kernels.
+  const Halide::Module empty(
+      "standalone_runtime",
+      target.halide.without_feature(Halide::Target::NoRuntime).without_feature(Halide::Target::JIT));
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> ir = lower_to_llvm(empty, target, context);
+  Halide::compile_llvm_module_to_object(*ir, *Halide::make_raw_fd_ostream(object_path));
 }
 
 }  // namespace rnnc

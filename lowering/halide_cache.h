@@ -3,8 +3,10 @@
 // Halide 14 has no compile_to_callable and its JIT cache lives in one Pipeline object, so rnnc
 // compiles each pipeline once with compile_to_object (Target::NoRuntime), links it into a shared
 // object next to one standalone Halide runtime shared object, and dlopens it. The cache key is a
-// hash of the caller's key (block IR + schedule), the target, the rnnc version and the identity of
-// the rnnc binary (so a rebuilt rnnc never runs kernels an older build generated): a warm load is
+// hash of the caller's key (block IR + schedule), the exact target (Halide flags, LLVM feature
+// list and scheduling model: a cache directory shared between hosts never serves a kernel built
+// for features another host lacks) and the identity of the rnnc binary (so a rebuilt rnnc never
+// runs kernels an older build generated): a warm load is
 // a dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
 // and renamed into place, so a reader sees a complete file or none.
 //
@@ -22,11 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace Halide {
-struct Target;
-struct Argument;
-class Pipeline;
-}  // namespace Halide
+#include "lowering/kernel_target.h"
 
 namespace rnnc {
 
@@ -49,20 +47,19 @@ struct CompiledPipeline {
 class HalideCache {
  public:
   // dir: "" picks $RNNC_CACHE_DIR, else $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc.
-  // target: "" picks $RNNC_TARGET, else "host"; "avx2" names the generic AVX2 fallback; any other
-  // value is a Halide target string.
+  // target: a name resolve_kernel_target accepts ("" picks $RNNC_TARGET, else "host").
   explicit HalideCache(std::string dir = "", std::string target = "");
 
-  // The target kernels are compiled for: the host's features (AVX-512/VNNI where present), or
-  // the generic x86-64 AVX2 target ("avx2"), which also runs here.
-  const Halide::Target& target() const;
+  // The target kernels are compiled for; target() is its Halide part, which schedules read.
+  const KernelTarget& kernel_target() const { return target_; }
+  const Halide::Target& target() const { return target_.halide; }
   const std::string& directory() const { return dir_; }
 
   // Returns the pipeline for `key`, compiling it with `compile` on a cache miss. `compile` must
   // write a Halide object file (NoRuntime) defining `function_name` to the given path.
   using CompileFn = std::function<void(const std::string& object_path,
                                        const std::string& function_name,
-                                       const Halide::Target& target)>;
+                                       const KernelTarget& target)>;
   CompiledPipeline get(const std::string& key, const CompileFn& compile);
 
   // Routes the parallel loops of every kernel this cache's Halide runtime runs through
@@ -96,8 +93,7 @@ class HalideCache {
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
 
   std::string dir_;
-  std::shared_ptr<Halide::Target> target_;
-  std::string target_string_;
+  KernelTarget target_;
   std::once_flag runtime_once_;
   std::shared_ptr<void> runtime_;
   std::mutex mutex_;
@@ -110,9 +106,13 @@ class HalideCache {
 // Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With
 // RNNC_DUMP_HALIDE=dir set, also writes dir/<function_name>.stmt (the lowered statement) and .s
 // (the assembly), for reading what a schedule became.
+// The object is code for exactly target.features (kernel_target.h).
 void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
                     const std::vector<Halide::Argument>& arguments,
-                    const std::string& function_name, const Halide::Target& target);
+                    const std::string& function_name, const KernelTarget& target);
+
+// Compiles Halide's standalone runtime for `target` to an object file.
+void compile_runtime_object(const std::string& object_path, const KernelTarget& target);
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).
 std::string hash_hex(const std::string& text);

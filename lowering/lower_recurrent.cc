@@ -621,7 +621,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   const RecurrentCell& first = block->directions_[0].cell;
   block->projection_ = cache.get(
       input_projection_key(first, schedule),
-      [&](const std::string& path, const std::string& name, const Halide::Target& target) {
+      [&](const std::string& path, const std::string& name, const KernelTarget& target) {
         compile_input_projection(first, schedule, path, name, target);
       });
   block->compile_ms = block->projection_.compile_ms;
@@ -633,8 +633,8 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       const bool asserts = cache.step_asserts();
       step = cache.get(
           recurrent_step_key(part.cell, step_schedule) + (asserts ? " asserts" : " no_asserts"),
-          [&](const std::string& path, const std::string& name, const Halide::Target& target) {
-            const Halide::Target step_target =
+          [&](const std::string& path, const std::string& name, const KernelTarget& target) {
+            const KernelTarget step_target =
                 asserts ? target : target.with_feature(Halide::Target::NoAsserts);
             compile_recurrent_step(part.cell, step_schedule, path, name, step_target);
           });

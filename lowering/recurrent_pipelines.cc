@@ -493,7 +493,7 @@ int single_row_panels(int panels, int wanted) {
 // projection's register tiles.
 void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                                   const std::string& object_path, const std::string& function_name,
-                                  const Halide::Target& target) {
+                                  const KernelTarget& target) {
   const RecurrentQuant& quant = *cell.quant;
   const int v = schedule.vector_width;
   const int n_extent = static_cast<int>(cell.gates.size()) * schedule.padded_hidden;
@@ -595,7 +595,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
 
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
-                              const Halide::Target& target) {
+                              const KernelTarget& target) {
   if (cell.quant) {
     compile_quantized_projection(cell, schedule, object_path, function_name, target);
     return;
@@ -831,7 +831,7 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
 
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,
-                            const Halide::Target& target) {
+                            const KernelTarget& target) {
   const int tile = schedule.hidden_tile;
   const int gates = static_cast<int>(cell.gates.size());
   StepInputs in(cell, schedule);

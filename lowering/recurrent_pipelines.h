@@ -44,6 +44,8 @@ struct Target;
 
 namespace rnnc {
 
+struct KernelTarget;
+
 enum class RecurrentOp { kLstm, kGru, kRnn };
 
 // One recurrent activation function with its (already defaulted) alpha and beta.
@@ -180,7 +182,7 @@ int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,
-                              const Halide::Target& target);
+                              const KernelTarget& target);
 
 // Argument order of the step pipeline's argv entry (bracketed ones only where the cell has them):
 //   r (ji, g, k, jo), xw (ji, g, jo, b, t), step_time (b: int32, the time row of XW entry b
@@ -193,6 +195,6 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                             const std::string& object_path, const std::string& function_name,
-                            const Halide::Target& target);
+                            const KernelTarget& target);
 
 }  // namespace rnnc

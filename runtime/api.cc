@@ -179,6 +179,8 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   if (options.threads < 1) {
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
   }
+  // Kernels for features this CPU lacks would stop the process with an illegal instruction.
+  if (!options.reference) check_host_runs(resolve_kernel_target(options.target));
   auto impl = std::make_unique<CompiledModel::Impl>();
   ProgramOptions program_options;
   program_options.cache_dir = options.cache_dir;

@@ -14,13 +14,6 @@ namespace rnnc::cli {
 
 namespace {
 
-// --target: the two names the issue promises, or a Halide target string.
-std::string parse_target(const std::string& text) {
-  if (text.empty() || text == "host") return "host";
-  if (text == "x86-64-avx2" || text == "avx2") return "avx2";
-  return text;  // HalideCache validates it
-}
-
 int run_compile(const Parsed& args) {
   if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
   if (!args.has("o")) raise_invalid_input("give the output directory with -o DIR");
@@ -31,7 +24,7 @@ int run_compile(const Parsed& args) {
   aot::ExportOptions options;
   options.name = args.get("name", "model");
   options.output_dir = args.get("o");
-  options.target = parse_target(args.get("target"));
+  options.target = args.get("target", "host");
   options.cache_dir = args.get("cache-dir");
   options.specialization = parse_specialization(args, *model->graph);
   options.source = path.substr(path.find_last_of('/') + 1);
@@ -56,7 +49,7 @@ int run_compile(const Parsed& args) {
 const Command kCompileCommand{
     "compile",
     "rnnc compile MODEL -o DIR [--name NAME] [--fix NAME=VALUE]... [--dim NAME=N]... "
-    "[--target x86-64-avx2|host] [--cache-dir DIR] [--no-state]",
+    "[--target T] [--cache-dir DIR] [--no-state]",
     "Compile a model ahead of time into a standalone C library: DIR/NAME.h, DIR/libNAME.a\n"
     "(Halide kernels, Halide runtime, generated driver; links with -lm -lpthread -ldl only),\n"
     "DIR/NAME.weights and DIR/README.md. See docs/aot.md.",
@@ -68,8 +61,10 @@ const Command kCompileCommand{
          "(repeatable)"},
         {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
         {"target", "T",
-         "host (default: this machine's features), x86-64-avx2 (any AVX2 x86-64), or a Halide "
-         "target string"},
+         "host (default: this machine's features), x86-64-v3 (any AVX2+FMA x86-64; alias "
+         "x86-64-avx2), x86-64-v4 (AVX-512 F/CD/BW/DQ/VL), x86-64-v4-vnni (v4 plus AVX512-VNNI), "
+         "zen4 or sapphirerapids; the library refuses to start on a CPU that lacks a feature "
+         "(RNNC_AOT_ERROR_CPU)"},
         {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
         {"no-state", "",
          "do not carry recurrent state between step calls (keep initial states as the model has "

@@ -30,13 +30,13 @@ class TempCacheDir {
 
 // out(x) = in(x) * factor, with factor baked in at compile time.
 HalideCache::CompileFn scale_by(float factor) {
-  return [factor](const std::string& object, const std::string& name, const Halide::Target& target) {
+  return [factor](const std::string& object, const std::string& name, const KernelTarget& target) {
     Halide::ImageParam in(Halide::Float(32), 1, "in");
     Halide::Var x("x");
     Halide::Func out("out");
     out(x) = in(x) * factor;
     out.vectorize(x, 8, Halide::TailStrategy::GuardWithIf);
-    out.compile_to_object(object, {in}, name, target);
+    compile_object(out, object, {in}, name, target);
   };
 }
 
@@ -60,7 +60,7 @@ TEST(HalideCache, CompilesOnceThenLoadsFromDisk) {
   HalideCache fresh(dir.path());  // a new process would see the same directory
   bool compiled = false;
   CompiledPipeline again = fresh.get("scale by 3", [&](const std::string& o, const std::string& n,
-                                                       const Halide::Target& t) {
+                                                       const KernelTarget& t) {
     compiled = true;
     scale_by(3.0f)(o, n, t);
   });
@@ -92,12 +92,12 @@ TEST(HalideCache, HalideCompileErrorsBecomeInternalErrorsNamingTheKernel) {
   HalideCache cache(dir.path());
   try {
     cache.get("broken kernel", [](const std::string& object, const std::string& name,
-                                  const Halide::Target& target) {
+                                  const KernelTarget& target) {
       Halide::ImageParam in(Halide::Float(32), 1, "in");
       Halide::Var x("x");
       Halide::Func out("out");
       out(x) = in(x) * 2.0f;
-      out.compile_to_object(object, {}, name, target);  // `in` missing from the arguments
+      out.compile_to_object(object, {}, name, target.halide);  // `in` missing from the arguments
     });
     ADD_FAILURE() << "compiled a broken pipeline";
   } catch (const Error& e) {
@@ -114,8 +114,22 @@ TEST(HalideCache, BadTargetNamesTheProblem) {
     ADD_FAILURE() << "accepted a bad target";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("'riscv-banana' is not a Halide target"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                              "unknown target 'riscv-banana' (use host, x86-64-v3, x86-64-v4"));
   }
+}
+
+// A cache directory shared by hosts of different features (an NFS home, an image layer) never
+// serves one target's kernel to another: the key holds the exact feature list.
+TEST(HalideCache, TargetsWithDifferentFeaturesNeverShareKernels) {
+  TempCacheDir dir;
+  HalideCache v3(dir.path(), "x86-64-v3");
+  EXPECT_FALSE(v3.get("scale by 2", scale_by(2.0f)).from_cache);
+  HalideCache v4(dir.path(), "x86-64-v4");
+  EXPECT_NE(v3.kernel_target().key(), v4.kernel_target().key());
+  EXPECT_FALSE(v4.get("scale by 2", scale_by(2.0f)).from_cache);
+  HalideCache v3_again(dir.path(), "avx2");  // an alias: the same target, the same kernel
+  EXPECT_TRUE(v3_again.get("scale by 2", scale_by(2.0f)).from_cache);
 }
 
 }  // namespace

@@ -1120,7 +1120,7 @@ RecurrentCell lstm_cell(int hidden, int input) {
 
 // The object code of `cell`'s input projection or of its step, disassembled.
 std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedule& schedule,
-                               bool projection, const Halide::Target& target) {
+                               bool projection, const KernelTarget& target) {
   // One file per test: ctest runs tests as parallel processes, and a shared path let one test
   // disassemble another's half-written object.
   const std::string object = ::testing::TempDir() + "rnnc_kernel_disassembly_" +
@@ -1137,9 +1137,9 @@ std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedul
 // fallback to widening multiplies would pass every numeric test. u8 x s8 products are vpdpbusd;
 // s16 x s16 ones (12-bit weights) vpdpwssd, also in the chunked int64 form (16 x 16 bits).
 TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
-  const Halide::Target host = Halide::get_host_target();
-  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
-    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  const KernelTarget host = resolve_kernel_target("host");
+  if (!host.halide.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.halide.to_string() << ")";
   }
   RecurrentCell cell = lstm_cell(128, 64);
   struct Variant {
@@ -1154,7 +1154,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
     cell.quant = recurrent_quant(activations, cell.input_size, cell.hidden_size,
                                  variant.weight_bits, false, variant.weight_bits, false);
     EXPECT_EQ(cell.quant->state_widths.int64_sum, variant.activation_bits == 16);
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide);
     for (bool projection : {false, true}) {
       const std::string text = kernel_disassembly(cell, schedule, projection, host);
       EXPECT_NE(text.find(variant.instruction), std::string::npos)
@@ -1169,9 +1169,9 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
 // prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's prefetchnta);
 // weights that stay in L2 take the 6-row tiles and no prefetch.
 TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
-  const Halide::Target host = Halide::get_host_target();
-  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
-    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  const KernelTarget host = resolve_kernel_target("host");
+  if (!host.halide.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.halide.to_string() << ")";
   }
   struct Variant {
     bool quantized;
@@ -1189,7 +1189,7 @@ TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
     }
     const std::string what = cat(variant.quantized ? "int8" : "float", " hidden ", variant.hidden,
                                  " input ", variant.input);
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide);
     EXPECT_EQ(schedule.stream_weights, variant.streamed) << what;
     EXPECT_EQ(schedule.gemm_rows, variant.streamed ? 16 : 6) << what;
     EXPECT_EQ(schedule.gemm_vectors, variant.streamed ? 1 : variant.unstreamed_vectors) << what;
@@ -1203,14 +1203,14 @@ TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
 // cycles, two per cycle): it sums interleaved halves of k into separate accumulators, 8 chains for
 // an LSTM tile of 16 units x 4 gates, not 4. The batched step already has 4 per batch entry.
 TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
-  const Halide::Target host = Halide::get_host_target();
-  if (!host.has_feature(Halide::Target::AVX512_SapphireRapids)) {
-    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.to_string() << ")";
+  const KernelTarget host = resolve_kernel_target("host");
+  if (!host.halide.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.halide.to_string() << ")";
   }
   RecurrentCell cell = lstm_cell(128, 128);
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 128, 8, false, 8, false);
   for (bool batched : {false, true}) {
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide, batched);
     EXPECT_EQ(schedule.step_k_split, batched ? 1 : 2);
     std::set<std::string> accumulators;  // vpdpbusd destinations (AT&T: the last operand)
     std::istringstream lines(kernel_disassembly(cell, schedule, false, host));
@@ -1227,22 +1227,22 @@ TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
 // Every step but the two-phase GRU's (which reads rt (.) h across tiles in hidden order) may be
 // handed tile-reversed views on odd steps; the numeric tests above run both orders.
 TEST(LowerRecurrent, ScheduleAlternatesTileOrderExceptInTwoPhaseGru) {
-  const Halide::Target host = Halide::get_host_target();
+  const KernelTarget host = resolve_kernel_target("host");
   RecurrentCell cell = lstm_cell(64, 32);
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
   cell.op = RecurrentOp::kGru;
   cell.gates = {kGruZ, kGruR, kGruH};
   cell.linear_before_reset = true;
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
   cell.linear_before_reset = false;
-  EXPECT_FALSE(choose_recurrent_schedule(cell, host).alternate_tiles);
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
 }
 
 // Operands reach the products as whole vectors: no gathers, no vectors assembled byte by byte.
 // (An AVX-512 integer projection of 4 x 6 register tiles once compiled to vpinsrb sequences and
 // ran at half speed while every numeric test passed.)
 TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
-  const Halide::Target host = Halide::get_host_target();
+  const KernelTarget host = resolve_kernel_target("host");
   RecurrentCell cell = lstm_cell(128, 128);
   for (bool quantized : {false, true}) {
     if (quantized) {
@@ -1250,7 +1250,7 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
                                    8, false);
     }
     for (bool batched : {false, true}) {
-      const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
+      const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide, batched);
       for (bool projection : {false, true}) {
         const std::string text = kernel_disassembly(cell, schedule, projection, host);
         const std::string what = cat(projection ? "projection" : "step",
@@ -1265,20 +1265,20 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
 // The step's hidden tiles become a parallel loop only above ~1 MiB of R (the float h128 stacks'
 // 256 KiB steps stay one loop; speech-sized layers split).
 TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
-  const Halide::Target host = Halide::get_host_target();
+  const KernelTarget host = resolve_kernel_target("host");
   RecurrentCell cell = lstm_cell(128, 128);
   for (const auto& [hidden, parallel] :
        std::vector<std::pair<int, bool>>{{128, false}, {256, false}, {288, true}, {608, true}}) {
     cell.hidden_size = hidden;
-    EXPECT_EQ(choose_recurrent_schedule(cell, host).parallel_tiles, parallel) << hidden;
+    EXPECT_EQ(choose_recurrent_schedule(cell, host.halide).parallel_tiles, parallel) << hidden;
   }
   // int8 weights are a quarter of the bytes: h608's 1.4 MiB still splits, h288's 324 KiB not.
   cell.hidden_size = 288;
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 288, 8, false, 8, false);
-  EXPECT_FALSE(choose_recurrent_schedule(cell, host).parallel_tiles);
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host.halide).parallel_tiles);
   cell.hidden_size = 608;
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 608, 8, false, 8, false);
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host).parallel_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).parallel_tiles);
 }
 
 // ---- targets, caching, plan text ----------------------------------------------------------------

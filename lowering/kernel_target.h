@@ -1,0 +1,112 @@
+// What the compiled kernels may use: the x86-64 instruction-set features of a CPU, and the
+// target that hands exactly those features to Halide and LLVM.
+//
+// Halide 14 reaches AVX-512 VNNI (`vpdpbusd`) only through its avx512_sapphirerapids feature,
+// which also makes it ask LLVM for the `sapphirerapids` CPU: LLVM may then emit AVX512-FP16 or
+// AMX instructions that an AMD Zen 4 (VNNI, no FP16, no AMX) cannot run. So rnnc keeps Halide's
+// feature flags only to steer Halide's own instruction selection, and compiles every kernel (and
+// the Halide runtime) for LLVM's baseline `x86-64` CPU plus an explicit feature list: each
+// feature rnnc knows is either on (the target has it) or off, never implied by a CPU name.
+//
+// Where the features come from:
+//   host            CPUID, with XGETBV for the register state the OS enables (AVX, AVX-512);
+//   x86-64-v3       AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE (any x86-64 since Haswell / Zen 1);
+//   x86-64-v4       v3 plus AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Zen 4 and later);
+//   x86-64-v4-vnni  v4 plus AVX-512 VNNI (Cascade Lake, Zen 4 and later);
+//   zen4            AMD EPYC Zen 4 (AVX-512 with VNNI, BF16, VBMI/VBMI2, IFMA; no FP16, AMX);
+//   sapphirerapids  Intel Xeon Sapphire Rapids (Zen 4's set plus AVX512-FP16 and AVX-VNNI);
+// "avx2" and "x86-64-avx2" are aliases of x86-64-v3.
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rnnc {
+
+// One x86 feature rnnc knows, by its LLVM name ("avx512vnni").
+enum class CpuFeature : int {
+  kSse3, kSsse3, kSse41, kSse42, kPopcnt, kAvx, kAvx2, kFma, kF16c, kBmi, kBmi2, kLzcnt, kMovbe,
+  kAvx512f, kAvx512cd, kAvx512bw, kAvx512dq, kAvx512vl, kAvx512ifma, kAvx512vbmi, kAvx512vbmi2,
+  kAvx512vnni, kAvx512bitalg, kAvx512vpopcntdq, kAvx512bf16, kAvx512fp16, kAvx512vp2intersect,
+  kAvxvnni, kAmxTile, kAmxInt8, kAmxBf16, kGfni, kVaes, kVpclmulqdq,
+  kCount
+};
+
+const char* cpu_feature_name(CpuFeature feature);  // LLVM's spelling
+
+// Where CPUID reports a feature: bit `bit` of register `reg` (0 eax, 1 ebx, 2 ecx, 3 edx) of
+// leaf `leaf`, sub-leaf `subleaf`; usable only when XCR0 has every bit of `xcr0` (the register
+// state the OS saves).
+struct CpuidBit {
+  unsigned leaf, subleaf;
+  int reg, bit;
+  uint64_t xcr0;
+};
+const CpuidBit& cpuid_bit(CpuFeature feature);
+
+// A set of CpuFeatures.
+class CpuFeatureSet {
+ public:
+  CpuFeatureSet() = default;
+  CpuFeatureSet(std::initializer_list<CpuFeature> features);
+  bool has(CpuFeature feature) const { return (bits_ >> static_cast<int>(feature)) & 1; }
+  void add(CpuFeature feature) { bits_ |= uint64_t{1} << static_cast<int>(feature); }
+  bool contains(const CpuFeatureSet& other) const { return (other.bits_ & ~bits_) == 0; }
+  // The features of `other` this set lacks.
+  std::vector<CpuFeature> missing(const CpuFeatureSet& other) const;
+  uint64_t bits() const { return bits_; }
+  // "avx,avx2,fma,...": the features present, in enum order.
+  std::string to_string() const;
+
+ private:
+  uint64_t bits_ = 0;
+};
+
+// The CPU this process runs on.
+struct HostCpu {
+  std::string vendor;      // "GenuineIntel", "AuthenticAMD"
+  std::string model_name;  // CPUID's brand string
+  int family = 0;          // display family (base + extended)
+  int model = 0;           // display model
+  CpuFeatureSet features;  // usable: CPUID bits and the register state the OS enables
+  int64_t l2_bytes_per_core = 0;  // 0 when CPUID does not say
+};
+const HostCpu& host_cpu();
+
+// The feature sets of the named portable levels and of two CPUs the project runs on (the tests
+// compile for them on any host).
+CpuFeatureSet x86_64_v3_features();
+CpuFeatureSet x86_64_v4_features();
+CpuFeatureSet zen4_features();             // AMD EPYC Zen 4: no AVX512-FP16, AMX or AVX-VNNI
+CpuFeatureSet sapphire_rapids_features();  // Intel Xeon Sapphire Rapids
+
+// What kernels are compiled for.
+struct KernelTarget {
+  std::string name;          // a name resolve_kernel_target accepts, or "features"
+  CpuFeatureSet features;    // what the code may use
+  Halide::Target halide;     // steers Halide's instruction selection (schedules read it too)
+  std::string tune_cpu;      // LLVM scheduling model; implies no features
+
+  // LLVM's target-features string: "+f" for every known feature present, "-f" for every other.
+  std::string llvm_features() const;
+  // Everything that changes the generated code, for cache keys.
+  std::string key() const;
+  KernelTarget with_feature(Halide::Target::Feature feature) const;
+};
+
+// One of the names above; "" reads $RNNC_TARGET, else "host". An unknown name is invalid input, naming the accepted ones.
+KernelTarget resolve_kernel_target(const std::string& name);
+
+// The target for an explicit feature set (tests: a Zen 4 feature set on any host). tune_cpu ""
+// picks LLVM's generic scheduling model.
+KernelTarget kernel_target_for(const CpuFeatureSet& features, const std::string& tune_cpu = "",
+                               const std::string& name = "features");
+
+// Raises an invalid-input error when this CPU lacks a feature `target` uses (kernels compiled for
+// it would stop with an illegal instruction), naming the first missing feature.
+void check_host_runs(const KernelTarget& target);
+
+}  // namespace rnnc

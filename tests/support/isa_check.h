@@ -1,0 +1,23 @@
+// Static check of compiled code against an instruction-set feature set: the instructions in a
+// disassembly (objdump -d) that a CPU with only those features cannot run. It catches what a test
+// run on one host cannot: kernels for a CPU the test is not running on (an AMD Zen 4 has no
+// AVX512-FP16, AMX or AVX-VNNI; an AVX2-only CPU has no EVEX encodings or zmm registers).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rnnc::testing {
+
+// One instruction the feature set does not cover.
+struct IsaViolation {
+  std::string feature;  // LLVM's name of the feature it needs ("avx512fp16", "avx512f")
+  std::string line;     // the disassembly line
+};
+
+// `features`: LLVM feature names, comma-separated (CpuFeatureSet::to_string()). Checked classes:
+// AVX512-FP16, AMX, VEX-encoded VNNI (AVX-VNNI), AVX512-VNNI, AVX512-BF16, VBMI, VBMI2, IFMA,
+// BITALG, VPOPCNTDQ, VP2INTERSECT, and AVX-512 itself (any EVEX encoding, zmm or mask register).
+std::vector<IsaViolation> isa_violations(const std::string& listing, const std::string& features);
+
+}  // namespace rnnc::testing
