@@ -28,7 +28,7 @@ namespace rnnc::aot {
 struct ExportOptions {
   std::string name = "model";  // C prefix and file stem: <name>.h, lib<name>.a, <name>.weights
   std::string output_dir;
-  std::string target;     // "" or "host", "avx2", or a Halide target string (HalideCache)
+  std::string target;     // a name resolve_kernel_target accepts ("" = $RNNC_TARGET, else host)
   std::string cache_dir;  // the kernel cache ("" = HalideCache's default)
   PassContext specialization;
   // Recurrent state pairs (state output, state input), as runtime/expose_state.h makes them: the
@@ -48,7 +48,7 @@ struct ExportResult {
   int kernels = 0;          // distinct Halide pipelines in the library
   int blocks_compiled = 0;  // blocks whose kernels were compiled now (not from the cache)
   uint64_t weight_bytes = 0;
-  std::string target;  // the Halide target the kernels were compiled for
+  std::string target;  // the target the kernels were compiled for: its name and features
 };
 
 ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& options);

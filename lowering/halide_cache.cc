@@ -265,7 +265,7 @@ void retarget(llvm::Module& module, const KernelTarget& target) {
 std::unique_ptr<llvm::Module> lower_to_llvm(const Halide::Module& module, const KernelTarget& target,
                                             llvm::LLVMContext& context) {
   std::unique_ptr<llvm::Module> ir = Halide::compile_module_to_llvm_module(module, context);
-  retarget(*ir, target);
+  if (!target.halide_cpu) retarget(*ir, target);
   prefetch_into_l1(*ir);
   return ir;
 }

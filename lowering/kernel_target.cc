@@ -228,6 +228,7 @@ std::string KernelTarget::llvm_features() const {
 }
 
 std::string KernelTarget::key() const {
+  if (halide_cpu) return cat(halide.to_string(), " cpu=halide");
   return cat(halide.to_string(), " cpu=x86-64 tune=", tune_cpu, " features=", llvm_features());
 }
 

@@ -89,6 +89,10 @@ struct KernelTarget {
   CpuFeatureSet features;    // what the code may use
   Halide::Target halide;     // steers Halide's instruction selection (schedules read it too)
   std::string tune_cpu;      // LLVM scheduling model; implies no features
+  // Compile for the CPU Halide's flags name (avx512_sapphirerapids: LLVM's sapphirerapids, FP16
+  // and AMX included) instead of the explicit list: the choice this module exists to prevent,
+  // kept so that a test can show its instruction scan catches what that choice emits.
+  bool halide_cpu = false;
 
   // LLVM's target-features string: "+f" for every known feature present, "-f" for every other.
   std::string llvm_features() const;

@@ -46,6 +46,14 @@ excluded=(
 # The same ONNX Runtime and Silero model as scripts/test.sh, so the same tests are registered.
 ort=$("$root/scripts/install-onnxruntime.sh" --quiet)
 
+# The sanitizer settings hold for the build too: it runs the instrumented `rnnc compile` to make
+# the AOT examples' libraries, and Halide's leaks at its exit are suppressed there as under ctest.
+export RNNC_CACHE_DIR=$build/kernel_cache
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp
+export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp
+
 start=$SECONDS
 nice -n 10 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DRNNC_SANITIZE="$sanitize" -DRNNC_ONNXRUNTIME_DIR="$ort" >/dev/null
@@ -53,11 +61,6 @@ nice -n 10 cmake --build "$build" -j "$jobs"
 build_seconds=$((SECONDS - start))
 "$root/models/fetch_silero.sh" "$build/models" 2>/dev/null
 
-export RNNC_CACHE_DIR=$build/kernel_cache
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp
-export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp
 
 filter=()
 if [[ $mode == thread ]]; then

@@ -114,6 +114,11 @@ std::map<std::string, int64_t> parse_dims(const Parsed& args) {
   return dims;
 }
 
+const char* const kTargetHelp =
+    "the CPU features kernels may use: host (default: this CPU's, from CPUID), x86-64-v3 (AVX2, "
+    "FMA; alias avx2, x86-64-avx2), x86-64-v4 (AVX-512 F/CD/BW/DQ/VL), x86-64-v4-vnni (v4 plus "
+    "AVX512-VNNI), zen4, sapphirerapids; default $RNNC_TARGET, else host";
+
 PassContext parse_specialization(const Parsed& args, const Graph& graph) {
   PassContext context;
   for (const auto& text : args.all("fix")) {

@@ -50,4 +50,7 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
 std::map<std::string, int64_t> parse_dims(const Parsed& args);
 PassContext parse_specialization(const Parsed& args, const Graph& graph);
 
+// The --target option's help (lowering/kernel_target.h has the names).
+extern const char* const kTargetHelp;
+
 }  // namespace rnnc::cli

@@ -24,7 +24,7 @@ int run_compile(const Parsed& args) {
   aot::ExportOptions options;
   options.name = args.get("name", "model");
   options.output_dir = args.get("o");
-  options.target = args.get("target", "host");
+  options.target = args.get("target");
   options.cache_dir = args.get("cache-dir");
   options.specialization = parse_specialization(args, *model->graph);
   options.source = path.substr(path.find_last_of('/') + 1);
@@ -61,9 +61,8 @@ const Command kCompileCommand{
          "(repeatable)"},
         {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
         {"target", "T",
-         "host (default: this machine's features), x86-64-v3 (any AVX2+FMA x86-64; alias "
-         "x86-64-avx2), x86-64-v4 (AVX-512 F/CD/BW/DQ/VL), x86-64-v4-vnni (v4 plus AVX512-VNNI), "
-         "zen4 or sapphirerapids; the library refuses to start on a CPU that lacks a feature "
+         "as rnnc run (host by default: the fastest code for this CPU; x86-64-v3 for any AVX2 "
+         "machine); a context refuses to start on a CPU that lacks a feature "
          "(RNNC_AOT_ERROR_CPU)"},
         {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
         {"no-state", "",

@@ -25,7 +25,7 @@ int run_plan(const Parsed& args) {
 
 const Command kPlanCommand{
     "plan",
-    "rnnc plan MODEL [--threads N] [--plan auto|sequential|parallel|pipeline] [--target host|avx2] "
+    "rnnc plan MODEL [--threads N] [--plan auto|sequential|parallel|pipeline] [--target T] "
     "[--cache-dir DIR]",
     "Compile a model and print its execution blocks (kind, nodes, plan per dynamic axis, cost),\n"
     "the executor's plan and the chains of recurrent layers it pipelines.",
@@ -33,7 +33,7 @@ const Command kPlanCommand{
         {"threads", "N", "executor threads (default 1)"},
         {"plan", "P", "auto (default: pipeline with threads > 1 and a layer chain), sequential, "
                       "parallel or pipeline"},
-        {"target", "T", "Halide target: host (default), avx2, or a Halide target string"},
+        {"target", "T", kTargetHelp},
         {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
     },
     run_plan,

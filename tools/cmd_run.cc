@@ -231,7 +231,7 @@ const Command kRunCommand{
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "
          "runs the reference evaluator)"},
         {"reference", "", "run the reference evaluator instead of the compiled model"},
-        {"target", "T", "Halide target: host (default), avx2, or a Halide target string"},
+        {"target", "T", kTargetHelp},
         {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
     },
     run_run,

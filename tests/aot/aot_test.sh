@@ -99,8 +99,35 @@ expect_error "a bad name" "rnnc compile: invalid input: --name '2x' is not a C i
   "$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/bad" --name 2x --cache-dir "$cache"
 expect_error "no output directory" "rnnc compile: invalid input: give the output directory with -o DIR" \
   "$rnnc" compile "$demo/lstm_demo.onnx"
-expect_error "a bad target" "rnnc compile: invalid input: 'armv9' is not a Halide target" \
+expect_error "a bad target" "rnnc compile: invalid input: unknown target 'armv9' (use host, x86-64-v3" \
   "$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/bad" --target armv9 --cache-dir "$cache"
+
+# A library compiled for Sapphire Rapids checks the CPU when a context is created: where this CPU
+# lacks AVX512-FP16 (an AMD Zen 4, say) it returns RNNC_AOT_ERROR_CPU naming the feature instead
+# of stopping at an illegal instruction; where it has every feature, it runs.
+run "demo for sapphirerapids: compile" "$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/spr" \
+  --name demo --target sapphirerapids --cache-dir "$cache"
+cat >"$tmp/cpu_check.c" <<'EOF'
+#include <stdio.h>
+#include "demo.h"
+int main(int argc, char** argv) {
+  demo_context* context = NULL;
+  int status = demo_create_from_file(argv[1], &context);
+  const char* missing = demo_missing_cpu_feature();
+  printf("%d %s\n", status, missing ? missing : "none");
+  if (context) demo_destroy(context);
+  return argc == 2 ? 0 : 2;
+}
+EOF
+if cc -O1 "$tmp/cpu_check.c" -I"$tmp/spr" "$tmp/spr/libdemo.a" -lm -lpthread -ldl \
+    -o "$tmp/cpu_check" 2>"$tmp/cc.log"; then
+  pass
+  got=$("$tmp/cpu_check" "$tmp/spr/demo.weights")
+  if grep -qw avx512_fp16 /proc/cpuinfo; then expected="0 none"; else expected="10 avx512fp16"; fi
+  if [[ $got == "$expected" ]]; then pass; else fail "CPU check: got '$got', expected '$expected'"; fi
+else
+  fail "building the CPU check: $(cat "$tmp/cc.log")"
+fi
 
 echo "$checks checks, $failures failures"
 [[ $failures -eq 0 ]]

@@ -409,6 +409,21 @@ TEST(RuntimeApiErrors, BadOptionsModelsAndStatePairs) {
   options.threads = 0;
   EXPECT_EQ(error_of([&] { load_stack("LSTM", 1, kHidden, kInput, options); }),
             "ModelOptions::threads = 0, must be >= 1");
+  options.threads = 1;
+  options.target = "armv9";
+  EXPECT_EQ(error_of([&] { load_stack("LSTM", 1, kHidden, kInput, options); }),
+            "unknown target 'armv9' (use host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or "
+            "sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)");
+  // A target this CPU cannot run is refused before anything compiles (on a CPU with every
+  // Sapphire Rapids feature there is nothing to refuse).
+  options.target = "sapphirerapids";
+  const std::string refused = error_of([&] { load_stack("LSTM", 1, kHidden, kInput, options); });
+  if (refused != "(no error)") {
+    EXPECT_EQ(refused.rfind("target sapphirerapids uses ", 0), 0u) << refused;
+    EXPECT_NE(refused.find("its kernels would stop with an illegal instruction"), std::string::npos)
+        << refused;
+  }
+  options.target = "";
   EXPECT_EQ(error_of([] { parse_plan("fastest"); }),
             "unknown execution plan 'fastest' (expected auto, sequential, parallel or pipeline)");
   const std::string garbage = "this is not an ONNX model";

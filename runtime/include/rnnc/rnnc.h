@@ -91,7 +91,10 @@ struct ModelOptions {
   std::map<std::string, int64_t> fixed_dims;
   std::map<std::string, std::vector<int64_t>> fixed_inputs;  // int64 inputs (e.g. "sr" -> {16000})
   std::string cache_dir;    // compiled-kernel cache; "" = $RNNC_CACHE_DIR or ~/.cache/rnnc
-  std::string target;       // Halide target; "" = host (or $RNNC_TARGET), e.g. "x86-64-linux-avx2"
+  // The CPU features kernels may use: "" = $RNNC_TARGET, else "host" (this CPU's, from CPUID);
+  // "x86-64-v3" (AVX2, FMA), "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". A target
+  // with a feature this CPU lacks is an invalid-input error naming it.
+  std::string target;
   bool reference = false;   // run every block on the reference evaluator (debugging)
   // Streaming: expose the state of recurrent nodes that start from zeros (no initial_h input)
   // and end without a Y_h output, so a Session can carry it (see Session).

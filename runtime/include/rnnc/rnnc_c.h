@@ -105,7 +105,8 @@ typedef struct rnnc_model_options {
   rnnc_plan plan;  /* default RNNC_PLAN_AUTO */
   /* Compiled-kernel cache directory; NULL or "" = $RNNC_CACHE_DIR or ~/.cache/rnnc. */
   const char* cache_dir;
-  /* Halide target; NULL or "" = the host (or $RNNC_TARGET), e.g. "x86-64-linux-avx2". */
+  /* The CPU features kernels may use, as ModelOptions::target: NULL or "" = $RNNC_TARGET, else
+   * "host"; "x86-64-v3", "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". */
   const char* target;
   /* Symbolic dims fixed before compiling ("batch" -> 1): n_fixed_dims names and values. */
   const char* const* fixed_dim_names;

@@ -1,0 +1,382 @@
+// Kernel targets (lowering/kernel_target.h): host feature detection against the kernel's own view
+// (/proc/cpuinfo), the named levels, and a static check of the object code of every kernel kind
+// compiled for CPUs this host may not be: an AMD Zen 4 (no AVX512-FP16, AMX or AVX-VNNI) and an
+// AVX2-only x86-64 (no EVEX encodings, zmm or mask registers). The check is a disassembly scan
+// (tests/support/isa_check.h), so it guards the host kind a run is not on.
+#include "lowering/kernel_target.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/op_schema.h"
+#include "ir/text_parser.h"
+#include "lowering/program.h"
+#include "lowering/recurrent_pipelines.h"
+#include "quant/quantize_model.h"
+#include "tests/support/disassembly.h"
+#include "tests/support/isa_check.h"
+#include "tests/support/random.h"
+
+namespace rnnc {
+namespace {
+
+namespace fs = std::filesystem;
+using F = CpuFeature;
+
+// ---- detection ---------------------------------------------------------------------------------
+
+// The kernel's names for the features (/proc/cpuinfo flags), where they differ from LLVM's.
+std::string cpuinfo_flag(CpuFeature feature) {
+  static const std::map<CpuFeature, std::string> renamed = {
+      {F::kSse3, "pni"},
+      {F::kSse41, "sse4_1"},
+      {F::kSse42, "sse4_2"},
+      {F::kBmi, "bmi1"},
+      {F::kLzcnt, "abm"},
+      {F::kAvx512vbmi2, "avx512_vbmi2"},
+      {F::kAvx512vnni, "avx512_vnni"},
+      {F::kAvx512bitalg, "avx512_bitalg"},
+      {F::kAvx512vpopcntdq, "avx512_vpopcntdq"},
+      {F::kAvx512bf16, "avx512_bf16"},
+      {F::kAvx512fp16, "avx512_fp16"},
+      {F::kAvx512vp2intersect, "avx512_vp2intersect"},
+      {F::kAvxvnni, "avx_vnni"},
+  };
+  auto it = renamed.find(feature);
+  return it != renamed.end() ? it->second : cpu_feature_name(feature);
+}
+
+std::set<std::string> cpuinfo_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string word; words >> word;) flags.insert(word);
+    return flags;
+  }
+  return {};
+}
+
+TEST(KernelTarget, HostFeaturesAgreeWithTheKernelsView) {
+  const std::set<std::string> flags = cpuinfo_flags();
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
+  const HostCpu& cpu = host_cpu();
+  EXPECT_FALSE(cpu.model_name.empty());
+  for (int i = 0; i < static_cast<int>(CpuFeature::kCount); ++i) {
+    const auto feature = static_cast<CpuFeature>(i);
+    if (feature == F::kAmxTile || feature == F::kAmxInt8 || feature == F::kAmxBf16) {
+      EXPECT_FALSE(cpu.features.has(feature)) << "AMX is never used, so never reported";
+      continue;
+    }
+    // Linux names LZCNT "abm" and leaves it out on the AMD EPYC KVM hosts here while CPUID
+    // reports it (and the instruction runs): cpuinfo is no reference for it.
+    if (feature == F::kLzcnt) continue;
+    EXPECT_EQ(cpu.features.has(feature), flags.count(cpuinfo_flag(feature)) > 0)
+        << cpu_feature_name(feature) << " (/proc/cpuinfo flag " << cpuinfo_flag(feature) << ")";
+  }
+  EXPECT_GT(cpu.l2_bytes_per_core, 0);
+}
+
+TEST(KernelTarget, HostTargetRunsHereAndRicherOnesAreRefusedByName) {
+  EXPECT_NO_THROW(check_host_runs(resolve_kernel_target("host")));
+  EXPECT_NO_THROW(check_host_runs(resolve_kernel_target("x86-64-v3")));
+  const KernelTarget spr = resolve_kernel_target("sapphirerapids");
+  const std::vector<CpuFeature> missing = host_cpu().features.missing(spr.features);
+  if (missing.empty()) GTEST_SKIP() << "this host has every Sapphire Rapids feature";
+  try {
+    check_host_runs(spr);
+    ADD_FAILURE() << "accepted a target this CPU cannot run";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(cat("target sapphirerapids uses ",
+                                                   cpu_feature_name(missing.front()),
+                                                   ", which this CPU (")));
+  }
+}
+
+TEST(KernelTarget, NamedLevelsHaveExactlyTheirFeatures) {
+  const KernelTarget v3 = resolve_kernel_target("x86-64-v3");
+  EXPECT_TRUE(v3.features.contains({F::kAvx2, F::kFma, F::kF16c, F::kBmi2, F::kMovbe}));
+  EXPECT_FALSE(v3.features.has(F::kAvx512f));
+  EXPECT_FALSE(v3.halide.has_feature(Halide::Target::AVX512));
+  EXPECT_EQ(resolve_kernel_target("avx2").key(), v3.key());
+  EXPECT_EQ(resolve_kernel_target("x86-64-avx2").key(), v3.key());
+
+  const KernelTarget v4 = resolve_kernel_target("x86-64-v4");
+  EXPECT_TRUE(v4.features.contains({F::kAvx512f, F::kAvx512cd, F::kAvx512bw, F::kAvx512dq,
+                                    F::kAvx512vl}));
+  EXPECT_FALSE(v4.features.has(F::kAvx512vnni));
+  EXPECT_TRUE(v4.halide.has_feature(Halide::Target::AVX512_Skylake));
+  EXPECT_FALSE(v4.halide.has_feature(Halide::Target::AVX512_SapphireRapids));
+
+  const KernelTarget vnni = resolve_kernel_target("x86-64-v4-vnni");
+  EXPECT_TRUE(vnni.features.has(F::kAvx512vnni));
+  EXPECT_FALSE(vnni.features.has(F::kAvx512vbmi));  // Cascade Lake has VNNI, not VBMI
+  EXPECT_TRUE(vnni.halide.has_feature(Halide::Target::AVX512_SapphireRapids));
+  EXPECT_FALSE(vnni.halide.has_feature(Halide::Target::AVX512_Cannonlake));
+
+  // LLVM gets every feature explicitly, off unless the target has it.
+  const std::string zen4 = resolve_kernel_target("zen4").llvm_features();
+  for (const char* on : {"+avx512vnni", "+avx512bf16", "+avx512vbmi2"}) {
+    EXPECT_THAT(zen4, ::testing::HasSubstr(on));
+  }
+  for (const char* off : {"-avx512fp16", "-avxvnni", "-amx-tile", "-amx-int8"}) {
+    EXPECT_THAT(zen4, ::testing::HasSubstr(off));
+  }
+}
+
+TEST(KernelTarget, UnknownNamesListTheAcceptedOnes) {
+  try {
+    resolve_kernel_target("x86-64-linux-avx512_sapphirerapids");
+    ADD_FAILURE() << "accepted a Halide target string";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(std::string(e.what()),
+              "unknown target 'x86-64-linux-avx512_sapphirerapids' (use host, "
+              "x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or sapphirerapids; avx2 and x86-64-avx2 "
+              "mean x86-64-v3)");
+  }
+}
+
+// ---- the instruction scan ----------------------------------------------------------------------
+
+TEST(IsaCheck, ClassifiesInstructionsByTheFeatureTheyNeed) {
+  // objdump -d lines: address, bytes, instruction.
+  const std::string listing =
+      "   0:\t62 f1 7c 48 28 07    \tvmovaps (%rdi),%zmm0\n"
+      "   6:\tc5 fc 28 07          \tvmovaps (%rdi),%ymm0\n"
+      "   a:\t62 f5 76 08 10 c0    \tvmovsh %xmm0,%xmm1,%xmm0\n"
+      "  10:\tc4 e2 75 50 c2       \t{vex} vpdpbusd %ymm2,%ymm1,%ymm0\n"
+      "  15:\t62 f2 75 48 50 c2    \tvpdpbusd %zmm2,%zmm1,%zmm0\n"
+      "  1b:\tc4 e2 79 13 c0       \tvcvtph2ps %xmm0,%xmm0\n"
+      "  20:\tc4 e2 78 49 00       \tldtilecfg (%rax)\n"
+      "  25:\t62 f2 7d 48 8d c1    \tvpermb %zmm1,%zmm0,%zmm0\n";
+  auto features_of = [](const std::vector<testing::IsaViolation>& violations) {
+    std::vector<std::string> out;
+    for (const auto& v : violations) out.push_back(v.feature);
+    return out;
+  };
+  EXPECT_EQ(features_of(testing::isa_violations(listing, x86_64_v3_features().to_string())),
+            (std::vector<std::string>{"avx512f", "avx512fp16", "avxvnni", "avx512vnni",
+                                      "amx-tile", "avx512vbmi"}));
+  EXPECT_EQ(features_of(testing::isa_violations(listing, zen4_features().to_string())),
+            (std::vector<std::string>{"avx512fp16", "avxvnni", "amx-tile"}));
+  EXPECT_EQ(features_of(testing::isa_violations(listing, sapphire_rapids_features().to_string())),
+            (std::vector<std::string>{"amx-tile"}));
+}
+
+// Every shared object in a kernel cache (the kernels and the Halide runtime), scanned against
+// the target's features; returns the listings, for checks that the code uses what it should.
+std::string scan_cache(const std::string& dir, const KernelTarget& target) {
+  std::string all;
+  int objects = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".so") continue;
+    ++objects;
+    const std::string listing = testing::disassemble(entry.path().string());
+    const auto violations = testing::isa_violations(listing, target.features.to_string());
+    EXPECT_TRUE(violations.empty())
+        << entry.path().filename() << " (target " << target.name << ") needs "
+        << violations.front().feature << ": " << violations.front().line << " (and "
+        << violations.size() - 1 << " more)";
+    all += listing;
+  }
+  EXPECT_GT(objects, 10) << "too few kernels compiled for target " << target.name;
+  return all;
+}
+
+// A model and its weights (graph inputs made constants), and a quantization config ("" = float).
+struct KernelCase {
+  const char* text;
+  std::map<std::string, std::vector<int64_t>> weights;
+  std::map<std::string, std::vector<int64_t>> calibration;  // inputs, for static activations
+  std::string config;
+};
+
+// One model per kernel kind: GEMM with epilogue, conv, elementwise, reductions and softmax,
+// recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
+// activations, 12-bit weights) and static 16-bit with asymmetric weights.
+std::vector<KernelCase> kernel_cases() {
+  const char* dense = R"(model opset=17
+graph main(%x: f32[seq, 40], %w: f32[40, 56], %bias: f32[56]) {
+  %m = MatMul 'project' (%x, %w)
+  %b = Add 'add_bias' (%m, %bias)
+  %y = Relu 'relu' (%b)
+  return %y
+})";
+  const char* lstm = R"(model opset=17
+graph main(%x: f32[seq, batch, 40], %W: f32[1, 256, 40], %R: f32[1, 256, 64], %B: f32[1, 512]) {
+  %Y, %Y_h, %Y_c = LSTM 'lstm' (%x, %W, %R, %B) {hidden_size=64}
+  return %Y
+})";
+  const char* gru = R"(model opset=17
+graph main(%x: f32[seq, batch, 24], %W: f32[2, 96, 24], %R: f32[2, 96, 32]) {
+  %Y, %Y_h = GRU 'gru' (%x, %W, %R) {direction="bidirectional", hidden_size=32}
+  return %Y
+})";
+  const char* rnn = R"(model opset=17
+graph main(%x: f32[seq, batch, 7], %W: f32[1, 33, 7], %R: f32[1, 33, 33]) {
+  %Y, %Y_h = RNN 'rnn' (%x, %W, %R) {direction="reverse", hidden_size=33}
+  return %Y
+})";
+  return {
+      {dense, {{"w", {40, 56}}, {"bias", {56}}}, {}, ""},
+      {dense, {{"w", {40, 56}}, {"bias", {56}}}, {}, "{}"},
+      {R"(model opset=17
+graph main(%x: f32[1, 1, len], %w: f32[16, 1, 5], %b: f32[16]) {
+  %c = Conv 'conv' (%x, %w, %b) {kernel_shape=[5], pads=[2, 2]}
+  %y = Relu 'relu' (%c)
+  return %y
+})",
+       {{"w", {16, 1, 5}}, {"b", {16}}},
+       {},
+       ""},
+      {R"(model opset=17
+graph main(%x: f32[rows, 48]) {
+  %s = Sigmoid 's' (%x)
+  %t = Tanh 't' (%x)
+  %p = Mul 'p' (%s, %t)
+  %m = ReduceMean 'mean' (%p) {axes=[1], keepdims=1}
+  %d = Sub 'centre' (%p, %m)
+  %y = Softmax 'softmax' (%d) {axis=-1}
+  return %y
+})",
+       {},
+       {},
+       ""},
+      {lstm, {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}}, {}, ""},
+      {lstm, {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}}, {}, "{}"},
+      {lstm,
+       {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}},
+       {},
+       R"({"default": {"weights": {"bits": 16}, "activations": {"bits": 16, "symmetric": true}}})"},
+      {lstm,
+       {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}},
+       {},
+       R"({"default": {"weights": {"bits": 12}}})"},
+      {R"(model opset=17
+graph main(%x: f32[seq, batch, 600], %W: f32[1, 1792, 600], %R: f32[1, 1792, 448]) {
+  %Y, %Y_h, %Y_c = LSTM 'wide_lstm' (%x, %W, %R) {hidden_size=448}
+  return %Y
+})",
+       {{"W", {1, 1792, 600}}, {"R", {1, 1792, 448}}},
+       {},
+       ""},
+      {gru, {{"W", {2, 96, 24}}, {"R", {2, 96, 32}}}, {}, ""},
+      {gru, {{"W", {2, 96, 24}}, {"R", {2, 96, 32}}}, {}, "{}"},
+      {rnn, {{"W", {1, 33, 7}}, {"R", {1, 33, 33}}}, {}, ""},
+      {rnn,
+       {{"W", {1, 33, 7}}, {"R", {1, 33, 33}}},
+       {{"x", {5, 2, 7}}},
+       R"({"default": {"weights": {"symmetric": false},
+                       "activations": {"bits": 16, "symmetric": true, "dynamic": false}}})"},
+  };
+}
+
+std::unique_ptr<Model> case_model(const KernelCase& c) {
+  auto model = parse_model_text(c.text, "kernel case");
+  uint64_t seed = 1;
+  for (const auto& [name, shape] : c.weights) {
+    model->graph->convert_input_to_constant(model->graph->find_value(name),
+                                            testing::random_tensor(shape, static_cast<unsigned>(seed++), -0.5f, 0.5f));
+  }
+  infer_graph(*model->graph);
+  if (!c.config.empty()) {
+    std::vector<quant::Sample> samples;
+    if (!c.calibration.empty()) {
+      quant::Sample sample;
+      for (const auto& [name, shape] : c.calibration) {
+        sample[name] = testing::random_tensor(shape, static_cast<unsigned>(seed++), -1, 1);
+      }
+      samples.push_back(sample);
+    }
+    quant::quantize_model(*model, quant::parse_config(c.config, "kernel case"), samples);
+  }
+  return model;
+}
+
+// Compiles every kernel kind for `target` into a fresh cache and scans it.
+std::string compile_and_scan(const std::string& target_name) {
+  const KernelTarget target = resolve_kernel_target(target_name);
+  const fs::path dir = fs::temp_directory_path() / cat("rnnc_kernel_isa_", target_name, "_", ::getpid());
+  fs::remove_all(dir);
+  for (const KernelCase& c : kernel_cases()) {
+    ProgramOptions options;
+    options.cache_dir = dir.string();
+    options.target = target_name;
+    compile_model(case_model(c), options);
+  }
+  std::string listings = scan_cache(dir.string(), target);
+  fs::remove_all(dir);
+  return listings;
+}
+
+TEST(KernelIsa, EveryKernelKindForZen4UsesOnlyZen4Features) {
+  const std::string listings = compile_and_scan("zen4");
+  // Still the fast paths: VNNI dot products and 512-bit registers.
+  EXPECT_NE(listings.find("vpdpbusd"), std::string::npos);
+  EXPECT_NE(listings.find("vpdpwssd"), std::string::npos);
+  EXPECT_NE(listings.find("%zmm"), std::string::npos);
+}
+
+TEST(KernelIsa, EveryKernelKindForAvx2UsesOnlyAvx2Features) {
+  const std::string listings = compile_and_scan("x86-64-v3");
+  EXPECT_NE(listings.find("vfmadd"), std::string::npos);
+  EXPECT_NE(listings.find("%ymm"), std::string::npos);
+}
+
+// The scan catches the failure it exists for: with Halide's own CPU choice (sapphirerapids for
+// the VNNI flag), the 16-bit-activation RNN kernels of the case above hold AVX512-FP16 code
+// (vmovsh), which stopped an AMD Zen 4 with SIGILL; the explicit feature list holds none.
+TEST(KernelIsa, HalidesSapphireRapidsCpuChoiceIsCaught) {
+  RecurrentCell cell;
+  cell.op = RecurrentOp::kRnn;
+  cell.hidden_size = 33;
+  cell.input_size = 7;
+  cell.gates = {0};
+  cell.activations = {{RecurrentActivation::Kind::kTanh}};
+  ActivationQuant activations;
+  activations.bits = 16;
+  activations.symmetric = true;
+  activations.dynamic = false;
+  activations.input_scale = 3.0f / 32767;
+  activations.state_scale = 1.0f / 32767;
+  cell.quant = recurrent_quant(activations, 7, 33, 8, true, 8, true);
+
+  KernelTarget old_choice = resolve_kernel_target("zen4");
+  old_choice.halide_cpu = true;
+  const KernelTarget zen4 = resolve_kernel_target("zen4");
+  std::set<std::string> old_features, new_features;
+  for (bool batched : {false, true}) {
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, zen4.halide, batched);
+    for (bool projection : {false, true}) {
+      for (const KernelTarget* target : std::vector<const KernelTarget*>{&old_choice, &zen4}) {
+        const std::string object = cat(::testing::TempDir(), "rnnc_isa_", ::getpid(), "_",
+                                       batched, projection, target == &zen4, ".o");
+        if (projection) {
+          compile_input_projection(cell, schedule, object, "projection", *target);
+        } else {
+          compile_recurrent_step(cell, schedule, object, "step", *target);
+        }
+        for (const auto& v :
+             testing::isa_violations(testing::disassemble(object), zen4.features.to_string())) {
+          (target == &zen4 ? new_features : old_features).insert(v.feature);
+        }
+        fs::remove(object);
+      }
+    }
+  }
+  EXPECT_TRUE(old_features.count("avx512fp16")) << "the old CPU choice emitted no AVX512-FP16";
+  EXPECT_TRUE(new_features.empty()) << *new_features.begin();
+}
+
+}  // namespace
+}  // namespace rnnc
