@@ -37,6 +37,7 @@
 #include "benchmarks/workload.h"
 #include "ir/error.h"
 #include "ir/npy.h"
+#include "lowering/kernel_target.h"
 
 namespace rnnc::bench {
 namespace {
@@ -741,6 +742,10 @@ int bench_main(int argc, char** argv) {
   log("ONNX Runtime library version " + ort_version + "; rnnc path: " + RnncEngine().name());
   log(cat("machine: ", cpu_model(), ", ", std::thread::hardware_concurrency(), " cores, ",
           kernel_release()));
+  const KernelTarget kernel_target = resolve_kernel_target("");
+  log(cat("rnnc kernel target: ", kernel_target.name, " (", kernel_target.features.to_string(),
+          "; tuned for ", kernel_target.tune_cpu, "), L2 ", host_cpu().l2_bytes_per_core / 1024,
+          " KiB per core"));
   const bool peak_rss_supported = reset_peak_rss();
   const std::string load_at_start = load_average();
 
@@ -784,6 +789,9 @@ int bench_main(int argc, char** argv) {
              "after each series of its runs, past its idle workers' spin");
     meta.set("rnnc_engine", RnncEngine().name());
     meta.set("cpu", cpu_model());
+    meta.set("kernel_target", cat(kernel_target.name, " (", kernel_target.features.to_string(),
+                                  "; tuned for ", kernel_target.tune_cpu, ")"));
+    meta.set("l2_bytes_per_core", host_cpu().l2_bytes_per_core);
     meta.set("cores", static_cast<int64_t>(std::thread::hardware_concurrency()));
     meta.set("kernel", kernel_release());
     meta.set("loadavg_start", load_at_start);

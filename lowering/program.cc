@@ -347,7 +347,11 @@ std::string Program::overflow_report() const {
 std::string Program::describe() const {
   std::ostringstream out;
   out << blocks_.size() << " execution blocks";
-  if (cache_) out << " (Halide target " << cache_->target().to_string() << ")";
+  if (cache_) {
+    const KernelTarget& target = cache_->kernel_target();
+    out << " (target " << target.name << ": " << target.features.to_string() << "; tuned for "
+        << target.tune_cpu << ")";
+  }
   out << "\n";
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const ExecutionBlock& block = *blocks_[i];
