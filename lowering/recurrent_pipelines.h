@@ -28,8 +28,9 @@
 // Everything a step computes with is compiled in as a constant and is part of the cache key:
 // sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
 // linear_before_reset and the schedule. seq_length and batch_size are runtime extents. The keys
-// start with a version tag ("recurrent step vN", "recurrent input projection vN"): a change to the
-// code that generates a pipeline must bump it, or an on-disk cache keeps serving the old code.
+// start with a name ("recurrent step vN", "recurrent input projection vN") for readers of the
+// cache (RNNC_DUMP_HALIDE's .key files); HalideCache adds the rnnc build's identity to every key,
+// so a rebuilt rnnc never loads a kernel an older generator wrote.
 #pragma once
 
 #include <optional>

@@ -99,8 +99,9 @@ struct ModelOptions {
   // Streaming: expose the state of recurrent nodes that start from zeros (no initial_h input)
   // and end without a Y_h output, so a Session can carry it (see Session).
   bool expose_recurrent_state = true;
-  // Quantize at load (docs/quant.md): "" none, "default" (recurrent nodes: int8 per-row weights,
-  // dynamic u8 activations), or the path of a JSON config. A model written by `rnnc quantize`
+  // Quantize at load (docs/quant.md): "" none, "default" (the products of LSTM/GRU/RNN nodes and
+  // of MatMul/Gemm with a constant 2-D B: int8 weights per output row or column, dynamic u8
+  // activations), or the path of a JSON config. A model written by `rnnc quantize`
   // is already quantized and needs nothing here.
   std::string quantization_config;
   // Overflow mode (docs/quant.md): the quantized kernels also count, per node, activations
