@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "lowering/kernel_target.h"
+#include "rnnc/version.h"
 #include "tools/commands.h"
 
 namespace {
@@ -24,7 +26,24 @@ void print_usage() {
     name.append(12 - std::min<size_t>(name.size(), 11), ' ');
     std::cout << name << command->summary.substr(0, command->summary.find('\n')) << "\n";
   }
-  std::cout << "\n`rnnc <command> --help` for a command's options.\n";
+  std::cout << "\n`rnnc <command> --help` for a command's options; `rnnc --version` for the\n"
+               "version, this CPU and the kernel target.\n";
+}
+
+// The version, and what kernels compiled here would use: this CPU and its kernel target.
+void print_version() {
+  const rnnc::HostCpu& cpu = rnnc::host_cpu();
+  std::cout << "rnnc " << RNNC_VERSION_STRING << "\n"
+            << "CPU: " << cpu.model_name << " (" << cpu.vendor << " family " << cpu.family
+            << " model " << cpu.model << ", L2 " << cpu.l2_bytes_per_core / 1024
+            << " KiB per core)\n";
+  try {
+    const rnnc::KernelTarget target = rnnc::resolve_kernel_target("");
+    std::cout << "kernel target: " << target.name << " (" << target.features.to_string()
+              << "; tuned for " << target.tune_cpu << ")\n";
+  } catch (const rnnc::Error& e) {
+    std::cout << "kernel target: " << e.what() << "\n";
+  }
 }
 
 }  // namespace
@@ -33,6 +52,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     print_usage();
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    print_version();
+    return 0;
   }
   const rnnc::cli::Command* command = nullptr;
   for (const auto* candidate : kCommands) {

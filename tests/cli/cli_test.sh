@@ -52,6 +52,8 @@ expect_ok "dump-dir writes every intermediate" "wrote" \
   "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --dump-dir "$tmp/dump" \
   --output-dir "$tmp/out2"
 if grep -q "LSTM '" "$tmp/dump/index.txt" 2>/dev/null; then pass; else fail "dump index lacks LSTM"; fi
+expect_ok "--version names the version, the CPU and the kernel target" "kernel target: host \\(" \
+  "$rnnc" --version
 for command in info run; do
   expect_ok "$command --help" "usage: rnnc $command" "$rnnc" "$command" --help
 done

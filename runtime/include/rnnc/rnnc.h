@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "rnnc/error.h"
+#include "rnnc/version.h"
 
 namespace rnnc {
 

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rnnc/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
