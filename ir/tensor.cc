@@ -211,6 +211,26 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   return view;
 }
 
+void Tensor::alias(const Tensor& source, int64_t offset, const int64_t* shape, size_t rank) {
+  RNNC_CHECK(source.dtype_ != DType::kString, "a view of a string tensor");
+  dtype_ = source.dtype_;
+  shape_.assign(shape, shape + rank);
+  numel_ = shape_numel(shape_);
+  RNNC_CHECK(offset >= 0 && offset + numel_ <= source.numel_, "a view beyond its source");
+  borrow_ = source.borrow_ == Borrow::kWritable ? Borrow::kReadOnly : source.borrow_;
+  strings_.reset();
+  // The aliasing constructor: source's owner (none for a borrow), an address inside it.
+  bytes_ = std::shared_ptr<uint8_t>(source.bytes_, source.bytes_.get() + offset * static_cast<int64_t>(dtype_size(dtype_)));
+}
+
+void Tensor::drop_storage() {
+  bytes_.reset();
+  strings_.reset();
+  dtype_ = DType::kUndefined;
+  borrow_ = Borrow::kOwned;
+  numel_ = 0;
+}
+
 Tensor Tensor::cast(DType to) const {
   Tensor out(to, shape_);
   if (to == dtype_) return clone();

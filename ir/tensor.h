@@ -116,6 +116,14 @@ class Tensor {
   Tensor clone() const;
   // Same storage, new shape with the same element count.
   Tensor reshaped(std::vector<int64_t> shape) const;
+  // Makes this tensor a read-only view of `rank` dims of `source`'s elements starting at element
+  // `offset` (the view must lie within source; not for strings). It shares source's storage (a
+  // writable borrow becomes a read-only one) and reuses this tensor's shape storage, so a view
+  // re-made every run allocates nothing.
+  void alias(const Tensor& source, int64_t offset, const int64_t* shape, size_t rank);
+  // Drops the storage (an alias's hold on its source, so that source can be recycled) and
+  // leaves this tensor undefined, keeping the shape's capacity for the next alias().
+  void drop_storage();
   // Elementwise conversion (float -> int truncates toward zero, as ONNX Cast does).
   Tensor cast(DType to) const;
   // Exact equality of dtype, shape and bytes (NaNs with equal bits compare equal).

@@ -105,6 +105,9 @@ class ExecutionBlock {
   // "halide lstm (forward, hidden 128)", "reference Shape": what runs, for `rnnc plan`.
   virtual std::string kind() const = 0;
   virtual void run(BlockIO& io) const = 0;
+  // Whether its outputs alias its inputs' storage (lower_view.h): the executor then drops them
+  // after each run, unless they are graph outputs, so the inputs' producers can recycle theirs.
+  virtual bool aliases_input() const { return false; }
 
   // The tensor a node of this block reads for `value`: a folded constant, or the BlockIO input
   // bound to it; nullptr when it is neither.

@@ -15,6 +15,7 @@
 #include "lowering/lower_copy.h"
 #include "lowering/lower_group.h"
 #include "lowering/lower_recurrent.h"
+#include "lowering/lower_view.h"
 #include "lowering/partition.h"
 #include "lowering/reference_block.h"
 
@@ -183,6 +184,7 @@ const std::vector<BlockLowerer>& lowerers() {
       lower_recurrent_block,
       [](const BlockSpec& spec, HalideCache&) { return lower_concat(spec.nodes); },
       [](const BlockSpec& spec, HalideCache&) { return lower_copy(spec.nodes); },
+      [](const BlockSpec& spec, HalideCache&) { return lower_view(spec.nodes); },
       [](const BlockSpec& spec, HalideCache& cache) { return lower_nodes(spec.nodes, cache); },
   };
   return list;

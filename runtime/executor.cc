@@ -136,6 +136,14 @@ Executor::Executor(const Program& program, RunPlan plan, int threads, bool flush
     }
   }
   for (const Value* output : graph.outputs()) output_slots_.push_back(slot(output));
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (!blocks[b]->aliases_input()) continue;
+    for (size_t s : blocks_[b].outputs) {
+      if (std::find(output_slots_.begin(), output_slots_.end(), s) == output_slots_.end()) {
+        alias_slots_.push_back(s);
+      }
+    }
+  }
 
   // Chains: consecutive chunkable blocks, each reading its predecessor's sequence output (and
   // nothing else of it).
@@ -506,6 +514,7 @@ void Executor::run(Context& context) const {
       }
     }
   });
+  for (size_t s : alias_slots_) context.slots[s].drop_storage();
   if (context.profiling) ++context.runs;
   context.bound_last.swap(context.bound_now);
   std::fill(context.bound_now.begin(), context.bound_now.end(), 0);

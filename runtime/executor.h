@@ -95,6 +95,9 @@ class Executor {
   size_t num_slots_ = 0;
   std::vector<size_t> input_slots_, output_slots_;
   std::vector<BlockSlots> blocks_;
+  // Outputs of view blocks (ExecutionBlock::aliases_input) that are not graph outputs: dropped
+  // after every run, so the buffers they alias go back to their producers for recycling.
+  std::vector<size_t> alias_slots_;
   // Pipeline plan: chains of chunkable blocks, and each block's chain (-1: none).
   std::vector<std::vector<size_t>> chains_;
   std::vector<int> chain_of_;

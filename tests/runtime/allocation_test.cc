@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "ir/onnx_export.h"
+#include "ir/text_parser.h"
 #include "tests/runtime/test_models.h"
 
 extern "C" {
@@ -112,6 +114,36 @@ TEST(Allocation, SteadyStateRunOfTheDemoModelAllocatesNothing) {
   std::vector<float> features = testing::random_vector(17 * 40, 2);
   const std::vector<NamedTensor> inputs = {
       {"features", {ElementType::kFloat32, {17, 1, 40}, features.data()}}};
+  EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
+}
+
+TEST(Allocation, ViewBlocksBetweenKernelsAllocateNothing) {
+  // A MatMul, an Unsqueeze and a Gather as view blocks (lowering/lower_view.h), a Sigmoid: the
+  // views alias the MatMul's output, and the executor drops the aliases after each run, so the
+  // MatMul still recycles its output in place.
+  auto text_model = parse_model_text(R"(model opset=13
+graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
+  const %axes: i64[1] = {0}
+  const %index: i64[] = {0}
+  %m = MatMul 'project' (%x, %w)
+  %u = Unsqueeze 'unsqueeze' (%m, %axes)
+  %g = Gather 'gather' (%u, %index)
+  %y = Sigmoid 'sigmoid' (%g)
+  return %y
+})",
+                                     "views");
+  Tensor w(DType::kFloat32, {16, 8});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 13);
+  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"), w);
+  const std::string bytes = export_onnx_bytes(*text_model);
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+  ASSERT_NE(model->describe().find("view Unsqueeze"), std::string::npos) << model->describe();
+  ASSERT_NE(model->describe().find("view Gather"), std::string::npos) << model->describe();
+  Session session = model->new_session();
+  std::vector<float> x = testing::random_vector(5 * 16, 4);
+  const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {5, 16}, x.data()}}};
   EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
 }
 

@@ -1,0 +1,237 @@
+#include "lowering/lower_view.h"
+
+#include <cstring>
+#include <string>
+
+#include "ir/reference/evaluator.h"
+
+namespace rnnc {
+
+namespace {
+
+constexpr size_t kMaxRank = 8;
+
+// Integer operand values (int32 or int64), at most `capacity` of them.
+bool read_ints(const Tensor& tensor, int64_t* values, size_t capacity, size_t& count) {
+  if (tensor.numel() > static_cast<int64_t>(capacity)) return false;
+  count = static_cast<size_t>(tensor.numel());
+  if (tensor.dtype() == DType::kInt64) {
+    std::memcpy(values, tensor.data<int64_t>(), count * sizeof(int64_t));
+  } else if (tensor.dtype() == DType::kInt32) {
+    for (size_t i = 0; i < count; ++i) values[i] = tensor.data<int32_t>()[i];
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Normalizes axes against `rank`: false for one out of range or named twice.
+bool normalize_axes(int64_t* axes, size_t count, int64_t rank) {
+  unsigned seen = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (axes[i] < -rank || axes[i] >= rank) return false;
+    if (axes[i] < 0) axes[i] += rank;
+    if (seen & (1u << axes[i])) return false;
+    seen |= 1u << axes[i];
+  }
+  return true;
+}
+
+// Where the view's elements are: `rank` dims of `shape`, from element `offset` of the input.
+struct View {
+  int64_t shape[kMaxRank];
+  size_t rank = 0;
+  int64_t offset = 0;
+};
+
+class ViewBlock : public ExecutionBlock {
+ public:
+  explicit ViewBlock(const Node& node) : node_(node) {}
+
+  std::string kind() const override { return "view " + node_.op_type(); }
+  bool aliases_input() const override { return true; }
+
+  void run(BlockIO& io) const override {
+    const Tensor* operands[2] = {};
+    for (size_t i = 0; i < node_.num_inputs() && i < 2; ++i) operands[i] = input_tensor(io, node_.input(i));
+    RNNC_CHECK(operands[0], kind(), " block has no data input");
+    io.outputs.resize(1);
+    View view;
+    if (!locate(operands, view)) {
+      std::vector<const Tensor*> node_inputs;
+      for (size_t i = 0; i < node_.num_inputs(); ++i) node_inputs.push_back(input_tensor(io, node_.input(i)));
+      std::vector<Tensor> results =
+          evaluate_node(node_, node_inputs, [](const Value*) -> const Tensor* { return nullptr; });
+      io.outputs[0] = std::move(results.at(0));
+      return;
+    }
+    const Tensor& input = *operands[0];
+    Tensor& out = io.outputs[0];
+    // A caller's output buffer (a writable borrow) is filled; anything else becomes the alias.
+    if (out.borrowed() && out.exclusive() && out.reusable_as(input.dtype(), view.shape, view.rank)) {
+      const size_t element = dtype_size(input.dtype());
+      if (out.nbytes() > 0) {
+        std::memcpy(out.raw_data(), static_cast<const uint8_t*>(input.raw_data()) + view.offset * element,
+                    out.nbytes());
+      }
+      return;
+    }
+    out.alias(input, view.offset, view.shape, view.rank);
+  }
+
+ private:
+  // The view of operands[0] this node's operands ask for; false when the node is invalid for
+  // them or the result is not one contiguous range (the reference kernel then decides).
+  bool locate(const Tensor* const* operands, View& view) const {
+    const Tensor& input = *operands[0];
+    if (input.dtype() == DType::kString || input.rank() > static_cast<int64_t>(kMaxRank)) return false;
+    const int64_t rank = input.rank();
+    const std::string& op = node_.op_type();
+    int64_t values[kMaxRank];
+    size_t count = 0;
+    if (op == "Identity") {
+      view.rank = static_cast<size_t>(rank);
+      for (int64_t k = 0; k < rank; ++k) view.shape[k] = input.dim(k);
+      return true;
+    }
+    if (op == "Squeeze") {
+      bool given = false;
+      if (node_.opset() < 13) {
+        std::vector<int64_t> axes = node_.attr_ints("axes");
+        if (axes.size() > kMaxRank) return false;
+        count = axes.size();
+        std::copy(axes.begin(), axes.end(), values);
+        given = node_.has_attr("axes");
+      } else if (operands[1]) {
+        if (!read_ints(*operands[1], values, kMaxRank, count)) return false;
+        given = true;
+      }
+      if (!normalize_axes(values, count, rank)) return false;
+      unsigned squeezed = 0;
+      for (size_t i = 0; i < count; ++i) {
+        if (input.dim(values[i]) != 1) return false;
+        squeezed |= 1u << values[i];
+      }
+      for (int64_t k = 0; k < rank; ++k) {
+        const bool drop = given ? (squeezed >> k) & 1 : input.dim(k) == 1;
+        if (!drop) view.shape[view.rank++] = input.dim(k);
+      }
+      return true;
+    }
+    if (op == "Unsqueeze") {
+      if (node_.opset() < 13) {
+        std::vector<int64_t> axes = node_.attr_ints("axes");
+        if (axes.size() > kMaxRank) return false;
+        count = axes.size();
+        std::copy(axes.begin(), axes.end(), values);
+      } else if (!operands[1] || !read_ints(*operands[1], values, kMaxRank, count)) {
+        return false;
+      }
+      const int64_t out_rank = rank + static_cast<int64_t>(count);
+      if (out_rank > static_cast<int64_t>(kMaxRank) || !normalize_axes(values, count, out_rank)) {
+        return false;
+      }
+      unsigned inserted = 0;
+      for (size_t i = 0; i < count; ++i) inserted |= 1u << values[i];
+      int64_t next = 0;
+      for (int64_t k = 0; k < out_rank; ++k) {
+        view.shape[view.rank++] = (inserted >> k) & 1 ? 1 : input.dim(next++);
+      }
+      return true;
+    }
+    if (op == "Flatten") {
+      int64_t axis = node_.attr_int("axis", 1);
+      if (axis < -rank || axis > rank) return false;
+      if (axis < 0) axis += rank;
+      int64_t outer = 1, inner = 1;
+      for (int64_t k = 0; k < rank; ++k) (k < axis ? outer : inner) *= input.dim(k);
+      view.rank = 2;
+      view.shape[0] = outer;
+      view.shape[1] = inner;
+      return true;
+    }
+    if (op == "Reshape") {
+      if (!operands[1] || operands[1]->dtype() != DType::kInt64 ||
+          !read_ints(*operands[1], values, kMaxRank, count)) {
+        return false;
+      }
+      const bool allow_zero = node_.opset() >= 14 && node_.attr_int("allowzero", 0) != 0;
+      int64_t known = 1, inferred = -1;
+      for (size_t i = 0; i < count; ++i) {
+        int64_t d = values[i];
+        if (d == 0 && !allow_zero) {
+          if (static_cast<int64_t>(i) >= rank) return false;
+          d = input.dim(static_cast<int64_t>(i));
+        }
+        if (d == -1) {
+          if (inferred >= 0) return false;
+          inferred = static_cast<int64_t>(i);
+        } else if (d < 0) {
+          return false;
+        } else {
+          known *= d;
+        }
+        view.shape[i] = d;
+      }
+      view.rank = count;
+      if (inferred >= 0) {
+        if (known == 0 || input.numel() % known != 0) return false;
+        view.shape[inferred] = input.numel() / known;
+      } else if (known != input.numel()) {
+        return false;
+      }
+      return true;
+    }
+    if (op == "Gather") {
+      if (!operands[1] || !read_ints(*operands[1], values, 1, count) || count != 1) return false;
+      int64_t axis = node_.attr_int("axis", 0);
+      if (axis < -rank || axis >= rank) return false;
+      if (axis < 0) axis += rank;
+      int64_t index = values[0];
+      const int64_t extent = input.dim(axis);
+      if (index < -extent || index >= extent) return false;
+      if (index < 0) index += extent;
+      int64_t inner = 1;
+      for (int64_t k = 0; k < axis; ++k) {
+        if (input.dim(k) != 1) return false;  // the elements would not be contiguous
+      }
+      for (int64_t k = axis + 1; k < rank; ++k) inner *= input.dim(k);
+      const Tensor& indices = *operands[1];
+      if (rank - 1 + indices.rank() > static_cast<int64_t>(kMaxRank)) return false;
+      for (int64_t k = 0; k < axis; ++k) view.shape[view.rank++] = input.dim(k);
+      for (int64_t k = 0; k < indices.rank(); ++k) view.shape[view.rank++] = 1;
+      for (int64_t k = axis + 1; k < rank; ++k) view.shape[view.rank++] = input.dim(k);
+      view.offset = index * inner;
+      return true;
+    }
+    return false;
+  }
+
+  const Node& node_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionBlock> lower_view(const std::vector<const Node*>& nodes) {
+  if (nodes.size() != 1) raise_unsupported("not one node");
+  const Node& node = *nodes[0];
+  const std::string& op = node.op_type();
+  const bool view_op = op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" ||
+                       op == "Identity" || (op == "Reshape" && node.opset() >= 5) || op == "Gather";
+  if (!node.domain().empty() || !view_op) raise_unsupported("not a view op");
+  const Value* out = node.output(0);
+  if (!out || node.num_inputs() == 0 || !node.input(0) || node.input(0)->type.dtype == DType::kString ||
+      out->type.rank() > static_cast<int64_t>(kMaxRank) || node.num_inputs() > 2) {
+    raise_unsupported(cat(op, " this view block does not handle"));
+  }
+  if (op == "Gather") {
+    const Value* indices = node.input(1);
+    if (!indices || !indices->is_constant() || indices->is_graph_input() ||
+        indices->constant()->numel() != 1) {
+      raise_unsupported("a Gather of more than one constant index is not a view");
+    }
+  }
+  return std::make_unique<ViewBlock>(node);
+}
+
+}  // namespace rnnc
