@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "graph_opt/pipeline.h"
+#include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "lowering/halide_cache.h"
 #include "lowering/program.h"
@@ -19,6 +20,7 @@
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
 #include "runtime/plan_chooser.h"
+#include "runtime/shape_specializer.h"
 
 namespace rnnc {
 
@@ -92,6 +94,9 @@ struct CompiledModel::Impl {
   };
 
   std::unique_ptr<Program> program;
+  // Programs for the dims runs bind (declared after `program`, which it reads: destroyed first,
+  // waiting for a compile in flight); null when the model has nothing to specialize.
+  std::unique_ptr<ShapeSpecializer> specializer;
   // One executor per plan a run may use: [0] the plan, or with kAuto and threads > 1
   // [PlanChooser::kSequential] and [PlanChooser::kOverlapping], chosen per shape by `chooser`.
   std::vector<std::unique_ptr<Executor>> executors;
@@ -216,6 +221,12 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     program_options.specialization = {};
     quant::quantize_model(*model, config, {});
   }
+  // The model as compile_model gets it, for programs specialized to the dims runs bind.
+  std::string specializer_bytes;
+  if (options.specialize_shapes && !options.reference && options.max_specialized_shapes > 0 &&
+      ShapeSpecializer::worth_keeping(*model)) {
+    specializer_bytes = export_onnx_bytes(*model);
+  }
   impl->program = compile_model(std::move(model), program_options);
   if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;
@@ -275,6 +286,16 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     if (!input->is_constant()) impl->inputs.push_back(info_of(*input));
   }
   for (const Value* output : graph.outputs()) impl->outputs.push_back(info_of(*output));
+  if (!specializer_bytes.empty() && impl->executors.size() == 1) {
+    ShapeSpecializer::Settings settings;
+    settings.program = program_options;
+    settings.plan = impl->executors[0]->plan();
+    settings.threads = options.threads;
+    settings.flush_denormals = options.flush_denormals;
+    settings.max_shapes = static_cast<size_t>(options.max_specialized_shapes);
+    impl->specializer = ShapeSpecializer::create(std::move(specializer_bytes), *impl->program,
+                                                 impl->symbols, std::move(settings));
+  }
   return impl;
 }
 
@@ -314,6 +335,10 @@ int CompiledModel::threads() const { return impl_->threads; }
 
 std::string CompiledModel::overflow_report() const { return impl_->program->overflow_report(); }
 
+void CompiledModel::wait_for_specializations() const {
+  if (impl_->specializer) impl_->specializer->wait();
+}
+
 std::string CompiledModel::describe() const {
   std::string text = impl_->program->describe();
   text += cat("execution plan: ", plan_name(impl_->plan), ", ", impl_->threads, " thread(s)",
@@ -329,6 +354,7 @@ std::string CompiledModel::describe() const {
   for (const auto& [output, input] : impl_->state) {
     text += cat("  recurrent state: ", output, " -> ", input, "\n");
   }
+  if (impl_->specializer) text += impl_->specializer->describe();
   return text;
 }
 
@@ -339,6 +365,11 @@ struct Session::Impl {
   std::vector<Executor::ContextPtr> contexts;  // per executor of the model
   // The run's plan (index into the model's executors and contexts), chosen after the checks.
   size_t current = 0;
+  // The executor and context the run uses: the plan's, or a shape specialization's.
+  const Executor* run_executor = nullptr;
+  Executor::Context* run_context = nullptr;
+  std::vector<std::pair<const Executor*, Executor::ContextPtr>> specialized_contexts;
+  bool profiling = false;
   PlanChooser::Pick pick;
   bool ran = false;                        // a run has picked a plan
   std::vector<int64_t> shape_key;          // the run's PlanChooser bucket
@@ -349,8 +380,10 @@ struct Session::Impl {
   std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
 
   const CompiledModel::Impl& m() const { return model->impl(); }
-  const Executor& executor() const { return *m().executors[current]; }
-  Executor::Context& context() { return *contexts[current]; }
+  const Executor& executor() const { return run_executor ? *run_executor : *m().executors[current]; }
+  Executor::Context& context() { return run_context ? *run_context : *contexts[current]; }
+  // This session's context for a shape specialization's executor (made at its first run).
+  Executor::Context& specialized_context(const Executor& executor);
   // Checks the inputs, picks the run's plan and binds the inputs to it.
   void check_and_bind(const std::vector<NamedTensor>& inputs);
   // Runs the picked plan, timed when the model's chooser has it in a duel.
@@ -522,6 +555,14 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     pick = model_impl.chooser->pick(shape_key);
     current = static_cast<size_t>(pick.candidate);
   }
+  run_executor = nullptr;
+  run_context = nullptr;
+  if (model_impl.specializer) {
+    if (const Executor* specialized = model_impl.specializer->executor_for(bound)) {
+      run_context = &specialized_context(*specialized);
+      run_executor = specialized;
+    }
+  }
   const Executor& executor = this->executor();
   Executor::Context& context = this->context();
   for (const NamedTensor& input : inputs) {
@@ -538,6 +579,15 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     executor.bind_input(context, index, value.dtype(), value.shape().data(), value.shape().size(),
                         value.raw_data());
   }
+}
+
+Executor::Context& Session::Impl::specialized_context(const Executor& executor) {
+  for (auto& [owner, context] : specialized_contexts) {
+    if (owner == &executor) return *context;
+  }
+  specialized_contexts.emplace_back(&executor, executor.new_context());
+  if (profiling) executor.set_profiling(*specialized_contexts.back().second, true);
+  return *specialized_contexts.back().second;
 }
 
 void Session::Impl::execute() {
@@ -639,9 +689,11 @@ void Session::run_into_buffers(const std::vector<NamedTensor>& inputs,
 }
 
 void Session::set_profiling(bool on) {
+  impl_->profiling = on;
   for (size_t e = 0; e < impl_->contexts.size(); ++e) {
     impl_->m().executors[e]->set_profiling(*impl_->contexts[e], on);
   }
+  for (auto& [executor, context] : impl_->specialized_contexts) executor->set_profiling(*context, on);
 }
 
 std::string Session::profile_report() const {
@@ -651,6 +703,11 @@ std::string Session::profile_report() const {
     const Executor& executor = *impl_->m().executors[e];
     if (executor.profiled_runs(*impl_->contexts[e]) > 0) {
       text += executor.profile_report(*impl_->contexts[e]);
+    }
+  }
+  for (const auto& [executor, context] : impl_->specialized_contexts) {
+    if (executor->profiled_runs(*context) > 0) {
+      text += "shape specialization: " + executor->profile_report(*context);
     }
   }
   return text.empty() ? "no profiled runs\n" : text;

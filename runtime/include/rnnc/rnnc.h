@@ -114,6 +114,14 @@ struct ModelOptions {
   // avoids the ~100-cycle penalty each subnormal operation takes on Intel cores (Silero VAD runs
   // 3-4x faster). Off: IEEE subnormals, as the reference evaluator computes.
   bool flush_denormals = true;
+  // Shape specialization (docs/runtime.md): for each new set of symbolic dims the runs bind, a
+  // program with those dims fixed is compiled in the background (runs of the shape use the
+  // generic one until it is ready) and kept when it folds shape computations away, for up to
+  // max_specialized_shapes shapes. Only for models whose program still computes on shapes (If,
+  // Shape, Size nodes) and whose weights are at most 16 MiB; with plan kAuto and threads > 1
+  // (plans chosen per shape) runs stay generic.
+  bool specialize_shapes = true;
+  int max_specialized_shapes = 4;
 };
 
 class Session;
@@ -145,6 +153,9 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // ModelOptions::count_overflow: the counts of every run so far (all sessions), one line per
   // quantized node; "" when the model was not loaded to count.
   std::string overflow_report() const;
+  // Blocks until no shape specialization is compiling (tests, or a service warming up: run each
+  // expected shape once, then wait).
+  void wait_for_specializations() const;
 
   // A new session with zero state. `state` adds (output, input) pairs of the model's own state
   // tensors (e.g. Silero's {"hn", "h"}, {"cn", "c"}) to the exposed recurrent state.

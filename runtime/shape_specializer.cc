@@ -1,0 +1,150 @@
+#include "runtime/shape_specializer.h"
+
+#include <chrono>
+
+#include "ir/error.h"
+#include "ir/onnx_import.h"
+#include "lowering/halide_cache.h"
+#include "runtime/halide_tbb.h"
+
+namespace rnnc {
+
+namespace {
+
+bool is_shape_dependent(const Node& node) {
+  const std::string& op = node.op_type();
+  return node.domain().empty() && (op == "If" || op == "Shape" || op == "Size");
+}
+
+// Nodes at every depth, and whether one of them is shape-dependent.
+void scan(const Graph& graph, size_t& nodes, bool& shape_dependent) {
+  for (const auto& node : graph.nodes()) {
+    ++nodes;
+    shape_dependent = shape_dependent || is_shape_dependent(*node);
+    for (const Graph* sub : node->subgraphs()) scan(*sub, nodes, shape_dependent);
+  }
+}
+
+std::vector<std::string> value_names(const std::vector<Value*>& values) {
+  std::vector<std::string> names;
+  for (const Value* value : values) names.push_back(value->name());
+  return names;
+}
+
+}  // namespace
+
+bool ShapeSpecializer::worth_keeping(const Model& model) {
+  size_t nodes = 0;
+  bool shape_dependent = false;
+  scan(*model.graph, nodes, shape_dependent);
+  size_t weight_bytes = 0;
+  for (const Value* value : model.graph->initializers()) weight_bytes += value->constant()->nbytes();
+  return shape_dependent && weight_bytes <= kMaxWeightBytes;
+}
+
+std::unique_ptr<ShapeSpecializer> ShapeSpecializer::create(std::string model_bytes,
+                                                           const Program& generic,
+                                                           std::vector<std::string> symbols,
+                                                           Settings settings) {
+  if (symbols.empty() || model_bytes.empty()) return nullptr;
+  size_t nodes = 0;
+  bool shape_dependent = false;
+  scan(*generic.model().graph, nodes, shape_dependent);
+  if (!shape_dependent) return nullptr;
+  return std::unique_ptr<ShapeSpecializer>(new ShapeSpecializer(
+      std::move(model_bytes), generic, std::move(symbols), std::move(settings)));
+}
+
+ShapeSpecializer::ShapeSpecializer(std::string model_bytes, const Program& generic,
+                                   std::vector<std::string> symbols, Settings settings)
+    : model_bytes_(std::move(model_bytes)),
+      generic_(generic),
+      symbols_(std::move(symbols)),
+      settings_(std::move(settings)) {}
+
+ShapeSpecializer::~ShapeSpecializer() { wait(); }
+
+void ShapeSpecializer::wait() {
+  std::future<void> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight = std::move(in_flight_);
+  }
+  if (in_flight.valid()) in_flight.wait();
+}
+
+const Executor* ShapeSpecializer::executor_for(const std::vector<int64_t>& bound) {
+  for (int64_t size : bound) {
+    if (size < 0) return nullptr;  // a dim no input decides: nothing to fix it to
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& entry : entries_) {
+    if (entry->dims != bound) continue;
+    return entry->ready.load(std::memory_order_acquire) ? entry->executor.get() : nullptr;
+  }
+  if (entries_.size() >= settings_.max_shapes) return nullptr;
+  if (in_flight_.valid() &&
+      in_flight_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return nullptr;  // one compile at a time: this shape is tried again at a later run
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->dims = bound;
+  entries_.push_back(entry);
+  in_flight_ = std::async(std::launch::async, [this, entry] {
+    compile(*entry);
+    entry->ready.store(true, std::memory_order_release);
+  });
+  return nullptr;
+}
+
+void ShapeSpecializer::compile(Entry& entry) const {
+  try {
+    std::unique_ptr<Model> model = import_onnx_bytes(model_bytes_.data(), model_bytes_.size());
+    ProgramOptions options = settings_.program;
+    for (size_t s = 0; s < symbols_.size(); ++s) {
+      options.specialization.fixed_dims[symbols_[s]] = entry.dims[s];
+    }
+    std::unique_ptr<Program> program = compile_model(std::move(model), options);
+    size_t generic_nodes = 0, special_nodes = 0;
+    bool ignored = false;
+    scan(*generic_.model().graph, generic_nodes, ignored);
+    scan(*program->model().graph, special_nodes, ignored);
+    const Graph& graph = *program->model().graph;
+    const Graph& generic = *generic_.model().graph;
+    if (value_names(graph.inputs()) != value_names(generic.inputs()) ||
+        value_names(graph.outputs()) != value_names(generic.outputs())) {
+      entry.outcome = "generic: its graph inputs or outputs differ from the generic program's";
+      return;
+    }
+    if (special_nodes >= generic_nodes) {
+      entry.outcome = cat("generic: fixing the dims folds nothing (", special_nodes, " nodes)");
+      return;
+    }
+    if (HalideCache* cache = program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
+    entry.executor = std::make_unique<Executor>(*program, settings_.plan, settings_.threads,
+                                                settings_.flush_denormals);
+    entry.outcome = cat(special_nodes, " nodes (generic ", generic_nodes, "), ",
+                        program->blocks().size(), " blocks (generic ", generic_.blocks().size(),
+                        ")");
+    entry.program = std::move(program);
+  } catch (const std::exception& e) {
+    // The generic program runs the shape as before; the reason stays visible in describe().
+    entry.outcome = cat("generic: specializing failed: ", e.what());
+  }
+}
+
+std::string ShapeSpecializer::describe() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  for (const auto& entry : entries_) {
+    std::string dims;
+    for (size_t s = 0; s < symbols_.size(); ++s) {
+      dims += cat(s ? ", " : "", symbols_[s], "=", entry->dims[s]);
+    }
+    const bool ready = entry->ready.load(std::memory_order_acquire);
+    text += cat("  specialized for ", dims, ": ", ready ? entry->outcome : "compiling", "\n");
+  }
+  return text;
+}
+
+}  // namespace rnnc

@@ -1,0 +1,87 @@
+// Shape specialization without being asked: programs compiled for the symbolic dims a run binds.
+//
+// A model's generic program keeps its dims symbolic, so the shape computations and Ifs that
+// depend on them run at every call (Silero VAD: Shape, Gather, Equal and If on the chunk size,
+// 15 reference blocks). When runs bind those dims (batch 1, 512 samples), graph_opt can fold all
+// of it. The specializer keeps the model as compile_model got it (ONNX bytes) and, for each new
+// set of bound dims, compiles it again with those dims fixed, in a background thread, while runs
+// of that shape go on with the generic program; once it is compiled, runs of the shape use it.
+//
+//   - Only models whose generic program still holds an If, Shape or Size node get a specializer:
+//     elsewhere fixing dims folds nothing, and a specialization would only cost memory (the
+//     weights marshaled again). Nor models of more than kMaxWeightBytes of weights: what
+//     specializing saves is per-call overhead (microseconds), which matters where a run is
+//     short, and a copy of large weights per shape would not be worth it.
+//   - A specialization is kept only when its optimized graph has fewer nodes than the generic
+//     one, and the same graph inputs and outputs; otherwise the shape stays generic.
+//   - At most `max_shapes` shapes are tried; beyond them every new shape runs the generic
+//     program. One compile runs at a time; a shape that arrives meanwhile is tried on a later run.
+//   - Sessions carry their state themselves, so a stream switches programs between two chunks
+//     without noticing; every run is checked against the generic program's input contract first.
+#pragma once
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lowering/program.h"
+#include "runtime/executor.h"
+
+namespace rnnc {
+
+class ShapeSpecializer {
+ public:
+  struct Settings {
+    ProgramOptions program;  // as for the generic program
+    RunPlan plan = RunPlan::kSequential;
+    int threads = 1;
+    bool flush_denormals = true;
+    size_t max_shapes = 4;
+  };
+
+  static constexpr size_t kMaxWeightBytes = size_t{16} << 20;
+
+  // Whether a model has anything shape-dependent to fold (an If, Shape or Size node, at any
+  // depth) and at most kMaxWeightBytes of weights: the caller then keeps its bytes for create().
+  static bool worth_keeping(const Model& model);
+  // nullptr when `generic` holds no If, Shape or Size node. `model_bytes`: the model as
+  // compile_model got it; `symbols`: the symbolic dims of the graph inputs, in the order runs
+  // report them bound.
+  static std::unique_ptr<ShapeSpecializer> create(std::string model_bytes, const Program& generic,
+                                                  std::vector<std::string> symbols,
+                                                  Settings settings);
+  ~ShapeSpecializer();
+
+  // The executor for these dims (per symbol; -1 unbound), or nullptr, when the generic program
+  // runs: a shape not compiled (yet), or not worth it. A new shape starts compiling.
+  const Executor* executor_for(const std::vector<int64_t>& bound);
+  // Blocks until no compile is in flight (tests; a service warming up).
+  void wait();
+  // One line per shape tried: its dims and its program's blocks, or why it stays generic.
+  std::string describe() const;
+
+ private:
+  struct Entry {
+    std::vector<int64_t> dims;
+    std::unique_ptr<Program> program;
+    std::unique_ptr<Executor> executor;
+    std::string outcome;  // for describe()
+    std::atomic<bool> ready{false};
+  };
+  ShapeSpecializer(std::string model_bytes, const Program& generic, std::vector<std::string> symbols,
+                   Settings settings);
+  void compile(Entry& entry) const;
+
+  const std::string model_bytes_;
+  const Program& generic_;
+  const std::vector<std::string> symbols_;
+  const Settings settings_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<Entry>> entries_;
+  std::future<void> in_flight_;
+};
+
+}  // namespace rnnc
