@@ -377,6 +377,11 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   }
   EngineOptions engine_options;
   engine_options.threads = threads;
+  for (const InputSpec& input : workload.inputs) {
+    if (input.fill == "const" && input.dtype == DType::kInt64 && input.shape.empty()) {
+      engine_options.fixed_inputs[input.name] = {static_cast<int64_t>(input.value)};
+    }
+  }
   OrtEngine ort;
   RnncEngine rnnc;
   InputStream stream(workload);

@@ -21,6 +21,10 @@ struct EngineOptions {
   // ONNX Runtime: ORT_ENABLE_ALL when true; ORT_ENABLE_BASIC otherwise (no QDQ fusions, which
   // turn DequantizeLinear + MatMul into an integer product with A quantized at run time).
   bool ort_extended_optimizations = true;
+  // Integer inputs whose value a workload keeps constant (Silero's sr): rnnc compiles them in
+  // (ModelOptions::fixed_inputs, as its users load such models); ONNX Runtime, which has no such
+  // option, gets them as inputs at every run.
+  std::map<std::string, std::vector<int64_t>> fixed_inputs;
 };
 
 class Engine {

@@ -42,6 +42,8 @@ class RnncEngine final : public Engine {
   int threads_ = 1;
   std::optional<Session> session_;
   TensorMap inputs_;
+  std::map<std::string, std::vector<int64_t>> fixed_inputs_;
+  bool waited_for_specializations_ = false;
   std::vector<NamedTensor> named_inputs_;
   const std::vector<NamedTensor>* outputs_ = nullptr;
 };
