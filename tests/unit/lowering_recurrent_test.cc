@@ -10,6 +10,7 @@
 // measured worst case is near 1e-6 (printed by LongSequenceStaysWithinTolerance).
 #include <Halide.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -1121,10 +1122,12 @@ RecurrentCell lstm_cell(int hidden, int input) {
 // The object code of `cell`'s input projection or of its step, disassembled.
 std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                                bool projection, const KernelTarget& target) {
-  // One file per test: ctest runs tests as parallel processes, and a shared path let one test
-  // disassemble another's half-written object.
-  const std::string object = ::testing::TempDir() + "rnnc_kernel_disassembly_" +
-                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".o";
+  // One file per test and process: ctest runs tests as parallel processes (the same test too,
+  // once alone and once in unit_tests_x86_64_v3), and a shared path lets one disassemble
+  // another's half-written object.
+  const std::string object = cat(::testing::TempDir(), "rnnc_kernel_disassembly_",
+                                 ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                                 "_", ::getpid(), ".o");
   if (projection) {
     compile_input_projection(cell, schedule, object, "projection", target);
   } else {
