@@ -5,10 +5,11 @@
 // guard_search on the specialized, optimized float model, then quantize_model with the decisions
 // (apply_decisions):
 //
-//   budget   each float output's max |quantized - float| over the measured inputs
-//            <= max_error (default 0.02) x that output's range (max - min of the float output
-//            over the same inputs; max |value| when the range is 0, then 1). Non-float outputs
-//            are not measured.
+//   budget   each float output's max |quantized - float| <= max_error (default 0.02) x that
+//            output's range (max - min of the float output over the measured inputs; max |value|
+//            when the range is 0, then 1). Non-float outputs are not measured. The search meets
+//            half the budget (the target) on the inputs it measures, a 2x margin for inputs it
+//            did not see.
 //   inputs   the calibration samples when given, else generate_inputs (quant/generated_inputs.h).
 //   measure  both models on the reference evaluator: the quantized one fake-quantizes exactly
 //            the operands the integer kernels compute on (docs/quant.md), so its outputs equal
@@ -20,10 +21,10 @@
 //            3. in rounds, most sensitive first, each node one step down its ladder (recurrent:
 //               configured -> 12-bit weights and activations, the s16 kernels -> float;
 //               MatMul/Gemm: configured -> float, their wide products have no integer kernel),
-//               measuring the model after each step, until it meets the budget;
-//            4. then each demoted node, least sensitive first, one step back up if the model
-//               still meets the budget there.
-//            The search stops at GuardOptions::time_limit_seconds; a budget not met by then makes
+//               measuring the model after each step, until it meets the target;
+//            4. then each demoted node whose sensitivity is within the target, least sensitive
+//               first, one step back up if the model still meets the target there.
+//            The search stops at GuardOptions::time_limit_seconds; a target not met by then makes
 //            every candidate float (the float model meets any budget).
 #pragma once
 
@@ -72,14 +73,15 @@ struct GuardResult {
   std::vector<NodeDecision> nodes;
   // Every candidate at its configured scheme, and as decided.
   ErrorMeasurement before, after;
-  bool met = true;          // `after` meets the budget
+  bool met = true;          // `after` meets the target (half the budget)
   bool timed_out = false;   // the time limit ended the search (then every candidate is float)
   int evaluations = 0;      // quantized models measured
   double seconds = 0;
 
   std::map<std::string, Precision> precisions() const;
-  // One line for `rnnc run --quantize`: "2 nodes int8, 1 float (MatMul 'mel'); max error 0.41%
-  // of output range, budget 2% (every node quantized: 48%); measured on 4 generated inputs (...)"
+  // One line for `rnnc run --quantize`: "2 quantized as configured, 1 float (MatMul 'mel'); max
+  // error 0.41% of output range (target 1%, half the 2% budget) (every node as configured: 48%);
+  // measured on 4 generated inputs (...)"
   std::string summary() const;
   // The report section: budget, inputs, per-output errors before and after, per node the
   // precision, scheme, sensitivity and why.
