@@ -1,5 +1,6 @@
 #include "quant/generated_inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -49,6 +50,44 @@ int64_t index_bound(const Value& input) {
     if (dim.is_known() && dim.value() > 0) return dim.value();
   }
   return 2;
+}
+
+// Whether `input` is a stream's recurrent state: it reaches a recurrent node's initial_h or
+// initial_c (ONNX inputs 5 and 6) through ops that only move data, across If branches (Silero
+// slices its state through an If into its LSTM's initial state).
+bool is_recurrent_state(const Value& input) {
+  static const std::set<std::string> kMovesData = {
+      "Identity", "Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape", "Split",
+      "Transpose", "Cast", "Concat", "Expand", "Flatten"};
+  std::set<const Value*> seen;
+  std::vector<const Value*> pending = {&input};
+  while (!pending.empty()) {
+    const Value* value = pending.back();
+    pending.pop_back();
+    if (!value || !seen.insert(value).second) continue;
+    for (const Use& use : value->uses()) {
+      const Node& node = *use.node;
+      const std::string& op = node.op_type();
+      if ((op == "LSTM" || op == "GRU" || op == "RNN") && (use.input_index == 5 || use.input_index == 6)) {
+        return true;
+      }
+      if (kMovesData.count(op)) pending.insert(pending.end(), node.outputs().begin(), node.outputs().end());
+    }
+    // A branch returning the value: the If's output in that position carries it on.
+    const Graph* owner = value->owner();
+    if (!owner || !owner->parent()) continue;
+    const auto& outputs = owner->outputs();
+    const auto at = std::find(outputs.begin(), outputs.end(), value);
+    if (at == outputs.end()) continue;
+    for (const auto& node : owner->parent()->nodes()) {
+      for (const auto& [name, attribute] : node->attributes()) {
+        if (attribute.kind == Attribute::Kind::kGraph && attribute.g.get() == owner) {
+          pending.push_back(node->output(static_cast<size_t>(at - outputs.begin())));
+        }
+      }
+    }
+  }
+  return false;
 }
 
 std::vector<int64_t> shape_for(const Value& input, const std::map<std::string, int64_t>& dims) {
@@ -113,7 +152,9 @@ std::vector<Sample> generate_inputs(const Graph& graph, const InputRecipe& recip
       std::mt19937_64 rng(seed_for(static_cast<size_t>(s), input->name()));
       Tensor tensor(input->type.dtype, shape_for(*input, dims));
       const DType dtype = tensor.dtype();
-      if (is_floating(dtype)) {
+      if (is_floating(dtype) && is_recurrent_state(*input)) {
+        // Zeros (a fresh tensor is zero-filled): a stream's first run.
+      } else if (is_floating(dtype)) {
         const double amplitude = kAmplitudes[static_cast<size_t>(s) % std::size(kAmplitudes)];
         // Frequencies in cycles per element: one slow, one fast component.
         const double f1 = 0.002 + 0.05 * uniform(rng), f2 = 0.05 + 0.2 * uniform(rng);

@@ -6,6 +6,8 @@
 // the 64-bit Mersenne Twister, whose output the standard specifies, and no library
 // distributions), so every replica of a service makes the same quantization decision. Per input,
 // by declared type:
+//   float, a recurrent state (the input reaches an LSTM/GRU/RNN's initial_h or initial_c through
+//             ops that only move data, e.g. Silero's `state`): zeros, as at a stream's start;
 //   float:    an audio/feature-like signal in memory order, x[i] = a * (0.5 sin(2 pi f1 i + p1)
 //             + 0.3 sin(2 pi f2 i + p2) + 0.2 n_i), n_i standard normal (Box-Muller), the
 //             frequencies and phases drawn per sample and input, and the amplitude a cycling
