@@ -82,13 +82,8 @@ int run_quantize(const Parsed& args) {
               << (done == total ? "\n" : "") << std::flush;
   };
   // The guard decides each node's precision on the calibration samples, else on generated
-  // inputs (--dim sizes are compiled into the model by now; other dims take the default).
-  if (config.guard.enabled) {
-    std::cerr << "rnnc quantize: measuring the quantized model against the float model"
-              << (samples.empty() ? " on generated inputs (no --calibrate: real data is better)"
-                                  : "")
-              << "\n";
-  }
+  // inputs (--dim sizes are compiled into the model by now; other dims take the default); its
+  // summary line says which, and that real data is better.
   const quant::GuardResult guard = quant::guard_search(*model, config, samples, {});
   quant::Report report = quant::quantize_model(
       *model, quant::apply_decisions(*model, config, guard.precisions()), samples, progress);
