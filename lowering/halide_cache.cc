@@ -15,6 +15,7 @@
 #include <random>
 
 #include "ir/error.h"
+#include "lowering/cache_location.h"
 
 namespace rnnc {
 
@@ -22,13 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
-std::string default_directory() {
-  if (const char* dir = std::getenv("RNNC_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/rnnc";
-  return (fs::temp_directory_path() / "rnnc-cache").string();
-}
 
 std::string unique_suffix() {
   std::random_device random;
@@ -74,7 +68,17 @@ std::shared_ptr<void> open_library(const std::string& path, int flags) {
   return std::shared_ptr<void>(handle, [](void* h) { ::dlclose(h); });
 }
 
-// Which build of rnnc generated the kernels: the binary's path, size and modification time. A
+}  // namespace
+
+std::string kernel_cache_directory(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  if (const char* env = std::getenv("RNNC_CACHE_DIR"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/rnnc";
+  return (fs::temp_directory_path() / "rnnc-cache").string();
+}
+
+// The binary's path, size and modification time. A
 // rebuilt rnnc never loads kernels an older build compiled (whose generator code may differ).
 const std::string& build_identity() {
   static const std::string identity = [] {
@@ -88,8 +92,6 @@ const std::string& build_identity() {
   }();
   return identity;
 }
-
-}  // namespace
 
 std::string hash_hex(const std::string& text) {
   uint64_t hash = 1469598103934665603ull;
@@ -114,7 +116,7 @@ void CompiledPipeline::call(void** args) const {
 }
 
 HalideCache::HalideCache(std::string dir, std::string target)
-    : dir_(dir.empty() ? default_directory() : std::move(dir)),
+    : dir_(kernel_cache_directory(dir)),
       target_(resolve_kernel_target(target)) {
   if (const char* asserts = std::getenv("RNNC_STEP_ASSERTS"); asserts && *asserts) {
     step_asserts_ = std::string(asserts) != "0";

@@ -264,7 +264,9 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
       }
     }
     if (scheme.keep_float) {
-      entry.scheme = "float (config)";
+      entry.scheme = config.decided.count(node.name())
+                         ? "float (quantization guard: see the error budget)"
+                         : "float (config)";
     } else if (!recurrent && !product) {
       entry.scheme = "float (integer kernels cover LSTM/GRU/RNN, MatMul and Gemm products only)";
     } else if (recurrent &&

@@ -145,6 +145,28 @@ void apply_scheme(const Struct& object, const std::string& path, const std::stri
   }
 }
 
+void apply_guard(const Struct& object, const std::string& path, const std::string& source,
+                 GuardOptions& guard) {
+  for (const auto& [name, value] : object.fields()) {
+    const std::string field = path + "." + name;
+    if (name == "enabled") {
+      guard.enabled = read_bool(value, field, source);
+    } else if (name == "max_error" || name == "time_limit_seconds") {
+      const double number = value.number_value();
+      if (value.kind_case() != Value::kNumberValue || !(number > 0) ||
+          (name == "max_error" && number > 1)) {
+        fail(source, cat(field, name == "max_error" ? " must be a number in (0, 1] (a fraction of "
+                                                      "each output's range)"
+                                                    : " must be a number > 0"));
+      }
+      (name == "max_error" ? guard.max_error : guard.time_limit_seconds) = number;
+    } else {
+      fail(source, cat("unknown field ", field, " (guard takes enabled, max_error, "
+                       "time_limit_seconds)"));
+    }
+  }
+}
+
 }  // namespace
 
 const char* granularity_name(Granularity granularity) {
@@ -175,6 +197,7 @@ NodeScheme Config::scheme_for(const Node& node) const {
     apply_scheme(parse_json(it->second, "nodes"), "nodes." + node.name(), "quantization config",
                  scheme);
   }
+  if (auto it = decided.find(node.name()); it != decided.end()) scheme = it->second;
   return scheme;
 }
 
@@ -195,8 +218,10 @@ Config parse_config(const std::string& json, const std::string& source) {
         (name == "ops" ? config.op_overrides : config.node_overrides)[key] =
             to_json(entry.struct_value());
       }
+    } else if (name == "guard") {
+      apply_guard(value.struct_value(), name, source, config.guard);
     } else {
-      fail(source, cat("unknown field ", name, " (the top level takes default, ops, nodes)"));
+      fail(source, cat("unknown field ", name, " (the top level takes default, ops, nodes, guard)"));
     }
   }
   return config;

@@ -9,7 +9,8 @@
 //     "default": {"weights": {"bits": 8, "symmetric": true, "granularity": "row"},
 //                 "activations": {"bits": 8, "symmetric": false, "dynamic": true}},
 //     "ops":     {"GRU": {"activations": {"dynamic": false, "method": "percentile"}}},
-//     "nodes":   {"lstm_2": {"float": true}, "lstm_1": {"weights": {"bits": 4}}}
+//     "nodes":   {"lstm_2": {"float": true}, "lstm_1": {"weights": {"bits": 4}}},
+//     "guard":   {"max_error": 0.02, "time_limit_seconds": 60}
 //   }
 //
 // Fields left out keep the enclosing level's value (node over op over default over the built-in
@@ -63,12 +64,26 @@ struct NodeScheme {
   std::string to_string() const;  // one line, for reports
 };
 
+// The quantization guard (quant/guard.h): the error budget a quantized model must meet on its
+// outputs against the float model, and the bound on the search for the nodes that stay wider.
+struct GuardOptions {
+  bool enabled = true;
+  // Each float output's max |quantized - float| over the measured inputs, as a fraction of that
+  // output's range (max - min of the float output) over the same inputs.
+  double max_error = 0.02;
+  double time_limit_seconds = 60;  // the search's wall-clock bound (then: every candidate float)
+};
+
 struct Config {
   NodeScheme default_scheme;
   // Overrides as JSON objects (kept as text so partial overrides merge field by field).
   std::map<std::string, std::string> op_overrides, node_overrides;
+  // Whole schemes decided per node name (the guard's choice), beating every override.
+  std::map<std::string, NodeScheme> decided;
+  GuardOptions guard;
 
-  // The scheme for `node`: default, then its op type's override, then its name's.
+  // The scheme for `node`: default, then its op type's override, then its name's, then a
+  // decided one.
   NodeScheme scheme_for(const Node& node) const;
 };
 

@@ -9,17 +9,19 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "graph_opt/pipeline.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "lowering/halide_cache.h"
 #include "lowering/program.h"
-#include "quant/quantize_model.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
 #include "runtime/plan_chooser.h"
+#include "runtime/quantize_at_load.h"
 #include "runtime/shape_specializer.h"
 
 namespace rnnc {
@@ -108,6 +110,7 @@ struct CompiledModel::Impl {
   Plan plan = Plan::kSequential;                           // kAuto: per shape (chooser)
   std::string plan_note;                                   // how the plan was chosen
   int threads = 1;
+  std::string quantization_summary, quantization_report;  // quantized at load
 
   int find_input(const std::string& name) const {
     for (size_t i = 0; i < checks.size(); ++i) {
@@ -180,7 +183,9 @@ RunPlan to_run_plan(Plan plan) {
                                    : RunPlan::kSequential;
 }
 
-std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options) {
+// `model_bytes_hash` identifies the model's bytes (hash_hex), for the quantization decision cache.
+std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options,
+                                             const std::string& model_bytes_hash) {
   if (options.threads < 1) {
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
   }
@@ -205,12 +210,6 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   }
   if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
   if (!options.quantization_config.empty()) {
-    // "default": every recurrent node with int8 per-row weights and dynamic u8 activations;
-    // otherwise a JSON config file (quant/scheme.h). Static activations need calibration, which
-    // the offline quantizer (rnnc quantize) does; its output loads without this option.
-    const quant::Config config = options.quantization_config == "default"
-                                     ? quant::Config{}
-                                     : quant::read_config_file(options.quantization_config);
     // The quantizer sees the graph the program will run: specialized and optimized, so recurrent
     // nodes in an If that graph_opt decides (Silero's LSTM: its If tests the state's first dim)
     // are inlined and computed weights (Unsqueeze of a constant) are folded to initializers. The
@@ -219,7 +218,9 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     optimize_options.context = std::move(program_options.specialization);
     optimize(*model, optimize_options);
     program_options.specialization = {};
-    quant::quantize_model(*model, config, {});
+    LoadQuantization quantization = quantize_at_load(*model, options, model_bytes_hash);
+    impl->quantization_summary = std::move(quantization.summary);
+    impl->quantization_report = std::move(quantization.report);
   }
   // The model as compile_model gets it, for programs specialized to the dims runs bind.
   std::string specializer_bytes;
@@ -307,8 +308,15 @@ CompiledModel::~CompiledModel() = default;
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path,
                                                          const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
+    std::string hash;
+    if (!options.quantization_config.empty()) {
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      hash = hash_hex(bytes.str());
+    }
     return std::shared_ptr<const CompiledModel>(
-        new CompiledModel(compile(import_onnx_file(path), options)));
+        new CompiledModel(compile(import_onnx_file(path), options, hash)));
   });
 }
 
@@ -316,7 +324,10 @@ std::shared_ptr<const CompiledModel> CompiledModel::load_bytes(const void* data,
                                                                const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
     return std::shared_ptr<const CompiledModel>(
-        new CompiledModel(compile(import_onnx_bytes(data, size), options)));
+        new CompiledModel(compile(import_onnx_bytes(data, size), options,
+                                  options.quantization_config.empty()
+                                      ? ""
+                                      : hash_hex(std::string(static_cast<const char*>(data), size)))));
   });
 }
 
@@ -334,6 +345,8 @@ std::vector<Plan> CompiledModel::plan_candidates() const {
 int CompiledModel::threads() const { return impl_->threads; }
 
 std::string CompiledModel::overflow_report() const { return impl_->program->overflow_report(); }
+std::string CompiledModel::quantization_summary() const { return impl_->quantization_summary; }
+std::string CompiledModel::quantization_report() const { return impl_->quantization_report; }
 
 void CompiledModel::wait_for_specializations() const {
   if (impl_->specializer) impl_->specializer->wait();

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "graph_opt/specialize.h"
@@ -28,6 +29,18 @@ int64_t Parsed::get_int(const std::string& name, int64_t fallback) const {
   } catch (const std::exception&) {
   }
   raise_invalid_input(cat("--", name, " expects an integer, got '", text, "'"));
+}
+
+double parse_max_error(const Parsed& args) {
+  if (!args.has("max-error")) return 0;
+  const std::string text = args.get("max-error");
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(value > 0 && value <= 1)) {
+    raise_invalid_input(cat("--max-error expects a number in (0, 1] (a fraction of each output's "
+                            "range, e.g. 0.02), got '", text, "'"));
+  }
+  return value;
 }
 
 void print_help(const Command& command) {

@@ -50,6 +50,10 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
 std::map<std::string, int64_t> parse_dims(const Parsed& args);
 PassContext parse_specialization(const Parsed& args, const Graph& graph);
 
+// --max-error F: the quantization guard's budget as a fraction of each output's range, in (0, 1];
+// 0 when not given. kInvalidInput naming the option otherwise.
+double parse_max_error(const Parsed& args);
+
 // The --target option's help (lowering/kernel_target.h has the names).
 extern const char* const kTargetHelp;
 

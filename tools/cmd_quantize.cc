@@ -2,7 +2,8 @@
 // (quant/scheme.h; default: recurrent nodes and MatMul/Gemm with constant weights, int8 weights
 // per row (per output channel for B), dynamic u8 activations), calibrates static activation
 // coefficients on sample inputs, and writes a standard ONNX model (DequantizeLinear weights, which
-// ONNX Runtime loads) that rnnc reloads with its integer kernels.
+// ONNX Runtime loads) that rnnc reloads with its integer kernels. The quantization guard
+// (quant/guard.h) decides first which nodes stay wider, so the written model meets the budget.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "ir/npy.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
+#include "quant/guard.h"
 #include "quant/quantize_model.h"
 #include "tools/commands.h"
 
@@ -63,8 +65,12 @@ int run_quantize(const Parsed& args) {
     return model;
   };
   std::unique_ptr<Model> model = load_optimized();
-  const quant::Config config =
+  quant::Config config =
       args.has("config") ? quant::read_config_file(args.get("config")) : quant::Config{};
+  if (args.has("no-guard")) config.guard.enabled = false;
+  if (const double max_error = parse_max_error(args); max_error > 0) {
+    config.guard.max_error = max_error;
+  }
   std::vector<quant::Sample> samples;
   for (const std::string& path : args.all("calibrate")) {
     samples.push_back(read_sample(path, *model->graph));
@@ -75,7 +81,12 @@ int run_quantize(const Parsed& args) {
     std::cerr << "\rrnnc quantize: " << stage << " " << done << "/" << total
               << (done == total ? "\n" : "") << std::flush;
   };
-  quant::Report report = quant::quantize_model(*model, config, samples, progress);
+  // The guard decides each node's precision on the calibration samples, else on generated
+  // inputs (--dim sizes are compiled into the model by now; other dims take the default); its
+  // summary line says which, and that real data is better.
+  const quant::GuardResult guard = quant::guard_search(*model, config, samples, {});
+  quant::Report report = quant::quantize_model(
+      *model, quant::apply_decisions(*model, config, guard.precisions()), samples, progress);
   export_onnx_file(*model, output);
 
   size_t quantized = 0;
@@ -86,6 +97,7 @@ int run_quantize(const Parsed& args) {
     before += entry.weight_bytes_before;
     after += entry.weight_bytes_after;
   }
+  std::cerr << "rnnc quantize: " << guard.summary() << "\n";
   std::cerr << "rnnc quantize: " << quantized << " of " << report.nodes.size()
             << " nodes with weights quantized, their weights " << before << " -> " << after
             << " bytes; wrote " << output << " ("
@@ -103,7 +115,9 @@ int run_quantize(const Parsed& args) {
     std::ofstream out(args.get("report"));
     if (!out) raise(ErrorKind::kIo, cat("cannot write report '", args.get("report"), "'"));
     out << "# rnnc quantize report\n\nModel: `" << input << "` -> `" << output << "`\n\n";
-    out << (samples.empty() ? "No calibration samples: errors not measured (give --calibrate).\n\n"
+    out << guard.to_markdown() << "\n## Nodes\n\n";
+    out << (samples.empty() ? "Per-node errors need calibration samples (--calibrate); the error "
+                              "budget above was measured end to end on generated inputs.\n\n"
                             : cat("Errors: each node's outputs in the quantized model against the "
                                   "float model, over ", samples.size(),
                                   " calibration sample(s).\n\n"));
@@ -124,7 +138,9 @@ const Command kQuantizeCommand{
     "metadata (rnnc reloads it with its integer kernels). The model is first specialized (--fix,\n"
     "--dim) and optimized as `rnnc optimize` does, so recurrent nodes in an If branch that the\n"
     "fixed inputs or known shapes decide are inlined and quantized; the report lists those left\n"
-    "inside a subgraph, with the inputs to fix.",
+    "inside a subgraph, with the inputs to fix. The quantization guard measures the quantized\n"
+    "model against the float one (on --calibrate samples, else generated inputs) and keeps the\n"
+    "most sensitive nodes wider until each output's error is within the budget (--max-error).",
     {
         {"o", "OUT.onnx", "where to write the quantized model"},
         {"fix", "NAME=VALUE",
@@ -136,7 +152,13 @@ const Command kQuantizeCommand{
         {"calibrate", "DIR_OR_FILE",
          "one calibration sample: a directory of <input>.npy/.pb files, or one .npy/.pb file for "
          "a one-input model (repeatable); needed for static activations and for --report errors"},
-        {"report", "REPORT.md", "write per node the scheme, weight bytes and error against float"},
+        {"report", "REPORT.md",
+         "write the error budget (per output, before and after the guard) and per node the "
+         "scheme, why (sensitivity, budget), weight bytes and error against float"},
+        {"max-error", "F",
+         "the error budget: each float output's max error as a fraction of its range over the "
+         "measured inputs (default 0.02)"},
+        {"no-guard", "", "quantize as configured without measuring the error (experiments)"},
     },
     run_quantize,
 };

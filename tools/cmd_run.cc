@@ -109,6 +109,9 @@ int run_run(const Parsed& args) {
     options.threads = static_cast<int>(args.get_int("threads", 1));
     options.plan = parse_plan(args.get("plan", "auto"));
     options.quantization_config = args.get("quantize");
+    options.quantization_guard = !args.has("no-guard");
+    options.quantization_max_error = parse_max_error(args);
+    options.quantization_dims = dims;  // the guard's generated inputs take the run's sizes
     options.count_overflow = args.has("count-overflow");
     options.expose_recurrent_state = false;  // one run: the model's own outputs only
     for (const auto& text : args.all("fix")) {
@@ -126,6 +129,9 @@ int run_run(const Parsed& args) {
       inputs.erase(name);  // compiled in: no longer an input
     }
     compiled = CompiledModel::load(args.positional[0], options);
+    if (!options.quantization_config.empty()) {
+      std::cerr << "rnnc run: quantized: " << compiled->quantization_summary() << "\n";
+    }
     session = compiled->new_session();
     session->set_profiling(args.has("profile"));
     for (auto& [name, tensor] : inputs) {
@@ -232,8 +238,14 @@ const Command kRunCommand{
         {"fix", "NAME=V[,V...]", "compiled path: compile an integer input in as a constant, e.g. "
                                  "--fix sr=16000 (repeatable)"},
         {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
-        {"quantize", "CONFIG", "compiled path: quantize at load: 'default' (recurrent nodes int8, "
-                               "dynamic u8 activations) or a JSON config (docs/quant.md)"},
+        {"quantize", "CONFIG",
+         "compiled path: quantize at load: 'default' (LSTM/GRU/RNN and MatMul/Gemm with constant "
+         "weights int8, dynamic u8 activations) or a JSON config (docs/quant.md); the guard keeps "
+         "nodes that break the error budget wider, and one line says what it chose"},
+        {"max-error", "F",
+         "with --quantize: the error budget, each float output's max error as a fraction of its "
+         "range over the guard's inputs (default 0.02)"},
+        {"no-guard", "", "with --quantize: quantize as configured without measuring the error"},
         {"count-overflow", "",
          "compiled path: quantized kernels count activations clamped to their integer range and "
          "sums beyond the declared accumulation width, printed per node after the runs"},

@@ -83,6 +83,8 @@ if grep -q "| LSTM | weights symmetric 8-bit per row" "$tmp/report.md" 2>/dev/nu
 else fail "quantize report lacks the LSTM rows"; fi
 if grep -q "| MatMul | weights symmetric 8-bit per channel" "$tmp/report.md" 2>/dev/null; then pass;
 else fail "quantize report lacks the MatMul head's row"; fi
+if grep -q "^## Error budget" "$tmp/report.md" 2>/dev/null && grep -q "calibration sample(s) with the reference evaluator" "$tmp/report.md"; then pass;
+else fail "quantize report lacks the error budget measured on the calibration samples"; fi
 expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized head runs the integer GEMM" "halide matmul.* int8 \[K=" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
@@ -100,6 +102,24 @@ expect_error "quantize --fix names the inputs" \
 printf '{"default": {"weights": {"bits": 20}}}' >"$tmp/bad_q.json"
 expect_error "bad quantization config" "bad_q.json: default.weights.bits = 20, must be in 2..16" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/bad_q.json"
+# The quantization guard: one line saying what it chose and how it measured; its options.
+expect_ok "run --quantize says what the guard chose" \
+  "rnnc run: quantized: 3 quantized as configured; max error [0-9.e-]+% of output range \(target 1%, half the 2% budget\); measured on 4 generated inputs \(seed 0x726e6e63; dims batch=1, seq=17\): real data is better" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --quantize default \
+  --cache-dir "$tmp/cache"
+expect_ok "the guard's decision is cached" "decision read from the cache" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --quantize default \
+  --cache-dir "$tmp/cache"
+expect_ok "run --no-guard measures nothing" "quantization guard off: error not measured" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --quantize default \
+  --no-guard --cache-dir "$tmp/cache"
+expect_error "--max-error out of range" \
+  "--max-error expects a number in (0, 1] (a fraction of each output's range, e.g. 0.02), got '2'" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --quantize default \
+  --max-error 2
+expect_ok "quantize without calibration measures on generated inputs" \
+  "measured on 4 generated inputs .*real data is better" \
+  "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q2.onnx" --dim batch=1 --dim seq=17
 printf '{"default": {"activations": {"dynamic": false}}}' >"$tmp/static_q.json"
 expect_error "static activations need calibration" "needs calibration data" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/static_q.json"

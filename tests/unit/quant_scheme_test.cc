@@ -357,7 +357,7 @@ TEST(QuantConfig, ErrorsNameTheField) {
             "q.json: default.activations: activations wider than 8 bits must be symmetric "
             "(int16 storage)");
   EXPECT_EQ(message(R"({"defaults": {}})"),
-            "q.json: unknown field defaults (the top level takes default, ops, nodes)");
+            "q.json: unknown field defaults (the top level takes default, ops, nodes, guard)");
   EXPECT_NE(message("{not json").find("q.json: not a JSON object"), std::string::npos);
 }
 

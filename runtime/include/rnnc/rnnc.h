@@ -104,7 +104,19 @@ struct ModelOptions {
   // of MatMul/Gemm with a constant 2-D B: int8 weights per output row or column, dynamic u8
   // activations), or the path of a JSON config. A model written by `rnnc quantize`
   // is already quantized and needs nothing here.
+  // Before the quantized model is used, the quantization guard (docs/quant.md) measures it
+  // against the float model and keeps float (or widens to 12 bits, for recurrent nodes) the most
+  // sensitive nodes until each float output's max error is within the budget: by default 2% of
+  // that output's range over the measured inputs. It measures on generated inputs (real data is
+  // better: `rnnc quantize --calibrate` writes a model decided on it); the decision is cached in
+  // the kernel cache directory, so only the first load of a model measures.
   std::string quantization_config;
+  bool quantization_guard = true;      // false: quantize as configured, unmeasured (experiments)
+  double quantization_max_error = 0;   // the budget's fraction of each output's range; 0: the
+                                       // config's guard.max_error (default 0.02)
+  // Sizes of the symbolic dims in the inputs the guard generates (dims fixed_dims binds need
+  // none); others are 16.
+  std::map<std::string, int64_t> quantization_dims;
   // Overflow mode (docs/quant.md): the quantized kernels also count, per node, activations
   // clamped to their integer range and exact sums beyond the declared accumulation width
   // (CompiledModel::overflow_report). Slower: debugging only.
@@ -156,6 +168,12 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // Blocks until no shape specialization is compiling (tests, or a service warming up: run each
   // expected shape once, then wait).
   void wait_for_specializations() const;
+  // Quantization at load: one line (nodes quantized as configured / 12-bit / float, the measured
+  // error against the budget, the inputs it was measured on), and the full report (markdown: the
+  // error budget per output, per node the precision, scheme, sensitivity and why). "" when the
+  // model was not quantized at load.
+  std::string quantization_summary() const;
+  std::string quantization_report() const;
 
   // A new session with zero state. `state` adds (output, input) pairs of the model's own state
   // tensors (e.g. Silero's {"hn", "h"}, {"cn", "c"}) to the exposed recurrent state.
