@@ -106,6 +106,8 @@ struct CompiledModel::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<InputCheck> checks;  // per graph input (graph order)
   std::vector<std::string> symbols;
+  // Required rank-0 integer graph inputs (a sample rate, a mode): part of a specialization's key.
+  std::vector<size_t> scalar_inputs;
   std::vector<std::pair<std::string, std::string>> state;  // exposed (output, input) pairs
   Plan plan = Plan::kSequential;                           // kAuto: per shape (chooser)
   std::string plan_note;                                   // how the plan was chosen
@@ -287,6 +289,15 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     if (!input->is_constant()) impl->inputs.push_back(info_of(*input));
   }
   for (const Value* output : graph.outputs()) impl->outputs.push_back(info_of(*output));
+  std::vector<std::string> scalar_names;
+  for (size_t i = 0; i < impl->checks.size(); ++i) {
+    const CompiledModel::Impl::InputCheck& check = impl->checks[i];
+    if (check.required && check.rank == 0 &&
+        (check.dtype == DType::kInt64 || check.dtype == DType::kInt32)) {
+      impl->scalar_inputs.push_back(i);
+      scalar_names.push_back(check.name);
+    }
+  }
   if (!specializer_bytes.empty() && impl->executors.size() == 1) {
     ShapeSpecializer::Settings settings;
     settings.program = program_options;
@@ -295,7 +306,8 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
     settings.flush_denormals = options.flush_denormals;
     settings.max_shapes = static_cast<size_t>(options.max_specialized_shapes);
     impl->specializer = ShapeSpecializer::create(std::move(specializer_bytes), *impl->program,
-                                                 impl->symbols, std::move(settings));
+                                                 impl->symbols, std::move(scalar_names),
+                                                 std::move(settings));
   }
   return impl;
 }
@@ -391,6 +403,7 @@ struct Session::Impl {
   std::vector<NamedTensor> outputs;        // run()'s result views
   std::vector<char> given;                 // per graph input, this run
   std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
+  std::vector<int64_t> specialization_key;  // bound, then the scalar inputs' values
 
   const CompiledModel::Impl& m() const { return model->impl(); }
   const Executor& executor() const { return run_executor ? *run_executor : *m().executors[current]; }
@@ -570,17 +583,36 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
   }
   run_executor = nullptr;
   run_context = nullptr;
+  const ShapeSpecializer::Specialized* specialized = nullptr;
   if (model_impl.specializer) {
-    if (const Executor* specialized = model_impl.specializer->executor_for(bound)) {
-      run_context = &specialized_context(*specialized);
-      run_executor = specialized;
+    // The key: the bound dims, then the scalar integer inputs' values.
+    specialization_key.assign(bound.begin(), bound.end());
+    for (size_t index : model_impl.scalar_inputs) {
+      int64_t value = 0;
+      for (const NamedTensor& input : inputs) {
+        if (input.name != model_impl.checks[index].name) continue;
+        value = input.tensor.type == ElementType::kInt64
+                    ? *static_cast<const int64_t*>(input.tensor.data)
+                    : *static_cast<const int32_t*>(input.tensor.data);
+      }
+      specialization_key.push_back(value);
+    }
+    specialized = model_impl.specializer->specialized_for(specialization_key);
+    if (specialized) {
+      run_context = &specialized_context(*specialized->executor);
+      run_executor = specialized->executor.get();
     }
   }
   const Executor& executor = this->executor();
   Executor::Context& context = this->context();
+  // A generic input's index in the program that runs (-1: compiled into it).
+  auto slot_of = [&](size_t index) {
+    return specialized ? specialized->input_map[index] : static_cast<int>(index);
+  };
   for (const NamedTensor& input : inputs) {
-    const size_t index = static_cast<size_t>(model_impl.find_input(input.name));
-    executor.bind_input(context, index, static_cast<DType>(input.tensor.type),
+    const int index = slot_of(static_cast<size_t>(model_impl.find_input(input.name)));
+    if (index < 0) continue;
+    executor.bind_input(context, static_cast<size_t>(index), static_cast<DType>(input.tensor.type),
                         input.tensor.shape.data(), input.tensor.shape.size(), input.tensor.data);
   }
   for (size_t p = 0; p < state.size(); ++p) {
@@ -589,8 +621,10 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     for (const NamedTensor& input : inputs) explicit_input = explicit_input || input.name == model_impl.checks[index].name;
     if (explicit_input) continue;
     const Tensor& value = state_values[p];
-    executor.bind_input(context, index, value.dtype(), value.shape().data(), value.shape().size(),
-                        value.raw_data());
+    const int slot = slot_of(index);
+    if (slot < 0) continue;
+    executor.bind_input(context, static_cast<size_t>(slot), value.dtype(), value.shape().data(),
+                        value.shape().size(), value.raw_data());
   }
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/shape_specializer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "ir/error.h"
@@ -45,21 +46,24 @@ bool ShapeSpecializer::worth_keeping(const Model& model) {
 std::unique_ptr<ShapeSpecializer> ShapeSpecializer::create(std::string model_bytes,
                                                            const Program& generic,
                                                            std::vector<std::string> symbols,
+                                                           std::vector<std::string> scalars,
                                                            Settings settings) {
-  if (symbols.empty() || model_bytes.empty()) return nullptr;
+  if ((symbols.empty() && scalars.empty()) || model_bytes.empty()) return nullptr;
   size_t nodes = 0;
   bool shape_dependent = false;
   scan(*generic.model().graph, nodes, shape_dependent);
   if (!shape_dependent) return nullptr;
   return std::unique_ptr<ShapeSpecializer>(new ShapeSpecializer(
-      std::move(model_bytes), generic, std::move(symbols), std::move(settings)));
+      std::move(model_bytes), generic, std::move(symbols), std::move(scalars), std::move(settings)));
 }
 
 ShapeSpecializer::ShapeSpecializer(std::string model_bytes, const Program& generic,
-                                   std::vector<std::string> symbols, Settings settings)
+                                   std::vector<std::string> symbols,
+                                   std::vector<std::string> scalars, Settings settings)
     : model_bytes_(std::move(model_bytes)),
       generic_(generic),
       symbols_(std::move(symbols)),
+      scalars_(std::move(scalars)),
       settings_(std::move(settings)) {}
 
 ShapeSpecializer::~ShapeSpecializer() { wait(); }
@@ -73,14 +77,16 @@ void ShapeSpecializer::wait() {
   if (in_flight.valid()) in_flight.wait();
 }
 
-const Executor* ShapeSpecializer::executor_for(const std::vector<int64_t>& bound) {
-  for (int64_t size : bound) {
-    if (size < 0) return nullptr;  // a dim no input decides: nothing to fix it to
+const ShapeSpecializer::Specialized* ShapeSpecializer::specialized_for(
+    const std::vector<int64_t>& key) {
+  for (size_t s = 0; s < symbols_.size(); ++s) {
+    if (key[s] < 0) return nullptr;  // a dim no input decides: nothing to fix it to
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& entry : entries_) {
-    if (entry->dims != bound) continue;
-    return entry->ready.load(std::memory_order_acquire) ? entry->executor.get() : nullptr;
+    if (entry->dims != key) continue;
+    if (!entry->ready.load(std::memory_order_acquire) || !entry->specialized.executor) return nullptr;
+    return &entry->specialized;
   }
   if (entries_.size() >= settings_.max_shapes) return nullptr;
   if (in_flight_.valid() &&
@@ -88,7 +94,7 @@ const Executor* ShapeSpecializer::executor_for(const std::vector<int64_t>& bound
     return nullptr;  // one compile at a time: this shape is tried again at a later run
   }
   auto entry = std::make_shared<Entry>();
-  entry->dims = bound;
+  entry->dims = key;
   entries_.push_back(entry);
   in_flight_ = std::async(std::launch::async, [this, entry] {
     compile(*entry);
@@ -104,6 +110,16 @@ void ShapeSpecializer::compile(Entry& entry) const {
     for (size_t s = 0; s < symbols_.size(); ++s) {
       options.specialization.fixed_dims[symbols_[s]] = entry.dims[s];
     }
+    for (size_t i = 0; i < scalars_.size(); ++i) {
+      const Value* input = nullptr;
+      for (const Value* candidate : model->graph->inputs()) {
+        if (candidate->name() == scalars_[i]) input = candidate;
+      }
+      RNNC_CHECK(input, "scalar input '", scalars_[i], "' is not an input of the model");
+      Tensor value(input->type.dtype, {});
+      value.set_double(0, static_cast<double>(entry.dims[symbols_.size() + i]));
+      options.specialization.fixed_inputs[scalars_[i]] = std::move(value);
+    }
     std::unique_ptr<Program> program = compile_model(std::move(model), options);
     size_t generic_nodes = 0, special_nodes = 0;
     bool ignored = false;
@@ -111,8 +127,21 @@ void ShapeSpecializer::compile(Entry& entry) const {
     scan(*program->model().graph, special_nodes, ignored);
     const Graph& graph = *program->model().graph;
     const Graph& generic = *generic_.model().graph;
-    if (value_names(graph.inputs()) != value_names(generic.inputs()) ||
-        value_names(graph.outputs()) != value_names(generic.outputs())) {
+    // Every generic input is an input here too, but the scalars compiled in.
+    const std::vector<std::string> inputs = value_names(graph.inputs());
+    std::vector<int> input_map;
+    size_t mapped = 0;
+    for (const std::string& name : value_names(generic.inputs())) {
+      auto it = std::find(inputs.begin(), inputs.end(), name);
+      const bool compiled_in = std::find(scalars_.begin(), scalars_.end(), name) != scalars_.end();
+      input_map.push_back(it == inputs.end() ? -1 : static_cast<int>(it - inputs.begin()));
+      if (it != inputs.end()) ++mapped;
+      if (it == inputs.end() && !compiled_in) {
+        entry.outcome = cat("generic: input '", name, "' is gone from the specialized graph");
+        return;
+      }
+    }
+    if (mapped != inputs.size() || value_names(graph.outputs()) != value_names(generic.outputs())) {
       entry.outcome = "generic: its graph inputs or outputs differ from the generic program's";
       return;
     }
@@ -121,12 +150,13 @@ void ShapeSpecializer::compile(Entry& entry) const {
       return;
     }
     if (HalideCache* cache = program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
-    entry.executor = std::make_unique<Executor>(*program, settings_.plan, settings_.threads,
-                                                settings_.flush_denormals);
+    entry.specialized.executor = std::make_unique<Executor>(
+        *program, settings_.plan, settings_.threads, settings_.flush_denormals);
+    entry.specialized.input_map = std::move(input_map);
     entry.outcome = cat(special_nodes, " nodes (generic ", generic_nodes, "), ",
                         program->blocks().size(), " blocks (generic ", generic_.blocks().size(),
                         ")");
-    entry.program = std::move(program);
+    entry.specialized.program = std::move(program);
   } catch (const std::exception& e) {
     // The generic program runs the shape as before; the reason stays visible in describe().
     entry.outcome = cat("generic: specializing failed: ", e.what());
@@ -138,8 +168,9 @@ std::string ShapeSpecializer::describe() const {
   std::string text;
   for (const auto& entry : entries_) {
     std::string dims;
-    for (size_t s = 0; s < symbols_.size(); ++s) {
-      dims += cat(s ? ", " : "", symbols_[s], "=", entry->dims[s]);
+    for (size_t s = 0; s < symbols_.size() + scalars_.size(); ++s) {
+      const std::string& name = s < symbols_.size() ? symbols_[s] : scalars_[s - symbols_.size()];
+      dims += cat(s ? ", " : "", name, "=", entry->dims[s]);
     }
     const bool ready = entry->ready.load(std::memory_order_acquire);
     text += cat("  specialized for ", dims, ": ", ready ? entry->outcome : "compiling", "\n");

@@ -1,11 +1,15 @@
-// Shape specialization without being asked: programs compiled for the symbolic dims a run binds.
+// Shape specialization without being asked: programs compiled for the symbolic dims a run binds
+// (and the values of its scalar integer inputs, such as Silero's sample rate).
 //
 // A model's generic program keeps its dims symbolic, so the shape computations and Ifs that
 // depend on them run at every call (Silero VAD: Shape, Gather, Equal and If on the chunk size,
 // 15 reference blocks). When runs bind those dims (batch 1, 512 samples), graph_opt can fold all
 // of it. The specializer keeps the model as compile_model got it (ONNX bytes) and, for each new
-// set of bound dims, compiles it again with those dims fixed, in a background thread, while runs
-// of that shape go on with the generic program; once it is compiled, runs of the shape use it.
+// set of bound dims and scalar integer input values, compiles it again with those dims and
+// inputs fixed, in a background thread, while runs of that shape go on with the generic program;
+// once it is compiled, runs of the shape use it. A scalar integer input is usually a mode (a
+// sample rate choosing a branch); one whose value changes at every run only fills the bounded
+// table with shapes tried once.
 //
 //   - Only models whose generic program still holds an If, Shape or Size node get a specializer:
 //     elsewhere fixing dims folds nothing, and a specialization would only cost memory (the
@@ -48,16 +52,25 @@ class ShapeSpecializer {
   // depth) and at most kMaxWeightBytes of weights: the caller then keeps its bytes for create().
   static bool worth_keeping(const Model& model);
   // nullptr when `generic` holds no If, Shape or Size node. `model_bytes`: the model as
-  // compile_model got it; `symbols`: the symbolic dims of the graph inputs, in the order runs
-  // report them bound.
+  // compile_model got it; `symbols`: the symbolic dims of the graph inputs, then `scalars`: its
+  // required scalar integer inputs, in the order a run's key (executor_for) lists their values.
   static std::unique_ptr<ShapeSpecializer> create(std::string model_bytes, const Program& generic,
                                                   std::vector<std::string> symbols,
+                                                  std::vector<std::string> scalars,
                                                   Settings settings);
   ~ShapeSpecializer();
 
-  // The executor for these dims (per symbol; -1 unbound), or nullptr, when the generic program
-  // runs: a shape not compiled (yet), or not worth it. A new shape starts compiling.
-  const Executor* executor_for(const std::vector<int64_t>& bound);
+  // A program specialized for one key: its executor, and per graph input of the generic program
+  // the input's index in this program (-1: a scalar input compiled in, not bound at run time).
+  struct Specialized {
+    std::unique_ptr<Program> program;
+    std::unique_ptr<Executor> executor;
+    std::vector<int> input_map;
+  };
+  // The program for this key (per symbol its size, -1 unbound; then per scalar input its value),
+  // or nullptr, when the generic program runs: a shape not compiled (yet), or not worth it. A new
+  // shape starts compiling.
+  const Specialized* specialized_for(const std::vector<int64_t>& key);
   // Blocks until no compile is in flight (tests; a service warming up).
   void wait();
   // One line per shape tried: its dims and its program's blocks, or why it stays generic.
@@ -66,18 +79,18 @@ class ShapeSpecializer {
  private:
   struct Entry {
     std::vector<int64_t> dims;
-    std::unique_ptr<Program> program;
-    std::unique_ptr<Executor> executor;
-    std::string outcome;  // for describe()
+    Specialized specialized;  // executor null: the shape stays generic
+    std::string outcome;      // for describe()
     std::atomic<bool> ready{false};
   };
   ShapeSpecializer(std::string model_bytes, const Program& generic, std::vector<std::string> symbols,
-                   Settings settings);
+                   std::vector<std::string> scalars, Settings settings);
   void compile(Entry& entry) const;
 
   const std::string model_bytes_;
   const Program& generic_;
   const std::vector<std::string> symbols_;
+  const std::vector<std::string> scalars_;
   const Settings settings_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<Entry>> entries_;

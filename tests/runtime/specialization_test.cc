@@ -124,6 +124,53 @@ TEST(ShapeSpecialization, BeyondTheBoundNewShapesRunGeneric) {
   EXPECT_EQ(text.find("n=4"), std::string::npos) << text;
 }
 
+// y = (rate == 16000 ? Relu(x) : Neg(x)): the If on a scalar input left in (Silero's sample rate
+// when the caller fixes nothing).
+std::string rate_model() {
+  auto model = parse_model_text(R"(model opset=13
+graph main(%x: f32[batch, n], %rate: i64[]) {
+  const %wide_rate: i64[] = {16000}
+  %is_wide = Equal 'is_wide' (%rate, %wide_rate)
+  %y: f32[batch, n] = If 'choose' (%is_wide)
+    else_branch = graph narrow() {
+      %a: f32[batch, n] = Neg 'narrow_neg' (%x)
+      return %a
+    }
+    then_branch = graph wide() {
+      %b: f32[batch, n] = Relu 'wide_relu' (%x)
+      return %b
+    }
+  return %y
+})",
+                                "rate");
+  return export_onnx_bytes(*model);
+}
+
+TEST(ShapeSpecialization, ScalarIntegerInputsAreCompiledIntoTheirOwnPrograms) {
+  const std::string bytes = rate_model();
+  auto model = load(bytes, true);
+  auto generic_model = load(bytes, false);
+  Session specialized = model->new_session();
+  Session generic = generic_model->new_session();
+  for (int64_t rate : {16000, 8000}) {
+    for (int chunk = 0; chunk < 3; ++chunk) {
+      std::vector<float> x = testing::random_vector(2 * 6, static_cast<unsigned>(rate + chunk));
+      const std::vector<NamedTensor> inputs = {
+          {"x", {ElementType::kFloat32, {2, 6}, x.data()}},
+          {"rate", {ElementType::kInt64, {}, &rate}}};
+      const std::vector<NamedTensor>& a = specialized.run(inputs);
+      const std::vector<NamedTensor>& b = generic.run(inputs);
+      EXPECT_EQ(std::memcmp(a[0].tensor.data, b[0].tensor.data, a[0].tensor.byte_size()), 0)
+          << "rate " << rate << ", chunk " << chunk;
+      model->wait_for_specializations();
+    }
+  }
+  const std::string text = model->describe();
+  EXPECT_NE(text.find("specialized for batch=2, n=6, rate=16000: "), std::string::npos) << text;
+  EXPECT_NE(text.find("specialized for batch=2, n=6, rate=8000: "), std::string::npos) << text;
+  EXPECT_EQ(text.find(": generic"), std::string::npos) << text;
+}
+
 TEST(ShapeSpecialization, ModelsWithoutShapeComputationsKeepOneProgram) {
   // A stacked LSTM computes nothing on shapes: no specializer, nothing compiled per shape.
   auto model = testing::load_stack("LSTM", 2, 16, 8);
