@@ -49,6 +49,15 @@ void run_linker(const std::string& object, const std::string& shared_object) {
 // thread; the pipeline then returns a nonzero code, which CompiledPipeline::call raises.
 thread_local std::string g_halide_error;
 
+// Halide lowering and code generation run one at a time in the process: Halide 14 does not
+// document them as safe to run from two threads at once, and shape specializations compile in
+// a background thread while other models may load. Recursive: a CompileFn holds it and calls
+// compile_object.
+std::recursive_mutex& halide_compile_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 extern "C" void rnnc_halide_error_handler(void*, const char* message) {
   g_halide_error = message ? message : "";
 }
@@ -167,6 +176,7 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   auto compile = [&](const std::string& object, const std::string& name,
                      const KernelTarget& target) {
     try {
+      std::lock_guard<std::recursive_mutex> compiling(halide_compile_mutex());
       compile_fn(object, name, target);
     } catch (const Halide::Error& e) {
       std::error_code ignored;
@@ -277,6 +287,7 @@ std::unique_ptr<llvm::Module> lower_to_llvm(const Halide::Module& module, const 
 void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
                     const std::vector<Halide::Argument>& arguments,
                     const std::string& function_name, const KernelTarget& target) {
+  std::lock_guard<std::recursive_mutex> compiling(halide_compile_mutex());
   const Halide::Module module = pipeline.compile_to_module(arguments, function_name, target.halide);
   {
     llvm::LLVMContext context;
@@ -294,6 +305,7 @@ void compile_object(Halide::Pipeline pipeline, const std::string& object_path,
 }
 
 void compile_runtime_object(const std::string& object_path, const KernelTarget& target) {
+  std::lock_guard<std::recursive_mutex> compiling(halide_compile_mutex());
   // What Halide::compile_standalone_runtime compiles (an empty module whose target carries the
   // runtime), through the same retargeting as the kernels.
   const Halide::Module empty(

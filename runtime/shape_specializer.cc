@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 
 #include "ir/error.h"
 #include "ir/onnx_import.h"
@@ -24,6 +26,32 @@ void scan(const Graph& graph, size_t& nodes, bool& shape_dependent) {
     shape_dependent = shape_dependent || is_shape_dependent(*node);
     for (const Graph* sub : node->subgraphs()) scan(*sub, nodes, shape_dependent);
   }
+}
+
+// Compiles in flight anywhere in the process. A model held in a static is destroyed at exit
+// after statics compile_model uses (registries built on first use) are gone, so exit waits for
+// the compiles first: the handler is registered when the first compile starts, after those
+// statics were built, so it runs before they are destroyed.
+std::mutex g_flight_mutex;
+std::condition_variable g_flight_done;
+int g_in_flight = 0;
+
+void wait_for_every_compile() {
+  std::unique_lock<std::mutex> lock(g_flight_mutex);
+  g_flight_done.wait(lock, [] { return g_in_flight == 0; });
+}
+
+void compile_started() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(wait_for_every_compile); });
+  std::lock_guard<std::mutex> lock(g_flight_mutex);
+  ++g_in_flight;
+}
+
+void compile_finished() {
+  std::lock_guard<std::mutex> lock(g_flight_mutex);
+  --g_in_flight;
+  g_flight_done.notify_all();
 }
 
 std::vector<std::string> value_names(const std::vector<Value*>& values) {
@@ -96,9 +124,11 @@ const ShapeSpecializer::Specialized* ShapeSpecializer::specialized_for(
   auto entry = std::make_shared<Entry>();
   entry->dims = key;
   entries_.push_back(entry);
+  compile_started();
   in_flight_ = std::async(std::launch::async, [this, entry] {
     compile(*entry);
     entry->ready.store(true, std::memory_order_release);
+    compile_finished();
   });
   return nullptr;
 }
