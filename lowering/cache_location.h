@@ -6,8 +6,9 @@
 
 namespace rnnc {
 
-// The cache directory for `dir`: itself, or when empty $RNNC_CACHE_DIR, else
-// $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc.
+// The cache directory for `dir`: itself, or when empty $RNNC_CACHE_DIR, else $CACHE_DIRECTORY
+// (systemd's CacheDirectory=), else $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc when the home
+// directory exists, else a private $TMPDIR/rnnc-cache-<uid> (halide_cache.cc).
 std::string kernel_cache_directory(const std::string& dir);
 
 // Which build of rnnc is running (its binary's path, size and modification time): part of every

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -23,6 +25,47 @@ namespace fs = std::filesystem;
 
 namespace {
 
+
+// Whether `dir` is a directory of this user's that no one else may write to: kernels are dlopen'ed from the cache, so a directory another user can write to would let them
+// run code in this process.
+bool owned_private_directory(const std::string& dir) {
+  struct stat info;
+  return ::stat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
+         (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// The cache of a user without a usable home directory (a service account: HOME unset, or
+// /nonexistent): $TMPDIR/rnnc-cache-<uid>, created private to the user.
+std::string temporary_directory() {
+  const std::string dir =
+      (fs::temp_directory_path() / cat("rnnc-cache-", ::geteuid())).string();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    raise(ErrorKind::kIo, cat("cannot create cache directory '", dir, "': ", std::strerror(errno),
+                              " (set RNNC_CACHE_DIR)"));
+  }
+  if (!owned_private_directory(dir)) {
+    raise(ErrorKind::kIo, cat("cache directory '", dir, "' belongs to another user or others may "
+                              "write to it; set RNNC_CACHE_DIR to a directory of your own"));
+  }
+  return dir;
+}
+
+// In order: $RNNC_CACHE_DIR; $CACHE_DIRECTORY, which systemd sets for a service with
+// CacheDirectory=rnnc (/var/cache/rnnc); $XDG_CACHE_HOME/rnnc; ~/.cache/rnnc when the home
+// directory exists; else a private directory in $TMPDIR (lost at reboot: kernels recompile).
+std::string default_directory() {
+  if (const char* dir = std::getenv("RNNC_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* systemd = std::getenv("CACHE_DIRECTORY"); systemd && *systemd) {
+    const std::string dirs = systemd;  // colon-separated when the unit names several
+    return dirs.substr(0, dirs.find(':'));
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    std::error_code error;
+    if (fs::is_directory(home, error)) return std::string(home) + "/.cache/rnnc";
+  }
+  return temporary_directory();
+}
 
 std::string unique_suffix() {
   std::random_device random;
@@ -80,11 +123,7 @@ std::shared_ptr<void> open_library(const std::string& path, int flags) {
 }  // namespace
 
 std::string kernel_cache_directory(const std::string& dir) {
-  if (!dir.empty()) return dir;
-  if (const char* env = std::getenv("RNNC_CACHE_DIR"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/rnnc";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/rnnc";
-  return (fs::temp_directory_path() / "rnnc-cache").string();
+  return dir.empty() ? default_directory() : dir;
 }
 
 // The binary's path, size and modification time. A

@@ -46,7 +46,8 @@ struct CompiledPipeline {
 
 class HalideCache {
  public:
-  // dir: "" picks $RNNC_CACHE_DIR, else $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc.
+  // dir: "" picks $RNNC_CACHE_DIR, else $CACHE_DIRECTORY (systemd), else $XDG_CACHE_HOME/rnnc,
+  // else ~/.cache/rnnc, else $TMPDIR/rnnc-cache-<uid> (docs/install.md, "Kernel cache").
   // target: a name resolve_kernel_target accepts ("" picks $RNNC_TARGET, else "host").
   explicit HalideCache(std::string dir = "", std::string target = "");
 

@@ -24,6 +24,8 @@
 #include "runtime/quantize_at_load.h"
 #include "runtime/shape_specializer.h"
 
+#define RNNC_INTERNAL __attribute__((visibility("hidden")))
+
 namespace rnnc {
 
 // ---- small public helpers ---------------------------------------------------------------------
@@ -82,7 +84,9 @@ Plan parse_plan(const std::string& name) {
 
 // ---- CompiledModel ------------------------------------------------------------------------------------
 
-struct CompiledModel::Impl {
+// The Impl classes are declared in the public header, so they would take its default visibility:
+// hidden here, they stay out of librnnc.so's exported symbols.
+struct RNNC_INTERNAL CompiledModel::Impl {
   // One graph input as a run checks it.
   struct InputCheck {
     std::string name;
@@ -163,6 +167,25 @@ Tensor fixed_input_tensor(const Value& input, const std::vector<int64_t>& values
   return tensor;
 }
 
+// The specialization ModelOptions or QuantizeOptions ask for, each fixed input checked against the
+// model's inputs.
+PassContext specialization_of(const Model& model, const std::map<std::string, int64_t>& fixed_dims,
+                              const std::map<std::string, std::vector<int64_t>>& fixed_inputs) {
+  PassContext context;
+  context.fixed_dims = fixed_dims;
+  for (const auto& [name, values] : fixed_inputs) {
+    const Value* input = nullptr;
+    for (const Value* candidate : model.graph->inputs()) {
+      if (candidate->name() == name) input = candidate;
+    }
+    if (!input) {
+      raise_invalid_input(cat("fixed input '", name, "' is not an input of the model"));
+    }
+    context.fixed_inputs[name] = fixed_input_tensor(*input, values);
+  }
+  return context;
+}
+
 // The API promises rnnc::Error only: running out of memory is kIo (rnnc/error.h).
 template <typename Body>
 auto memory_errors_as_rnnc(const char* what, Body&& body) -> decltype(body()) {
@@ -199,17 +222,8 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   program_options.target = options.target;
   program_options.reference_only = options.reference;
   program_options.count_overflow = options.count_overflow;
-  program_options.specialization.fixed_dims = options.fixed_dims;
-  for (const auto& [name, values] : options.fixed_inputs) {
-    const Value* input = nullptr;
-    for (const Value* candidate : model->graph->inputs()) {
-      if (candidate->name() == name) input = candidate;
-    }
-    if (!input) {
-      raise_invalid_input(cat("fixed input '", name, "' is not an input of the model"));
-    }
-    program_options.specialization.fixed_inputs[name] = fixed_input_tensor(*input, values);
-  }
+  program_options.specialization =
+      specialization_of(*model, options.fixed_dims, options.fixed_inputs);
   if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
   if (!options.quantization_config.empty()) {
     // The quantizer sees the graph the program will run: specialized and optimized, so recurrent
@@ -385,7 +399,7 @@ std::string CompiledModel::describe() const {
 
 // ---- Session ----------------------------------------------------------------------------------
 
-struct Session::Impl {
+struct RNNC_INTERNAL Session::Impl {
   std::shared_ptr<const CompiledModel> model;
   std::vector<Executor::ContextPtr> contexts;  // per executor of the model
   // The run's plan (index into the model's executors and contexts), chosen after the checks.
@@ -804,6 +818,59 @@ std::vector<CompiledModel::Output> CompiledModel::run(const std::vector<NamedTen
     outputs.push_back(std::move(out));
   }
   return outputs;
+}
+
+// ---- offline quantization ----------------------------------------------------------------------
+
+QuantizeResult quantize_model(const std::string& input_path, const std::string& output_path,
+                              const QuantizeOptions& options) {
+  return memory_errors_as_rnnc("quantizing", [&] {
+    // Specialized and optimized first, as a load does, so recurrent nodes in an If that the
+    // fixed inputs or known shapes decide are inlined and computed weights folded to initializers.
+    auto load_optimized = [&] {
+      std::unique_ptr<Model> model = import_onnx_file(input_path);
+      OptimizeOptions optimize_options;
+      optimize_options.context =
+          specialization_of(*model, options.fixed_dims, options.fixed_inputs);
+      optimize(*model, optimize_options);
+      return model;
+    };
+    std::unique_ptr<Model> model = load_optimized();
+    const quant::Config config =
+        options.config.empty() ? quant::Config{} : quant::read_config_file(options.config);
+    std::vector<quant::Sample> samples;
+    for (size_t s = 0; s < options.calibration.size(); ++s) {
+      quant::Sample& sample = samples.emplace_back();
+      for (const NamedTensor& input : options.calibration[s]) {
+        std::optional<DType> dtype = to_dtype(input.tensor.type);
+        if (!dtype) {
+          raise_invalid_input(cat("calibration sample ", s, ", input '", input.name,
+                                  "': element type ", static_cast<int>(input.tensor.type),
+                                  " is not one rnnc holds"));
+        }
+        sample[input.name] = Tensor::borrow(*dtype, input.tensor.shape, input.tensor.data);
+      }
+    }
+    quant::Report report = quant::quantize_model(*model, config, samples);
+    export_onnx_file(*model, output_path);
+    if (options.measure_error && !samples.empty()) {
+      // Both models through the reference evaluator: the quantized one computes with its
+      // activations fake-quantized exactly as the integer kernels do.
+      std::unique_ptr<Model> float_model = load_optimized();
+      std::unique_ptr<Model> reloaded = import_onnx_file(output_path);
+      quant::measure_error(*float_model, *reloaded, samples, report);
+    }
+    QuantizeResult result;
+    result.nodes = report.nodes.size();
+    for (const quant::NodeReport& entry : report.nodes) {
+      if (!entry.quantized) continue;
+      ++result.quantized_nodes;
+      result.weight_bytes_before += entry.weight_bytes_before;
+      result.weight_bytes_after += entry.weight_bytes_after;
+    }
+    result.report = report.to_markdown();
+    return result;
+  });
 }
 
 }  // namespace rnnc

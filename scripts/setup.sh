@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages rnnc needs to build and test, and nothing else.
+# Installs the Debian packages rnnc needs to build, test and package (the Python module, the
+# .deb), and nothing else.
 # Idempotent: packages already present are skipped, and `apt-get update` runs at most once.
 #   scripts/setup.sh            build + test dependencies
 #   scripts/setup.sh --python   also Debian's python3-torch / python3-onnx (model generators),
@@ -13,9 +14,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev llvm-14-tools
   espeak-ng sox
+  pybind11-dev python3-dev python3-numpy dpkg-dev
 )
 if [[ "${1:-}" == "--python" ]]; then
-  packages+=(python3-torch python3-onnx python3-numpy python3-matplotlib libopenblas0-pthread)
+  packages+=(python3-torch python3-onnx python3-matplotlib libopenblas0-pthread)
 fi
 
 missing=()

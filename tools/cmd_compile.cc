@@ -64,7 +64,7 @@ const Command kCompileCommand{
          "as rnnc run (host by default: the fastest code for this CPU; x86-64-v3 for any AVX2 "
          "machine); a context refuses to start on a CPU that lacks a feature "
          "(RNNC_AOT_ERROR_CPU)"},
-        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
+        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
         {"no-state", "",
          "do not carry recurrent state between step calls (keep initial states as the model has "
          "them)"},

@@ -34,7 +34,7 @@ const Command kPlanCommand{
         {"plan", "P", "auto (default: pipeline with threads > 1 and a layer chain), sequential, "
                       "parallel or pipeline"},
         {"target", "T", kTargetHelp},
-        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
+        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
     },
     run_plan,
 };

@@ -254,7 +254,7 @@ const Command kRunCommand{
          "runs the reference evaluator)"},
         {"reference", "", "run the reference evaluator instead of the compiled model"},
         {"target", "T", kTargetHelp},
-        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR or ~/.cache/rnnc)"},
+        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
     },
     run_run,
 };

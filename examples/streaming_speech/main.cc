@@ -25,6 +25,11 @@
 
 #include "rnnc/rnnc.h"
 
+// The build passes the demo model's path; built by hand, run it from the repository root.
+#ifndef RNNC_DEMO_MODEL
+#define RNNC_DEMO_MODEL "models/demo/lstm_demo.onnx"
+#endif
+
 namespace {
 
 struct Arguments {

@@ -19,6 +19,11 @@
 
 #include "rnnc/rnnc_c.h"
 
+/* The build passes the demo model's path; built by hand, run it from the repository root. */
+#ifndef RNNC_DEMO_MODEL
+#define RNNC_DEMO_MODEL "models/demo/lstm_demo.onnx"
+#endif
+
 /* Prints the failed call's message and leaves main with exit code 2. */
 #define CHECK(call)                                                                       \
   do {                                                                                    \

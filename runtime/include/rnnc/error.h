@@ -10,6 +10,9 @@
 #include <stdexcept>
 #include <string>
 
+// Everything declared here is librnnc.so's public API (its symbols are exported).
+#pragma GCC visibility push(default)
+
 namespace rnnc {
 
 enum class ErrorKind { kInvalidModel, kInvalidInput, kUnsupported, kIo, kInternal };
@@ -27,3 +30,5 @@ class Error : public std::runtime_error {
 };
 
 }  // namespace rnnc
+
+#pragma GCC visibility pop

@@ -26,6 +26,9 @@
 #include "rnnc/error.h"
 #include "rnnc/version.h"
 
+// Everything declared here is librnnc.so's public API (its symbols are exported).
+#pragma GCC visibility push(default)
+
 namespace rnnc {
 
 // Element types, numbered as ONNX's TensorProto.DataType.
@@ -91,7 +94,9 @@ struct ModelOptions {
   // constants (graph_opt folds everything they decide).
   std::map<std::string, int64_t> fixed_dims;
   std::map<std::string, std::vector<int64_t>> fixed_inputs;  // int64 inputs (e.g. "sr" -> {16000})
-  std::string cache_dir;    // compiled-kernel cache; "" = $RNNC_CACHE_DIR or ~/.cache/rnnc
+  // Compiled-kernel cache; "" = $RNNC_CACHE_DIR, else a default that also works for a service
+  // user without a home directory (docs/install.md, "Kernel cache").
+  std::string cache_dir;
   // The CPU features kernels may use: "" = $RNNC_TARGET, else "host" (this CPU's, from CPUID);
   // "x86-64-v3" (AVX2, FMA), "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". A target
   // with a feature this CPU lacks is an invalid-input error naming it.
@@ -239,4 +244,32 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// Offline quantization, as `rnnc quantize` (docs/quant.md): reads the float ONNX model at
+// `input_path`, specializes it (fixed dims and inputs) and optimizes it as loading does,
+// quantizes it as the config says and writes standard ONNX to `output_path` (DequantizeLinear
+// weights; rnnc reloads it with its integer kernels).
+struct QuantizeOptions {
+  std::map<std::string, int64_t> fixed_dims;                 // as ModelOptions::fixed_dims
+  std::map<std::string, std::vector<int64_t>> fixed_inputs;  // as ModelOptions::fixed_inputs
+  std::string config;  // a JSON config file (quant/configs/); "" = the default scheme
+  // Calibration samples (needed for static activations and for measured errors): each names
+  // every model input it gives, in caller memory read during the call.
+  std::vector<std::vector<NamedTensor>> calibration;
+  // With calibration samples: run the float and the quantized model on them and report each
+  // quantized node's error.
+  bool measure_error = true;
+};
+
+struct QuantizeResult {
+  size_t nodes = 0;            // nodes with weights the config covers
+  size_t quantized_nodes = 0;  // of those, quantized
+  int64_t weight_bytes_before = 0, weight_bytes_after = 0;  // of the quantized nodes
+  std::string report;  // Markdown: per node its scheme, weight bytes and error against float
+};
+
+QuantizeResult quantize_model(const std::string& input_path, const std::string& output_path,
+                              const QuantizeOptions& options = {});
+
 }  // namespace rnnc
+
+#pragma GCC visibility pop

@@ -39,6 +39,9 @@
 
 #include "rnnc/version.h"
 
+/* Everything declared here is librnnc.so's public API (its symbols are exported). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,7 +108,8 @@ typedef enum rnnc_plan {
 typedef struct rnnc_model_options {
   int32_t threads; /* worker threads of the model's executor, >= 1 (default 1) */
   rnnc_plan plan;  /* default RNNC_PLAN_AUTO */
-  /* Compiled-kernel cache directory; NULL or "" = $RNNC_CACHE_DIR or ~/.cache/rnnc. */
+  /* Compiled-kernel cache directory; NULL or "" = $RNNC_CACHE_DIR, else a default that also works
+   * for a service user without a home directory (docs/install.md, "Kernel cache"). */
   const char* cache_dir;
   /* The CPU features kernels may use, as ModelOptions::target: NULL or "" = $RNNC_TARGET, else
    * "host"; "x86-64-v3", "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". */
@@ -253,5 +257,7 @@ rnnc_status rnnc_session_clone(const rnnc_session* session, rnnc_session** clone
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RNNC_RNNC_C_H_ */

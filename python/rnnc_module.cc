@@ -1,0 +1,519 @@
+// The Python module rnnc: the public C++ API (rnnc/rnnc.h) in the shape of ONNX Runtime's
+// InferenceSession, so code written for onnxruntime runs after changing its import, plus what
+// ONNX Runtime lacks: streams that carry recurrent state, and the offline quantizer. Reference:
+// docs/install.md, "The Python module".
+//
+// Arrays: an input array that is C-contiguous and aligned is read in place (others are made so
+// once, as numpy.ascontiguousarray would); outputs are new arrays copied from the session's
+// memory, which the session reuses at its next run. The GIL is released while a model compiles
+// and while it runs, so Python threads run sessions at once.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnnc/rnnc.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// ---- errors ---------------------------------------------------------------------------------------
+
+// rnnc.Error (a RuntimeError) and one subclass per rnnc::ErrorKind; the message is rnnc's own.
+struct ErrorClasses {
+  py::object base, invalid_model, invalid_input, unsupported, io, internal;
+};
+ErrorClasses* g_errors = nullptr;
+
+py::object new_error_class(py::module_& m, const char* name, py::handle base, const char* doc) {
+  const std::string qualified = std::string("rnnc.") + name;
+  py::object type = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base.ptr(), nullptr));
+  if (!type) throw py::error_already_set();
+  m.attr(name) = type;
+  return type;
+}
+
+void translate_error(std::exception_ptr error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const rnnc::Error& e) {
+    py::handle type;
+    switch (e.kind()) {
+      case rnnc::ErrorKind::kInvalidModel: type = g_errors->invalid_model; break;
+      case rnnc::ErrorKind::kInvalidInput: type = g_errors->invalid_input; break;
+      case rnnc::ErrorKind::kUnsupported: type = g_errors->unsupported; break;
+      case rnnc::ErrorKind::kIo: type = g_errors->io; break;
+      case rnnc::ErrorKind::kInternal: type = g_errors->internal; break;
+    }
+    PyErr_SetString(type.ptr(), e.what());
+  }
+}
+
+[[noreturn]] void raise_invalid_input(const std::string& message) {
+  throw rnnc::Error(rnnc::ErrorKind::kInvalidInput, message);
+}
+
+// ---- arrays ---------------------------------------------------------------------------------------
+
+const char* numpy_name(rnnc::ElementType type) {
+  using rnnc::ElementType;
+  switch (type) {
+    case ElementType::kFloat32: return "float32";
+    case ElementType::kUInt8: return "uint8";
+    case ElementType::kInt8: return "int8";
+    case ElementType::kUInt16: return "uint16";
+    case ElementType::kInt16: return "int16";
+    case ElementType::kInt32: return "int32";
+    case ElementType::kInt64: return "int64";
+    case ElementType::kBool: return "bool";
+    case ElementType::kFloat16: return "float16";
+    case ElementType::kFloat64: return "float64";
+    case ElementType::kUInt32: return "uint32";
+    case ElementType::kUInt64: return "uint64";
+    case ElementType::kBFloat16: return nullptr;  // NumPy has no bfloat16
+  }
+  return nullptr;
+}
+
+std::optional<rnnc::ElementType> element_type_of(const py::dtype& dtype) {
+  using rnnc::ElementType;
+  const char kind = dtype.kind();
+  const ssize_t size = dtype.itemsize();
+  if (kind == 'b' && size == 1) return ElementType::kBool;
+  if (kind == 'f') {
+    if (size == 2) return ElementType::kFloat16;
+    if (size == 4) return ElementType::kFloat32;
+    if (size == 8) return ElementType::kFloat64;
+  }
+  if (kind == 'i') {
+    if (size == 1) return ElementType::kInt8;
+    if (size == 2) return ElementType::kInt16;
+    if (size == 4) return ElementType::kInt32;
+    if (size == 8) return ElementType::kInt64;
+  }
+  if (kind == 'u') {
+    if (size == 1) return ElementType::kUInt8;
+    if (size == 2) return ElementType::kUInt16;
+    if (size == 4) return ElementType::kUInt32;
+    if (size == 8) return ElementType::kUInt64;
+  }
+  return std::nullopt;
+}
+
+// Input arrays as rnnc tensors; holds the arrays (converted ones included) for the run.
+struct Feed {
+  std::vector<py::array> arrays;
+  std::vector<rnnc::NamedTensor> tensors;
+};
+
+constexpr int kNumpyAligned = 0x0100;  // NPY_ARRAY_ALIGNED
+
+rnnc::NamedTensor tensor_of(const std::string& name, const py::handle& value,
+                            std::vector<py::array>& keep) {
+  // np.asarray, then C order and alignment: no copy when the array has them already.
+  py::array array = py::array::ensure(value, py::array::c_style | kNumpyAligned);
+  if (!array) {
+    PyErr_Clear();
+    raise_invalid_input("input '" + name + "': " + std::string(py::str(value.get_type())) +
+                        " is not an array (give a numpy.ndarray)");
+  }
+  std::optional<rnnc::ElementType> type = element_type_of(array.dtype());
+  if (!type) {
+    raise_invalid_input("input '" + name + "': NumPy dtype " + std::string(py::str(array.dtype())) +
+                        " has no ONNX element type rnnc holds");
+  }
+  // rnnc only reads inputs; a read-only array (np.load's mmap mode, a broadcast view) is fine.
+  rnnc::NamedTensor tensor{name, {*type, {}, const_cast<void*>(array.data())}};
+  for (ssize_t d = 0; d < array.ndim(); ++d) tensor.tensor.shape.push_back(array.shape(d));
+  keep.push_back(std::move(array));
+  return tensor;
+}
+
+Feed feed_of(const py::dict& input_feed) {
+  Feed feed;
+  for (const auto& [key, value] : input_feed) {
+    feed.tensors.push_back(tensor_of(py::cast<std::string>(key), value, feed.arrays));
+  }
+  return feed;
+}
+
+py::array array_of(const rnnc::NamedTensor& view) {
+  const char* dtype = numpy_name(view.tensor.type);
+  if (!dtype) {
+    throw rnnc::Error(rnnc::ErrorKind::kUnsupported,
+                      "output '" + view.name + "' is " + rnnc::element_type_name(view.tensor.type) +
+                          ", which NumPy has no type for");
+  }
+  // Without a base object pybind11 copies the data into the new array.
+  return py::array(py::dtype(dtype), view.tensor.shape, view.tensor.data);
+}
+
+// The outputs a run returns: `names`, or (None) every output not in `hidden`, in graph order.
+py::list select_outputs(const std::vector<rnnc::NamedTensor>& views,
+                        const std::optional<std::vector<std::string>>& names,
+                        const std::set<std::string>& hidden) {
+  py::list result;
+  if (!names) {
+    for (const rnnc::NamedTensor& view : views) {
+      if (!hidden.count(view.name)) result.append(array_of(view));
+    }
+    return result;
+  }
+  for (const std::string& name : *names) {
+    const rnnc::NamedTensor* found = nullptr;
+    for (const rnnc::NamedTensor& view : views) {
+      if (view.name == name) found = &view;
+    }
+    if (!found) {
+      std::string list;
+      for (const rnnc::NamedTensor& view : views) {
+        if (!hidden.count(view.name)) list += (list.empty() ? "'" : ", '") + view.name + "'";
+      }
+      raise_invalid_input("'" + name + "' is not an output of the model (outputs: " + list + ")");
+    }
+    result.append(array_of(*found));
+  }
+  return result;
+}
+
+// ---- model metadata -------------------------------------------------------------------------------
+
+// onnxruntime.NodeArg's shape: name, shape (ints, symbolic dims as strings, None when unknown),
+// type ("tensor(float)").
+struct NodeArg {
+  std::string name;
+  py::list shape;
+  std::string type;
+};
+
+NodeArg node_arg_of(const rnnc::TensorInfo& info) {
+  NodeArg arg{info.name, py::list(), std::string("tensor(") + rnnc::element_type_name(info.type) + ")"};
+  for (const std::string& dim : info.dims) {
+    if (dim == "?") {
+      arg.shape.append(py::none());
+    } else if (!dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos) {
+      arg.shape.append(py::int_(std::stoll(dim)));
+    } else {
+      arg.shape.append(py::str(dim));
+    }
+  }
+  return arg;
+}
+
+// `fix`: {input name: int or sequence of ints} as ModelOptions::fixed_inputs.
+std::map<std::string, std::vector<int64_t>> fixed_inputs_of(const py::dict& fix) {
+  std::map<std::string, std::vector<int64_t>> inputs;
+  for (const auto& [key, value] : fix) {
+    const std::string name = py::cast<std::string>(key);
+    try {
+      if (py::isinstance<py::int_>(value) || py::hasattr(value, "__index__")) {
+        inputs[name] = {value.cast<int64_t>()};
+      } else {
+        inputs[name] = value.cast<std::vector<int64_t>>();
+      }
+    } catch (const py::cast_error&) {
+      raise_invalid_input("fixed input '" + name + "': give an int or a sequence of ints, not " +
+                          std::string(py::str(value.get_type())));
+    }
+  }
+  return inputs;
+}
+
+std::map<std::string, std::string> state_map(const std::optional<py::object>& state) {
+  std::map<std::string, std::string> pairs;
+  if (!state || state->is_none()) return pairs;
+  if (py::isinstance<py::dict>(*state)) {
+    for (const auto& [output, input] : state->cast<py::dict>()) {
+      pairs[py::cast<std::string>(output)] = py::cast<std::string>(input);
+    }
+    return pairs;
+  }
+  for (const auto& pair : *state) {
+    auto [output, input] = pair.cast<std::pair<std::string, std::string>>();
+    pairs[output] = input;
+  }
+  return pairs;
+}
+
+// ---- sessions -------------------------------------------------------------------------------------
+
+// A stream of runs carrying recurrent state (rnnc::Session). One run at a time: a second Python
+// thread waits for the first (with the GIL released).
+class Stream {
+ public:
+  Stream(rnnc::Session session, std::set<std::string> hidden)
+      : session_(std::move(session)), hidden_(std::move(hidden)) {}
+
+  py::list run(const std::optional<std::vector<std::string>>& output_names,
+               const py::dict& input_feed) {
+    Feed feed = feed_of(input_feed);
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::vector<rnnc::NamedTensor>& views = session_.run(feed.tensors);
+    py::gil_scoped_acquire acquire;
+    return select_outputs(views, output_names, hidden_);
+  }
+
+  void reset() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    session_.reset();
+  }
+
+  // The carried state: state input name -> a copy of its value (empty before the first run).
+  py::dict state() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<rnnc::NamedTensor> values = session_.state();
+    py::gil_scoped_acquire acquire;
+    py::dict result;
+    for (const rnnc::NamedTensor& value : values) result[py::str(value.name)] = array_of(value);
+    return result;
+  }
+
+  std::unique_ptr<Stream> clone() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::make_unique<Stream>(session_.clone(), hidden_);
+  }
+
+ private:
+  rnnc::Session session_;
+  std::set<std::string> hidden_;
+  std::mutex mutex_;
+};
+
+class InferenceSession {
+ public:
+  InferenceSession(const py::object& path_or_bytes, int threads,
+                   const std::optional<std::string>& quantize,
+                   const py::dict& fix, const std::map<std::string, int64_t>& dims,
+                   const std::string& plan,
+                   const std::optional<std::string>& cache_dir,
+                   const std::optional<std::string>& target, bool flush_denormals) {
+    rnnc::ModelOptions options;
+    options.threads = threads;
+    options.plan = rnnc::parse_plan(plan);
+    options.quantization_config = quantize.value_or("");
+    options.fixed_inputs = fixed_inputs_of(fix);
+    options.fixed_dims = dims;
+    options.cache_dir = cache_dir.value_or("");
+    options.target = target.value_or("");
+    options.flush_denormals = flush_denormals;
+    if (py::isinstance<py::bytes>(path_or_bytes)) {
+      const std::string bytes = path_or_bytes.cast<std::string>();
+      py::gil_scoped_release release;
+      model_ = rnnc::CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+    } else {
+      const std::string path =
+          py::str(py::module_::import("os").attr("fspath")(path_or_bytes)).cast<std::string>();
+      py::gil_scoped_release release;
+      model_ = rnnc::CompiledModel::load(path, options);
+    }
+    // The state rnnc exposed for streams is not part of the model ONNX Runtime would show.
+    for (const auto& [output, input] : model_->recurrent_state()) {
+      hidden_outputs_.insert(output);
+      hidden_inputs_.insert(input);
+    }
+  }
+
+  std::vector<NodeArg> get_inputs() const {
+    std::vector<NodeArg> args;
+    for (const rnnc::TensorInfo& info : model_->inputs()) {
+      if (!hidden_inputs_.count(info.name)) args.push_back(node_arg_of(info));
+    }
+    return args;
+  }
+
+  std::vector<NodeArg> get_outputs() const {
+    std::vector<NodeArg> args;
+    for (const rnnc::TensorInfo& info : model_->outputs()) {
+      if (!hidden_outputs_.count(info.name)) args.push_back(node_arg_of(info));
+    }
+    return args;
+  }
+
+  // One stateless run (as onnxruntime's): exposed state starts from zeros, a session per call,
+  // so any number of Python threads may call it at once.
+  py::list run(const std::optional<std::vector<std::string>>& output_names,
+               const py::dict& input_feed) const {
+    Feed feed = feed_of(input_feed);
+    py::gil_scoped_release release;
+    rnnc::Session session = model_->new_session();
+    const std::vector<rnnc::NamedTensor>& views = session.run(feed.tensors);
+    py::gil_scoped_acquire acquire;
+    return select_outputs(views, output_names, hidden_outputs_);
+  }
+
+  std::unique_ptr<Stream> new_stream(const std::optional<py::object>& state) const {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const auto& pair : state_map(state)) pairs.push_back(pair);
+    std::set<std::string> hidden = hidden_outputs_;
+    py::gil_scoped_release release;
+    return std::make_unique<Stream>(model_->new_session(pairs), std::move(hidden));
+  }
+
+  const rnnc::CompiledModel& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const rnnc::CompiledModel> model_;
+  std::set<std::string> hidden_inputs_, hidden_outputs_;
+};
+
+// ---- quantization ---------------------------------------------------------------------------------
+
+py::dict quantize(const py::object& model, const py::object& output, const py::dict& fix,
+                  const std::map<std::string, int64_t>& dims,
+                  const std::optional<py::object>& config, const std::vector<py::dict>& calibrate,
+                  const std::optional<py::object>& report, bool measure_error) {
+  py::object fspath = py::module_::import("os").attr("fspath");
+  const std::string input_path = py::str(fspath(model));
+  const std::string output_path = py::str(fspath(output));
+  rnnc::QuantizeOptions options;
+  options.fixed_inputs = fixed_inputs_of(fix);
+  options.fixed_dims = dims;
+  if (config && !config->is_none()) options.config = py::str(fspath(*config));
+  options.measure_error = measure_error;
+  std::vector<py::array> keep;
+  for (const py::dict& sample : calibrate) {
+    std::vector<rnnc::NamedTensor>& tensors = options.calibration.emplace_back();
+    for (const auto& [key, value] : sample) {
+      tensors.push_back(tensor_of(py::cast<std::string>(key), value, keep));
+    }
+  }
+  rnnc::QuantizeResult result;
+  {
+    py::gil_scoped_release release;
+    result = rnnc::quantize_model(input_path, output_path, options);
+  }
+  if (report && !report->is_none()) {
+    py::module_::import("pathlib").attr("Path")(fspath(*report)).attr("write_text")(
+        "# rnnc quantize report\n\nModel: `" + input_path + "` -> `" + output_path + "`\n\n" +
+        result.report);
+  }
+  py::dict summary;
+  summary["nodes"] = result.nodes;
+  summary["quantized_nodes"] = result.quantized_nodes;
+  summary["weight_bytes_before"] = result.weight_bytes_before;
+  summary["weight_bytes_after"] = result.weight_bytes_after;
+  summary["report"] = result.report;
+  return summary;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(rnnc, m) {
+  m.doc() =
+      "rnnc: an optimizing inference engine for recurrent ONNX models. InferenceSession has "
+      "onnxruntime's shape (get_inputs, get_outputs, run); new_stream() gives a stream that "
+      "carries recurrent state between runs; quantize() is `rnnc quantize`. See docs/install.md.";
+  m.attr("__version__") = RNNC_VERSION_STRING;
+
+  // Never destroyed: the classes live as long as the interpreter.
+  ErrorClasses& errors = *new ErrorClasses;
+  errors.base = new_error_class(m, "Error", PyExc_RuntimeError, "Any error rnnc reports.");
+  errors.invalid_model = new_error_class(m, "InvalidModelError", errors.base,
+                                         "The model is malformed or uses an operator wrongly.");
+  errors.invalid_input = new_error_class(m, "InvalidInputError", errors.base,
+                                         "A run's input, an option or an argument is wrong.");
+  errors.unsupported =
+      new_error_class(m, "UnsupportedError", errors.base, "Valid ONNX that rnnc does not handle.");
+  errors.io = new_error_class(m, "IoError", errors.base,
+                              "A file cannot be read or written, or memory ran out.");
+  errors.internal = new_error_class(m, "InternalError", errors.base,
+                                    "An rnnc invariant broke (a bug: please report it).");
+  g_errors = &errors;
+  py::register_exception_translator(&translate_error);
+
+  py::class_<NodeArg>(m, "NodeArg", "A model input or output, as onnxruntime.NodeArg.")
+      .def_readonly("name", &NodeArg::name)
+      .def_readonly("shape", &NodeArg::shape,
+                    "Dims: ints, symbolic dims as strings ('batch'), None when unknown.")
+      .def_readonly("type", &NodeArg::type, "'tensor(float)', 'tensor(int64)', ...")
+      .def("__repr__", [](const NodeArg& arg) {
+        return "NodeArg(name='" + arg.name + "', type='" + arg.type +
+               "', shape=" + std::string(py::repr(arg.shape)) + ")";
+      });
+
+  py::class_<Stream>(m, "Stream",
+                     "Runs of one model that carry recurrent state from one run to the next "
+                     "(InferenceSession.new_stream). One run at a time.")
+      .def("run",
+           [](Stream& stream, const std::optional<std::vector<std::string>>& output_names,
+              const py::dict& input_feed, const py::object& /*run_options*/) {
+             return stream.run(output_names, input_feed);
+           },
+           py::arg("output_names"), py::arg("input_feed"),
+           py::arg("run_options") = py::none(),
+           "As InferenceSession.run; state inputs may be left out (the stream feeds the carried "
+           "state, zeros at first).")
+      .def("reset", &Stream::reset, "Zero the carried state, as a new stream has it.")
+      .def("state", &Stream::state, "The carried state: {state input name: array copy}.")
+      .def("clone", &Stream::clone, "An independent stream with a copy of this one's state.");
+
+  py::class_<InferenceSession>(m, "InferenceSession",
+                               "An ONNX model compiled for this machine (onnxruntime's "
+                               "InferenceSession shape).")
+      .def(py::init([](const py::object& path_or_bytes, const py::object& /*sess_options*/,
+                       const py::object& /*providers*/, const py::object& /*provider_options*/,
+                       int threads, const std::optional<std::string>& quantize, const py::dict& fix,
+                       const std::map<std::string, int64_t>& dims, const std::string& plan,
+                       const std::optional<std::string>& cache_dir,
+                       const std::optional<std::string>& target, bool flush_denormals) {
+             return std::make_unique<InferenceSession>(path_or_bytes, threads, quantize, fix, dims,
+                                                       plan, cache_dir, target, flush_denormals);
+           }),
+           py::arg("path_or_bytes"), py::arg("sess_options") = py::none(),
+           py::arg("providers") = py::none(), py::arg("provider_options") = py::none(),
+           py::kw_only(), py::arg("threads") = 1, py::arg("quantize") = py::none(),
+           py::arg("fix") = py::dict(),
+           py::arg("dims") = std::map<std::string, int64_t>{}, py::arg("plan") = "auto",
+           py::arg("cache_dir") = py::none(), py::arg("target") = py::none(),
+           py::arg("flush_denormals") = true,
+           "Load and compile a model (a path or the bytes of an ONNX file). sess_options, "
+           "providers and provider_options are accepted for onnxruntime code and ignored.")
+      .def("get_inputs", &InferenceSession::get_inputs)
+      .def("get_outputs", &InferenceSession::get_outputs)
+      .def("get_providers", [](const InferenceSession&) {
+        return std::vector<std::string>{"CPUExecutionProvider"};
+      })
+      .def("run",
+           [](const InferenceSession& session,
+              const std::optional<std::vector<std::string>>& output_names,
+              const py::dict& input_feed, const py::object& /*run_options*/) {
+             return session.run(output_names, input_feed);
+           },
+           py::arg("output_names"), py::arg("input_feed"),
+           py::arg("run_options") = py::none(),
+           "Run once: output_names (None: all) and {input name: array}; returns a list of "
+           "arrays.")
+      .def("new_stream", &InferenceSession::new_stream, py::arg("state") = py::none(),
+           "A stream that carries the model's recurrent state between runs. `state` adds the "
+           "model's own state tensors as {output: input} (Silero VAD: {'stateN': 'state'}).")
+      .def_property_readonly(
+          "recurrent_state",
+          [](const InferenceSession& s) { return s.model().recurrent_state(); },
+          "The (state output, state input) pairs rnnc exposed for streams.")
+      .def("describe", [](const InferenceSession& s) { return s.model().describe(); },
+           "Blocks, plans and kernels, as `rnnc plan`.");
+
+  m.def("quantize", &quantize, py::arg("model"), py::arg("output"),
+        py::arg("fix") = py::dict(),
+        py::arg("dims") = std::map<std::string, int64_t>{}, py::arg("config") = py::none(),
+        py::arg("calibrate") = std::vector<py::dict>{}, py::arg("report") = py::none(),
+        py::arg("measure_error") = true,
+        "`rnnc quantize`: quantize the float model at `model` and write standard ONNX to "
+        "`output`. fix/dims specialize it first; config is a JSON scheme file (None: the "
+        "default int8 scheme); calibrate is a list of samples {input name: array}; report "
+        "writes the Markdown report there. Returns {nodes, quantized_nodes, weight_bytes_before, "
+        "weight_bytes_after, report}.");
+}

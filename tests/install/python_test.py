@@ -1,0 +1,182 @@
+"""The installed Python module rnnc against the installed C++ API (check_package.sh runs it with
+Debian's /usr/bin/python3 and only the installed module directory on its path).
+
+  python_test.py --module-dir DIR --api-outputs BIN --source SRC --work DIR --cache-dir DIR
+                 [--silero MODEL]
+
+Checks: the module is the installed one; the demo model and Silero VAD through
+rnnc.InferenceSession equal api_outputs (the C++ API, tests/install/api_outputs.cc) bit for bit;
+streams carry state (chunked runs equal one whole run; Silero streamed equals threading its state
+by hand, as with onnxruntime); errors are rnnc's messages as exception types; rnnc.quantize.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--module-dir", required=True)
+parser.add_argument("--api-outputs", required=True)
+parser.add_argument("--source", required=True)
+parser.add_argument("--work", required=True)
+parser.add_argument("--cache-dir", required=True)
+parser.add_argument("--silero", default="")
+parser.add_argument("--version", required=True)
+args = parser.parse_args()
+
+import numpy as np  # noqa: E402  (Debian's python3-numpy)
+import rnnc  # noqa: E402
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok   " if condition else "FAIL ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def raises(kind, message, call):
+    """call() must raise rnnc.<kind> whose message is `message` (or starts with it, `...` ending)."""
+    try:
+        call()
+    except rnnc.Error as error:
+        text = str(error)
+        matches = (text.startswith(message[:-3]) if message.endswith("...") else text == message)
+        check(type(error) is kind and matches,
+              f"{kind.__name__}: {message!r} (got {type(error).__name__}: {text!r})")
+        return
+    check(False, f"{kind.__name__}: {message!r} (nothing raised)")
+
+
+def api_outputs(model, inputs, fix=()):
+    """The C++ API's outputs for `inputs` ({name: array}), through api_outputs."""
+    out = os.path.join(args.work, "api_" + os.path.basename(model))
+    os.makedirs(out, exist_ok=True)
+    command = [args.api_outputs, model, out, "--cache-dir", args.cache_dir]
+    for name_value in fix:
+        command += ["--fix", name_value]
+    for name, array in inputs.items():
+        path = os.path.join(out, "input_" + name + ".npy")
+        np.save(path, array)
+        command.append(f"{name}={path}")
+    subprocess.run(command, check=True)
+    return lambda name: np.load(os.path.join(out, name.replace("/", "_") + ".npy"))
+
+
+# ---- the installed module ----------------------------------------------------------------------
+module_dir = os.path.realpath(args.module_dir)
+check(os.path.realpath(rnnc.__file__).startswith(module_dir + os.sep),
+      f"rnnc imported from the installed {module_dir} ({rnnc.__file__})")
+check(rnnc.__version__ == args.version, f"rnnc.__version__ == {args.version!r}")
+
+# ---- the demo model: onnxruntime's API shape, equal to the C++ API ------------------------------
+demo = os.path.join(args.source, "models/demo/lstm_demo.onnx")
+features = np.load(os.path.join(args.source, "models/demo/input.npy"))
+session = rnnc.InferenceSession(demo, cache_dir=args.cache_dir)
+inputs = [(arg.name, arg.shape, arg.type) for arg in session.get_inputs()]
+outputs = [(arg.name, arg.shape, arg.type) for arg in session.get_outputs()]
+check(inputs == [("features", ["seq", "batch", 40], "tensor(float)")], f"get_inputs() {inputs}")
+check(outputs == [("log_probs", ["seq", "batch", 32], "tensor(float)")], f"get_outputs() {outputs}")
+check(len(session.recurrent_state) == 4, "4 recurrent state pairs exposed for streams")
+
+(log_probs,) = session.run(None, {"features": features})
+expected = api_outputs(demo, {"features": features})("log_probs")
+check(log_probs.dtype == np.float32 and log_probs.shape == (50, 1, 32), "run() shape and dtype")
+check(np.array_equal(log_probs, expected), "demo model: run() == the C++ API, bit for bit")
+(by_name,) = session.run(["log_probs"], {"features": np.asfortranarray(features)})
+check(np.array_equal(by_name, expected), "a Fortran-order input and output_names give the same")
+from_bytes = rnnc.InferenceSession(open(demo, "rb").read(), cache_dir=args.cache_dir)
+check(np.array_equal(from_bytes.run(None, {"features": features})[0], expected),
+      "a model loaded from bytes gives the same")
+
+# Threads share one session (the GIL is released during runs; each run has its own state).
+results = [None] * 4
+
+
+def run_in_thread(k):
+    results[k] = session.run(None, {"features": features})[0]
+
+
+threads = [threading.Thread(target=run_in_thread, args=(k,)) for k in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+check(all(np.array_equal(r, expected) for r in results), "4 threads running one session at once")
+
+# A stream carries state: 5 chunks of 10 frames equal one run of 50 frames.
+stream = session.new_stream()
+chunks = [stream.run(None, {"features": features[t:t + 10]})[0] for t in range(0, 50, 10)]
+check(np.array_equal(np.concatenate(chunks), expected), "stream: 5 chunks == one run, bit for bit")
+state = stream.state()
+check(len(state) == 4 and all(v.shape == (1, 1, 128) for v in state.values()),
+      f"stream.state(): 4 arrays of (1, 1, 128) ({ {k: v.shape for k, v in state.items()} })")
+stream.reset()
+check(np.array_equal(stream.run(None, {"features": features[:10]})[0], chunks[0]),
+      "stream.reset() starts over")
+check(not np.array_equal(stream.run(None, {"features": features[:10]})[0], chunks[0]),
+      "without reset, the same chunk gives other outputs (the state moved on)")
+
+# ---- errors: rnnc's messages, as exception types ------------------------------------------------
+# The inputs a session takes include the state inputs rnnc exposed (a stream feeds them).
+raises(rnnc.InvalidInputError, "'feature' is not an input of the model (inputs: 'features', "
+       "'/lstm/LSTM.initial_h', '/lstm/LSTM.initial_c', '/lstm/LSTM_1.initial_h', "
+       "'/lstm/LSTM_1.initial_c')",
+       lambda: session.run(None, {"feature": features}))
+raises(rnnc.InvalidInputError, "input 'features'...",
+       lambda: session.run(None, {"features": features.astype(np.float64)}))
+raises(rnnc.InvalidInputError, "'probs' is not an output of the model (outputs: 'log_probs')",
+       lambda: session.run(["probs"], {"features": features}))
+raises(rnnc.IoError, "cannot open model file '/nonexistent/model.onnx'",
+       lambda: rnnc.InferenceSession("/nonexistent/model.onnx"))
+raises(rnnc.InvalidInputError, "unknown execution plan 'fast' (expected auto, sequential, "
+       "parallel or pipeline)", lambda: rnnc.InferenceSession(demo, plan="fast"))
+check(issubclass(rnnc.InvalidInputError, rnnc.Error) and issubclass(rnnc.Error, RuntimeError),
+      "rnnc.InvalidInputError < rnnc.Error < RuntimeError")
+
+# ---- Silero VAD: its own state, fixed sample rate ------------------------------------------------
+if not args.silero or not os.path.exists(args.silero):
+    print(f"SKIP Silero VAD: {args.silero or 'no model given'} is absent "
+          "(models/fetch_silero.sh build/models fetches it)")
+else:
+    vad = rnnc.InferenceSession(args.silero, fix={"sr": 16000}, cache_dir=args.cache_dir)
+    names = [arg.name for arg in vad.get_inputs()]
+    check(names == ["input", "state"], f"Silero inputs without the fixed 'sr': {names}")
+    rng = np.random.default_rng(29)
+    audio = (0.1 * rng.standard_normal((8, 1, 512))).astype(np.float32)
+    zeros = np.zeros((2, 1, 128), np.float32)
+    probability, state_n = vad.run(["output", "stateN"], {"input": audio[0], "state": zeros})
+    cxx = api_outputs(args.silero, {"input": audio[0], "state": zeros}, fix=["sr=16000"])
+    check(np.array_equal(probability, cxx("output")) and np.array_equal(state_n, cxx("stateN")),
+          "Silero VAD: run() == the C++ API, bit for bit")
+
+    # Streamed: the stream threads stateN -> state; by hand, as onnxruntime code does.
+    stream = vad.new_stream(state={"stateN": "state"})
+    state, same = zeros, True
+    for chunk in audio:
+        (streamed,) = stream.run(["output"], {"input": chunk})
+        by_hand, state = vad.run(["output", "stateN"], {"input": chunk, "state": state})
+        same = same and np.array_equal(streamed, by_hand)
+    check(same, "Silero VAD streamed over 8 chunks == threading its state by hand")
+    check(np.array_equal(stream.state()["state"], state), "stream.state()['state'] == stateN")
+
+# ---- rnnc.quantize: `rnnc quantize` --------------------------------------------------------------
+quantized = os.path.join(args.work, "demo_int8.onnx")
+report = os.path.join(args.work, "demo_int8.md")
+summary = rnnc.quantize(demo, quantized, report=report, calibrate=[{"features": features}])
+check(summary["quantized_nodes"] >= 2 and
+      summary["weight_bytes_after"] < summary["weight_bytes_before"] / 3,
+      f"quantize: {summary['quantized_nodes']} nodes, weights {summary['weight_bytes_before']} -> "
+      f"{summary['weight_bytes_after']} bytes")
+check(open(report).read().startswith("# rnnc quantize report"), "quantize wrote the report")
+(int8,) = rnnc.InferenceSession(quantized, cache_dir=args.cache_dir).run(None, {"features": features})
+error = float(np.max(np.abs(np.exp(int8) - np.exp(expected))))
+check(0 < error < 1e-3, f"the int8 model's probabilities differ from float's, by < 1e-3 ({error:.2e})")
+raises(rnnc.IoError, "cannot open model file '/nonexistent/model.onnx'",
+       lambda: rnnc.quantize("/nonexistent/model.onnx", quantized))
+
+print(f"{len(failures)} failed" if failures else "python_test: all passed")
+sys.exit(1 if failures else 0)
