@@ -17,6 +17,7 @@
 #include "ir/onnx_import.h"
 #include "lowering/halide_cache.h"
 #include "lowering/program.h"
+#include "quant/quantize_model.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
