@@ -23,7 +23,6 @@ void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   fixed_inputs_ = options.fixed_inputs;
   model_ = CompiledModel::load(path, model_options);
   session_.emplace(model_->new_session());
-  waited_for_specializations_ = false;
 }
 
 void RnncEngine::quiesce() {
@@ -43,12 +42,6 @@ void RnncEngine::prepare(const TensorMap& inputs) {
 void RnncEngine::execute() {
   RNNC_CHECK(session_.has_value(), "execute() before load()");
   outputs_ = &session_->run(named_inputs_);
-  // The first run started compiling its shape's specialization (if the model has one): later
-  // runs measure the program a long-running stream gets.
-  if (!waited_for_specializations_) {
-    model_->wait_for_specializations();
-    waited_for_specializations_ = true;
-  }
 }
 
 TensorMap RnncEngine::outputs() const {

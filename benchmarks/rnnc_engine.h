@@ -43,7 +43,6 @@ class RnncEngine final : public Engine {
   std::optional<Session> session_;
   TensorMap inputs_;
   std::map<std::string, std::vector<int64_t>> fixed_inputs_;
-  bool waited_for_specializations_ = false;
   std::vector<NamedTensor> named_inputs_;
   const std::vector<NamedTensor>* outputs_ = nullptr;
 };

@@ -374,7 +374,8 @@ class InferenceSession {
 py::dict quantize(const py::object& model, const py::object& output, const py::dict& fix,
                   const std::map<std::string, int64_t>& dims,
                   const std::optional<py::object>& config, const std::vector<py::dict>& calibrate,
-                  const std::optional<py::object>& report, bool measure_error) {
+                  const std::optional<py::object>& report, bool measure_error, bool guard,
+                  double max_error) {
   py::object fspath = py::module_::import("os").attr("fspath");
   const std::string input_path = py::str(fspath(model));
   const std::string output_path = py::str(fspath(output));
@@ -383,6 +384,8 @@ py::dict quantize(const py::object& model, const py::object& output, const py::d
   options.fixed_dims = dims;
   if (config && !config->is_none()) options.config = py::str(fspath(*config));
   options.measure_error = measure_error;
+  options.guard = guard;
+  options.max_error = max_error;
   std::vector<py::array> keep;
   for (const py::dict& sample : calibrate) {
     std::vector<rnnc::NamedTensor>& tensors = options.calibration.emplace_back();
@@ -406,6 +409,7 @@ py::dict quantize(const py::object& model, const py::object& output, const py::d
   summary["weight_bytes_before"] = result.weight_bytes_before;
   summary["weight_bytes_after"] = result.weight_bytes_after;
   summary["report"] = result.report;
+  summary["summary"] = result.summary;
   return summary;
 }
 
@@ -510,10 +514,12 @@ PYBIND11_MODULE(rnnc, m) {
         py::arg("fix") = py::dict(),
         py::arg("dims") = std::map<std::string, int64_t>{}, py::arg("config") = py::none(),
         py::arg("calibrate") = std::vector<py::dict>{}, py::arg("report") = py::none(),
-        py::arg("measure_error") = true,
+        py::arg("measure_error") = true, py::arg("guard") = true, py::arg("max_error") = 0.0,
         "`rnnc quantize`: quantize the float model at `model` and write standard ONNX to "
         "`output`. fix/dims specialize it first; config is a JSON scheme file (None: the "
         "default int8 scheme); calibrate is a list of samples {input name: array}; report "
-        "writes the Markdown report there. Returns {nodes, quantized_nodes, weight_bytes_before, "
-        "weight_bytes_after, report}.");
+        "writes the Markdown report there. The quantization guard keeps nodes wider where the "
+        "outputs' error would pass max_error of their range (0: the config's, 2% by default; "
+        "guard=False: as configured). Returns {nodes, quantized_nodes, weight_bytes_before, "
+        "weight_bytes_after, report, summary}.");
 }

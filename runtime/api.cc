@@ -17,6 +17,7 @@
 #include "ir/onnx_import.h"
 #include "lowering/halide_cache.h"
 #include "lowering/program.h"
+#include "quant/guard.h"
 #include "quant/quantize_model.h"
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
@@ -852,7 +853,12 @@ QuantizeResult quantize_model(const std::string& input_path, const std::string& 
         sample[input.name] = Tensor::borrow(*dtype, input.tensor.shape, input.tensor.data);
       }
     }
-    quant::Report report = quant::quantize_model(*model, config, samples);
+    quant::Config guarded = config;
+    guarded.guard.enabled = guarded.guard.enabled && options.guard;
+    if (options.max_error > 0) guarded.guard.max_error = options.max_error;
+    const quant::GuardResult guard = quant::guard_search(*model, guarded, samples, {});
+    quant::Report report = quant::quantize_model(
+        *model, quant::apply_decisions(*model, guarded, guard.precisions()), samples);
     export_onnx_file(*model, output_path);
     if (options.measure_error && !samples.empty()) {
       // Both models through the reference evaluator: the quantized one computes with its
@@ -869,7 +875,8 @@ QuantizeResult quantize_model(const std::string& input_path, const std::string& 
       result.weight_bytes_before += entry.weight_bytes_before;
       result.weight_bytes_after += entry.weight_bytes_after;
     }
-    result.report = report.to_markdown();
+    result.report = guard.to_markdown() + "\n## Nodes\n\n" + report.to_markdown();
+    result.summary = guard.summary();
     return result;
   });
 }

@@ -1,9 +1,6 @@
 #include "runtime/shape_specializer.h"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <cstdlib>
 
 #include "ir/error.h"
 #include "ir/onnx_import.h"
@@ -26,32 +23,6 @@ void scan(const Graph& graph, size_t& nodes, bool& shape_dependent) {
     shape_dependent = shape_dependent || is_shape_dependent(*node);
     for (const Graph* sub : node->subgraphs()) scan(*sub, nodes, shape_dependent);
   }
-}
-
-// Compiles in flight anywhere in the process. A model held in a static is destroyed at exit
-// after statics compile_model uses (registries built on first use) are gone, so exit waits for
-// the compiles first: the handler is registered when the first compile starts, after those
-// statics were built, so it runs before they are destroyed.
-std::mutex g_flight_mutex;
-std::condition_variable g_flight_done;
-int g_in_flight = 0;
-
-void wait_for_every_compile() {
-  std::unique_lock<std::mutex> lock(g_flight_mutex);
-  g_flight_done.wait(lock, [] { return g_in_flight == 0; });
-}
-
-void compile_started() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { std::atexit(wait_for_every_compile); });
-  std::lock_guard<std::mutex> lock(g_flight_mutex);
-  ++g_in_flight;
-}
-
-void compile_finished() {
-  std::lock_guard<std::mutex> lock(g_flight_mutex);
-  --g_in_flight;
-  g_flight_done.notify_all();
 }
 
 std::vector<std::string> value_names(const std::vector<Value*>& values) {
@@ -97,12 +68,8 @@ ShapeSpecializer::ShapeSpecializer(std::string model_bytes, const Program& gener
 ShapeSpecializer::~ShapeSpecializer() { wait(); }
 
 void ShapeSpecializer::wait() {
-  std::future<void> in_flight;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_flight = std::move(in_flight_);
-  }
-  if (in_flight.valid()) in_flight.wait();
+  std::unique_lock<std::mutex> lock(mutex_);
+  compiled_.wait(lock, [this] { return compiling_ == 0; });
 }
 
 const ShapeSpecializer::Specialized* ShapeSpecializer::specialized_for(
@@ -110,27 +77,32 @@ const ShapeSpecializer::Specialized* ShapeSpecializer::specialized_for(
   for (size_t s = 0; s < symbols_.size(); ++s) {
     if (key[s] < 0) return nullptr;  // a dim no input decides: nothing to fix it to
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& entry : entries_) {
-    if (entry->dims != key) continue;
-    if (!entry->ready.load(std::memory_order_acquire) || !entry->specialized.executor) return nullptr;
-    return &entry->specialized;
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& known : entries_) {
+      if (known->dims != key) continue;
+      // Compiling in another session's run: this run takes the generic program.
+      if (!known->ready.load(std::memory_order_acquire) || !known->specialized.executor) {
+        return nullptr;
+      }
+      return &known->specialized;
+    }
+    if (entries_.size() >= settings_.max_shapes) return nullptr;
+    entry = std::make_shared<Entry>();
+    entry->dims = key;
+    entries_.push_back(entry);
+    ++compiling_;
   }
-  if (entries_.size() >= settings_.max_shapes) return nullptr;
-  if (in_flight_.valid() &&
-      in_flight_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    return nullptr;  // one compile at a time: this shape is tried again at a later run
+  // The first run of a shape compiles it, outside the lock: runs of other shapes go on.
+  compile(*entry);
+  entry->ready.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --compiling_;
   }
-  auto entry = std::make_shared<Entry>();
-  entry->dims = key;
-  entries_.push_back(entry);
-  compile_started();
-  in_flight_ = std::async(std::launch::async, [this, entry] {
-    compile(*entry);
-    entry->ready.store(true, std::memory_order_release);
-    compile_finished();
-  });
-  return nullptr;
+  compiled_.notify_all();
+  return entry->specialized.executor ? &entry->specialized : nullptr;
 }
 
 void ShapeSpecializer::compile(Entry& entry) const {

@@ -6,8 +6,15 @@
 // 15 reference blocks). When runs bind those dims (batch 1, 512 samples), graph_opt can fold all
 // of it. The specializer keeps the model as compile_model got it (ONNX bytes) and, for each new
 // set of bound dims and scalar integer input values, compiles it again with those dims and
-// inputs fixed, in a background thread, while runs of that shape go on with the generic program;
-// once it is compiled, runs of the shape use it. A scalar integer input is usually a mode (a
+// inputs fixed, and runs of that shape use the result.
+//
+// The first run of a shape compiles it in its own thread, then runs it: from a warm kernel cache
+// that is graph_opt and a dlopen per kernel (milliseconds); a cold cache costs what loading the
+// model cost, once per shape, which a service pays at warm-up. A background compile would spare
+// that first run, but a compile still in flight when the process exits runs on while the
+// statics it uses are destroyed (seen: crashes at exit in tests holding models in statics), and
+// no thread of rnnc's may outlive the caller's calls. Other runs of the same shape meanwhile take
+// the generic program; runs of other shapes are not held up. A scalar integer input is usually a mode (a
 // sample rate choosing a branch); one whose value changes at every run only fills the bounded
 // table with shapes tried once.
 //
@@ -19,13 +26,13 @@
 //   - A specialization is kept only when its optimized graph has fewer nodes than the generic
 //     one, and the same graph inputs and outputs; otherwise the shape stays generic.
 //   - At most `max_shapes` shapes are tried; beyond them every new shape runs the generic
-//     program. One compile runs at a time; a shape that arrives meanwhile is tried on a later run.
+//     program.
 //   - Sessions carry their state themselves, so a stream switches programs between two chunks
 //     without noticing; every run is checked against the generic program's input contract first.
 #pragma once
 
 #include <atomic>
-#include <future>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,10 +75,10 @@ class ShapeSpecializer {
     std::vector<int> input_map;
   };
   // The program for this key (per symbol its size, -1 unbound; then per scalar input its value),
-  // or nullptr, when the generic program runs: a shape not compiled (yet), or not worth it. A new
-  // shape starts compiling.
+  // or nullptr, when the generic program runs: a shape not worth it, or compiling in another
+  // thread. A new shape is compiled here, by this call.
   const Specialized* specialized_for(const std::vector<int64_t>& key);
-  // Blocks until no compile is in flight (tests; a service warming up).
+  // Blocks until no run is compiling a shape (another thread's first run of it).
   void wait();
   // One line per shape tried: its dims and its program's blocks, or why it stays generic.
   std::string describe() const;
@@ -94,7 +101,8 @@ class ShapeSpecializer {
   const Settings settings_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<Entry>> entries_;
-  std::future<void> in_flight_;
+  int compiling_ = 0;  // shapes being compiled by runs now
+  std::condition_variable compiled_;
 };
 
 }  // namespace rnnc

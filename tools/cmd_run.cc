@@ -172,9 +172,8 @@ int run_run(const Parsed& args) {
   std::vector<Tensor> outputs = run_once(observer);
   int64_t repeat = args.get_int("repeat", 0);
   if (repeat < 0) raise_invalid_input("--repeat must be >= 0");
-  // The warm-up run started compiling its shape's specialization, if the model has one: the
-  // timed runs measure the program a long-running stream gets.
-  if (compiled && repeat > 0) compiled->wait_for_specializations();
+  // The warm-up run compiled its shape's specialization, if the model has one: the timed runs
+  // measure the program a long-running stream gets.
   std::vector<double> times_us;
   for (int64_t r = 0; r < repeat; ++r) {
     auto start = std::chrono::steady_clock::now();

@@ -131,9 +131,9 @@ struct ModelOptions {
   // avoids the ~100-cycle penalty each subnormal operation takes on Intel cores (Silero VAD runs
   // 3-4x faster). Off: IEEE subnormals, as the reference evaluator computes.
   bool flush_denormals = true;
-  // Shape specialization (docs/runtime.md): for each new set of symbolic dims the runs bind, a
-  // program with those dims fixed is compiled in the background (runs of the shape use the
-  // generic one until it is ready) and kept when it folds shape computations away, for up to
+  // Shape specialization (docs/runtime.md): for each new set of symbolic dims the runs bind (and
+  // values of required scalar integer inputs), the shape's first run compiles a program with
+  // them fixed and keeps it when it folds shape computations away, for up to
   // max_specialized_shapes shapes. Only for models whose program still computes on shapes (If,
   // Shape, Size nodes) and whose weights are at most 16 MiB; with plan kAuto and threads > 1
   // (plans chosen per shape) runs stay generic.
@@ -170,8 +170,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // ModelOptions::count_overflow: the counts of every run so far (all sessions), one line per
   // quantized node; "" when the model was not loaded to count.
   std::string overflow_report() const;
-  // Blocks until no shape specialization is compiling (tests, or a service warming up: run each
-  // expected shape once, then wait).
+  // Blocks until no run (of any session, in any thread) is compiling a shape specialization.
   void wait_for_specializations() const;
   // Quantization at load: one line (nodes quantized as configured / 12-bit / float, the measured
   // error against the budget, the inputs it was measured on), and the full report (markdown: the
@@ -258,13 +257,20 @@ struct QuantizeOptions {
   // With calibration samples: run the float and the quantized model on them and report each
   // quantized node's error.
   bool measure_error = true;
+  // The quantization guard (docs/quant.md), as `rnnc quantize`: nodes whose quantization would
+  // push an output's error past max_error (a fraction of its range; <= 0: the config's, 2% by
+  // default) stay wider, measured on the calibration samples or else on generated inputs.
+  bool guard = true;
+  double max_error = 0;
 };
 
 struct QuantizeResult {
   size_t nodes = 0;            // nodes with weights the config covers
   size_t quantized_nodes = 0;  // of those, quantized
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;  // of the quantized nodes
-  std::string report;  // Markdown: per node its scheme, weight bytes and error against float
+  std::string report;  // Markdown: the guard's error budget, then per node its scheme, weight
+                       // bytes and error against float
+  std::string summary;  // the guard's one line (nodes int8 / wider / float, measured error)
 };
 
 QuantizeResult quantize_model(const std::string& input_path, const std::string& output_path,
