@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/reference/evaluator.h"
+#include "lowering/int_operands.h"
 
 namespace rnnc {
 
@@ -14,33 +15,6 @@ constexpr size_t kMaxRank = 8;
 constexpr size_t kMaxOperands = 5;  // Slice: data, starts, ends, axes, steps
 // Pads beyond +-2^62 go to the reference kernel, so position arithmetic here cannot overflow.
 constexpr int64_t kMaxPad = int64_t{1} << 62;
-
-// An int32 / int64 operand of at most `capacity` elements (any shape, as the reference reads it)
-// into `values`; false for anything else.
-bool read_ints(const Tensor& tensor, int64_t* values, size_t capacity, size_t& count) {
-  if (tensor.numel() > static_cast<int64_t>(capacity)) return false;
-  count = static_cast<size_t>(tensor.numel());
-  if (tensor.dtype() == DType::kInt64) {
-    std::copy_n(tensor.data<int64_t>(), count, values);
-  } else if (tensor.dtype() == DType::kInt32) {
-    std::copy_n(tensor.data<int32_t>(), count, values);
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// Normalizes axes against `rank`: false for one out of range or named twice.
-bool normalize_axes(int64_t* axes, size_t count, int64_t rank) {
-  unsigned seen = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (axes[i] < -rank || axes[i] >= rank) return false;
-    if (axes[i] < 0) axes[i] += rank;
-    if (seen & (1u << axes[i])) return false;
-    seen |= 1u << axes[i];
-  }
-  return true;
-}
 
 // Element sizes the copies move as one machine word.
 bool copyable(DType dtype) {

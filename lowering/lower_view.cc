@@ -4,38 +4,13 @@
 #include <string>
 
 #include "ir/reference/evaluator.h"
+#include "lowering/int_operands.h"
 
 namespace rnnc {
 
 namespace {
 
 constexpr size_t kMaxRank = 8;
-
-// Integer operand values (int32 or int64), at most `capacity` of them.
-bool read_ints(const Tensor& tensor, int64_t* values, size_t capacity, size_t& count) {
-  if (tensor.numel() > static_cast<int64_t>(capacity)) return false;
-  count = static_cast<size_t>(tensor.numel());
-  if (tensor.dtype() == DType::kInt64) {
-    std::memcpy(values, tensor.data<int64_t>(), count * sizeof(int64_t));
-  } else if (tensor.dtype() == DType::kInt32) {
-    for (size_t i = 0; i < count; ++i) values[i] = tensor.data<int32_t>()[i];
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// Normalizes axes against `rank`: false for one out of range or named twice.
-bool normalize_axes(int64_t* axes, size_t count, int64_t rank) {
-  unsigned seen = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (axes[i] < -rank || axes[i] >= rank) return false;
-    if (axes[i] < 0) axes[i] += rank;
-    if (seen & (1u << axes[i])) return false;
-    seen |= 1u << axes[i];
-  }
-  return true;
-}
 
 // Where the view's elements are: `rank` dims of `shape`, from element `offset` of the input.
 struct View {
