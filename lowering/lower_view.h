@@ -1,6 +1,6 @@
 // lower_view: a block of one node that only re-labels its input's elements -> a view of the
 // input's buffer: no copy and no kernel, where a reference block would allocate, dispatch and
-// copy (0.3-1 us each, on a streaming model's chunk path: Silero's Squeeze/Unsqueeze/Gather).
+// copy (on a streaming model's chunk path: Silero's Squeeze/Unsqueeze/Gather; docs/lowering.md).
 //
 //   Squeeze, Unsqueeze, Reshape, Flatten, Identity: the input's elements under a new shape;
 //   Gather with one index (a scalar or one-element indices tensor) along an axis whose outer
