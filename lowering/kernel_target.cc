@@ -110,6 +110,17 @@ HostCpu detect_host() {
   if (ext0.regs[0] >= 0x80000006) {
     cpu.l2_bytes_per_core = int64_t{cpuid(0x80000006).regs[2] >> 16} * 1024;
   }
+  // Else the deterministic cache parameters (leaf 4): the level-2 cache's ways x partitions x
+  // line size x sets.
+  for (unsigned sub = 0; cpu.l2_bytes_per_core == 0 && leaf0.regs[0] >= 4 && sub < 16; ++sub) {
+    const Cpuid cache = cpuid(4, sub);
+    if ((cache.regs[0] & 0x1f) == 0) break;  // no more caches
+    if (((cache.regs[0] >> 5) & 0x7) != 2) continue;
+    const int64_t ways = ((cache.regs[1] >> 22) & 0x3ff) + 1;
+    const int64_t partitions = ((cache.regs[1] >> 12) & 0x3ff) + 1;
+    const int64_t line = (cache.regs[1] & 0xfff) + 1;
+    cpu.l2_bytes_per_core = ways * partitions * line * (int64_t{cache.regs[2]} + 1);
+  }
   return cpu;
 }
 
