@@ -14,20 +14,12 @@
 #include "quant/guard.h"
 #include "quant/quantize_model.h"
 #include "tests/support/log_mel_model.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc::quant {
 namespace {
 
-std::string error_message(const std::function<void()>& action, ErrorKind kind) {
-  try {
-    action();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was raised";
-  return "";
-}
+using testing::error_message;
 
 const NodeDecision& decision_for(const GuardResult& result, const std::string& node) {
   for (const NodeDecision& decision : result.nodes) {

@@ -14,6 +14,7 @@
 #include "quant/quantize_model.h"
 #include "quant/scheme.h"
 #include "quant/weights.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc::quant {
 namespace {
@@ -27,16 +28,7 @@ Tensor random_weight(std::vector<int64_t> shape, uint32_t seed) {
   return t;
 }
 
-std::string error_message(const std::function<void()>& action, ErrorKind kind) {
-  try {
-    action();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was raised";
-  return "";
-}
+using testing::error_message;
 
 int32_t stored(const Tensor& q, int64_t i) {
   switch (q.dtype()) {
