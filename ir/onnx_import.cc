@@ -1,6 +1,9 @@
 #include "ir/onnx_import.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,27 +20,63 @@ namespace rnnc {
 namespace {
 
 std::string read_file_bytes(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) raise(ErrorKind::kIo, cat("cannot open ", what, " '", path, "'"));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
-  return buffer.str();
+  // Sized once: a model's bytes are held a single time while they are parsed.
+  std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!in) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
+  return bytes;
 }
 
 template <typename Message>
-void parse_message(Message& message, const void* data, size_t size, const std::string& what) {
+void parse_coded(Message& message, google::protobuf::io::CodedInputStream& stream, size_t size,
+                 const std::string& what) {
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     raise_unsupported(cat(what, " is larger than 2 GiB; store its weights as external data"));
   }
-  google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t*>(data),
-                                                static_cast<int>(size));
   stream.SetTotalBytesLimit(std::numeric_limits<int>::max());
   if (!message.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
     raise_invalid_model(cat(what, " is not a valid ONNX protobuf (truncated or corrupt, ", size,
                             " bytes)"));
   }
 }
+
+template <typename Message>
+void parse_message(Message& message, const void* data, size_t size, const std::string& what) {
+  google::protobuf::io::CodedInputStream stream(
+      static_cast<const uint8_t*>(data),
+      static_cast<int>(std::min<size_t>(size, std::numeric_limits<int>::max())));
+  parse_coded(message, stream, size, what);
+}
+
+// A model file opened for parsing straight from it, so the model's bytes are never held beside
+// the parsed message.
+struct ModelFile {
+  explicit ModelFile(const std::string& path) : path(path) {
+    std::error_code error;
+    size = static_cast<size_t>(std::filesystem::file_size(path, error));
+    if (!error) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (error || fd < 0) raise(ErrorKind::kIo, cat("cannot open model file '", path, "'"));
+  }
+  ~ModelFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  void parse(onnx::ModelProto& message) {
+    google::protobuf::io::FileInputStream file(fd);
+    google::protobuf::io::CodedInputStream stream(&file);
+    try {
+      parse_coded(message, stream, size, "model");
+    } catch (const Error&) {
+      if (file.GetErrno() != 0) raise(ErrorKind::kIo, cat("cannot read model file '", path, "'"));
+      throw;
+    }
+  }
+  std::string path;
+  size_t size = 0;
+  int fd = -1;
+};
 
 // ---- tensors -----------------------------------------------------------------------------------
 
@@ -266,9 +305,11 @@ void write_tensor_pb(const std::string& path, const Tensor& tensor, const std::s
 
 namespace {
 
+// Imports a parsed model it owns: each main-graph initializer's data is dropped from the message
+// once it is a tensor, so a model's weights are held about once, not twice, during import.
 class Importer {
  public:
-  Importer(const onnx::ModelProto& proto, std::string base_dir)
+  Importer(onnx::ModelProto& proto, std::string base_dir)
       : proto_(proto), base_dir_(std::move(base_dir)) {}
 
   std::unique_ptr<Model> run() {
@@ -297,6 +338,7 @@ class Importer {
     if (!proto_.has_graph()) raise_invalid_model("model: has no graph");
     model->graph = std::make_unique<Graph>(proto_.graph().name().empty() ? "main"
                                                                          : proto_.graph().name());
+    main_graph_ = proto_.mutable_graph();
     import_graph(proto_.graph(), *model->graph);
     // Activation quantization written by rnnc quantize travels as metadata (ir/quantization.h).
     if (auto entry = model->metadata.find(kActivationQuantMetadata);
@@ -308,6 +350,16 @@ class Importer {
   }
 
  private:
+  static void release_data(onnx::TensorProto& tensor) {
+    std::string().swap(*tensor.mutable_raw_data());
+    tensor.clear_raw_data();
+    tensor.clear_float_data();
+    tensor.clear_double_data();
+    tensor.clear_int32_data();
+    tensor.clear_int64_data();
+    tensor.clear_uint64_data();
+  }
+
   TensorType import_type(const onnx::TypeProto& type, const std::string& what) {
     if (!type.has_tensor_type()) {
       raise_unsupported(cat(what, ": only tensor types are supported (not sequence/map/optional)"));
@@ -418,7 +470,8 @@ class Importer {
     std::vector<std::pair<std::string, Tensor>> ordered;
     std::map<std::string, Tensor*> initializers;
     ordered.reserve(static_cast<size_t>(proto.initializer_size()));
-    for (const auto& init : proto.initializer()) {
+    for (int i = 0; i < proto.initializer_size(); ++i) {
+      const onnx::TensorProto& init = proto.initializer(i);
       std::string what = cat(graph_what, " initializer '", init.name(), "'");
       if (init.name().empty()) raise_invalid_model(cat(graph_what, ": an initializer has no name"));
       if (initializers.count(init.name())) {
@@ -426,6 +479,7 @@ class Importer {
       }
       ordered.emplace_back(init.name(), tensor_from_proto(init, base_dir_, what));
       initializers[init.name()] = &ordered.back().second;
+      if (&proto == main_graph_) release_data(*main_graph_->mutable_initializer(i));
     }
     if (proto.sparse_initializer_size() > 0) {
       raise_unsupported(cat(graph_what, ": sparse initializers"));
@@ -523,7 +577,8 @@ class Importer {
   }
 
   static constexpr int kMaxDepth = 64;
-  const onnx::ModelProto& proto_;
+  onnx::ModelProto& proto_;
+  onnx::GraphProto* main_graph_ = nullptr;  // its initializers' data is released
   std::string base_dir_;
   const std::map<std::string, int64_t>* opsets_ = nullptr;
   int depth_ = 0;
@@ -539,11 +594,13 @@ std::unique_ptr<Model> import_onnx_bytes(const void* data, size_t size,
 }
 
 std::unique_ptr<Model> import_onnx_file(const std::string& path) {
-  std::string bytes = read_file_bytes(path, "model file");
   std::string base_dir = std::filesystem::path(path).parent_path().string();
   if (base_dir.empty()) base_dir = ".";
+  ModelFile file(path);
   try {
-    return import_onnx_bytes(bytes.data(), bytes.size(), base_dir);
+    onnx::ModelProto proto;
+    file.parse(proto);
+    return Importer(proto, base_dir).run();
   } catch (const Error& e) {
     raise(e.kind(), cat(path, ": ", e.what()));
   }

@@ -72,10 +72,12 @@ void print_output(const std::string& name, const Tensor& tensor) {
 
 int run_run(const Parsed& args) {
   if (args.positional.size() != 1) raise_invalid_input("expects one MODEL argument");
-  auto model = import_onnx_file(args.positional[0]);
-  // The imported graph; when compiled, the Program owns the model and this becomes the optimized
-  // graph, which keeps the input and output names.
+  // The imported graph: its inputs size the random inputs, and --reference runs it. The compiled
+  // path loads the file itself and this copy is released first (it holds every weight).
+  std::unique_ptr<Model> model = import_onnx_file(args.positional[0]);
   const Graph& graph = *model->graph;
+  std::vector<std::string> output_names;
+  for (const Value* output : graph.outputs()) output_names.push_back(output->name());
 
   std::map<std::string, Tensor> inputs;
   for (const auto& text : args.all("input")) {
@@ -128,6 +130,7 @@ int run_run(const Parsed& args) {
       }
       inputs.erase(name);  // compiled in: no longer an input
     }
+    model.reset();
     compiled = CompiledModel::load(args.positional[0], options);
     if (!options.quantization_config.empty()) {
       std::cerr << "rnnc run: quantized: " << compiled->quantization_summary() << "\n";
@@ -141,7 +144,7 @@ int run_run(const Parsed& args) {
     }
   }
   auto run_once = [&](const NodeObserver& observer) {
-    if (!session) return evaluate(graph, inputs, observer);
+    if (!session) return evaluate(*model->graph, inputs, observer);
     std::vector<Tensor> outputs;
     for (const NamedTensor& out : session->run(named_inputs)) {
       outputs.push_back(Tensor::borrow(static_cast<DType>(out.tensor.type), out.tensor.shape,
@@ -185,7 +188,7 @@ int run_run(const Parsed& args) {
   std::string output_dir = args.get("output-dir");
   if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = graph.outputs()[i]->name();
+    const std::string& name = output_names[i];
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + file_name_for(name) + ".pb";
       write_tensor_pb(path, outputs[i], name);
