@@ -108,6 +108,8 @@ void Tensor::check_access(size_t element_size, bool is_u16, DType requested) con
             (is_u16 && (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16));
   RNNC_CHECK(ok && element_size == dtype_size(dtype_), "typed access as ", dtype_name(requested),
              " to a ", dtype_name(dtype_), " tensor");
+  RNNC_CHECK(has_data(), "typed access to a ", dtype_name(dtype_), " tensor without data (a constant "
+             "a compiled block holds)");
 }
 
 std::vector<std::string>& Tensor::strings() {
@@ -221,6 +223,14 @@ void Tensor::alias(const Tensor& source, int64_t offset, const int64_t* shape, s
   strings_.reset();
   // The aliasing constructor: source's owner (none for a borrow), an address inside it.
   bytes_ = std::shared_ptr<uint8_t>(source.bytes_, source.bytes_.get() + offset * static_cast<int64_t>(dtype_size(dtype_)));
+}
+
+Tensor Tensor::without_data() const {
+  Tensor metadata;
+  metadata.dtype_ = dtype_;
+  metadata.shape_ = shape_;
+  metadata.numel_ = numel_;
+  return metadata;
 }
 
 void Tensor::drop_storage() {

@@ -121,6 +121,11 @@ class Tensor {
   // writable borrow becomes a read-only one) and reuses this tensor's shape storage, so a view
   // re-made every run allocates nothing.
   void alias(const Tensor& source, int64_t offset, const int64_t* shape, size_t rank);
+  // The same dtype and shape without the data: a constant whose data a compiled block holds in
+  // its own layout keeps its type in the graph, not a second copy. Typed access to it is an
+  // internal error.
+  Tensor without_data() const;
+  bool has_data() const { return bytes_ != nullptr || strings_ != nullptr || numel_ == 0; }
   // Drops the storage (an alias's hold on its source, so that source can be recycled) and
   // leaves this tensor undefined, keeping the shape's capacity for the next alias().
   void drop_storage();

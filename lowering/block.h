@@ -108,6 +108,10 @@ class ExecutionBlock {
   // Whether its outputs alias its inputs' storage (lower_view.h): the executor then drops them
   // after each run, unless they are graph outputs, so the inputs' producers can recycle theirs.
   virtual bool aliases_input() const { return false; }
+  // Whether run() never reads its nodes' graph constants: everything it needs of them was copied
+  // or shared into the block when it was lowered (Halide arguments, packed recurrent weights).
+  // The program may then release those constants' data from the graph.
+  virtual bool holds_its_constants() const { return false; }
 
   // The tensor a node of this block reads for `value`: a folded constant, or the BlockIO input
   // bound to it; nullptr when it is neither.

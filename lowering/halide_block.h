@@ -114,6 +114,7 @@ class HalideBlock : public ExecutionBlock {
 
   std::string kind() const override { return kind_; }
   void run(BlockIO& io) const override;
+  bool holds_its_constants() const override { return true; }  // Argument::constant
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override;  // halide_block_aot.cc
   std::vector<OverflowCounts> overflow_counts() const override;
 

@@ -70,6 +70,8 @@ class RecurrentBlock : public ExecutionBlock {
   std::string kind() const override;
   // All directions, one after the other, each with its projection over the whole sequence.
   void run(BlockIO& io) const override;
+  // W, R, B, P are packed at lowering; sequence_lens and initial states are kept as tensors.
+  bool holds_its_constants() const override { return true; }
   // A forward, single-direction node without sequence_lens, X seq-outermost: each chunk projects
   // its own time rows and runs its steps, so a following layer can start on them.
   bool chunkable() const override;

@@ -69,6 +69,7 @@ class NodeConventionBlock : public ExecutionBlock {
 
   std::string kind() const override { return inner_->kind(); }
   std::vector<OverflowCounts> overflow_counts() const override { return inner_->overflow_counts(); }
+  bool holds_its_constants() const override { return inner_->holds_its_constants(); }
 
   // After the partition's inputs and outputs are known: where each node slot comes from and goes.
   void bind() {
@@ -257,6 +258,48 @@ std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* 
   return make_reference_block(spec);
 }
 
+// Releases the data of the graph's constants (initializers and folded values; not graph inputs
+// or outputs) that no block reads from the graph at run time: their only readers are blocks that
+// hold their own copies (packed recurrent weights, Halide arguments), so the graph's data would
+// stay resident twice. Called after each block is lowered, so a model's weights are held about
+// once, plus one layer's, while it compiles. The values keep their dtype and shape.
+class HeldConstantRelease {
+ public:
+  explicit HeldConstantRelease(const Graph& graph)
+      : kept_(graph.outputs().begin(), graph.outputs().end()) {
+    // Values nested graphs read have no use record: they stay.
+    for (const auto& node : graph.nodes()) {
+      for (const Graph* sub : node->subgraphs()) {
+        for (const Value* value : captured_values(*sub)) kept_.insert(value);
+      }
+    }
+  }
+
+  void after_lowering(const ExecutionBlock& block) {
+    if (!block.holds_its_constants()) return;
+    for (const Node* node : block.nodes) holding_.insert(node);
+    for (const Node* node : block.nodes) {
+      for (Value* value : node->inputs()) {
+        if (!value || !value->is_constant() || value->is_graph_input() || kept_.count(value) ||
+            !value->constant()->has_data()) {
+          continue;
+        }
+        bool held = true;
+        for (const Use& use : value->uses()) held = held && holding_.count(use.node);
+        if (!held) continue;
+        released_bytes_ += value->constant()->nbytes();
+        value->set_constant(std::make_shared<const Tensor>(value->constant()->without_data()));
+      }
+    }
+  }
+  size_t released_bytes() const { return released_bytes_; }
+
+ private:
+  std::set<const Value*> kept_;
+  std::set<const Node*> holding_;  // nodes of lowered blocks that hold their constants
+  size_t released_bytes_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options) {
@@ -271,12 +314,15 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Progr
     program->cache_->set_keep_objects(options.keep_objects);
     program->cache_->set_count_overflow(options.count_overflow);
   }
+  HeldConstantRelease release(*model->graph);
   for (const BlockSpec& spec : partition_graph(*model->graph)) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
     assign_block_io(*block, *model->graph);
     if (auto* recurrent = dynamic_cast<NodeConventionBlock*>(block.get())) recurrent->bind();
+    if (options.release_held_constants) release.after_lowering(*block);
     program->blocks_.push_back(std::move(block));
   }
+  program->released_constant_bytes_ = release.released_bytes();
   program->model_ = std::move(model);
   return program;
 }

@@ -26,6 +26,9 @@ struct ProgramOptions {
   bool reference_only = false;  // every block on reference kernels (debugging)
   bool keep_objects = false;    // keep the kernels' object files (ahead-of-time export, aot/)
   bool count_overflow = false;  // quantized kernels count overflows (Program::overflow_report)
+  // Release from the graph the data of constants that only blocks holding their own copies read
+  // (Program::released_constant_bytes); not for ahead-of-time export, which writes the graph's.
+  bool release_held_constants = false;
 };
 
 class Program {
@@ -44,12 +47,15 @@ class Program {
   std::string overflow_report() const;
   // The kernel cache the blocks were compiled through (nullptr for a reference-only program).
   HalideCache* kernel_cache() const { return cache_.get(); }
+  // ProgramOptions::release_held_constants: the bytes of constant data the graph let go of.
+  size_t released_constant_bytes() const { return released_constant_bytes_; }
 
  private:
   friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const ProgramOptions&);
   std::unique_ptr<Model> model_;
   std::shared_ptr<HalideCache> cache_;
   std::vector<std::unique_ptr<ExecutionBlock>> blocks_;
+  size_t released_constant_bytes_ = 0;
 };
 
 std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options);

@@ -224,6 +224,7 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   program_options.target = options.target;
   program_options.reference_only = options.reference;
   program_options.count_overflow = options.count_overflow;
+  program_options.release_held_constants = true;  // only what runs stays resident
   program_options.specialization =
       specialization_of(*model, options.fixed_dims, options.fixed_inputs);
   if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);

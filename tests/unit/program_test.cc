@@ -104,6 +104,59 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
 namespace rnnc {
 namespace {
 
+// With release_held_constants (the runtime's setting) the graph lets go of the data of constants
+// that only blocks holding their own copies read (the LSTMs' packed W and R): the program still
+// computes the same outputs bit for bit, and every constant a block reads from the graph at run
+// time keeps its data.
+TEST(Program, ReleasesTheGraphCopyOfConstantsItsBlocksHold) {
+  const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";
+  std::map<std::string, Tensor> inputs{
+      {"features", read_npy(RNNC_SOURCE_DIR "/models/demo/input.npy")}};
+  auto kept = compile_model(import_onnx_file(path), test_options());
+  EXPECT_EQ(kept->released_constant_bytes(), 0u);
+  ProgramOptions options = test_options();
+  options.release_held_constants = true;
+  auto released = compile_model(import_onnx_file(path), options);
+
+  size_t recurrent_weight_bytes = 0;
+  for (const auto& block : released->blocks()) {
+    for (const Node* node : block->nodes) {
+      for (const Value* value : node->inputs()) {
+        if (!value || !value->is_constant() || value->is_graph_input()) continue;
+        if (!block->holds_its_constants()) {
+          EXPECT_TRUE(value->constant()->has_data()) << block->kind() << " reads " << value->name();
+        }
+      }
+      if (node->op_type() == "LSTM" && block->holds_its_constants()) {
+        for (size_t input : {1, 2}) {  // W, R
+          const Value* weight = node->input(input);
+          EXPECT_FALSE(weight->constant()->has_data()) << weight->name();
+          EXPECT_EQ(weight->constant()->rank(), 3) << weight->name() << " keeps its shape";
+          recurrent_weight_bytes += weight->constant()->nbytes();
+        }
+      }
+    }
+  }
+  EXPECT_GT(recurrent_weight_bytes, 0u);
+  EXPECT_GE(released->released_constant_bytes(), recurrent_weight_bytes);
+  std::vector<Tensor> expected = kept->run(inputs);
+  std::vector<Tensor> actual = released->run(inputs);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_TRUE(actual[i].bitwise_equal(expected[i])) << i;
+}
+
+TEST(Program, AReferenceOnlyProgramReleasesNothing) {
+  ProgramOptions options = test_options();
+  options.release_held_constants = true;
+  options.reference_only = true;
+  auto program = compile_model(import_onnx_file(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx"),
+                               options);
+  EXPECT_EQ(program->released_constant_bytes(), 0u);
+  for (const Value* value : program->model().graph->initializers()) {
+    EXPECT_TRUE(value->constant()->has_data()) << value->name();
+  }
+}
+
 // `rnnc plan` reports per block whether it compiled (and how long) or came from the kernel cache.
 TEST(Program, BlocksReportCompileTimeOrCacheHits) {
   const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";

@@ -69,3 +69,29 @@ TEST(TensorStorage, HugePageBackedGetsHugePagesWhenTheKernelGrantsThem) {
 
 }  // namespace
 }  // namespace rnnc
+
+namespace rnnc {
+namespace {
+
+// A constant whose data a compiled block holds keeps its dtype and shape in the graph; reading
+// its elements is our bug, reported as an internal error rather than a read through null.
+TEST(TensorStorage, WithoutDataKeepsTypeAndShapeAndRefusesTypedAccess) {
+  Tensor weights(DType::kFloat32, {2, 3});
+  Tensor metadata = weights.without_data();
+  EXPECT_TRUE(weights.has_data());
+  EXPECT_FALSE(metadata.has_data());
+  EXPECT_EQ(metadata.dtype(), DType::kFloat32);
+  EXPECT_EQ(metadata.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(metadata.nbytes(), 24u);
+  try {
+    (void)metadata.data<float>();
+    FAIL() << "typed access to a tensor without data";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(std::string(e.what()).find("tensor without data"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(Tensor(DType::kFloat32, {0}).without_data().has_data());  // nothing to hold
+}
+
+}  // namespace
+}  // namespace rnnc
