@@ -189,6 +189,8 @@ struct EngineResult {
   // The median of each timing round, in round order: engines timed in the same rounds pair up
   // round by round (the report's paired ratios), which cancels load that drifts between rounds.
   std::vector<double> round_medians_us;
+  // rnnc quantized at load: the quantization guard's decision (CompiledModel::quantization_summary).
+  std::string quantization;
 };
 
 struct WorkloadResult {
@@ -202,7 +204,8 @@ struct WorkloadResult {
   // speedup over sequential is measured whichever way kAuto's load-time profiling went.
   EngineResult rnnc_other;
   std::string rnnc_plan, rnnc_other_plan;
-  // Quantized paths (1 thread, LSTM/GRU workloads): rnnc with its default int8 quantization, and
+  // Quantized paths (1 thread, LSTM/GRU/Silero workloads): rnnc with its default quantization as a
+  // user loads it (the quantization guard on), and
   // ONNX Runtime's DynamicQuantizeLSTM model (LSTM only). Their accuracy: the largest |output -
   // float ONNX Runtime output| over the compared runs and outputs (-1: not measured).
   EngineResult rnnc_int8, ort_dqlstm;
@@ -378,6 +381,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   EngineOptions engine_options;
   engine_options.threads = threads;
   for (const InputSpec& input : workload.inputs) {
+    engine_options.input_shapes[input.name] = input.shape;
     if (input.fill == "const" && input.dtype == DType::kInt64 && input.shape.empty()) {
       engine_options.fixed_inputs[input.name] = {static_cast<int64_t>(input.value)};
     }
@@ -397,9 +401,13 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   RnncEngine rnnc_int8(Plan::kAuto, "default");
   OrtEngine ort_dqlstm;
   const bool quantized_paths = options.quant && threads == 1 &&
-                               (workload.family == "lstm" || workload.family == "gru");
+                               (workload.family == "lstm" || workload.family == "gru" ||
+                                workload.family == "silero");
   if (quantized_paths) {
     load_engine(rnnc_int8, path, engine_options, 1, result.rnnc_int8);
+    result.rnnc_int8.quantization = rnnc_int8.quantization_summary();
+    if (!result.rnnc_int8.quantization.empty())
+      log(progress + ": rnnc quantized: " + result.rnnc_int8.quantization);
     if (!workload.dqlstm_model.empty()) {
       const std::string dq_path =
           (std::filesystem::path(options.models_dir) / workload.dqlstm_model).string();
@@ -539,6 +547,7 @@ Json engine_json(const EngineResult& engine, const Workload& workload) {
   json.set("engine", engine.name);
   json.set("status", engine.status);
   if (!engine.error.empty()) json.set("error", engine.error);
+  if (!engine.quantization.empty()) json.set("quantization", engine.quantization);
   if (!engine.load_ms.empty()) {
     Json load = Json::object();
     std::vector<double> sorted = engine.load_ms;

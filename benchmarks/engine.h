@@ -25,6 +25,9 @@ struct EngineOptions {
   // (ModelOptions::fixed_inputs, as its users load such models); ONNX Runtime, which has no such
   // option, gets them as inputs at every run.
   std::map<std::string, std::vector<int64_t>> fixed_inputs;
+  // The workload's input shapes: rnnc's quantization guard measures on generated inputs of these
+  // sizes (ModelOptions::quantization_dims), as a user binds them with `rnnc run --dim`.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 };
 
 class Engine {

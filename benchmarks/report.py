@@ -486,7 +486,10 @@ def main():
         add("## Quantized, 1 thread: rnnc int8 against ONNX Runtime's DynamicQuantizeLSTM")
         add("")
         add("rnnc int8: `ModelOptions::quantization_config = \"default\"` (docs/quant.md: int8 "
-            "per-row weights, dynamic u8 activations per row, u8 x s8 -> s32 VNNI products). "
+            "per-row weights, dynamic u8 activations per row, u8 x s8 -> s32 VNNI products), loaded "
+            "as a user loads it: the quantization guard on, which keeps a node float or widens it "
+            "to 12 bits when the model's outputs would miss the error budget (the decision per "
+            "workload is listed below the table). "
             "DynamicQuantizeLSTM: the same weights scheme (int8 per output unit), written by "
             "models/make_workloads.py (ONNX Runtime has no quantized GRU). Error: max |output - "
             "float ONNX Runtime| over the compared runs; lower is better. Speedups are ratios of "
@@ -515,6 +518,12 @@ def main():
                 f"{fmt_paired(paired_ratios(result['rnnc_int8'], result.get('ort_dqlstm')), True)} | "
                 f"{err('rnnc_int8_max_abs_error')} | "
                 f"{err('ort_dqlstm_max_abs_error')} |")
+        add("")
+        add("The quantization guard's decision per workload (`CompiledModel::quantization_summary`):")
+        add("")
+        for workload, result in quantized:
+            decision = result["rnnc_int8"].get("quantization") or result["rnnc_int8"].get("error")
+            add(f"- {workload}: {decision or '-'}")
         add("")
 
     add("## Load time and memory")

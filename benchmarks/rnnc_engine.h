@@ -34,6 +34,9 @@ class RnncEngine final : public Engine {
   std::vector<Plan> plan_candidates() const {
     return model_ ? model_->plan_candidates() : std::vector<Plan>{plan_};
   }
+  // Quantized at load: the quantization guard's one line (nodes int8 / wider / float, measured
+  // error against the budget); "" for a float model.
+  std::string quantization_summary() const { return model_ ? model_->quantization_summary() : ""; }
 
  private:
   Plan plan_;
