@@ -81,8 +81,8 @@ class HalideCache {
 
   // Per-step kernels (the recurrent step, one call per time step) are compiled without Halide's
   // buffer checks (Target::NoAsserts): about 200 comparisons of the buffers' types, extents and
-  // strides against the layouts the kernel was compiled for, measured at ~0.3 us of a ~1.5 us
-  // int8 hidden-128 step. The runtime builds those buffers from the same schedule the kernel
+  // strides against the layouts the kernel was compiled for, a fifth of a small int8 step's time
+  // (docs/measurements.md). The runtime builds those buffers from the same schedule the kernel
   // pinned, once per run. set_step_asserts(true), or RNNC_STEP_ASSERTS=1 in the environment,
   // compiles them with the checks (a separate kernel variant): the lowering tests do, so every
   // buffer the runtime passes is checked against the kernel's contract there.

@@ -135,26 +135,20 @@ namespace {
 
 // One row per vector width.
 //   Step: per batch entry and k, a tile reads G * T floats of R into G * T / V vector
-//   accumulators held in registers across the k loop. R streams from L2 (256 KB per step for
-//   hidden 128); about 256 bytes per k keep enough independent FMA chains in flight to take it as
-//   fast as L2 delivers (measured at hidden 128, batch 1: AVX-512 T = 16, 32, 64 all ~1.7 us; AVX2
-//   T = 8 2.5 us, T = 16 1.8 us, T = 32 2.2 us). The batched step spends the rest of the register
-//   file on batch entries: each R vector loaded serves batch_tile entries (AVX2 has no registers
-//   left for it). A quantized batch-1 step's G * T / V accumulators are as many chains of
-//   dependent vpdpbusd (~5.5 cycles each) over a short k loop; it splits each into
-//   integer_step_split partial sums over interleaved k (AVX-512: 8 chains for an LSTM; int8
-//   lstm128 stacks 0.97x the time, gru256_l2 0.90x; docs/lowering.md).
+//   accumulators held in registers across the k loop. R streams from L2; about 256 bytes per k
+//   keep enough independent FMA chains in flight to take it as fast as L2 delivers. The batched
+//   step spends the rest of the register file on batch entries: each R vector loaded serves
+//   batch_tile entries (AVX2 has no registers left for it). A quantized batch-1 step's
+//   G * T / V accumulators are as many chains of dependent vpdpbusd over a short k loop; it
+//   splits each into integer_step_split partial sums over interleaved k (AVX-512: 8 chains for
+//   an LSTM).
 //   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
-//   fit the register file (measured [17 x 128] x [128 x 512]: AVX-512 2x6 10.2 us, 4x6 10.3 us,
-//   4x4 11.7 us, 2x8 13.5 us; AVX2 2x6 19.9 us, 3x4 22.6 us, 2x4 25.8 us). With the row tile
-//   staged (compile_input_projection) AVX-512 4x6 beats 2x6 by 2-3% on lstm128_l4 at batch 16
-//   and 64 and on nlp_bilstm4_h256 (medians of 8-10 interleaved runs). The integer projection
-//   keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation operands byte by byte
-//   (vpinsrb), and int8 lstm128_l4 ran 410 us instead of 192. A W over 1 MiB (read from L3 or
-//   DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 6-row tiles
-//   fetched each panel in their first row tile and left memory idle in the others
-//   (speech_lstm6_h608 int8 0.86x the time, nlp_bilstm4_h256 float 0.82x; docs/lowering.md
-//   "Streamed weights").
+//   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
+//   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
+//   operands byte by byte (vpinsrb). A W over 1 MiB (read from L3 or DRAM at every call) takes
+//   16 x 1 tiles with the next panel prefetched instead: 6-row tiles fetch each panel in their
+//   first row tile and leave memory idle in the others (docs/lowering.md "Streamed weights").
+//   The measurements behind each choice: docs/measurements.md, "Schedule tables".
 struct ScheduleRow {
   int vector_width;
   int step_floats;  // G * T: R floats per k iteration and batch entry
@@ -540,8 +534,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   // inward onto rows already computed. A single row (a streamed chunk of one step) is one row
   // tile of up to 4 column panels (8 independent accumulators on AVX-512) instead of a padded
   // tile: 6x fewer dot products. Each row streams all of W from L2, where a tile of 6 rows
-  // streams it once: from 2 rows on, the padded tile costs less (int8 lstm128_l1, seq 5: 13-14 us
-  // one row at a time, 8-12 us padded, in alternating runs).
+  // streams it once: from 2 rows on, the padded tile costs less (docs/measurements.md).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
   tile_projection(xw.specialize(xw.output_buffer().dim(1).extent() >= schedule.gemm_rows), schedule,
                   n, m, no, ni, mo, mi, panel, schedule.gemm_rows);

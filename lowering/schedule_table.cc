@@ -10,16 +10,13 @@ namespace rnnc {
 
 namespace {
 
-// Measured on this host (AMD EPYC, AVX-512) with a [17 x 128] x [128 x 512] GEMM, single thread:
-//   avx512  nr 32 (2 vectors) x mr 6: 12 zmm accumulators, 10.4 us; nr 64 x mr 6 10.8 us;
-//           nr 32 x mr 8 14.3 us (17 rows waste a third tile); nr 16 x mr 6 13.9 us.
-//   avx2    nr 16 (2 vectors) x mr 6: 12 ymm accumulators + 2 B vectors + 1 broadcast = 15 of 16
-//           registers, 20.4 us; nr 32 x mr 6 (24 accumulators) spills and runs 4x slower.
-// Elementwise loops are memory bound; two vectors per iteration hide the loop overhead.
-// Conv, positions vectorized: 4 output channels x 2 vectors share each input vector load over 8
-// accumulators. Channels vectorized: 2 vectors of channels x 6 positions (12 zmm accumulators;
-// AVX2 4 positions: 8 ymm + 2 weight vectors + 1 broadcast). Measured on Silero's convs (chunk
-// of 512 samples): the STFT conv [M=258, C=1, k=256, stride 128] 216 us positions-vectorized.
+// GEMM register tiles: nr columns (2 vectors) x mr 6 rows keeps 12 accumulators, the B vectors
+// and a broadcast within the register file (AVX2: 15 of 16 ymm; a wider tile spills); 8 rows
+// would waste a third tile on 17-row sequences. Elementwise loops are memory bound; two vectors
+// per iteration hide the loop overhead. Conv, positions vectorized: 4 output channels x 2 vectors
+// share each input vector load over 8 accumulators. Channels vectorized: 2 vectors of channels x
+// 6 positions (12 zmm accumulators; AVX2 4 positions: 8 ymm + 2 weight vectors + 1 broadcast).
+// The measurements behind each choice: docs/measurements.md, "Schedule tables".
 constexpr ArchTable kAvx512 = {"avx512", 16, 32, 6, 2, 2, 4, 2, 7, 2, 6};
 constexpr ArchTable kAvx2 = {"avx2", 8, 16, 6, 2, 2, 4, 1, 7, 2, 4};
 constexpr ArchTable kSse41 = {"sse41", 4, 16, 6, 2, 2, 4, 1, 7, 2, 4};

@@ -42,7 +42,7 @@ int64_t pipeline_chunk() {
 
 // How long a pipeline thread that finds none of its CPU's layers runnable waits before it takes
 // another CPU's: about what moving an h128 float layer's 512 KiB of weights between two cores'
-// caches costs here (~20 GB/s), so a steal never costs much more than the wait it ends.
+// caches costs at L3 speed, so a steal never costs much more than the wait it ends.
 constexpr std::chrono::microseconds kStealAfter{50};
 
 // One task arena per thread count for the whole process (see executor.h).

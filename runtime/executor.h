@@ -8,11 +8,10 @@
 //               chunk): every thread takes runnable chunks, preferring the layers whose last
 //               chunk ran on its CPU; layer k+1 acquires chunk c once layer k released it (a
 //               per-layer progress counter), so layer k+1 runs chunk c while layer k runs chunk
-//               c+1. Outputs are handed on by address (the chunk's rows), never copied. (A flow
-//               graph of serial per-layer nodes was tried first: oneTBB ran its chunk tasks
-//               depth-first on the calling thread - measured on the 4-layer h128 stack: all chunks
-//               on one thread at seq 17, two thirds at seq 100 - so the threads schedule the chunks
-//               themselves.)
+//               c+1. Outputs are handed on by address (the chunk's rows), never copied. The
+//               threads schedule the chunks themselves: a flow graph of serial per-layer nodes
+//               lets oneTBB run the chunk tasks depth-first on the calling thread, which
+//               serializes the layers.
 //
 // Memory: every value has a slot holding its tensor. A block's outputs from the previous run go
 // back to it for recycling (Tensor::recycle), and every block has its own Workspace, so once

@@ -1,8 +1,8 @@
 // PlanChooser: the kAuto plan of a threaded model, chosen per input shape from timed duels.
 //
-// Which plan wins depends on the shape of a run, not only on the model: on this 2-core host the
-// pipeline plan ran a 4-layer h128 LSTM at seq 17 batch 1 0.93x as fast as the sequential plan,
-// and the same model at seq 100 1.75x, at batch 16 1.50x as fast (docs/benchmarks.md). A
+// Which plan wins depends on the shape of a run, not only on the model: on 2 cores the pipeline
+// plan runs a 4-layer h128 LSTM at seq 17 batch 1 slower than the sequential plan and the same
+// model at seq 100 or batch 16 much faster (docs/measurements.md, "Plans per shape"). A
 // decision taken once at load on one nominal shape was wrong for those shapes. So a model loaded
 // with kAuto and threads > 1 keeps both executors, and each shape bucket learns which is faster
 // from duels: four runs back to back, each plan once untimed (its weights move back into the
@@ -10,8 +10,8 @@
 // (overlapping / sequential) is one sample.
 //
 //   - the first kWarmups runs of each plan on a bucket (alternating) are not timed: workspaces
-//     grow, and the pipeline plan ran its first 3-4 runs up to 2.5x slower than its steady state
-//     (3.0, 3.4, 1.8, 1.6, 1.2 ms on a seq-100 stack), which decided duels;
+//     grow, and the pipeline plan's first 3-4 runs are up to 2.5x slower than its steady state,
+//     enough to decide duels;
 //   - then kSamples duels (who goes first alternates); the bucket runs the overlapping plan when
 //     the median ratio is below 1;
 //   - every kExploreEvery runs another duel, and the choice follows the median of the last
@@ -19,14 +19,13 @@
 //     machine's load, is revised.
 //
 // Why duels and a median of ratios: on a shared machine single runs of one plan and shape spread
-// from 2.8 to 13.5 ms here, in bursts that last many runs. Times of the two plans taken at
-// different moments (the first version compared the chosen plan's recent runs with the other
-// plan's older ones) then mostly compare the bursts: under load the bench's auto model switched
-// and stayed on the slower plan. Runs back to back see the same load, and the median of a few
-// duels drops the ones a burst split. Why the untimed run in each duel: after runs of the other
-// plan, an 8-layer h128 stack's 4 MiB of weights sit in the wrong core's L2 (the pipeline keeps
-// each layer on the core that last ran it), about 0.2 ms to move at L3 speed against a 0.6 ms run;
-// a duel without it compared one plan warm against the other cold.
+// over a factor of several, in bursts that last many runs. Times of the two plans taken at
+// different moments mostly compare the bursts, and a model under load can switch to the slower
+// plan and stay there. Runs back to back see the same load, and the median of a few duels drops
+// the ones a burst split. Why the untimed run in each duel: after runs of the other plan, a
+// stack's weights sit in the wrong core's L2 (the pipeline keeps each layer on the core that
+// last ran it), and moving them at L3 speed is a sizeable part of a run; a duel without it
+// compares one plan warm against the other cold. Measurements: docs/measurements.md.
 //
 // A shape bucket is the run's bound symbolic dims (Session's per-symbol values), each exact up to
 // 32 and rounded up to a power of two above (seq 100 and 120 share a bucket; 17 and 20 do not).
