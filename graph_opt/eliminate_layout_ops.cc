@@ -60,7 +60,6 @@ namespace rnnc {
 
 namespace {
 
-constexpr const char* kLayoutOf = "rnnc.layout_of";
 
 // ---- facts about a graph's values --------------------------------------------------------------
 
@@ -432,7 +431,7 @@ std::string slot_annotation(const Slot& slot) {
 }
 
 bool is_layout_annotation(const std::string& name) {
-  if (name == kLayoutOf) return true;
+  if (name == kLayoutOfAnnotation) return true;
   for (const Slot& slot : kInputSlots) {
     if (name == slot_annotation(slot)) return true;
   }
@@ -449,7 +448,7 @@ void fold_views_of(const Node& node, const Readers& readers, Marks& marks, PassS
   const bool batch_major = node.attr_int("layout", 0) == 1;
   auto claimed = [&](const Node* op) {
     auto it = marks.find(op);
-    return it != marks.end() && it->second.count(kLayoutOf) != 0;
+    return it != marks.end() && it->second.count(kLayoutOfAnnotation) != 0;
   };
   for (const Slot& slot : kInputSlots) {
     const Value* value = node.input(slot.index);
@@ -459,7 +458,7 @@ void fold_views_of(const Node& node, const Readers& readers, Marks& marks, PassS
     const ViewRule* rule =
         find_inverse_view_rule(batch_major ? slot.layout1 : slot.layout0, *producer);
     if (!rule || !is_transpose(*producer)) continue;
-    marks[producer][kLayoutOf] = node.name() + "." + slot.name;
+    marks[producer][kLayoutOfAnnotation] = node.name() + "." + slot.name;
     marks[&node][slot_annotation(slot)] = rule->from;
     ++stats["layout ops made views"];
   }
@@ -477,7 +476,7 @@ void fold_views_of(const Node& node, const Readers& readers, Marks& marks, PassS
       value = reader->output(0);
     }
     if (chain.empty()) continue;
-    for (const Node* op : chain) marks[op][kLayoutOf] = node.name() + "." + slot.name;
+    for (const Node* op : chain) marks[op][kLayoutOfAnnotation] = node.name() + "." + slot.name;
     marks[&node][slot_annotation(slot)] = layout;
     stats["layout ops made views"] += static_cast<int64_t>(chain.size());
   }

@@ -37,8 +37,6 @@ namespace rnnc {
 
 namespace {
 
-constexpr const char* kFusionGroup = "rnnc.fusion_group";
-constexpr const char* kFusionRoot = "rnnc.fusion_root";
 
 // Ops computing each output element from the same-index elements of their (broadcast) inputs.
 // clang-format off
@@ -213,15 +211,15 @@ bool mark_groups(Graph& graph, PassStats& stats) {
   for (const auto& node_ptr : graph.nodes()) {
     Node& node = *node_ptr;
     Annotation old;
-    if (node.has_attr(kFusionGroup)) old.group = node.attr_int(kFusionGroup, -1);
-    old.root = node.has_attr(kFusionRoot);
+    if (node.has_attr(kFusionGroupAnnotation)) old.group = node.attr_int(kFusionGroupAnnotation, -1);
+    old.root = node.has_attr(kFusionRootAnnotation);
     auto it = wanted.find(&node);
     const Annotation want = it == wanted.end() ? Annotation{} : it->second;
     if (old == want) continue;
-    node.remove_attr(kFusionGroup);
-    node.remove_attr(kFusionRoot);
-    if (want.group >= 0) node.set_attr(kFusionGroup, int_attr(want.group));
-    if (want.root) node.set_attr(kFusionRoot, int_attr(1));
+    node.remove_attr(kFusionGroupAnnotation);
+    node.remove_attr(kFusionRootAnnotation);
+    if (want.group >= 0) node.set_attr(kFusionGroupAnnotation, int_attr(want.group));
+    if (want.root) node.set_attr(kFusionRootAnnotation, int_attr(1));
     changed = true;
   }
   return changed;

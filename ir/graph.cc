@@ -9,15 +9,6 @@
 
 namespace rnnc {
 
-std::string Layout::to_string() const {
-  switch (kind) {
-    case Kind::kNative: return "native";
-    case Kind::kTiled: return cat("tiled(d", dim, ", ", tile, ")");
-    case Kind::kPermutedPadded: return cat("permuted_padded(d", dim, ", ", tile, ")");
-  }
-  return "native";
-}
-
 std::string QuantParams::to_string() const {
   std::ostringstream out;
   out << (is_signed ? "s" : "u") << bits << (symmetric ? " sym" : " asym");
@@ -29,7 +20,6 @@ std::string QuantParams::to_string() const {
 std::string TensorType::to_string() const {
   std::string out = dtype_name(dtype);
   out += shape ? shape_to_string(*shape) : "[?rank]";
-  if (!layout.is_native()) out += " layout=" + layout.to_string();
   if (quant) out += " quant=<" + quant->to_string() + ">";
   return out;
 }

@@ -2,10 +2,10 @@
 //
 // A Value is a tensor edge with one producer (a node output, a graph input or an initializer) and
 // any number of uses. Its TensorType carries what later stages plan with: the element type, a shape
-// whose dims may be symbolic (dynamic axes), the data layout chosen by lowering, and quantization
-// parameters set by quant/. A Graph owns its nodes (kept in topological order) and values. Nested
-// graphs (If/Loop/Scan bodies) are owned by their node's attribute; a node inside them may use a
-// Value of an enclosing graph directly (an outer-scope reference), exactly as ONNX scoping says.
+// whose dims may be symbolic (dynamic axes), and quantization parameters set by quant/. A Graph
+// owns its nodes (kept in topological order) and values. Nested graphs (If/Loop/Scan bodies) are
+// owned by their node's attribute; a node inside them may use a Value of an enclosing graph
+// directly (an outer-scope reference), exactly as ONNX scoping says.
 #pragma once
 
 #include <cstdint>
@@ -25,24 +25,6 @@ namespace rnnc {
 class Graph;
 class Node;
 
-// Physical arrangement of a tensor's elements, decided by lowering (native until then).
-//   kNative          row-major in the logical dim order;
-//   kTiled           logical dim `dim` split into tiles of `tile` elements: the tile index becomes
-//                    the outermost dim and the element within a tile the innermost;
-//   kPermutedPadded  dim `dim` moved innermost and padded with zeros to a multiple of `tile`.
-struct Layout {
-  enum class Kind { kNative, kTiled, kPermutedPadded };
-  Kind kind = Kind::kNative;
-  int dim = -1;
-  int64_t tile = 0;
-
-  bool is_native() const { return kind == Kind::kNative; }
-  bool operator==(const Layout& other) const {
-    return kind == other.kind && dim == other.dim && tile == other.tile;
-  }
-  std::string to_string() const;  // "native", "tiled(d1, 16)", "permuted_padded(d0, 16)"
-};
-
 // Linear quantization of a tensor: real = scale * (q - zero_point).
 struct QuantParams {
   enum class Granularity { kTensor, kAxis };  // kAxis: one (scale, zero point) per index of axis
@@ -61,11 +43,10 @@ struct QuantParams {
 struct TensorType {
   DType dtype = DType::kUndefined;
   std::optional<Shape> shape;  // nullopt: rank unknown
-  Layout layout;
   std::shared_ptr<const QuantParams> quant;
 
   int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
-  std::string to_string() const;  // "f32[seq, batch, 128]", "i64[?rank]", with layout/quant suffix
+  std::string to_string() const;  // "f32[seq, batch, 128]", "i64[?rank]", with a quant suffix
 };
 
 struct Use {
@@ -108,6 +89,11 @@ class Value {
 // Node attributes whose names start with this are rnnc compiler annotations (analysis results such
 // as fusion groups): printed and parsed with the IR text, never semantic, dropped by ONNX export.
 constexpr const char* kAnnotationPrefix = "rnnc.";
+// The annotations graph_opt writes for lowering (graph_opt/fusion_groups.h,
+// graph_opt/eliminate_layout_ops.h say what they mean).
+constexpr const char* kFusionGroupAnnotation = "rnnc.fusion_group";
+constexpr const char* kFusionRootAnnotation = "rnnc.fusion_root";
+constexpr const char* kLayoutOfAnnotation = "rnnc.layout_of";
 
 struct Attribute {
   enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors,

@@ -79,7 +79,6 @@ std::string type_text(const TensorType& type) {
   } else {
     out += "[?rank]";
   }
-  if (!type.layout.is_native()) out += " layout=" + type.layout.to_string();
   if (type.quant) out += " quant=<" + type.quant->to_string() + ">";
   return out;
 }

@@ -769,7 +769,7 @@ class TextParser {
     skip_space();
     size_t tensor_at = pos_;
     Tensor data = parse_tensor(cat("the default of '%", name, "'"));
-    TensorType data_type{data.dtype(), shape_from_values(data.shape()), {}, {}};
+    TensorType data_type{data.dtype(), shape_from_values(data.shape()), {}};
     if (data_type.to_string() != input->type.to_string()) {
       fail_at(tensor_at, cat("the default of '%", name, "' is ", data_type.to_string(),
                              " but the input is declared ", input->type.to_string()));

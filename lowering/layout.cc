@@ -7,6 +7,16 @@
 
 namespace rnnc {
 
+std::string Layout::to_string() const {
+  switch (kind) {
+    case Kind::kNative: return "native";
+    case Kind::kTiled: return cat("tiled(d", dim, ", ", tile, ")");
+    case Kind::kPermutedPadded: return cat("permuted_padded(d", dim, ", ", tile, ")");
+  }
+  return "native";
+}
+
+
 namespace {
 
 

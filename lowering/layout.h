@@ -1,6 +1,6 @@
 // The one layout abstraction lowering reads constant tensors through: lowering code indexes the
 // logical tensor (its native ONNX shape, row-major), and a LayoutMap says where that element sits
-// in the physical array the layout (ir/graph.h Layout) arranges. Weights are marshaled into their
+// in the physical array the layout (Layout, below) arranges. Weights are marshaled into their
 // layout once, at lowering time, by the same map.
 //
 //   native                  [d0, ..., dn-1] as is;
@@ -29,6 +29,24 @@
 #include "ir/graph.h"
 
 namespace rnnc {
+
+// Physical arrangement of a tensor's elements, chosen by lowering for the constants it marshals.
+//   kNative          row-major in the logical dim order;
+//   kTiled           logical dim `dim` split into tiles of `tile` elements: the tile index becomes
+//                    the outermost dim and the element within a tile the innermost;
+//   kPermutedPadded  dim `dim` moved innermost and padded with zeros to a multiple of `tile`.
+struct Layout {
+  enum class Kind { kNative, kTiled, kPermutedPadded };
+  Kind kind = Kind::kNative;
+  int dim = -1;
+  int64_t tile = 0;
+
+  bool is_native() const { return kind == Kind::kNative; }
+  bool operator==(const Layout& other) const {
+    return kind == other.kind && dim == other.dim && tile == other.tile;
+  }
+  std::string to_string() const;  // "native", "tiled(d1, 16)", "permuted_padded(d0, 16)"
+};
 
 class LayoutMap {
  public:

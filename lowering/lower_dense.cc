@@ -23,8 +23,8 @@ using Halide::TailStrategy;
 using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kGemmVersion = "rnnc gemm v1";
-constexpr const char* kConvVersion = "rnnc conv v5";
+constexpr const char* kGemmKey = "rnnc gemm";
+constexpr const char* kConvKey = "rnnc conv";
 
 std::optional<int64_t> known(const Dim& dim) {
   return dim.is_known() ? std::optional<int64_t>(dim.value()) : std::nullopt;
@@ -326,7 +326,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   }
   if (group.normalizer && !n_known) block->extent_params_ = {rank - 1};
 
-  std::string key = cat(kGemmVersion, "\n", group_signature(group), weights ? "weights" : "",
+  std::string key = cat(kGemmKey, "\n", group_signature(group), weights ? "weights" : "",
                         " K=", known_text(k_known), " N=", known_text(n_known), "\n");
   if (b_layout) key += b_layout->to_string() + "\n";
   for (const HalideBlock::Argument& argument : block->arguments_) {
@@ -605,7 +605,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   }
   size_t first_epilogue = bias_buffer ? 3 : 2;
 
-  std::string key = cat(kConvVersion, "\n", group_signature(group), w_layout.to_string(), "\n");
+  std::string key = cat(kConvKey, "\n", group_signature(group), w_layout.to_string(), "\n");
   for (const ConvAxis& axis : axes) {
     key += cat("axis k=", axis.kernel, " s=", axis.stride, " d=", axis.dilation,
                " p=", axis.pad_begin, ",", axis.pad_end, "\n");

@@ -21,7 +21,7 @@ using Halide::TailStrategy;
 using Halide::Var;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kQuantizedGemmVersion = "rnnc int8 gemm v3";
+constexpr const char* kQuantizedGemmKey = "rnnc int8 gemm";
 // u8 x s8 products summed in int32 are exact up to this K: K * 255 * 128 < 2^31.
 constexpr int64_t kMaxExactK = ((int64_t{1} << 31) - 1) / (255 * 128);
 // Halide without LargeBuffers: every buffer below 2 GB.
@@ -150,7 +150,7 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
     block->overflow_ = counts;
   }
   std::string key =
-      cat(kQuantizedGemmVersion, "\n", group_signature(group), "K=", k_size, " N=", n_size,
+      cat(kQuantizedGemmKey, "\n", group_signature(group), "K=", k_size, " N=", n_size,
           " activations ", quant.to_string(), zero_points ? " weight_zero_points" : "",
           count_overflow ? " count_overflow" : "", "\n");
   for (const HalideBlock::Argument& argument : block->arguments_) {

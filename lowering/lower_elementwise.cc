@@ -17,7 +17,7 @@ namespace {
 using Halide::Expr;
 
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
-constexpr const char* kElementwiseVersion = "rnnc elementwise v4";
+constexpr const char* kElementwiseKey = "rnnc elementwise";
 
 const std::set<std::string> kRoots = {"MatMul", "Gemm", "Conv"};
 const std::set<std::string> kNormalizers = {"Softmax", "LogSoftmax"};
@@ -547,7 +547,7 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
   ElementwiseSchedule schedule =
       choose_elementwise_schedule(arch_table(cache.target()), DType::kFloat32, inner_extent);
 
-  std::string key = cat(kElementwiseVersion, "\n", group_signature(group));
+  std::string key = cat(kElementwiseKey, "\n", group_signature(group));
   for (const HalideBlock::Argument& argument : block->arguments_) {
     key += view_to_string(argument.view) + "\n";
   }

@@ -16,8 +16,8 @@ using Halide::Func;
 using Halide::RDom;
 using Halide::Var;
 
-constexpr const char* kNormalizerVersion = "rnnc normalizer v1";
-constexpr const char* kReductionVersion = "rnnc reduction v1";
+constexpr const char* kNormalizerKey = "rnnc normalizer";
+constexpr const char* kReductionKey = "rnnc reduction";
 
 Expr initial_value(RowOp op) {
   switch (op) {
@@ -186,7 +186,7 @@ std::unique_ptr<ExecutionBlock> lower_normalizer_group(const FusionGroup& group,
   RowReduceSchedule schedule =
       choose_row_reduce_schedule(arch_table(cache.target()), DType::kFloat32);
 
-  std::string key = cat(kNormalizerVersion, "\n", group_signature(group));
+  std::string key = cat(kNormalizerKey, "\n", group_signature(group));
   for (const HalideBlock::Argument& argument : block->arguments_) {
     key += view_to_string(argument.view) + "\n";
   }
@@ -365,7 +365,7 @@ std::unique_ptr<ExecutionBlock> lower_reduction(const FusionGroup& group, Halide
   ElementwiseSchedule out_schedule =
       choose_elementwise_schedule(arch, DType::kFloat32, inner_extent);
 
-  std::string key = cat(kReductionVersion, "\n", node.op_type(), " keepdims=", keepdims, " in ",
+  std::string key = cat(kReductionKey, "\n", node.op_type(), " keepdims=", keepdims, " in ",
                         view_to_string(argument.view), " out ", view_to_string(block->output_view_),
                         " lanes=", lanes, " ", out_schedule.to_string());
 

@@ -55,12 +55,12 @@ namespace {
 // graph_opt marked as views of it), its fusion group's, or its own.
 std::string block_key(const Node& node, size_t position) {
   if (is_recurrent(node)) return "recurrent:" + node.name();
-  if (const Attribute* a = node.find_attr(std::string(kAnnotationPrefix) + "layout_of")) {
+  if (const Attribute* a = node.find_attr(kLayoutOfAnnotation)) {
     if (a->kind == Attribute::Kind::kString) {
       return "recurrent:" + a->s.substr(0, a->s.rfind('.'));
     }
   }
-  if (const Attribute* a = node.find_attr(std::string(kAnnotationPrefix) + "fusion_group")) {
+  if (const Attribute* a = node.find_attr(kFusionGroupAnnotation)) {
     if (a->kind == Attribute::Kind::kInt) return cat("fusion:", a->i);
   }
   return cat("node:", position);

@@ -30,7 +30,7 @@ const char* const kOutputSlots[] = {"y", "y_h", "y_c"};
 
 bool is_view_of(const Node* node, const std::string& target) {
   if (!node) return false;
-  const Attribute* a = node->find_attr(std::string(kAnnotationPrefix) + "layout_of");
+  const Attribute* a = node->find_attr(kLayoutOfAnnotation);
   return a && a->kind == Attribute::Kind::kString && a->s == target;
 }
 

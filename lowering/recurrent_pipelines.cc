@@ -452,7 +452,7 @@ int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_
 }
 
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent input projection v15 f32 n=", cell.gates.size() * schedule.padded_hidden,
+  return cat("recurrent input projection f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
              cell.quant ? " quant(" + cell.quant->key() + ")" : "");
 }
@@ -646,7 +646,7 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
 // ---- recurrent step ----------------------------------------------------------------------------
 
 std::string recurrent_step_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
-  return cat("recurrent step v9 f32 ", cell.step_key(), " ", schedule.key());
+  return cat("recurrent step f32 ", cell.step_key(), " ", schedule.key());
 }
 
 namespace {

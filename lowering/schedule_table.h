@@ -15,6 +15,7 @@
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "lowering/layout.h"
 
 namespace Halide {
 struct Target;

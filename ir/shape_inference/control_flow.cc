@@ -97,8 +97,8 @@ void infer_loop(InferenceContext& context) {
     if (body_input->type.dtype == DType::kUndefined) body_input->type.dtype = type.dtype;
     if (!body_input->type.shape) body_input->type.shape = type.shape;
   };
-  TensorType iteration{DType::kInt64, Shape{}, {}, {}};
-  TensorType condition{DType::kBool, Shape{}, {}, {}};
+  TensorType iteration{DType::kInt64, Shape{}, {}};
+  TensorType condition{DType::kBool, Shape{}, {}};
   bind(body.inputs()[0], iteration);
   bind(body.inputs()[1], condition);
   for (size_t k = 0; k < carried; ++k) bind(body.inputs()[k + 2], context.input_type(k + 2));

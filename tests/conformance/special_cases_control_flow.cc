@@ -78,13 +78,13 @@ void loop(Draft& draft) {
     Value* outer_x = graph.find_value("x");
     auto body = std::make_shared<Graph>("body", &graph);
     Value* iteration =
-        body->add_input("body_iteration", TensorType{DType::kInt64, Shape{}, {}, {}});
-    body->add_input("body_cond_in", TensorType{DType::kBool, Shape{}, {}, {}});
+        body->add_input("body_iteration", TensorType{DType::kInt64, Shape{}, {}});
+    body->add_input("body_cond_in", TensorType{DType::kBool, Shape{}, {}});
     Shape dims;
     for (int64_t d : shape) dims.push_back(Dim(d));
     std::vector<Value*> carried_in;
     for (size_t k = 0; k < carried; ++k) {
-      carried_in.push_back(body->add_input(cat("body_v", k), TensorType{type, dims, {}, {}}));
+      carried_in.push_back(body->add_input(cat("body_v", k), TensorType{type, dims, {}}));
     }
     Node* limit = body->add_node("Constant", "body_limit", {}, {"body_k"}, opset);
     Attribute value;

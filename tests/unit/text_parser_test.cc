@@ -247,7 +247,7 @@ TEST(TextParser, RoundTripsNamesThatNeedQuoting) {
   model.opsets[""] = 14;
   model.graph = std::make_unique<Graph>("main graph");
   Graph& graph = *model.graph;
-  TensorType type{DType::kFloat32, Shape{Dim::symbol("batch size"), Dim(2)}, {}, {}};
+  TensorType type{DType::kFloat32, Shape{Dim::symbol("batch size"), Dim(2)}, {}};
   Value* x = graph.add_input("input 0", type);
   Value* bias = graph.add_initializer("onnx::Add_3", Tensor::from_vector<float>({2}, {1, 2}));
   Node* add = graph.add_node("Add", "it's \"add\"", {x, bias}, {"input:0"}, 14);
