@@ -427,7 +427,7 @@ const Slot kOutputSlots[] = {
 };
 
 std::string slot_annotation(const Slot& slot) {
-  return std::string(kAnnotationPrefix) + slot.name + "_layout";
+  return slot_layout_annotation(slot.name);
 }
 
 bool is_layout_annotation(const std::string& name) {

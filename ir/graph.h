@@ -94,6 +94,11 @@ constexpr const char* kAnnotationPrefix = "rnnc.";
 constexpr const char* kFusionGroupAnnotation = "rnnc.fusion_group";
 constexpr const char* kFusionRootAnnotation = "rnnc.fusion_root";
 constexpr const char* kLayoutOfAnnotation = "rnnc.layout_of";
+// The layout a recurrent node reads or writes one of its tensors in ("x", "y", "y_h", ...):
+// rnnc.<slot>_layout.
+inline std::string slot_layout_annotation(const std::string& slot) {
+  return std::string(kAnnotationPrefix) + slot + "_layout";
+}
 
 struct Attribute {
   enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors,

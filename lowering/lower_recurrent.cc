@@ -349,7 +349,7 @@ RecurrentLayouts annotated_recurrent_layouts(const Node& node) {
                                                         {"y_h", &layouts.y_h},
                                                         {"y_c", &layouts.y_c}};
   for (const auto& [slot, layout] : slots) {
-    const std::string name = cat(kAnnotationPrefix, slot, "_layout");
+    const std::string name = slot_layout_annotation(slot);
     if (node.has_attr(name)) *layout = node.attr_string(name, *layout);
   }
   return layouts;

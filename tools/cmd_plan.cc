@@ -1,8 +1,12 @@
-// rnnc plan: how a model is compiled - its execution blocks, their nodes, plans and costs.
+// rnnc plan: how a model is compiled - its execution blocks, their nodes, plans and costs. Reads
+// ONNX or the IR text form, so the partitioner's and the lowerings' decisions have text tests
+// (tests/lowering/*.ir).
 #include <iostream>
 
-#include "rnnc/rnnc.h"
 #include "ir/error.h"
+#include "ir/onnx_export.h"
+#include "ir/text_parser.h"
+#include "rnnc/rnnc.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -17,7 +21,15 @@ int run_plan(const Parsed& args) {
   options.threads = static_cast<int>(args.get_int("threads", 1));
   options.plan = parse_plan(args.get("plan", "auto"));
   options.expose_recurrent_state = false;
-  std::cout << CompiledModel::load(args.positional[0], options)->describe();
+  const std::string& path = args.positional[0];
+  std::shared_ptr<const CompiledModel> model;
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".ir") == 0) {
+    const std::string bytes = export_onnx_bytes(*parse_model_text_file(path));
+    model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+  } else {
+    model = CompiledModel::load(path, options);
+  }
+  std::cout << model->describe();
   return 0;
 }
 
@@ -28,7 +40,8 @@ const Command kPlanCommand{
     "rnnc plan MODEL [--threads N] [--plan auto|sequential|parallel|pipeline] [--target T] "
     "[--cache-dir DIR]",
     "Compile a model and print its execution blocks (kind, nodes, plan per dynamic axis, cost),\n"
-    "the executor's plan and the chains of recurrent layers it pipelines.",
+    "the executor's plan and the chains of recurrent layers it pipelines. MODEL is an ONNX file,\n"
+    "or IR text (the form `rnnc info --ir` prints) if it ends in .ir.",
     {
         {"threads", "N", "executor threads (default 1)"},
         {"plan", "P", "auto (default: pipeline with threads > 1 and a layer chain), sequential, "
