@@ -77,6 +77,10 @@ rnnc_status status_of(rnnc::ErrorKind kind) {
       return RNNC_IO_ERROR;
     case rnnc::ErrorKind::kInternal:
       return RNNC_INTERNAL_ERROR;
+    case rnnc::ErrorKind::kOverloaded:
+      return RNNC_OVERLOADED;
+    case rnnc::ErrorKind::kCancelled:
+      return RNNC_CANCELLED;
   }
   return RNNC_INTERNAL_ERROR;
 }
@@ -343,6 +347,10 @@ const char* rnnc_status_name(rnnc_status status) {
       return "internal error";
     case RNNC_INVALID_ARGUMENT:
       return "invalid argument";
+    case RNNC_OVERLOADED:
+      return "overloaded";
+    case RNNC_CANCELLED:
+      return "cancelled";
   }
   return "unknown status";
 }
