@@ -238,6 +238,8 @@ class Session {
 
  private:
   friend class CompiledModel;
+  friend Session new_generic_session(const CompiledModel&,
+                                     const std::vector<std::pair<std::string, std::string>>&);
   explicit Session(std::unique_ptr<Impl> impl);
   const std::vector<NamedTensor>& run_views(const std::vector<NamedTensor>& inputs);
   void run_into_buffers(const std::vector<NamedTensor>& inputs,
