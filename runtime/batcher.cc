@@ -741,8 +741,12 @@ void BatchStream::reset() {
 
 void BatchStream::close() {
   if (!state_) return;
-  std::lock_guard<std::mutex> lock(state_->batcher->mutex);
-  state_->closed = true;
+  {
+    std::lock_guard<std::mutex> lock(state_->batcher->mutex);
+    state_->closed = true;
+  }
+  // A forming batch may have been waiting for this stream to join.
+  state_->batcher->work_ready.notify_all();
 }
 
 void BatchStream::wait() const {
