@@ -313,8 +313,9 @@ class BatchStream {
   ~BatchStream();  // close()
 
   // Queues a chunk (inputs copied during the call; state inputs left out, as for Session::run)
-  // and returns at once. `done` is called exactly once, on a batcher thread (keep it short; it
-  // may submit again), with the outputs or a kCancelled error. Throws rnnc::Error, without
+  // and returns at once. `done` is called exactly once, on a batcher thread, with the outputs or
+  // a kCancelled error; keep it short: it may submit again, but must not wait for results
+  // (wait(), a future's get()), which need that thread. Throws rnnc::Error, without
   // queuing or calling `done`, when the chunk is invalid (kInvalidInput, Session::run's message),
   // the queue is full (kOverloaded) or the stream is closed (kInvalidInput).
   void submit(const std::vector<NamedTensor>& inputs, std::function<void(ChunkResult)> done);
