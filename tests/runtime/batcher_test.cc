@@ -55,7 +55,8 @@ struct StreamModel {
   std::vector<NamedTensor> inputs(Chunk& chunk) const {
     std::vector<NamedTensor> named = constant_inputs;
     for (size_t i = 0; i < float_inputs.size(); ++i) {
-      named.push_back({float_inputs[i], {ElementType::kFloat32, chunk.shapes[i], chunk.data[i].data()}});
+      named.push_back(
+          {float_inputs[i], {ElementType::kFloat32, chunk.shapes[i], chunk.data[i].data()}});
     }
     return named;
   }
@@ -148,8 +149,7 @@ struct Script {
 // 64 streams from 8 threads: each thread keeps up to 3 streams open at a time, opening the next
 // when one closes, and submits each stream's chunks a few at a time without waiting for them (so
 // a stream has several chunks queued); every result equals the stream's own Session run.
-void run_streams(const StreamModel& streams, testing::Tolerance tolerance,
-                 int stream_count = 64) {
+void run_streams(const StreamModel& streams, testing::Tolerance tolerance, int stream_count = 64) {
   constexpr int kThreads = 8;
   std::mt19937 rng(7);
   std::vector<Script> scripts(static_cast<size_t>(stream_count));
@@ -163,7 +163,8 @@ void run_streams(const StreamModel& streams, testing::Tolerance tolerance,
   options.max_batch = 16;
   options.max_wait_us = 1000;
   StreamBatcher batcher(streams.model, options);
-  std::vector<std::vector<std::vector<CompiledModel::Output>>> results(static_cast<size_t>(stream_count));
+  std::vector<std::vector<std::vector<CompiledModel::Output>>> results(
+      static_cast<size_t>(stream_count));
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -242,9 +243,9 @@ TEST(StreamBatcher, SileroStreamsEqualGenericSessionsBitForBit) {
 TEST(StreamBatcher, DerivesBatchAxesFromTheSharedDimSymbol) {
   StreamBatcher lstm(stack_model());
   const std::map<std::string, int> expected = {
-      {"x", 1}, {"y", 1}, {"l0.rnn.initial_h", 1}, {"l0.rnn.initial_c", 1}, {"l0.rnn.Y_h", 1},
-      {"l0.rnn.Y_c", 1}, {"l1.rnn.initial_h", 1}, {"l1.rnn.initial_c", 1}, {"l1.rnn.Y_h", 1},
-      {"l1.rnn.Y_c", 1}};
+      {"x", 1},          {"y", 1},          {"l0.rnn.initial_h", 1}, {"l0.rnn.initial_c", 1},
+      {"l0.rnn.Y_h", 1}, {"l0.rnn.Y_c", 1}, {"l1.rnn.initial_h", 1}, {"l1.rnn.initial_c", 1},
+      {"l1.rnn.Y_h", 1}, {"l1.rnn.Y_c", 1}};
   EXPECT_EQ(lstm.batch_axes(), expected);
   if (!std::filesystem::exists(kSileroPath)) GTEST_SKIP() << kSileroPath << " is missing";
   BatcherOptions options;
@@ -271,17 +272,26 @@ TEST(StreamBatcher, BadChunkFailsOnlyItsOwnSubmission) {
   std::vector<double> doubles(3 * kInput);
   auto good_first = good.submit(streams.inputs(chunks[0]));
   auto bad_first = bad.submit(streams.inputs(chunks[0]));
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat32, {3, 1, 7}, wrong.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat32, {3, 1, 7}, wrong.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "input 'x': dim 2 is 7, expected 8 (f32[seq, batch, 8])");
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat64, {3, 1, 8}, doubles.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat64, {3, 1, 8}, doubles.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "input 'x' has element type double, expected float (f32[seq, batch, 8])");
   EXPECT_EQ(error_message([&] { bad.submit({}); }, ErrorKind::kInvalidInput),
             "input 'x' (f32[seq, batch, 8]) is missing");
   // The carried state has one row: a chunk of two rows contradicts it, as in a Session.
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat32, {3, 2, 8}, wrong.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat32, {3, 2, 8}, wrong.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "carried state 'l0.rnn.initial_h': dim 1 ('batch') is 1 but input 'x' dim 1 set "
             "'batch' = 2");
   auto good_second = good.submit(streams.inputs(chunks[1]));
@@ -330,9 +340,9 @@ TEST(StreamBatcher, CloseCompletesChunksInFlightAndDestructionCancelsQueuedOnes)
     BatchStream stream = batcher.open_stream();
     for (Chunk& chunk : chunks) futures.push_back(stream.submit(streams.inputs(chunk)));
     stream.close();
-    EXPECT_EQ(error_message([&] { stream.submit(streams.inputs(chunks[0])); },
-                            ErrorKind::kInvalidInput),
-              "stream 0 is closed");
+    EXPECT_EQ(
+        error_message([&] { stream.submit(streams.inputs(chunks[0])); }, ErrorKind::kInvalidInput),
+        "stream 0 is closed");
     Session alone = streams.model->new_session();
     for (size_t c = 0; c < chunks.size(); ++c) {
       expect_equal(futures[c].get(), alone.run(streams.inputs(chunks[c])),
@@ -357,11 +367,12 @@ TEST(StreamBatcher, CloseCompletesChunksInFlightAndDestructionCancelsQueuedOnes)
   for (const ChunkResult& result : cancelled) {
     ASSERT_TRUE(result.error);
     EXPECT_EQ(result.error->kind(), ErrorKind::kCancelled);
-    EXPECT_STREQ(result.error->what(), "stream 0: chunk cancelled, its StreamBatcher was destroyed");
+    EXPECT_STREQ(result.error->what(),
+                 "stream 0: chunk cancelled, its StreamBatcher was destroyed");
   }
-  EXPECT_EQ(error_message([&] { stream.submit(streams.inputs(chunks[0])); },
-                          ErrorKind::kInvalidInput),
-            "stream 0: its StreamBatcher was destroyed");
+  EXPECT_EQ(
+      error_message([&] { stream.submit(streams.inputs(chunks[0])); }, ErrorKind::kInvalidInput),
+      "stream 0: its StreamBatcher was destroyed");
 }
 
 TEST(StreamBatcher, StreamResultsArriveInOrderThroughCallbacks) {

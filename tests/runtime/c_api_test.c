@@ -536,7 +536,7 @@ static void test_load_errors(void) {
   rnnc_model_free(fixed);
 }
 
-/* ---- the stream batcher ------------------------------------------------------------------------ */
+/* ---- the stream batcher ---------------------------------------------------------------------- */
 
 /* What a chunk's callback saw; `done` is set last, under the mutex. */
 struct ChunkOutcome {
