@@ -364,8 +364,9 @@ int run_streams(const Parsed& args) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 0));
   if (!find_max) {
     print_header();
-    for (int count : counts)
+    for (int count : counts) {
       print_trial(run_trial(model, state_inputs, dims, count, settings, seed));
+    }
     return 0;
   }
   // The largest N whose trial keeps up with p99 within the budget: doubling from the first
