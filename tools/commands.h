@@ -12,5 +12,6 @@ extern const Command kConformCommand;
 extern const Command kPlanCommand;
 extern const Command kCompileCommand;
 extern const Command kQuantizeCommand;
+extern const Command kServeCommand;
 
 }  // namespace rnnc::cli

@@ -1,0 +1,48 @@
+// How a served model runs the chunks of a sequence. Requests reach a model only through this
+// interface, so a model runs either one Session per sequence (make_session_backend) or through
+// the stream batcher, per model (ModelSpec::batching).
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnnc/rnnc.h"
+#include "serve/tensor.h"
+
+namespace rnnc::serve {
+
+struct ChunkResult {
+  std::vector<HostTensor> outputs;  // every model output, in the model's order
+  int batch_size = 1;               // how many sequences' chunks ran in the same run
+};
+// Called once per chunk, with the error (an rnnc::Error or RequestError) or the result.
+using ChunkDone = std::function<void(std::exception_ptr error, ChunkResult result)>;
+
+// One sequence: carries its state from chunk to chunk, from zeros at the start.
+class SequenceStream {
+ public:
+  virtual ~SequenceStream() = default;
+  // Runs a chunk after every chunk submitted before it; `done` runs on this thread or on one the
+  // backend owns. Inputs the model carries as state may be given explicitly: they override the
+  // carried value for this chunk (the stateless form).
+  virtual void submit(std::vector<HostTensor> inputs, ChunkDone done) = 0;
+};
+
+class SequenceBackend {
+ public:
+  virtual ~SequenceBackend() = default;
+  virtual std::unique_ptr<SequenceStream> open() = 0;
+};
+
+// One rnnc::Session per open stream, run on the submitting thread. Sessions are pooled: a
+// closed stream's session is reset and handed to the next one, so stateless requests (a stream
+// of one chunk) do not allocate a session each.
+std::unique_ptr<SequenceBackend> make_session_backend(
+    std::shared_ptr<const CompiledModel> model,
+    std::vector<std::pair<std::string, std::string>> state);
+
+}  // namespace rnnc::serve
