@@ -202,7 +202,31 @@ grpc::Status error_status(const RequestError& e) {
   return grpc::Status(grpc_code(e.code()), e.what());
 }
 
-class InferenceHandler final : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer and ModelStreamInfer take their messages as bytes and parse them here, so a
+// malformed message gets INVALID_ARGUMENT naming it rather than gRPC's bare error.
+using Rpc = inference::GRPCInferenceService;
+using HandlerBase = Rpc::WithCallbackMethod_ServerLive<Rpc::WithCallbackMethod_ServerReady<
+    Rpc::WithCallbackMethod_ModelReady<Rpc::WithCallbackMethod_ServerMetadata<
+        Rpc::WithCallbackMethod_ModelMetadata<Rpc::WithRawCallbackMethod_ModelInfer<
+            Rpc::WithRawCallbackMethod_ModelStreamInfer<Rpc::Service>>>>>>>;
+
+// Parses a ModelInferRequest; RequestError (INVALID_ARGUMENT) when the bytes are not one.
+void parse_request(grpc::ByteBuffer& bytes, ModelInferRequest& message) {
+  if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&bytes, &message).ok()) {
+    raise_request(StatusCode::kInvalidArgument,
+                  "malformed request: the bytes are not a ModelInferRequest protobuf message");
+  }
+}
+
+template <typename Message>
+grpc::ByteBuffer serialize(const Message& message) {
+  grpc::ByteBuffer bytes;
+  bool own_buffer = false;
+  grpc::SerializationTraits<Message>::Serialize(message, &bytes, &own_buffer);
+  return bytes;
+}
+
+class InferenceHandler final : public HandlerBase {
  public:
   explicit InferenceHandler(InferenceService& service) : service_(service) {}
 
@@ -266,33 +290,37 @@ class InferenceHandler final : public inference::GRPCInferenceService::CallbackS
   }
 
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const ModelInferRequest* request,
-                                       ModelInferResponse* response) override {
+                                       const grpc::ByteBuffer* request_bytes,
+                                       grpc::ByteBuffer* response_bytes) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    ModelInferRequest request;
     InferRequest decoded;
     try {
-      decoded = decode_request(*request, *context, service_.max_tensor_bytes());
+      parse_request(*const_cast<grpc::ByteBuffer*>(request_bytes), request);
+      decoded = decode_request(request, *context, service_.max_tensor_bytes());
     } catch (const RequestError& e) {
-      service_.metrics().record(request->model_name(), e.code(), 0);
+      service_.metrics().record(request.model_name(), e.code(), 0);
       reactor->Finish(error_status(e));
       return reactor;
     }
     decoded.is_cancelled = [context] { return context->IsCancelled(); };
-    const bool raw = request->raw_input_contents_size() > 0;
-    service_.infer(std::move(decoded), [reactor, response, raw](StatusCode code,
-                                                                const std::string& error,
-                                                                InferResponse result) {
+    const bool raw = request.raw_input_contents_size() > 0;
+    service_.infer(std::move(decoded), [reactor, response_bytes, raw](
+                                           StatusCode code, const std::string& error,
+                                           InferResponse result) {
       if (code != StatusCode::kOk) {
         reactor->Finish(grpc::Status(grpc_code(code), error));
         return;
       }
-      encode_response(result, raw, *response);
+      ModelInferResponse response;
+      encode_response(result, raw, response);
+      *response_bytes = serialize(response);
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;
   }
 
-  grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* ModelStreamInfer(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
 
  private:
@@ -309,12 +337,11 @@ class InferenceHandler final : public inference::GRPCInferenceService::CallbackS
 // One ModelStreamInfer call. Requests run one at a time, in the order they arrive (a sequence's
 // chunks must); each gets one response, its result or its error_message, and a failed request
 // leaves the stream open. The next read starts when a request's result is in.
-class StreamReactor final
-    : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamReactor(InferenceService& service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -324,18 +351,20 @@ class StreamReactor final
       finish_if_done();
       return;
     }
+    ModelInferRequest request;
     InferRequest decoded;
     try {
-      decoded = decode_request(request_, *context_, service_.max_tensor_bytes());
+      parse_request(request_bytes_, request);
+      decoded = decode_request(request, *context_, service_.max_tensor_bytes());
     } catch (const RequestError& e) {
-      service_.metrics().record(request_.model_name(), e.code(), 0);
+      service_.metrics().record(request.model_name(), e.code(), 0);
       ModelStreamInferResponse response;
       response.set_error_message(cat(status_code_name(e.code()), ": ", e.what()));
-      respond(std::move(response));
+      respond(response);
       return;
     }
     decoded.is_cancelled = [context = context_] { return context->IsCancelled(); };
-    const bool raw = request_.raw_input_contents_size() > 0;
+    const bool raw = request.raw_input_contents_size() > 0;
     service_.infer(std::move(decoded), [this, raw](StatusCode code, const std::string& error,
                                                    InferResponse result) {
       ModelStreamInferResponse response;
@@ -344,7 +373,7 @@ class StreamReactor final
       } else {
         encode_response(result, raw, *response.mutable_infer_response());
       }
-      respond(std::move(response));
+      respond(response);
     });
   }
 
@@ -363,14 +392,14 @@ class StreamReactor final
   void OnDone() override { delete this; }
 
  private:
-  void respond(ModelStreamInferResponse response) {
+  void respond(const ModelStreamInferResponse& response) {
     std::lock_guard<std::mutex> lock(mutex_);
-    writes_.push_back(std::move(response));
+    writes_.push_back(serialize(response));
     if (!writing_) {
       writing_ = true;
       StartWrite(&writes_.front());
     }
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void finish_if_done() {
@@ -382,16 +411,15 @@ class StreamReactor final
 
   InferenceService& service_;
   grpc::CallbackServerContext* context_;
-  ModelInferRequest request_;
+  grpc::ByteBuffer request_bytes_;
   std::mutex mutex_;
-  std::deque<ModelStreamInferResponse> writes_;  // front() is being written while writing_
+  std::deque<grpc::ByteBuffer> writes_;  // front() is being written while writing_
   bool writing_ = false;
   bool reads_done_ = false;
   bool finished_ = false;
 };
 
-grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>*
-InferenceHandler::ModelStreamInfer(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceHandler::ModelStreamInfer(grpc::CallbackServerContext* context) {
   return new StreamReactor(service_, context);
 }
 

@@ -40,7 +40,8 @@ class StopSignal {
       if (!received()) pthread_kill(waiter_.native_handle(), SIGTERM);
       waiter_.join();
     }
-    pthread_sigmask(SIG_UNBLOCK, &signals_, nullptr);
+    // The signals stay blocked: the process is ending, and a second SIGTERM sent while it
+    // drained must not kill it on the way out.
   }
   int wait() {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -57,9 +57,13 @@ class Server:
     def url(self, path):
         return "http://" + self.http_address + path
 
+    def terminate(self):
+        self.signalled = True
+        self.process.terminate()
+
     def stop(self, timeout=30):
-        if self.process.poll() is None:
-            self.process.terminate()
+        if self.process.poll() is None and not getattr(self, "signalled", False):
+            self.terminate()
         code = self.process.wait(timeout=timeout)
         self.reader.join(timeout=5)
         return code
