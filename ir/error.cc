@@ -9,6 +9,8 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::kUnsupported: return "unsupported";
     case ErrorKind::kIo: return "I/O error";
     case ErrorKind::kInternal: return "internal error";
+    case ErrorKind::kOverloaded: return "overloaded";
+    case ErrorKind::kCancelled: return "cancelled";
   }
   return "error";
 }

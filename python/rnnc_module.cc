@@ -53,6 +53,9 @@ void translate_error(std::exception_ptr error) {
       case rnnc::ErrorKind::kUnsupported: type = g_errors->unsupported; break;
       case rnnc::ErrorKind::kIo: type = g_errors->io; break;
       case rnnc::ErrorKind::kInternal: type = g_errors->internal; break;
+      // Only the stream batcher reports these, and the Python module does not wrap it.
+      case rnnc::ErrorKind::kOverloaded:
+      case rnnc::ErrorKind::kCancelled: type = g_errors->base; break;
     }
     PyErr_SetString(type.ptr(), e.what());
   }

@@ -22,6 +22,7 @@
 #include "runtime/executor.h"
 #include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
+#include "runtime/input_checker.h"
 #include "runtime/plan_chooser.h"
 #include "runtime/quantize_at_load.h"
 #include "runtime/shape_specializer.h"
@@ -417,8 +418,8 @@ struct RNNC_INTERNAL Session::Impl {
   std::vector<std::pair<int, int>> state;  // (output index, input index)
   std::vector<Tensor> state_values;        // per pair; undefined: zeros at the next run
   std::vector<NamedTensor> outputs;        // run()'s result views
-  std::vector<char> given;                 // per graph input, this run
-  std::vector<int64_t> bound;              // per symbol, this run (-1: unbound)
+  std::optional<InputChecker> checker;     // this run's inputs: given, bound dims
+  bool specialize = true;                  // runs may take shape specializations
   std::vector<int64_t> specialization_key;  // bound, then the scalar inputs' values
 
   const CompiledModel::Impl& m() const { return model->impl(); }
@@ -430,8 +431,6 @@ struct RNNC_INTERNAL Session::Impl {
   void check_and_bind(const std::vector<NamedTensor>& inputs);
   // Runs the picked plan, timed when the model's chooser has it in a duel.
   void execute();
-  void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape, const void* data,
-                 const char* what);
   void carry_state();
 };
 
@@ -474,9 +473,17 @@ Session CompiledModel::new_session(const std::vector<std::pair<std::string, std:
   }
   impl->state_values.resize(impl->state.size());
   for (const TensorInfo& info : impl_->outputs) impl->outputs.push_back({info.name, {info.type, {}, nullptr}});
-  impl->given.assign(impl_->checks.size(), 0);
-  impl->bound.assign(impl_->symbols.size(), -1);
+  std::vector<int> fed;
+  for (const auto& pair : impl->state) fed.push_back(pair.second);
+  impl->checker.emplace(*this, std::move(fed));
   return Session(std::move(impl));
+}
+
+Session new_generic_session(const CompiledModel& model,
+                            const std::vector<std::pair<std::string, std::string>>& state) {
+  Session session = model.new_session(state);
+  session.impl_->specialize = false;
+  return session;
 }
 
 const CompiledModel& Session::model() const { return *impl_->model; }
@@ -485,9 +492,19 @@ Plan Session::last_plan() const {
   return impl_->ran ? to_plan(impl_->executor().plan()) : impl_->m().plan;
 }
 
-void Session::Impl::check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
-                              const void* data, const char* what) {
-  const CompiledModel::Impl::InputCheck& check = m().checks[index];
+// ---- InputChecker -----------------------------------------------------------------------------
+
+InputChecker::InputChecker(const CompiledModel& model, std::vector<int> fed)
+    : model_(model.impl()),
+      fed_(std::move(fed)),
+      given_(model_.checks.size(), 0),
+      bound_(model_.symbols.size(), -1) {}
+
+int InputChecker::find_input(const std::string& name) const { return model_.find_input(name); }
+
+void InputChecker::check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
+                             const void* data, const char* what) {
+  const CompiledModel::Impl::InputCheck& check = model_.checks[index];
   const std::optional<DType> dtype = to_dtype(type);
   if (!dtype || *dtype != check.dtype) {
     raise_invalid_input(cat(what, " '", check.name, "' has element type ", element_type_name(type),
@@ -512,23 +529,23 @@ void Session::Impl::check_one(size_t index, ElementType type, const std::vector<
     }
     const int symbol = check.symbol[k];
     if (symbol < 0) continue;
-    int64_t& value = bound[static_cast<size_t>(symbol)];
+    int64_t& value = bound_[static_cast<size_t>(symbol)];
     if (value < 0) {
       value = size;
     } else if (value != size) {
       // Whoever bound it first: find it again for the message.
       std::string first;
-      for (size_t i = 0; i < m().checks.size() && first.empty(); ++i) {
-        if (!given[i] || i == index) continue;
-        const auto& other = m().checks[i];
+      for (size_t i = 0; i < model_.checks.size() && first.empty(); ++i) {
+        if (!given_[i] || i == index) continue;
+        const auto& other = model_.checks[i];
         for (size_t j = 0; j < other.symbol.size(); ++j) {
           if (other.symbol[j] == symbol) first = cat("input '", other.name, "' dim ", j);
         }
       }
       raise_invalid_input(cat(what, " '", check.name, "': dim ", k, " ('",
-                              m().symbols[static_cast<size_t>(symbol)], "') is ", size, " but ",
+                              model_.symbols[static_cast<size_t>(symbol)], "') is ", size, " but ",
                               first.empty() ? std::string("another dim of it") : first, " set '",
-                              m().symbols[static_cast<size_t>(symbol)], "' = ", value));
+                              model_.symbols[static_cast<size_t>(symbol)], "' = ", value));
     }
   }
   if (count > 0 && !data) {
@@ -536,20 +553,20 @@ void Session::Impl::check_one(size_t index, ElementType type, const std::vector<
   }
 }
 
-void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
-  const CompiledModel::Impl& model_impl = m();
-  std::fill(given.begin(), given.end(), 0);
-  std::fill(bound.begin(), bound.end(), -1);
+void InputChecker::check(const std::vector<NamedTensor>& inputs) {
+  const CompiledModel::Impl& model_impl = model_;
+  std::fill(given_.begin(), given_.end(), 0);
+  std::fill(bound_.begin(), bound_.end(), -1);
   for (const NamedTensor& input : inputs) {
     const int index = model_impl.find_input(input.name);
     if (index < 0 || !model_impl.checks[static_cast<size_t>(index)].required) {
       raise_invalid_input(cat("'", input.name, "' is not an input of the model (inputs: ",
                               model_impl.input_names(), ")"));
     }
-    if (given[static_cast<size_t>(index)]) {
+    if (given_[static_cast<size_t>(index)]) {
       raise_invalid_input(cat("input '", input.name, "' is given twice"));
     }
-    given[static_cast<size_t>(index)] = 1;
+    given_[static_cast<size_t>(index)] = 1;
   }
   for (const NamedTensor& input : inputs) {
     const size_t index = static_cast<size_t>(model_impl.find_input(input.name));
@@ -557,39 +574,48 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
   }
   for (size_t i = 0; i < model_impl.checks.size(); ++i) {
     const CompiledModel::Impl::InputCheck& check = model_impl.checks[i];
-    bool fed = false;
-    for (const auto& pair : state) fed = fed || pair.second == static_cast<int>(i);
-    if (check.required && !given[i] && !fed) {
+    const bool fed = std::find(fed_.begin(), fed_.end(), static_cast<int>(i)) != fed_.end();
+    if (check.required && !given_[i] && !fed) {
       raise_invalid_input(cat("input '", check.name, "' (", check.type_text, ") is missing"));
     }
   }
+}
+
+std::vector<int64_t> InputChecker::zero_state_shape(size_t index) const {
+  const CompiledModel::Impl::InputCheck& check = model_.checks[index];
+  if (check.rank < 0) {
+    raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
+                            "explicitly on the first run"));
+  }
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k < static_cast<size_t>(check.rank); ++k) {
+    int64_t size = check.known[k];
+    if (size < 0 && check.symbol[k] >= 0) size = bound_[static_cast<size_t>(check.symbol[k])];
+    if (size < 0) {
+      raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ", k,
+                              " is not decided by the other inputs; pass '", check.name,
+                              "' explicitly on the first run"));
+    }
+    shape.push_back(size);
+  }
+  return shape;
+}
+
+// ---- Session runs ------------------------------------------------------------------------------
+
+void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
+  const CompiledModel::Impl& model_impl = m();
+  checker->check(inputs);
+  const std::vector<int64_t>& bound = checker->bound();
   // State inputs the caller left out: the carried state, or zeros shaped by the other inputs.
   for (size_t p = 0; p < state.size(); ++p) {
     const size_t index = static_cast<size_t>(state[p].second);
-    if (given[index]) continue;
-    const CompiledModel::Impl::InputCheck& check = model_impl.checks[index];
+    if (checker->given(index)) continue;
     Tensor& value = state_values[p];
-    if (!value.defined()) {
-      std::vector<int64_t> shape;
-      for (size_t k = 0; check.rank >= 0 && k < static_cast<size_t>(check.rank); ++k) {
-        int64_t size = check.known[k];
-        if (size < 0 && check.symbol[k] >= 0) size = bound[static_cast<size_t>(check.symbol[k])];
-        if (size < 0) {
-          raise_invalid_input(cat("state input '", check.name, "' (", check.type_text,
-                                  "): dim ", k, " is not decided by the other inputs; pass '",
-                                  check.name, "' explicitly on the first run"));
-        }
-        shape.push_back(size);
-      }
-      if (check.rank < 0) {
-        raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
-                                "explicitly on the first run"));
-      }
-      value = Tensor(check.dtype, shape);
-    }
-    given[index] = 1;
-    check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())), value.shape(),
-              value.raw_data(), "carried state");
+    if (!value.defined()) value = Tensor(model_impl.checks[index].dtype, checker->zero_state_shape(index));
+    checker->set_given(index);
+    checker->check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())),
+                       value.shape(), value.raw_data(), "carried state");
   }
   // Everything checked: pick the plan, bind.
   if (model_impl.chooser) {
@@ -600,7 +626,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
   run_executor = nullptr;
   run_context = nullptr;
   const ShapeSpecializer::Specialized* specialized = nullptr;
-  if (model_impl.specializer) {
+  if (model_impl.specializer && specialize) {
     // The key: the bound dims, then the scalar integer inputs' values.
     specialization_key.assign(bound.begin(), bound.end());
     for (size_t index : model_impl.scalar_inputs) {
@@ -784,6 +810,7 @@ Session Session::clone() const {
   Session copy = impl_->model->new_session({});
   // The same pairs (including ones given to new_session), each with a copy of the state.
   copy.impl_->state = impl_->state;
+  copy.impl_->checker.emplace(*impl_->model, impl_->checker->fed());
   copy.impl_->state_values.clear();
   for (const Tensor& value : impl_->state_values) {
     copy.impl_->state_values.push_back(value.defined() ? value.clone() : Tensor());

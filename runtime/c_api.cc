@@ -20,6 +20,19 @@ struct rnnc_model {
   std::vector<std::vector<int64_t>> input_dims, output_dims;
 };
 
+struct rnnc_batcher {
+  explicit rnnc_batcher(std::shared_ptr<const rnnc::CompiledModel> model,
+                        const rnnc::BatcherOptions& options)
+      : batcher(std::move(model), options) {}
+  rnnc::StreamBatcher batcher;
+};
+
+struct rnnc_stream {
+  explicit rnnc_stream(rnnc::BatchStream&& s) : stream(std::move(s)) {}
+  rnnc::BatchStream stream;
+  std::vector<rnnc::NamedTensor> inputs;  // the C tensors as the C++ API takes them
+};
+
 struct rnnc_session {
   explicit rnnc_session(rnnc::Session&& s) : session(std::move(s)) {}
   rnnc::Session session;
@@ -77,6 +90,10 @@ rnnc_status status_of(rnnc::ErrorKind kind) {
       return RNNC_IO_ERROR;
     case rnnc::ErrorKind::kInternal:
       return RNNC_INTERNAL_ERROR;
+    case rnnc::ErrorKind::kOverloaded:
+      return RNNC_OVERLOADED;
+    case rnnc::ErrorKind::kCancelled:
+      return RNNC_CANCELLED;
   }
   return RNNC_INTERNAL_ERROR;
 }
@@ -317,6 +334,34 @@ void to_named_tensors(const rnnc_tensor* tensors, size_t count, const char* func
   }
 }
 
+// The (output, input) state pairs of a C array; the strings are copied.
+std::vector<std::pair<std::string, std::string>> to_state_pairs(const rnnc_state_pair* state_pairs,
+                                                                size_t count,
+                                                                const char* function) {
+  if (count > 0 && !state_pairs) {
+    invalid_argument(function, ": state_pairs is NULL but n_state_pairs = ", count);
+  }
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 0; i < count; ++i) {
+    if (!state_pairs[i].output || !state_pairs[i].input) {
+      invalid_argument(function, ": state_pairs[", i, "].",
+                       state_pairs[i].output ? "input" : "output", " is NULL");
+    }
+    pairs.emplace_back(state_pairs[i].output, state_pairs[i].input);
+  }
+  return pairs;
+}
+
+// A chunk's outputs as C views (valid while `outputs` lives).
+std::vector<rnnc_tensor> to_views(const std::vector<rnnc::CompiledModel::Output>& outputs) {
+  std::vector<rnnc_tensor> views;
+  for (const rnnc::CompiledModel::Output& out : outputs) {
+    views.push_back({out.name.c_str(), static_cast<int32_t>(out.type), out.shape.data(),
+                     out.shape.size(), const_cast<void*>(out.data())});
+  }
+  return views;
+}
+
 }  // namespace
 
 // ---- errors and element types -------------------------------------------------------------------
@@ -343,6 +388,10 @@ const char* rnnc_status_name(rnnc_status status) {
       return "internal error";
     case RNNC_INVALID_ARGUMENT:
       return "invalid argument";
+    case RNNC_OVERLOADED:
+      return "overloaded";
+    case RNNC_CANCELLED:
+      return "cancelled";
   }
   return "unknown status";
 }
@@ -465,18 +514,8 @@ rnnc_status rnnc_session_new(const rnnc_model* model, const rnnc_state_pair* sta
     require_pointer(session, kFunction, "session");
     *session = nullptr;
     require_pointer(model, kFunction, "model");
-    if (n_state_pairs > 0 && !state_pairs) {
-      invalid_argument(kFunction, ": state_pairs is NULL but n_state_pairs = ", n_state_pairs);
-    }
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (size_t i = 0; i < n_state_pairs; ++i) {
-      if (!state_pairs[i].output || !state_pairs[i].input) {
-        invalid_argument(kFunction, ": state_pairs[", i, "].",
-                         state_pairs[i].output ? "input" : "output", " is NULL");
-      }
-      pairs.emplace_back(state_pairs[i].output, state_pairs[i].input);
-    }
-    auto handle = std::make_unique<rnnc_session>(model->model->new_session(pairs));
+    auto handle = std::make_unique<rnnc_session>(
+        model->model->new_session(to_state_pairs(state_pairs, n_state_pairs, kFunction)));
     handle->views.reserve(model->model->outputs().size());
     *session = handle.release();
   });
@@ -535,5 +574,121 @@ rnnc_status rnnc_session_clone(const rnnc_session* session, rnnc_session** clone
     *clone = handle.release();
   });
 }
+
+// ---- cross-stream batching ------------------------------------------------------------------------
+
+void rnnc_batcher_options_init(rnnc_batcher_options* options) {
+  if (!options) return;
+  const rnnc::BatcherOptions defaults;
+  *options = {};
+  options->max_batch = defaults.max_batch;
+  options->max_wait_us = defaults.max_wait_us;
+  options->queue_capacity = defaults.queue_capacity;
+  options->threads = defaults.threads;
+}
+
+rnnc_status rnnc_batcher_new(const rnnc_model* model, const rnnc_batcher_options* options,
+                             rnnc_batcher** batcher) {
+  constexpr const char* kFunction = "rnnc_batcher_new";
+  return guarded([&] {
+    require_pointer(batcher, kFunction, "batcher");
+    *batcher = nullptr;
+    require_pointer(model, kFunction, "model");
+    rnnc_batcher_options defaults;
+    rnnc_batcher_options_init(&defaults);
+    const rnnc_batcher_options& given = options ? *options : defaults;
+    rnnc::BatcherOptions cpp;
+    cpp.max_batch = given.max_batch;
+    cpp.max_wait_us = given.max_wait_us;
+    cpp.queue_capacity = given.queue_capacity;
+    cpp.threads = given.threads;
+    cpp.state = to_state_pairs(given.state_pairs, given.n_state_pairs, kFunction);
+    if (given.n_batch_axes > 0 && (!given.batch_axis_names || !given.batch_axis_values)) {
+      invalid_argument(kFunction, ": batch_axis_names or batch_axis_values is NULL but "
+                       "n_batch_axes = ", given.n_batch_axes);
+    }
+    for (size_t i = 0; i < given.n_batch_axes; ++i) {
+      if (!given.batch_axis_names[i]) {
+        invalid_argument(kFunction, ": batch_axis_names[", i, "] is NULL");
+      }
+      cpp.batch_axes[given.batch_axis_names[i]] = given.batch_axis_values[i];
+    }
+    *batcher = new rnnc_batcher(model->model, cpp);
+  });
+}
+
+void rnnc_batcher_free(rnnc_batcher* batcher) { delete batcher; }
+
+rnnc_status rnnc_stream_open(rnnc_batcher* batcher, rnnc_stream** stream) {
+  return guarded([&] {
+    require_pointer(stream, "rnnc_stream_open", "stream");
+    *stream = nullptr;
+    require_pointer(batcher, "rnnc_stream_open", "batcher");
+    *stream = new rnnc_stream(batcher->batcher.open_stream());
+  });
+}
+
+rnnc_status rnnc_stream_run(rnnc_stream* stream, const rnnc_tensor* inputs, size_t n_inputs,
+                            rnnc_tensor* outputs, size_t n_outputs) {
+  constexpr const char* kFunction = "rnnc_stream_run";
+  return guarded([&] {
+    require_pointer(stream, kFunction, "stream");
+    if (n_outputs > 0 && !outputs) {
+      invalid_argument(kFunction, ": outputs is NULL but n_outputs = ", n_outputs);
+    }
+    to_named_tensors(inputs, n_inputs, kFunction, "inputs", stream->inputs);
+    const std::vector<rnnc::CompiledModel::Output> results =
+        stream->stream.run(stream->inputs);
+    for (size_t n = 0; n < n_outputs; ++n) {
+      const rnnc_tensor& buffer = outputs[n];
+      if (!buffer.name) invalid_argument(kFunction, ": outputs[", n, "].name is NULL");
+      const rnnc::CompiledModel::Output* result = nullptr;
+      for (const auto& out : results) {
+        if (out.name == buffer.name) result = &out;
+      }
+      if (!result) {
+        throw rnnc::Error(rnnc::ErrorKind::kInvalidInput,
+                          cat("'", buffer.name, "' is not an output of the model"));
+      }
+      const std::vector<int64_t> shape(buffer.shape, buffer.shape + buffer.rank);
+      if (buffer.element_type != static_cast<int32_t>(result->type) || shape != result->shape) {
+        throw rnnc::Error(rnnc::ErrorKind::kInvalidInput,
+                          cat("output '", buffer.name, "': the buffer does not have the element "
+                              "type and shape the chunk produced (the stream's state has moved "
+                              "on)"));
+      }
+      const size_t bytes = static_cast<size_t>(rnnc::TensorRef{result->type, result->shape,
+                                                               nullptr}.byte_size());
+      if (bytes > 0) std::memcpy(buffer.data, result->data(), bytes);
+    }
+  });
+}
+
+rnnc_status rnnc_stream_submit(rnnc_stream* stream, const rnnc_tensor* inputs, size_t n_inputs,
+                               rnnc_chunk_callback done, void* user_data) {
+  constexpr const char* kFunction = "rnnc_stream_submit";
+  return guarded([&] {
+    require_pointer(stream, kFunction, "stream");
+    if (!done) invalid_argument(kFunction, ": done is NULL");
+    to_named_tensors(inputs, n_inputs, kFunction, "inputs", stream->inputs);
+    stream->stream.submit(stream->inputs, [done, user_data](rnnc::ChunkResult result) {
+      if (result.error) {
+        done(user_data, status_of(result.error->kind()), nullptr, 0, result.error->what());
+        return;
+      }
+      const std::vector<rnnc_tensor> views = to_views(result.outputs);
+      done(user_data, RNNC_OK, views.data(), views.size(), nullptr);
+    });
+  });
+}
+
+rnnc_status rnnc_stream_reset(rnnc_stream* stream) {
+  return guarded([&] {
+    require_pointer(stream, "rnnc_stream_reset", "stream");
+    stream->stream.reset();
+  });
+}
+
+void rnnc_stream_close(rnnc_stream* stream) { delete stream; }
 
 }  // extern "C"

@@ -23,7 +23,7 @@
 # check is oneTBB's own synchronization: that needs a TSan-built oneTBB.
 # Environment: BUILD_DIR (default build-asan / build-tsan), JOBS (default 2), CC/CXX (compiler),
 # TSAN_TESTS (ctest -R regex for thread mode, default
-# '[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan').
+# '[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher').
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=${1:-address}
@@ -64,7 +64,7 @@ build_seconds=$((SECONDS - start))
 
 filter=()
 if [[ $mode == thread ]]; then
-  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan}
+  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher}
   filter=(-R "$tsan_tests")
   if ! ctest --test-dir "$build" -N "${filter[@]}" | grep -q "^ *Test *#"; then
     echo "sanitize: no tests matched TSAN_TESTS='$tsan_tests'; nothing to run under" \

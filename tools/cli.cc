@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "graph_opt/specialize.h"
 #include "ir/error.h"
@@ -140,6 +141,24 @@ PassContext parse_specialization(const Parsed& args, const Graph& graph) {
   }
   context.fixed_dims = parse_dims(args);
   return context;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_fixed_inputs(const Parsed& args) {
+  std::map<std::string, std::vector<int64_t>> fixed;
+  for (const auto& text : args.all("fix")) {
+    auto [name, value] = split_assignment(text, "fix");
+    std::vector<int64_t>& values = fixed[name];
+    std::stringstream items(value);
+    for (std::string item; std::getline(items, item, ',');) {
+      char* end = nullptr;
+      const long long parsed = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end) {
+        raise_invalid_input(cat("--fix ", name, ": '", item, "' is not an integer"));
+      }
+      values.push_back(parsed);
+    }
+  }
+  return fixed;
 }
 
 }  // namespace rnnc::cli

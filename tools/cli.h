@@ -49,6 +49,9 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
 // --dim NAME=N options (repeatable) as a map; kInvalidInput for a malformed or negative size.
 std::map<std::string, int64_t> parse_dims(const Parsed& args);
 PassContext parse_specialization(const Parsed& args, const Graph& graph);
+// --fix NAME=V[,V...] options as ModelOptions::fixed_inputs takes them (rnnc run, rnnc streams);
+// kInvalidInput naming a value that is not an integer.
+std::map<std::string, std::vector<int64_t>> parse_fixed_inputs(const Parsed& args);
 
 // --max-error F: the quantization guard's budget as a fraction of each output's range, in (0, 1];
 // 0 when not given. kInvalidInput naming the option otherwise.

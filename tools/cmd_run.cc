@@ -114,18 +114,8 @@ int run_run(const Parsed& args) {
     options.quantization_dims = dims;  // the guard's generated inputs take the run's sizes
     options.count_overflow = args.has("count-overflow");
     options.expose_recurrent_state = false;  // one run: the model's own outputs only
-    for (const auto& text : args.all("fix")) {
-      auto [name, value] = split_assignment(text, "fix");
-      std::vector<int64_t>& values = options.fixed_inputs[name];
-      std::stringstream items(value);
-      for (std::string item; std::getline(items, item, ',');) {
-        char* end = nullptr;
-        const long long parsed = std::strtoll(item.c_str(), &end, 10);
-        if (item.empty() || *end) {
-          raise_invalid_input(cat("--fix ", name, ": '", item, "' is not an integer"));
-        }
-        values.push_back(parsed);
-      }
+    options.fixed_inputs = parse_fixed_inputs(args);
+    for (const auto& [name, values] : options.fixed_inputs) {
       inputs.erase(name);  // compiled in: no longer an input
     }
     compiled = CompiledModel::load(args.positional[0], options);

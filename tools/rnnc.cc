@@ -17,6 +17,7 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kPlanCommand,
     &rnnc::cli::kCompileCommand,
     &rnnc::cli::kQuantizeCommand,
+    &rnnc::cli::kStreamsCommand,
     &rnnc::cli::kServeCommand,
 };
 

@@ -4,7 +4,9 @@
 //                   contradicts the model's (symbolic) shape; the message names the input;
 //   kUnsupported  - valid ONNX that rnnc does not handle;
 //   kIo           - a file cannot be read or written, or memory ran out;
-//   kInternal     - an rnnc invariant broke (a bug: please report it).
+//   kInternal     - an rnnc invariant broke (a bug: please report it);
+//   kOverloaded   - a StreamBatcher's queue is full: retry later, or serve fewer streams;
+//   kCancelled    - a queued chunk will not run: its StreamBatcher was destroyed first.
 #pragma once
 
 #include <stdexcept>
@@ -15,9 +17,18 @@
 
 namespace rnnc {
 
-enum class ErrorKind { kInvalidModel, kInvalidInput, kUnsupported, kIo, kInternal };
+enum class ErrorKind {
+  kInvalidModel,
+  kInvalidInput,
+  kUnsupported,
+  kIo,
+  kInternal,
+  kOverloaded,
+  kCancelled,
+};
 
-// "invalid model", "invalid input", "unsupported", "I/O error", "internal error".
+// "invalid model", "invalid input", "unsupported", "I/O error", "internal error", "overloaded",
+// "cancelled".
 const char* error_kind_name(ErrorKind kind);
 
 class Error : public std::runtime_error {

@@ -17,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -236,11 +238,137 @@ class Session {
 
  private:
   friend class CompiledModel;
+  friend Session new_generic_session(const CompiledModel&,
+                                     const std::vector<std::pair<std::string, std::string>>&);
   explicit Session(std::unique_ptr<Impl> impl);
   const std::vector<NamedTensor>& run_views(const std::vector<NamedTensor>& inputs);
   void run_into_buffers(const std::vector<NamedTensor>& inputs,
                         const std::vector<NamedTensor>& outputs);
   std::unique_ptr<Impl> impl_;
+};
+
+// ---- cross-stream batching ---------------------------------------------------------------------
+//
+// A StreamBatcher serves many streams of one model, each carrying its own state exactly as a
+// Session does (zeros at the start and after reset; the exposed recurrent state and the state
+// pairs given in BatcherOptions), and runs the chunks that are ready at the same time as one
+// batched run: the streams' inputs and states are gathered into the rows of the batch axis, the
+// model runs once (reading its weights once for all of them), and the outputs and states are
+// scattered back (docs/runtime.md, "Stream batcher").
+//
+//   rnnc::BatcherOptions options;
+//   options.state = {{"stateN", "state"}};                  // Silero's own state, as new_session
+//   rnnc::StreamBatcher batcher(model, options);
+//   rnnc::BatchStream stream = batcher.open_stream();       // one per audio stream, any thread
+//   auto outputs = stream.run({{"input", {rnnc::ElementType::kFloat32, {1, 512}, chunk}}});
+//
+// Batch axes: each input's and each output's batch axis is the axis holding the dim symbol that
+// every state input and at least one other input share (Silero: "batch" in input [batch, 576]
+// and state [2, batch, 128]; a stacked LSTM: "batch" in x [seq, batch, 24] and
+// l0.rnn.initial_h [1, batch, 128]). BatcherOptions::batch_axes overrides or completes it per
+// tensor. Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims
+// equal, for chunks to share a run: chunks of different lengths run in different batches (grouped
+// by shape, never padded).
+// Order and fairness: a stream's chunks run in submission order, one at a time (chunk k+1 starts
+// after chunk k's state is carried, never in the same run). Batches form around the oldest ready
+// chunk (FIFO by submission): it waits at most max_wait_us for others to join, however many keep
+// arriving after it.
+// Errors: submit checks a chunk before it is queued (the messages Session::run gives) and throws
+// rnnc::Error there: a bad chunk fails that submission only and leaves the stream's state and
+// every other stream untouched; a full queue is ErrorKind::kOverloaded.
+// Threading: a StreamBatcher and its streams may be used from any number of threads at once.
+
+struct BatcherOptions {
+  int max_batch = 32;           // chunks (streams) per batched run, >= 1
+  int64_t max_wait_us = 2000;   // the longest the oldest ready chunk waits for others to join
+  // Chunks submitted and not yet run, over all streams, >= 1; a submit beyond it throws kOverloaded.
+  size_t queue_capacity = 1024;
+  // The model's own state pairs (output, input), as CompiledModel::new_session.
+  std::vector<std::pair<std::string, std::string>> state;
+  // Explicit batch axes by input or output name (a state input included): the axis, or -1 for a
+  // tensor without one (an input that must then be equal within a batch; an output every chunk
+  // of the batch receives whole). Tensors not named take the derived axis.
+  std::map<std::string, int> batch_axes;
+  // Batched runs at once, each on a thread of the batcher's own (and each using the model's
+  // ModelOptions::threads inside), >= 1.
+  int threads = 1;
+};
+
+// A chunk's outcome: its outputs (every model output, state outputs included, each the stream's
+// own rows), or the error that kept it from running.
+struct ChunkResult {
+  std::vector<CompiledModel::Output> outputs;
+  std::shared_ptr<const Error> error;  // null on success
+  // The outputs, or throws the error.
+  std::vector<CompiledModel::Output>& value();
+};
+
+class StreamBatcher;
+
+// One stream of a StreamBatcher (movable handle). Its methods may be called from any thread.
+class BatchStream {
+ public:
+  BatchStream(BatchStream&&) noexcept;
+  BatchStream& operator=(BatchStream&&) noexcept;
+  ~BatchStream();  // close()
+
+  // Queues a chunk (inputs copied during the call; state inputs left out, as for Session::run)
+  // and returns at once. `done` is called exactly once, on a batcher thread (keep it short; it
+  // may submit again), with the outputs or a kCancelled error. Throws rnnc::Error, without
+  // queuing or calling `done`, when the chunk is invalid (kInvalidInput, Session::run's message),
+  // the queue is full (kOverloaded) or the stream is closed (kInvalidInput).
+  void submit(const std::vector<NamedTensor>& inputs, std::function<void(ChunkResult)> done);
+  // As submit with a callback, the result as a future (future.get() throws the error).
+  std::future<std::vector<CompiledModel::Output>> submit(const std::vector<NamedTensor>& inputs);
+  // Blocking: submit and wait for the outputs.
+  std::vector<CompiledModel::Output> run(const std::vector<NamedTensor>& inputs);
+  // Zeroes the state for the chunks submitted after this call; chunks submitted before it run on
+  // the state they would have had.
+  void reset();
+  // Closes the stream: chunks already submitted still run and complete (their results are
+  // delivered), later submits throw kInvalidInput. Does not wait. Idempotent.
+  void close();
+  // Blocks until every chunk submitted so far has completed.
+  void wait() const;
+  uint64_t id() const;  // unique within its batcher
+
+  struct State;
+
+ private:
+  friend class StreamBatcher;
+  explicit BatchStream(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+struct BatcherStats {
+  uint64_t runs = 0;    // batched runs
+  uint64_t chunks = 0;  // chunks completed by them
+  std::vector<uint64_t> batch_sizes;  // [b]: runs of b chunks (index 0 unused)
+  uint64_t cancelled = 0;  // chunks cancelled by the batcher's destruction
+  uint64_t overloaded = 0;  // submits refused with kOverloaded
+};
+
+class StreamBatcher {
+ public:
+  // Checks the options against the model (state pairs as new_session; every input and output a
+  // batch axis or -1): kInvalidInput naming what is wrong.
+  StreamBatcher(std::shared_ptr<const CompiledModel> model, const BatcherOptions& options = {});
+  // Waits for the batches running now; chunks still queued complete with a kCancelled error.
+  // Streams still open may be destroyed later (their submits then throw kInvalidInput).
+  ~StreamBatcher();
+  StreamBatcher(const StreamBatcher&) = delete;
+  StreamBatcher& operator=(const StreamBatcher&) = delete;
+
+  BatchStream open_stream();
+  // Per input and output name, its batch axis (-1: none), as derived or given.
+  const std::map<std::string, int>& batch_axes() const;
+  BatcherStats stats() const;
+  const CompiledModel& model() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
 };
 
 // Offline quantization, as `rnnc quantize` (docs/quant.md): reads the float ONNX model at

@@ -56,8 +56,10 @@ typedef enum rnnc_status {
   RNNC_UNSUPPORTED = 3,     /* valid ONNX that rnnc does not handle */
   RNNC_IO_ERROR = 4,        /* a file cannot be read or written, or memory ran out */
   RNNC_INTERNAL_ERROR = 5,  /* an rnnc invariant broke (a bug: please report it) */
-  RNNC_INVALID_ARGUMENT = 6 /* a C-level misuse: a NULL pointer, an index out of range, an
+  RNNC_INVALID_ARGUMENT = 6, /* a C-level misuse: a NULL pointer, an index out of range, an
                                enum value that does not exist */
+  RNNC_OVERLOADED = 7,      /* a batcher's queue is full (rnnc_stream_submit, rnnc_stream_run) */
+  RNNC_CANCELLED = 8        /* a queued chunk did not run: its batcher was freed first */
 } rnnc_status;
 
 /* The message of the most recent call on this thread that returned a status other than RNNC_OK
@@ -66,7 +68,8 @@ typedef enum rnnc_status {
 const char* rnnc_last_error(void);
 
 /* "ok", "invalid model", "invalid input", "unsupported", "I/O error", "internal error",
- * "invalid argument"; "unknown status" for other values. A static string. */
+ * "invalid argument", "overloaded", "cancelled"; "unknown status" for other values. A static
+ * string. */
 const char* rnnc_status_name(rnnc_status status);
 
 /* ---- element types --------------------------------------------------------------------------- */
@@ -253,6 +256,72 @@ rnnc_status rnnc_session_reset(rnnc_session* session);
  * current state (fork a stream). On success stores it in *clone, to be freed with
  * rnnc_session_free; on failure stores NULL. */
 rnnc_status rnnc_session_clone(const rnnc_session* session, rnnc_session** clone);
+
+/* ---- cross-stream batching (rnnc::StreamBatcher) --------------------------------------------- */
+
+/* A batcher runs the chunks of many streams of one model that are ready at the same time as one
+ * batched run, each stream carrying its own state as a session does (docs/runtime.md, "Stream
+ * batcher"). Opaque; a batcher and its streams may be used from any number of threads at once. */
+typedef struct rnnc_batcher rnnc_batcher;
+typedef struct rnnc_stream rnnc_stream;
+
+/* Options of rnnc_batcher_new; fill with rnnc_batcher_options_init. Pointers are read during
+ * rnnc_batcher_new only. */
+typedef struct rnnc_batcher_options {
+  int32_t max_batch;      /* chunks per batched run, >= 1 (default 32) */
+  int64_t max_wait_us;    /* the longest the oldest ready chunk waits for others (default 2000) */
+  size_t queue_capacity;  /* chunks queued over all streams before RNNC_OVERLOADED (default 1024) */
+  int32_t threads;        /* batched runs at once, each on a batcher thread (default 1) */
+  /* The model's own state pairs, as rnnc_session_new (may be NULL when 0). */
+  const rnnc_state_pair* state_pairs;
+  size_t n_state_pairs;
+  /* Explicit batch axes: tensor batch_axis_names[i] (an input or output) has its batch axis at
+   * batch_axis_values[i], or none for -1. Others take the axis derived from the dim symbols. */
+  const char* const* batch_axis_names;
+  const int32_t* batch_axis_values;
+  size_t n_batch_axes;
+} rnnc_batcher_options;
+
+/* Fills `options` with the defaults above. Does nothing when `options` is NULL. */
+void rnnc_batcher_options_init(rnnc_batcher_options* options);
+
+/* A new batcher over `model` (NULL `options`: the defaults). The batcher keeps the model's
+ * compiled code alive. On failure stores NULL in *batcher. */
+rnnc_status rnnc_batcher_new(const rnnc_model* model, const rnnc_batcher_options* options,
+                             rnnc_batcher** batcher);
+
+/* Waits for the batched runs in progress; chunks still queued complete with RNNC_CANCELLED.
+ * Streams must be closed before or after (rnnc_stream_close); after it their submits fail with
+ * RNNC_INVALID_INPUT. NULL is ignored. */
+void rnnc_batcher_free(rnnc_batcher* batcher);
+
+/* Opens a stream with zero state. On failure stores NULL in *stream. */
+rnnc_status rnnc_stream_open(rnnc_batcher* batcher, rnnc_stream** stream);
+
+/* Blocking: runs one chunk of the stream (inputs as rnnc_session_run; they are copied before the
+ * call returns or blocks) and writes the named outputs into caller buffers, each of the exact
+ * shape this stream's rows produce. A chunk that fails its checks (RNNC_INVALID_INPUT) or does
+ * not fit the queue (RNNC_OVERLOADED) is not queued and leaves the stream's state unchanged. */
+rnnc_status rnnc_stream_run(rnnc_stream* stream, const rnnc_tensor* inputs, size_t n_inputs,
+                            rnnc_tensor* outputs, size_t n_outputs);
+
+/* Called once per submitted chunk, on a batcher thread: `status` RNNC_OK with every model output
+ * (n_outputs views, valid during the call only), or an error status with `error` its message
+ * (outputs NULL). Keep it short; it may submit again. */
+typedef void (*rnnc_chunk_callback)(void* user_data, rnnc_status status, const rnnc_tensor* outputs,
+                                    size_t n_outputs, const char* error);
+
+/* Queues a chunk and returns at once (inputs copied during the call). On RNNC_OK `done` will be
+ * called exactly once; on any other status it is not called and nothing was queued. */
+rnnc_status rnnc_stream_submit(rnnc_stream* stream, const rnnc_tensor* inputs, size_t n_inputs,
+                               rnnc_chunk_callback done, void* user_data);
+
+/* Zeroes the state for the chunks submitted after this call. */
+rnnc_status rnnc_stream_reset(rnnc_stream* stream);
+
+/* Closes and frees a stream: chunks already submitted still run and their callbacks are called;
+ * the handle is invalid after the call. NULL is ignored. */
+void rnnc_stream_close(rnnc_stream* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */
