@@ -70,9 +70,15 @@ std::pair<StatusCode, std::string> describe_failure(const std::exception_ptr& er
   } catch (const RequestError& e) {
     return {e.code(), e.what()};
   } catch (const Error& e) {
-    const bool clients = e.kind() == ErrorKind::kInvalidInput || e.kind() == ErrorKind::kUnsupported;
-    return {clients ? StatusCode::kInvalidArgument : StatusCode::kInternal,
-            cat("model '", model, "': ", e.what())};
+    StatusCode code = StatusCode::kInternal;
+    switch (e.kind()) {
+      case ErrorKind::kInvalidInput:
+      case ErrorKind::kUnsupported: code = StatusCode::kInvalidArgument; break;
+      case ErrorKind::kOverloaded:
+      case ErrorKind::kCancelled: code = StatusCode::kUnavailable; break;
+      default: break;
+    }
+    return {code, cat("model '", model, "': ", e.what())};
   } catch (const std::bad_alloc&) {
     return {StatusCode::kResourceExhausted, cat("model '", model, "': out of memory")};
   } catch (const std::exception& e) {
@@ -96,6 +102,10 @@ InferenceService::InferenceService(std::vector<ModelSpec> specs, const ServiceOp
   }
   metrics_.active_sequences = [this](const std::string& model) { return sequences_.active(model); };
   metrics_.queued_requests = [this] { return queue_.queued(); };
+  metrics_.batch_sizes = [this](const std::string& model) {
+    const ServedModel* served = find(model);
+    return served && served->ready() ? served->backend().batch_sizes() : std::vector<uint64_t>{};
+  };
   reaper_ = std::thread([this] { expire_idle_sequences(); });
 }
 
@@ -104,7 +114,7 @@ InferenceService::~InferenceService() { drain(); }
 void InferenceService::load_models(const std::string& target, const std::string& cache_dir) {
   for (const auto& model : models_) {
     try {
-      model->load(target, cache_dir);
+      model->load(target, cache_dir, options_.max_queue);
     } catch (const Error& e) {
       raise(e.kind(), cat("model '", model->name(), "' (", model->spec().path, "): ", e.what()));
     }
@@ -173,7 +183,6 @@ void InferenceService::run(InferRequest& request, InferDone& done) {
     } else {
       stream = model->backend().open();
     }
-    ModelMetrics& model_metrics = metrics_.model(model->name());
     InferResponse response;
     response.model_name = model->name();
     response.id = request.id;
@@ -182,16 +191,15 @@ void InferenceService::run(InferRequest& request, InferDone& done) {
     stream->submit(
         std::move(request.inputs),
         [this, stream, sequence, wanted = std::move(wanted), response = std::move(response),
-         control = request.sequence, done, &model_metrics](std::exception_ptr error,
-                                                           ChunkResult result) mutable {
+         control = request.sequence, done](std::exception_ptr error,
+                                           std::vector<HostTensor> outputs) mutable {
           if (sequence) sequences_.release(response.model_name, control, sequence, !error && control.end);
           if (error) {
             auto [code, message] = describe_failure(error, response.model_name);
             done(code, message, {});
             return;
           }
-          model_metrics.batch_size.observe(static_cast<uint64_t>(result.batch_size));
-          for (HostTensor& output : result.outputs) {
+          for (HostTensor& output : outputs) {
             if (wanted.empty() ||
                 std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
               response.outputs.push_back(std::move(output));

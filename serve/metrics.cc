@@ -66,7 +66,7 @@ void Histogram::write(std::string& out, const std::string& name, const std::stri
          std::to_string(count_.load(std::memory_order_relaxed)) + "\n";
 }
 
-ModelMetrics::ModelMetrics() : latency_us(kLatencyBoundsUs), batch_size(kBatchBounds) {}
+ModelMetrics::ModelMetrics() : latency_us(kLatencyBoundsUs) {}
 
 Metrics::Metrics(const std::vector<std::string>& model_names) {
   models_[""] = std::make_unique<ModelMetrics>();
@@ -114,12 +114,31 @@ std::string Metrics::exposition() const {
                               "model=\"" + label_value(name) + "\"", 1e-6);
     }
   }
-  header(out, "rnnc_serve_batch_size", "histogram",
-         "How many sequences' chunks ran in one run, per chunk, per model.");
-  for (const auto& [name, entry] : models_) {
-    if (!name.empty()) {
-      entry->batch_size.write(out, "rnnc_serve_batch_size", "model=\"" + label_value(name) + "\"",
-                              1);
+  if (batch_sizes) {
+    header(out, "rnnc_serve_batch_size", "histogram",
+           "Chunks per model run (sequences batched together), over the runs so far, per model.");
+    for (const auto& [name, entry] : models_) {
+      if (name.empty()) continue;
+      const std::vector<uint64_t> runs = batch_sizes(name);
+      const std::string labels = "model=\"" + label_value(name) + "\"";
+      uint64_t cumulative = 0, sum = 0;
+      size_t b = 1;
+      for (uint64_t bound : kBatchBounds) {
+        for (; b < runs.size() && b <= bound; ++b) {
+          cumulative += runs[b];
+          sum += runs[b] * b;
+        }
+        out += "rnnc_serve_batch_size_bucket{" + labels + ",le=\"" + std::to_string(bound) +
+               "\"} " + std::to_string(cumulative) + "\n";
+      }
+      for (; b < runs.size(); ++b) {
+        cumulative += runs[b];
+        sum += runs[b] * b;
+      }
+      out += "rnnc_serve_batch_size_bucket{" + labels + ",le=\"+Inf\"} " +
+             std::to_string(cumulative) + "\n";
+      out += "rnnc_serve_batch_size_sum{" + labels + "} " + std::to_string(sum) + "\n";
+      out += "rnnc_serve_batch_size_count{" + labels + "} " + std::to_string(cumulative) + "\n";
     }
   }
   if (active_sequences) {

@@ -39,7 +39,6 @@ struct ModelMetrics {
   std::atomic<uint64_t> requests{0};
   std::array<std::atomic<uint64_t>, 8> errors{};  // indexed by StatusCode
   Histogram latency_us;
-  Histogram batch_size;
 };
 
 class Metrics {
@@ -52,6 +51,8 @@ class Metrics {
   // Gauges read when /metrics is served.
   std::function<size_t(const std::string& model)> active_sequences;
   std::function<size_t()> queued_requests;
+  // [b]: runs of b chunks so far (index 0 unused).
+  std::function<std::vector<uint64_t>(const std::string& model)> batch_sizes;
 
   std::string exposition() const;
 

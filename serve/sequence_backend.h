@@ -15,12 +15,9 @@
 
 namespace rnnc::serve {
 
-struct ChunkResult {
-  std::vector<HostTensor> outputs;  // every model output, in the model's order
-  int batch_size = 1;               // how many sequences' chunks ran in the same run
-};
-// Called once per chunk, with the error (an rnnc::Error or RequestError) or the result.
-using ChunkDone = std::function<void(std::exception_ptr error, ChunkResult result)>;
+// Called once per chunk, with the error (an rnnc::Error) or every model output, in the model's
+// order.
+using ChunkDone = std::function<void(std::exception_ptr error, std::vector<HostTensor> outputs)>;
 
 // One sequence: carries its state from chunk to chunk, from zeros at the start.
 class SequenceStream {
@@ -36,6 +33,8 @@ class SequenceBackend {
  public:
   virtual ~SequenceBackend() = default;
   virtual std::unique_ptr<SequenceStream> open() = 0;
+  // [b]: the runs so far that ran b chunks together (index 0 unused).
+  virtual std::vector<uint64_t> batch_sizes() const = 0;
 };
 
 // One rnnc::Session per open stream, run on the submitting thread. Sessions are pooled: a
@@ -44,5 +43,11 @@ class SequenceBackend {
 std::unique_ptr<SequenceBackend> make_session_backend(
     std::shared_ptr<const CompiledModel> model,
     std::vector<std::pair<std::string, std::string>> state);
+
+// Every stream a BatchStream of one rnnc::StreamBatcher: the chunks of different sequences that
+// are ready together run as one batched run (within options' max_batch and max_wait_us), on the
+// batcher's thread. A full batcher queue fails the chunk with ErrorKind::kOverloaded.
+std::unique_ptr<SequenceBackend> make_batcher_backend(std::shared_ptr<const CompiledModel> model,
+                                                      const BatcherOptions& options);
 
 }  // namespace rnnc::serve

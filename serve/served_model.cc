@@ -29,7 +29,8 @@ std::vector<TensorMetadata> metadata_of(const std::vector<TensorInfo>& tensors) 
 
 ServedModel::ServedModel(ModelSpec spec) : spec_(std::move(spec)) {}
 
-void ServedModel::load(const std::string& target, const std::string& cache_dir) {
+void ServedModel::load(const std::string& target, const std::string& cache_dir,
+                       size_t max_queue) {
   const auto start = std::chrono::steady_clock::now();
   ModelOptions options = spec_.options;
   options.target = target;
@@ -49,7 +50,16 @@ void ServedModel::load(const std::string& target, const std::string& cache_dir) 
                               has_output ? "input" : "output", " of the model"));
     }
   }
-  backend_ = make_session_backend(model_, spec_.state);
+  if (spec_.batching) {
+    BatcherOptions batching;
+    batching.max_batch = spec_.max_batch;
+    batching.max_wait_us = spec_.max_wait_us;
+    batching.queue_capacity = max_queue;
+    batching.state = spec_.state;
+    backend_ = make_batcher_backend(model_, batching);
+  } else {
+    backend_ = make_session_backend(model_, spec_.state);
+  }
   warm_up();
   load_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -83,7 +93,7 @@ void ServedModel::warm_up() {
   }
   std::unique_ptr<SequenceStream> stream = backend_->open();
   std::promise<void> finished;
-  stream->submit(std::move(zeros), [&](std::exception_ptr error, ChunkResult) {
+  stream->submit(std::move(zeros), [&](std::exception_ptr error, std::vector<HostTensor>) {
     if (error) finished.set_exception(error);
     else finished.set_value();
   });
