@@ -1,5 +1,8 @@
 #include "serve/datatype.h"
 
+#include "ir/error.h"
+#include "serve/status.h"
+
 namespace rnnc::serve {
 
 namespace {
@@ -33,6 +36,20 @@ std::optional<ElementType> parse_datatype(const std::string& name) {
     if (name == entry.name) return entry.type;
   }
   return std::nullopt;
+}
+
+ElementType input_datatype(const std::string& input, const std::string& name) {
+  if (name == "BYTES") {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", input, "': datatype BYTES is not supported (rnnc models take "
+                                        "numeric tensors)"));
+  }
+  std::optional<ElementType> type = parse_datatype(name);
+  if (!type) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", input, "': unknown datatype '", name, "'"));
+  }
+  return *type;
 }
 
 }  // namespace rnnc::serve

@@ -111,20 +111,6 @@ bool encode_contents(const HostTensor& tensor, InferTensorContents& contents) {
   }
 }
 
-ElementType input_type(const std::string& name, const std::string& datatype) {
-  if (datatype == "BYTES") {
-    raise_request(StatusCode::kInvalidArgument,
-                  cat("input '", name, "': datatype BYTES is not supported (rnnc models take "
-                                       "numeric tensors)"));
-  }
-  std::optional<ElementType> type = parse_datatype(datatype);
-  if (!type) {
-    raise_request(StatusCode::kInvalidArgument,
-                  cat("input '", name, "': unknown datatype '", datatype, "'"));
-  }
-  return *type;
-}
-
 InferRequest decode_request(const ModelInferRequest& message, const grpc::CallbackServerContext& context,
                             size_t max_tensor_bytes) {
   InferRequest request;
@@ -150,7 +136,7 @@ InferRequest decode_request(const ModelInferRequest& message, const grpc::Callba
     const auto& input = message.inputs(k);
     HostTensor tensor;
     tensor.name = input.name();
-    tensor.type = input_type(input.name(), input.datatype());
+    tensor.type = input_datatype(input.name(), input.datatype());
     tensor.shape.assign(input.shape().begin(), input.shape().end());
     const size_t bytes = tensor_bytes(tensor.name, tensor.type, tensor.shape, max_tensor_bytes);
     if (raw) {

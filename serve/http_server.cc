@@ -188,14 +188,7 @@ DecodedRequest decode_request(const httplib::Request& http, const std::string& m
       tensor.name = member(input, "name", "an input").get<std::string>();
       const std::string where = cat("input '", tensor.name, "'");
       const std::string datatype = member(input, "datatype", where).get<std::string>();
-      const std::optional<ElementType> type = parse_datatype(datatype);
-      if (!type) {
-        raise_request(StatusCode::kInvalidArgument,
-                      cat(where, ": ", datatype == "BYTES" ? "datatype BYTES is not supported "
-                                                             "(rnnc models take numeric tensors)"
-                                                           : "unknown datatype '" + datatype + "'"));
-      }
-      tensor.type = *type;
+      tensor.type = input_datatype(tensor.name, datatype);
       tensor.shape = member(input, "shape", where).get<std::vector<int64_t>>();
       const size_t bytes = tensor_bytes(tensor.name, tensor.type, tensor.shape, max_tensor_bytes);
       const json* binary_size = nullptr;

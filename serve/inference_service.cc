@@ -114,7 +114,7 @@ InferenceService::~InferenceService() { drain(); }
 void InferenceService::load_models(const std::string& target, const std::string& cache_dir) {
   for (const auto& model : models_) {
     try {
-      model->load(target, cache_dir, options_.max_queue);
+      model->load(target, cache_dir, options_.max_queue, options_.threads);
     } catch (const Error& e) {
       raise(e.kind(), cat("model '", model->name(), "' (", model->spec().path, "): ", e.what()));
     }

@@ -33,22 +33,22 @@ std::shared_ptr<SequenceTable::Sequence> SequenceTable::acquire(const std::strin
   std::unique_lock<std::mutex> lock(mutex_);
   auto it = live_.find(key);
   if (control.start) {
-    if (it == live_.end() && live_.size() >= max_sequences_) {
-      raise_request(StatusCode::kResourceExhausted,
-                    cat("cannot start sequence ", control.id, " of model '", model, "': the server holds ",
-                        max_sequences_, " sequences, its limit (--max-sequences)"));
-    }
+    auto check_room = [&] {
+      if (it == live_.end() && live_.size() >= max_sequences_) {
+        raise_request(StatusCode::kResourceExhausted,
+                      cat("cannot start sequence ", control.id, " of model '", model,
+                          "': the server holds ", max_sequences_,
+                          " sequences, its limit (--max-sequences)"));
+      }
+    };
+    check_room();
     // Open outside the lock: a backend may allocate.
     lock.unlock();
     auto sequence = std::make_shared<Sequence>();
     sequence->stream = backend.open();
     lock.lock();
     it = live_.find(key);
-    if (it == live_.end() && live_.size() >= max_sequences_) {
-      raise_request(StatusCode::kResourceExhausted,
-                    cat("cannot start sequence ", control.id, " of model '", model, "': the server holds ",
-                        max_sequences_, " sequences, its limit (--max-sequences)"));
-    }
+    check_room();  // others may have started meanwhile
     closed_.erase(key);
     sequence->last_used = Clock::now();
     sequence->in_flight = 1;

@@ -30,7 +30,7 @@ std::vector<TensorMetadata> metadata_of(const std::vector<TensorInfo>& tensors) 
 ServedModel::ServedModel(ModelSpec spec) : spec_(std::move(spec)) {}
 
 void ServedModel::load(const std::string& target, const std::string& cache_dir,
-                       size_t max_queue) {
+                       size_t max_queue, int threads) {
   const auto start = std::chrono::steady_clock::now();
   ModelOptions options = spec_.options;
   options.target = target;
@@ -55,6 +55,7 @@ void ServedModel::load(const std::string& target, const std::string& cache_dir,
     batching.max_batch = spec_.max_batch;
     batching.max_wait_us = spec_.max_wait_us;
     batching.queue_capacity = max_queue;
+    batching.threads = threads;
     batching.state = spec_.state;
     backend_ = make_batcher_backend(model_, batching);
   } else {

@@ -26,9 +26,10 @@ class ServedModel {
   // Compiles the model (kernels from the cache when it holds them) with the server-wide target
   // and cache directory, then runs it once on zeros when every input's shape is known (fixed in
   // the model or given with dim=), so the first request finds its shape's program compiled.
-  // With batching, the batcher queues at most `max_queue` chunks. Throws rnnc::Error. Not
-  // thread-safe; ready() turns true at its end.
-  void load(const std::string& target, const std::string& cache_dir, size_t max_queue);
+  // With batching, the batcher queues at most `max_queue` chunks and runs `threads` batches at
+  // once. Throws rnnc::Error. Not thread-safe; ready() turns true at its end.
+  void load(const std::string& target, const std::string& cache_dir, size_t max_queue,
+            int threads);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   double load_seconds() const { return load_seconds_; }
   bool warmed_up() const { return warmed_up_; }

@@ -7,9 +7,13 @@ import argparse
 import concurrent.futures
 import os
 import queue
+import ssl
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.request
 
 import numpy as np
 
@@ -35,6 +39,7 @@ SILERO_OPTIONS = "fix=sr=16000,state=stateN:state,dim=batch=1,dim=sequence=512"
 DEMO_OPTIONS = "dim=seq=4,dim=batch=1"
 IDLE_TIMEOUT_MS = 1500
 MAX_TENSOR_BYTES = 1 << 20
+MAX_MESSAGE_BYTES = 4 << 20
 rng = np.random.default_rng(28)
 
 demo_reference = rnnc.InferenceSession(args.demo, cache_dir=args.cache_dir)
@@ -76,6 +81,7 @@ server = sc.Server(args.rnnc, [
     "--model", f"silero_batched={args.silero},{SILERO_OPTIONS},batching=on,max-batch=16,max-wait-us=2000",
     "--threads", "2", "--max-sequences", "100", "--max-queue", "1024",
     "--sequence-idle-timeout-ms", str(IDLE_TIMEOUT_MS), "--max-tensor-bytes", str(MAX_TENSOR_BYTES),
+    "--max-message-bytes", str(MAX_MESSAGE_BYTES),
     "--cache-dir", args.cache_dir])
 print(f"server ready in {server.ready_seconds:.3f} s at grpc={server.grpc_address} "
       f"http={server.http_address}", flush=True)
@@ -264,6 +270,13 @@ try:
                               *sc.rest_infer_body({"features": big}, binary=True))
     expect_http_error("REST tensor over the request limit", status, data, 400,
                       "larger than the server's limit")
+    huge = np.zeros((MAX_MESSAGE_BYTES // 160 + 1, 1, 40), np.float32)
+    expect_error("gRPC message over --max-message-bytes",
+                 lambda: stub.ModelInfer(sc.grpc_request(pb2, "demo", {"features": huge})),
+                 grpc.StatusCode.RESOURCE_EXHAUSTED, "")
+    status, _, data = sc.http("POST", server.url("/v2/models/demo/infer"),
+                              *sc.rest_infer_body({"features": huge}, binary=True))
+    check("HTTP body over --max-message-bytes: 413", status == 413, f"status {status}")
     expect_error("sequence never started",
                  lambda: stub.ModelInfer(sc.grpc_request(pb2, "silero", {"input": chunk},
                                                          parameters={"sequence_id": 424242})),
@@ -406,4 +419,31 @@ finally:
     channel.close()
     code = small.stop()
 check("SIGTERM with requests in flight: exit 0", code == 0, f"exit {code}\n{''.join(small.lines)}")
+# ---- TLS: both protocols with --tls-cert / --tls-key (a self-signed certificate) -------------
+with tempfile.TemporaryDirectory() as tls_dir:
+    cert, key = os.path.join(tls_dir, "cert.pem"), os.path.join(tls_dir, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    secure = sc.Server(args.rnnc, ["--model", f"demo={args.demo},{DEMO_OPTIONS}",
+                                   "--tls-cert", cert, "--tls-key", key,
+                                   "--cache-dir", args.cache_dir])
+    try:
+        credentials = grpc.ssl_channel_credentials(root_certificates=open(cert, "rb").read())
+        with grpc.secure_channel(secure.grpc_address, credentials) as tls_channel:
+            tls_stub = pb2_grpc.GRPCInferenceServiceStub(tls_channel)
+            check("TLS: gRPC ServerReady over TLS",
+                  tls_stub.ServerReady(pb2.ServerReadyRequest()).ready)
+        context = ssl.create_default_context(cafile=cert)
+        with urllib.request.urlopen("https://" + secure.http_address + "/v2/health/ready",
+                                    context=context, timeout=30) as response:
+            check("TLS: HTTPS GET /v2/health/ready", response.status == 200)
+        with grpc.insecure_channel(secure.grpc_address) as plain:
+            expect_error("TLS: a plaintext client is refused",
+                         lambda: pb2_grpc.GRPCInferenceServiceStub(plain).ServerLive(
+                             pb2.ServerLiveRequest(), timeout=5),
+                         grpc.StatusCode.UNAVAILABLE, "")
+    finally:
+        code = secure.stop()
+    check("TLS server: exit 0", code == 0, f"exit {code}")
 print("serve_test: all passed")
