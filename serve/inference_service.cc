@@ -102,6 +102,7 @@ InferenceService::InferenceService(std::vector<ModelSpec> specs, const ServiceOp
   }
   metrics_.active_sequences = [this](const std::string& model) { return sequences_.active(model); };
   metrics_.queued_requests = [this] { return queue_.queued(); };
+  metrics_.requests_in_flight = [this] { return in_flight_.load(); };
   metrics_.batch_sizes = [this](const std::string& model) {
     const ServedModel* served = find(model);
     return served && served->ready() ? served->backend().batch_sizes() : std::vector<uint64_t>{};
@@ -143,11 +144,13 @@ void InferenceService::infer(InferRequest request, InferDone done) {
   const Clock::time_point arrival = Clock::now();
   const std::string model_name = request.model_name;
   // Every outcome is counted once, whichever thread reports it.
+  in_flight_.fetch_add(1);
   InferDone counted = [this, arrival, model_name, done = std::move(done)](
                           StatusCode code, const std::string& error, InferResponse response) {
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival);
     metrics_.record(model_name, code, static_cast<uint64_t>(latency.count()));
     done(code, error, std::move(response));
+    in_flight_.fetch_sub(1);
   };
   if (!accepting_.load()) {
     counted(StatusCode::kUnavailable, "the server is shutting down", {});

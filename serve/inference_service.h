@@ -72,6 +72,7 @@ class InferenceService {
   Metrics metrics_;
   SequenceTable sequences_;
   std::atomic<bool> accepting_{true};
+  std::atomic<size_t> in_flight_{0};  // requests infer() took and has not answered
   WorkQueue queue_;
   std::mutex reaper_mutex_;
   std::condition_variable reaper_wake_;

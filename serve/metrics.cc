@@ -156,6 +156,11 @@ std::string Metrics::exposition() const {
            "Requests waiting for an inference thread.");
     out += "rnnc_serve_queued_requests " + std::to_string(queued_requests()) + "\n";
   }
+  if (requests_in_flight) {
+    header(out, "rnnc_serve_requests_in_flight", "gauge",
+           "Requests received and not answered yet (queued or running).");
+    out += "rnnc_serve_requests_in_flight " + std::to_string(requests_in_flight()) + "\n";
+  }
   return out;
 }
 

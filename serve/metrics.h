@@ -51,6 +51,7 @@ class Metrics {
   // Gauges read when /metrics is served.
   std::function<size_t(const std::string& model)> active_sequences;
   std::function<size_t()> queued_requests;
+  std::function<size_t()> requests_in_flight;
   // [b]: runs of b chunks so far (index 0 unused).
   std::function<std::vector<uint64_t>(const std::string& model)> batch_sizes;
 

@@ -52,6 +52,17 @@ def silero_alone(chunks):
     return [stream.run(None, {"input": chunk}) for chunk in chunks]
 
 
+def wait_for_metric(server, line, seconds=30):
+    """Polls /metrics until it has `line` (e.g. 'rnnc_serve_requests_in_flight 2'); bounded."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status, _, data = sc.http("GET", server.url("/metrics"))
+        if status == 200 and line in data.decode().splitlines():
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def check(name, condition, detail=""):
     if not condition:
         raise AssertionError(f"{name}: {detail}")
@@ -393,7 +404,8 @@ try:
     # Deadline: a request that waits behind others longer than its deadline is not run.
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         blocker = pool.submit(stub.ModelInfer, long_request)
-        time.sleep(0.02)
+        check("deadline: the blocking request is in flight",
+              wait_for_metric(small, "rnnc_serve_requests_in_flight 1"))
         late = pool.submit(lambda: stub.ModelInfer(
             sc.grpc_request(pb2, "demo", {"features": piece}, parameters={"timeout": 1000})))
         try:
@@ -410,7 +422,9 @@ try:
     want = demo_reference.run(None, {"features": long_input})[0]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         in_flight = [pool.submit(stub.ModelInfer, long_request) for _ in range(2)]
-        time.sleep(0.3)
+        # One running, one queued, before the signal.
+        check("SIGTERM: two requests in flight", wait_for_metric(small, "rnnc_serve_queued_requests 1")
+              and wait_for_metric(small, "rnnc_serve_requests_in_flight 2"))
         small.terminate()
         results = [f.result(timeout=60) for f in in_flight]
     check("SIGTERM: requests in flight complete with correct results",
