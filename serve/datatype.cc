@@ -41,8 +41,9 @@ std::optional<ElementType> parse_datatype(const std::string& name) {
 ElementType input_datatype(const std::string& input, const std::string& name) {
   if (name == "BYTES") {
     raise_request(StatusCode::kInvalidArgument,
-                  cat("input '", input, "': datatype BYTES is not supported (rnnc models take "
-                                        "numeric tensors)"));
+                  cat("input '", input,
+                      "': datatype BYTES is not supported (rnnc models take "
+                      "numeric tensors)"));
   }
   std::optional<ElementType> type = parse_datatype(name);
   if (!type) {

@@ -27,26 +27,40 @@ using inference::ModelStreamInferResponse;
 
 grpc::StatusCode grpc_code(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return grpc::StatusCode::OK;
-    case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
-    case StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
-    case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
-    case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
-    case StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
-    case StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
-    case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+    case StatusCode::kOk:
+      return grpc::StatusCode::OK;
+    case StatusCode::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case StatusCode::kUnavailable:
+      return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kDeadlineExceeded:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case StatusCode::kCancelled:
+      return grpc::StatusCode::CANCELLED;
+    case StatusCode::kInternal:
+      return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::UNKNOWN;
 }
 
 ParameterValue parameter_value(const inference::InferParameter& parameter) {
   switch (parameter.parameter_choice_case()) {
-    case inference::InferParameter::kBoolParam: return parameter.bool_param();
-    case inference::InferParameter::kInt64Param: return parameter.int64_param();
-    case inference::InferParameter::kStringParam: return parameter.string_param();
-    case inference::InferParameter::kDoubleParam: return parameter.double_param();
-    case inference::InferParameter::kUint64Param: return parameter.uint64_param();
-    default: return std::string();
+    case inference::InferParameter::kBoolParam:
+      return parameter.bool_param();
+    case inference::InferParameter::kInt64Param:
+      return parameter.int64_param();
+    case inference::InferParameter::kStringParam:
+      return parameter.string_param();
+    case inference::InferParameter::kDoubleParam:
+      return parameter.double_param();
+    case inference::InferParameter::kUint64Param:
+      return parameter.uint64_param();
+    default:
+      return std::string();
   }
 }
 
@@ -67,17 +81,28 @@ void copy_contents(const Repeated& values, const char* field, HostTensor& tensor
 
 void decode_contents(const InferTensorContents& contents, HostTensor& tensor, size_t bytes) {
   switch (tensor.type) {
-    case ElementType::kBool: return copy_contents<uint8_t>(contents.bool_contents(), "bool_contents", tensor, bytes);
-    case ElementType::kInt8: return copy_contents<int8_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt16: return copy_contents<int16_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt32: return copy_contents<int32_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt64: return copy_contents<int64_t>(contents.int64_contents(), "int64_contents", tensor, bytes);
-    case ElementType::kUInt8: return copy_contents<uint8_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt16: return copy_contents<uint16_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt32: return copy_contents<uint32_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt64: return copy_contents<uint64_t>(contents.uint64_contents(), "uint64_contents", tensor, bytes);
-    case ElementType::kFloat32: return copy_contents<float>(contents.fp32_contents(), "fp32_contents", tensor, bytes);
-    case ElementType::kFloat64: return copy_contents<double>(contents.fp64_contents(), "fp64_contents", tensor, bytes);
+    case ElementType::kBool:
+      return copy_contents<uint8_t>(contents.bool_contents(), "bool_contents", tensor, bytes);
+    case ElementType::kInt8:
+      return copy_contents<int8_t>(contents.int_contents(), "int_contents", tensor, bytes);
+    case ElementType::kInt16:
+      return copy_contents<int16_t>(contents.int_contents(), "int_contents", tensor, bytes);
+    case ElementType::kInt32:
+      return copy_contents<int32_t>(contents.int_contents(), "int_contents", tensor, bytes);
+    case ElementType::kInt64:
+      return copy_contents<int64_t>(contents.int64_contents(), "int64_contents", tensor, bytes);
+    case ElementType::kUInt8:
+      return copy_contents<uint8_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
+    case ElementType::kUInt16:
+      return copy_contents<uint16_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
+    case ElementType::kUInt32:
+      return copy_contents<uint32_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
+    case ElementType::kUInt64:
+      return copy_contents<uint64_t>(contents.uint64_contents(), "uint64_contents", tensor, bytes);
+    case ElementType::kFloat32:
+      return copy_contents<float>(contents.fp32_contents(), "fp32_contents", tensor, bytes);
+    case ElementType::kFloat64:
+      return copy_contents<double>(contents.fp64_contents(), "fp64_contents", tensor, bytes);
     default:
       raise_request(StatusCode::kInvalidArgument,
                     cat("input '", tensor.name, "': ", datatype_name(tensor.type),
@@ -96,23 +121,46 @@ void append_contents(const HostTensor& tensor, Repeated* values) {
 // False when the type has no typed contents field (FP16, BF16): the response goes raw.
 bool encode_contents(const HostTensor& tensor, InferTensorContents& contents) {
   switch (tensor.type) {
-    case ElementType::kBool: append_contents<uint8_t>(tensor, contents.mutable_bool_contents()); return true;
-    case ElementType::kInt8: append_contents<int8_t>(tensor, contents.mutable_int_contents()); return true;
-    case ElementType::kInt16: append_contents<int16_t>(tensor, contents.mutable_int_contents()); return true;
-    case ElementType::kInt32: append_contents<int32_t>(tensor, contents.mutable_int_contents()); return true;
-    case ElementType::kInt64: append_contents<int64_t>(tensor, contents.mutable_int64_contents()); return true;
-    case ElementType::kUInt8: append_contents<uint8_t>(tensor, contents.mutable_uint_contents()); return true;
-    case ElementType::kUInt16: append_contents<uint16_t>(tensor, contents.mutable_uint_contents()); return true;
-    case ElementType::kUInt32: append_contents<uint32_t>(tensor, contents.mutable_uint_contents()); return true;
-    case ElementType::kUInt64: append_contents<uint64_t>(tensor, contents.mutable_uint64_contents()); return true;
-    case ElementType::kFloat32: append_contents<float>(tensor, contents.mutable_fp32_contents()); return true;
-    case ElementType::kFloat64: append_contents<double>(tensor, contents.mutable_fp64_contents()); return true;
-    default: return false;
+    case ElementType::kBool:
+      append_contents<uint8_t>(tensor, contents.mutable_bool_contents());
+      return true;
+    case ElementType::kInt8:
+      append_contents<int8_t>(tensor, contents.mutable_int_contents());
+      return true;
+    case ElementType::kInt16:
+      append_contents<int16_t>(tensor, contents.mutable_int_contents());
+      return true;
+    case ElementType::kInt32:
+      append_contents<int32_t>(tensor, contents.mutable_int_contents());
+      return true;
+    case ElementType::kInt64:
+      append_contents<int64_t>(tensor, contents.mutable_int64_contents());
+      return true;
+    case ElementType::kUInt8:
+      append_contents<uint8_t>(tensor, contents.mutable_uint_contents());
+      return true;
+    case ElementType::kUInt16:
+      append_contents<uint16_t>(tensor, contents.mutable_uint_contents());
+      return true;
+    case ElementType::kUInt32:
+      append_contents<uint32_t>(tensor, contents.mutable_uint_contents());
+      return true;
+    case ElementType::kUInt64:
+      append_contents<uint64_t>(tensor, contents.mutable_uint64_contents());
+      return true;
+    case ElementType::kFloat32:
+      append_contents<float>(tensor, contents.mutable_fp32_contents());
+      return true;
+    case ElementType::kFloat64:
+      append_contents<double>(tensor, contents.mutable_fp64_contents());
+      return true;
+    default:
+      return false;
   }
 }
 
-InferRequest decode_request(const ModelInferRequest& message, const grpc::CallbackServerContext& context,
-                            size_t max_tensor_bytes) {
+InferRequest decode_request(const ModelInferRequest& message,
+                            const grpc::CallbackServerContext& context, size_t max_tensor_bytes) {
   InferRequest request;
   request.model_name = message.model_name();
   request.id = message.id();
@@ -122,15 +170,15 @@ InferRequest decode_request(const ModelInferRequest& message, const grpc::Callba
   apply_request_parameters(parameters, request);
   const auto deadline = context.deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
-    request.deadline = std::min(request.deadline,
-                                Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                   deadline - std::chrono::system_clock::now()));
+    request.deadline =
+        std::min(request.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                      deadline - std::chrono::system_clock::now()));
   }
   const bool raw = message.raw_input_contents_size() > 0;
   if (raw && message.raw_input_contents_size() != message.inputs_size()) {
     raise_request(StatusCode::kInvalidArgument,
-                  cat("raw_input_contents has ", message.raw_input_contents_size(),
-                      " entries for ", message.inputs_size(), " inputs (one per input, in order)"));
+                  cat("raw_input_contents has ", message.raw_input_contents_size(), " entries for ",
+                      message.inputs_size(), " inputs (one per input, in order)"));
   }
   for (int k = 0; k < message.inputs_size(); ++k) {
     const auto& input = message.inputs(k);
@@ -141,9 +189,9 @@ InferRequest decode_request(const ModelInferRequest& message, const grpc::Callba
     const size_t bytes = tensor_bytes(tensor.name, tensor.type, tensor.shape, max_tensor_bytes);
     if (raw) {
       if (input.has_contents()) {
-        raise_request(StatusCode::kInvalidArgument,
-                      cat("input '", tensor.name, "' has contents although the request uses "
-                                                  "raw_input_contents"));
+        raise_request(StatusCode::kInvalidArgument, cat("input '", tensor.name,
+                                                        "' has contents although the request uses "
+                                                        "raw_input_contents"));
       }
       const std::string& data = message.raw_input_contents(k);
       if (data.size() != bytes) {
@@ -291,18 +339,18 @@ class InferenceHandler final : public HandlerBase {
     }
     decoded.is_cancelled = [context] { return context->IsCancelled(); };
     const bool raw = request.raw_input_contents_size() > 0;
-    service_.infer(std::move(decoded), [reactor, response_bytes, raw](
-                                           StatusCode code, const std::string& error,
-                                           InferResponse result) {
-      if (code != StatusCode::kOk) {
-        reactor->Finish(grpc::Status(grpc_code(code), error));
-        return;
-      }
-      ModelInferResponse response;
-      encode_response(result, raw, response);
-      *response_bytes = serialize(response);
-      reactor->Finish(grpc::Status::OK);
-    });
+    service_.infer(std::move(decoded),
+                   [reactor, response_bytes, raw](StatusCode code, const std::string& error,
+                                                  InferResponse result) {
+                     if (code != StatusCode::kOk) {
+                       reactor->Finish(grpc::Status(grpc_code(code), error));
+                       return;
+                     }
+                     ModelInferResponse response;
+                     encode_response(result, raw, response);
+                     *response_bytes = serialize(response);
+                     reactor->Finish(grpc::Status::OK);
+                   });
     return reactor;
   }
 
@@ -351,16 +399,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
     decoded.is_cancelled = [context = context_] { return context->IsCancelled(); };
     const bool raw = request.raw_input_contents_size() > 0;
-    service_.infer(std::move(decoded), [this, raw](StatusCode code, const std::string& error,
-                                                   InferResponse result) {
-      ModelStreamInferResponse response;
-      if (code != StatusCode::kOk) {
-        response.set_error_message(cat(status_code_name(code), ": ", error));
-      } else {
-        encode_response(result, raw, *response.mutable_infer_response());
-      }
-      respond(response);
-    });
+    service_.infer(std::move(decoded),
+                   [this, raw](StatusCode code, const std::string& error, InferResponse result) {
+                     ModelStreamInferResponse response;
+                     if (code != StatusCode::kOk) {
+                       response.set_error_message(cat(status_code_name(code), ": ", error));
+                     } else {
+                       encode_response(result, raw, *response.mutable_infer_response());
+                     }
+                     respond(response);
+                   });
   }
 
   void OnWriteDone(bool ok) override {
@@ -405,7 +453,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   bool finished_ = false;
 };
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceHandler::ModelStreamInfer(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceHandler::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
   return new StreamReactor(service_, context);
 }
 
@@ -442,8 +491,10 @@ GrpcServer::GrpcServer(InferenceService& service, const GrpcOptions& options)
                                   : options.host + ":" + std::to_string(options.port);
   builder.AddListeningPort(address, credentials, &port_);
   builder.RegisterService(&impl_->handler);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
-  builder.SetMaxSendMessageSize(static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || port_ == 0) {
     raise(ErrorKind::kIo, cat("gRPC: cannot listen on ", address));
@@ -460,7 +511,8 @@ void GrpcServer::set_serving(bool serving) {
   if (!health) return;
   health->SetServingStatus("", serving);
   health->SetServingStatus("inference.GRPCInferenceService", serving);
-  for (const auto& model : impl_->service.models()) health->SetServingStatus(model->name(), serving);
+  for (const auto& model : impl_->service.models())
+    health->SetServingStatus(model->name(), serving);
 }
 
 void GrpcServer::shutdown(std::chrono::system_clock::time_point deadline) {

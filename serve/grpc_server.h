@@ -14,9 +14,9 @@ namespace rnnc::serve {
 
 struct GrpcOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                      // 0: any free port
+  int port = 0;  // 0: any free port
   size_t max_message_bytes = 64 << 20;
-  std::string tls_cert, tls_key;     // PEM files; both empty: plaintext
+  std::string tls_cert, tls_key;  // PEM files; both empty: plaintext
 };
 
 class GrpcServer {

@@ -65,13 +65,14 @@ void store_values(const std::vector<const json*>& values, HostTensor& tensor) {
     const json& value = *values[k];
     const bool ok = std::is_same_v<T, uint8_t> && tensor.type == ElementType::kBool
                         ? value.is_boolean()
-                        : std::is_floating_point_v<T> ? value.is_number()
-                                                      : value.is_number_integer();
+                    : std::is_floating_point_v<T> ? value.is_number()
+                                                  : value.is_number_integer();
     if (!ok) {
       raise_request(StatusCode::kInvalidArgument,
                     cat("input '", tensor.name, "': data[", k, "] is ", value.dump(), ", not ",
-                        tensor.type == ElementType::kBool ? "a bool" :
-                        std::is_floating_point_v<T> ? "a number" : "an integer",
+                        tensor.type == ElementType::kBool ? "a bool"
+                        : std::is_floating_point_v<T>     ? "a number"
+                                                          : "an integer",
                         " (", datatype_name(tensor.type), ")"));
     }
     out[k] = value.is_boolean() ? static_cast<T>(value.get<bool>()) : value.get<T>();
@@ -89,17 +90,28 @@ void decode_json_data(const json& data, HostTensor& tensor, size_t bytes) {
   }
   tensor.resize_bytes(bytes);
   switch (tensor.type) {
-    case ElementType::kBool: return store_values<uint8_t>(values, tensor);
-    case ElementType::kInt8: return store_values<int8_t>(values, tensor);
-    case ElementType::kInt16: return store_values<int16_t>(values, tensor);
-    case ElementType::kInt32: return store_values<int32_t>(values, tensor);
-    case ElementType::kInt64: return store_values<int64_t>(values, tensor);
-    case ElementType::kUInt8: return store_values<uint8_t>(values, tensor);
-    case ElementType::kUInt16: return store_values<uint16_t>(values, tensor);
-    case ElementType::kUInt32: return store_values<uint32_t>(values, tensor);
-    case ElementType::kUInt64: return store_values<uint64_t>(values, tensor);
-    case ElementType::kFloat32: return store_values<float>(values, tensor);
-    case ElementType::kFloat64: return store_values<double>(values, tensor);
+    case ElementType::kBool:
+      return store_values<uint8_t>(values, tensor);
+    case ElementType::kInt8:
+      return store_values<int8_t>(values, tensor);
+    case ElementType::kInt16:
+      return store_values<int16_t>(values, tensor);
+    case ElementType::kInt32:
+      return store_values<int32_t>(values, tensor);
+    case ElementType::kInt64:
+      return store_values<int64_t>(values, tensor);
+    case ElementType::kUInt8:
+      return store_values<uint8_t>(values, tensor);
+    case ElementType::kUInt16:
+      return store_values<uint16_t>(values, tensor);
+    case ElementType::kUInt32:
+      return store_values<uint32_t>(values, tensor);
+    case ElementType::kUInt64:
+      return store_values<uint64_t>(values, tensor);
+    case ElementType::kFloat32:
+      return store_values<float>(values, tensor);
+    case ElementType::kFloat64:
+      return store_values<double>(values, tensor);
     default:
       raise_request(StatusCode::kInvalidArgument,
                     cat("input '", tensor.name, "': ", datatype_name(tensor.type),
@@ -113,8 +125,10 @@ json values_of(const HostTensor& tensor) {
   json out = json::array();
   const size_t count = tensor.byte_size() / sizeof(T);
   for (size_t k = 0; k < count; ++k) {
-    if (tensor.type == ElementType::kBool) out.push_back(data[k] != 0);
-    else out.push_back(data[k]);
+    if (tensor.type == ElementType::kBool)
+      out.push_back(data[k] != 0);
+    else
+      out.push_back(data[k]);
   }
   return out;
 }
@@ -122,25 +136,37 @@ json values_of(const HostTensor& tensor) {
 // nullopt for types JSON has no form for (FP16, BF16): they go binary.
 std::optional<json> json_data(const HostTensor& tensor) {
   switch (tensor.type) {
-    case ElementType::kBool: return values_of<uint8_t>(tensor);
-    case ElementType::kInt8: return values_of<int8_t>(tensor);
-    case ElementType::kInt16: return values_of<int16_t>(tensor);
-    case ElementType::kInt32: return values_of<int32_t>(tensor);
-    case ElementType::kInt64: return values_of<int64_t>(tensor);
-    case ElementType::kUInt8: return values_of<uint8_t>(tensor);
-    case ElementType::kUInt16: return values_of<uint16_t>(tensor);
-    case ElementType::kUInt32: return values_of<uint32_t>(tensor);
-    case ElementType::kUInt64: return values_of<uint64_t>(tensor);
-    case ElementType::kFloat32: return values_of<float>(tensor);
-    case ElementType::kFloat64: return values_of<double>(tensor);
-    default: return std::nullopt;
+    case ElementType::kBool:
+      return values_of<uint8_t>(tensor);
+    case ElementType::kInt8:
+      return values_of<int8_t>(tensor);
+    case ElementType::kInt16:
+      return values_of<int16_t>(tensor);
+    case ElementType::kInt32:
+      return values_of<int32_t>(tensor);
+    case ElementType::kInt64:
+      return values_of<int64_t>(tensor);
+    case ElementType::kUInt8:
+      return values_of<uint8_t>(tensor);
+    case ElementType::kUInt16:
+      return values_of<uint16_t>(tensor);
+    case ElementType::kUInt32:
+      return values_of<uint32_t>(tensor);
+    case ElementType::kUInt64:
+      return values_of<uint64_t>(tensor);
+    case ElementType::kFloat32:
+      return values_of<float>(tensor);
+    case ElementType::kFloat64:
+      return values_of<double>(tensor);
+    default:
+      return std::nullopt;
   }
 }
 
 struct DecodedRequest {
   InferRequest request;
-  bool all_binary = false;                 // request parameter binary_data_output
-  std::set<std::string> binary_outputs;    // outputs asked for with binary_data
+  bool all_binary = false;               // request parameter binary_data_output
+  std::set<std::string> binary_outputs;  // outputs asked for with binary_data
 };
 
 DecodedRequest decode_request(const httplib::Request& http, const std::string& model,
@@ -155,9 +181,9 @@ DecodedRequest decode_request(const httplib::Request& http, const std::string& m
     char* end = nullptr;
     const unsigned long long length = std::strtoull(text.c_str(), &end, 10);
     if (text.empty() || *end || length > http.body.size()) {
-      raise_request(StatusCode::kInvalidArgument,
-                    cat(kHeaderLength, " is '", text, "', the body holds ", http.body.size(),
-                        " bytes"));
+      raise_request(
+          StatusCode::kInvalidArgument,
+          cat(kHeaderLength, " is '", text, "', the body holds ", http.body.size(), " bytes"));
     }
     header_length = static_cast<size_t>(length);
   }
@@ -174,9 +200,11 @@ DecodedRequest decode_request(const httplib::Request& http, const std::string& m
     if (auto id = body.find("id"); id != body.end()) request.id = id->get<std::string>();
     std::map<std::string, ParameterValue> parameters;
     if (auto p = body.find("parameters"); p != body.end()) {
-      if (!p->is_object()) raise_request(StatusCode::kInvalidArgument, "'parameters' is not an object");
+      if (!p->is_object())
+        raise_request(StatusCode::kInvalidArgument, "'parameters' is not an object");
       for (const auto& [name, value] : p->items()) parameters[name] = parameter_value(name, value);
-      if (auto b = p->find("binary_data_output"); b != p->end()) decoded.all_binary = b->get<bool>();
+      if (auto b = p->find("binary_data_output"); b != p->end())
+        decoded.all_binary = b->get<bool>();
     }
     apply_request_parameters(parameters, request);
 
@@ -249,9 +277,8 @@ void send_infer_response(httplib::Response& http, const DecodedRequest& decoded,
   std::string binary;
   json outputs = json::array();
   for (const HostTensor& output : response.outputs) {
-    json entry{{"name", output.name},
-               {"datatype", datatype_name(output.type)},
-               {"shape", output.shape}};
+    json entry{
+        {"name", output.name}, {"datatype", datatype_name(output.type)}, {"shape", output.shape}};
     std::optional<json> data;
     if (!decoded.all_binary && !decoded.binary_outputs.count(output.name)) data = json_data(output);
     if (data) {
@@ -277,8 +304,8 @@ void send_infer_response(httplib::Response& http, const DecodedRequest& decoded,
 json tensors_json(const std::vector<TensorMetadata>& tensors) {
   json out = json::array();
   for (const TensorMetadata& tensor : tensors) {
-    out.push_back({{"name", tensor.name}, {"datatype", datatype_name(tensor.type)},
-                   {"shape", tensor.shape}});
+    out.push_back(
+        {{"name", tensor.name}, {"datatype", datatype_name(tensor.type)}, {"shape", tensor.shape}});
   }
   return out;
 }
@@ -298,7 +325,8 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(InferenceService& service, const HttpOptions& options)
     : impl_(std::make_unique<Impl>()) {
   if (!options.tls_cert.empty() || !options.tls_key.empty()) {
-    auto server = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
+    auto server =
+        std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
     if (!server->is_valid()) {
       raise(ErrorKind::kIo, cat("HTTP: cannot set up TLS from --tls-cert '", options.tls_cert,
                                 "' and --tls-key '", options.tls_key, "'"));
@@ -309,7 +337,9 @@ HttpServer::HttpServer(InferenceService& service, const HttpOptions& options)
   }
   httplib::Server& server = *impl_->server;
   const int threads = std::max(1, options.threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server.new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
   server.set_payload_max_length(options.max_message_bytes);
 
   server.Get("/v2/health/live", [&service](const httplib::Request&, httplib::Response& response) {
@@ -321,32 +351,32 @@ HttpServer::HttpServer(InferenceService& service, const HttpOptions& options)
   server.Get("/v2", [](const httplib::Request&, httplib::Response& response) {
     json extensions = json::array();
     for (const char* extension : kServerExtensions) extensions.push_back(extension);
-    send_json(response, {{"name", kServerName}, {"version", RNNC_VERSION_STRING},
-                         {"extensions", extensions}});
+    send_json(
+        response,
+        {{"name", kServerName}, {"version", RNNC_VERSION_STRING}, {"extensions", extensions}});
   });
   server.Get(model_route("/ready"), [&service](const httplib::Request& request,
                                                httplib::Response& response) {
     try {
-      response.status =
-          model_ready(service, request.matches[1], request.matches[2]) ? 200 : 503;
+      response.status = model_ready(service, request.matches[1], request.matches[2]) ? 200 : 503;
     } catch (const RequestError& e) {
       send_error(response, e.code(), e.what());
     }
   });
-  server.Get(model_route(""), [&service](const httplib::Request& request,
-                                         httplib::Response& response) {
-    try {
-      const ServedModel& model = ready_model(service, request.matches[1], request.matches[2]);
-      send_json(response, {{"name", model.name()},
-                           {"versions", {kModelVersion}},
-                           {"platform", kModelPlatform},
-                           {"inputs", tensors_json(model.inputs())},
-                           {"outputs", tensors_json(model.outputs())},
-                           {"properties", {{"sequence_state", carried_state_text(model)}}}});
-    } catch (const RequestError& e) {
-      send_error(response, e.code(), e.what());
-    }
-  });
+  server.Get(
+      model_route(""), [&service](const httplib::Request& request, httplib::Response& response) {
+        try {
+          const ServedModel& model = ready_model(service, request.matches[1], request.matches[2]);
+          send_json(response, {{"name", model.name()},
+                               {"versions", {kModelVersion}},
+                               {"platform", kModelPlatform},
+                               {"inputs", tensors_json(model.inputs())},
+                               {"outputs", tensors_json(model.outputs())},
+                               {"properties", {{"sequence_state", carried_state_text(model)}}}});
+        } catch (const RequestError& e) {
+          send_error(response, e.code(), e.what());
+        }
+      });
   server.Post(model_route("/infer"), [&service](const httplib::Request& request,
                                                 httplib::Response& response) {
     const std::string model = request.matches[1];

@@ -13,10 +13,10 @@ namespace rnnc::serve {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                      // 0: any free port
-  int threads = 4;                   // connections served at once (they wait on inference)
+  int port = 0;     // 0: any free port
+  int threads = 4;  // connections served at once (they wait on inference)
   size_t max_message_bytes = 64 << 20;
-  std::string tls_cert, tls_key;     // PEM files; both empty: plain HTTP
+  std::string tls_cert, tls_key;  // PEM files; both empty: plain HTTP
 };
 
 class HttpServer {

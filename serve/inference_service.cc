@@ -47,10 +47,10 @@ void check_request(const ServedModel& model, const InferRequest& request) {
       raise_request(StatusCode::kInvalidArgument, cat("input '", input.name, "' is given twice"));
     }
     if (expected->type != input.type) {
-      raise_request(StatusCode::kInvalidArgument,
-                    cat("input '", input.name, "' of model '", model.name(), "' is ",
-                        datatype_name(expected->type), ", the request gives ",
-                        datatype_name(input.type)));
+      raise_request(
+          StatusCode::kInvalidArgument,
+          cat("input '", input.name, "' of model '", model.name(), "' is ",
+              datatype_name(expected->type), ", the request gives ", datatype_name(input.type)));
     }
   }
   for (const std::string& output : request.requested_outputs) {
@@ -73,10 +73,15 @@ std::pair<StatusCode, std::string> describe_failure(const std::exception_ptr& er
     StatusCode code = StatusCode::kInternal;
     switch (e.kind()) {
       case ErrorKind::kInvalidInput:
-      case ErrorKind::kUnsupported: code = StatusCode::kInvalidArgument; break;
+      case ErrorKind::kUnsupported:
+        code = StatusCode::kInvalidArgument;
+        break;
       case ErrorKind::kOverloaded:
-      case ErrorKind::kCancelled: code = StatusCode::kUnavailable; break;
-      default: break;
+      case ErrorKind::kCancelled:
+        code = StatusCode::kUnavailable;
+        break;
+      default:
+        break;
     }
     return {code, cat("model '", model, "': ", e.what())};
   } catch (const std::bad_alloc&) {
@@ -147,7 +152,8 @@ void InferenceService::infer(InferRequest request, InferDone done) {
   in_flight_.fetch_add(1);
   InferDone counted = [this, arrival, model_name, done = std::move(done)](
                           StatusCode code, const std::string& error, InferResponse response) {
-    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival);
+    const auto latency =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival);
     metrics_.record(model_name, code, static_cast<uint64_t>(latency.count()));
     done(code, error, std::move(response));
     in_flight_.fetch_sub(1);
@@ -156,7 +162,8 @@ void InferenceService::infer(InferRequest request, InferDone done) {
     counted(StatusCode::kUnavailable, "the server is shutting down", {});
     return;
   }
-  auto job = std::make_shared<std::pair<InferRequest, InferDone>>(std::move(request), std::move(counted));
+  auto job =
+      std::make_shared<std::pair<InferRequest, InferDone>>(std::move(request), std::move(counted));
   if (!queue_.try_submit([this, job] { run(job->first, job->second); })) {
     job->second(StatusCode::kUnavailable,
                 cat("the server's request queue is full (", options_.max_queue,
@@ -191,25 +198,26 @@ void InferenceService::run(InferRequest& request, InferDone& done) {
     response.id = request.id;
     response.sequence = request.sequence;
     std::vector<std::string> wanted = request.requested_outputs;
-    stream->submit(
-        std::move(request.inputs),
-        [this, stream, sequence, wanted = std::move(wanted), response = std::move(response),
-         control = request.sequence, done](std::exception_ptr error,
-                                           std::vector<HostTensor> outputs) mutable {
-          if (sequence) sequences_.release(response.model_name, control, sequence, !error && control.end);
-          if (error) {
-            auto [code, message] = describe_failure(error, response.model_name);
-            done(code, message, {});
-            return;
-          }
-          for (HostTensor& output : outputs) {
-            if (wanted.empty() ||
-                std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
-              response.outputs.push_back(std::move(output));
-            }
-          }
-          done(StatusCode::kOk, "", std::move(response));
-        });
+    stream->submit(std::move(request.inputs),
+                   [this, stream, sequence, wanted = std::move(wanted),
+                    response = std::move(response), control = request.sequence,
+                    done](std::exception_ptr error, std::vector<HostTensor> outputs) mutable {
+                     if (sequence)
+                       sequences_.release(response.model_name, control, sequence,
+                                          !error && control.end);
+                     if (error) {
+                       auto [code, message] = describe_failure(error, response.model_name);
+                       done(code, message, {});
+                       return;
+                     }
+                     for (HostTensor& output : outputs) {
+                       if (wanted.empty() ||
+                           std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
+                         response.outputs.push_back(std::move(output));
+                       }
+                     }
+                     done(StatusCode::kOk, "", std::move(response));
+                   });
   } catch (...) {
     if (sequence) sequences_.release(request.model_name, request.sequence, sequence, false);
     auto [code, message] = describe_failure(std::current_exception(), request.model_name);

@@ -23,15 +23,16 @@
 namespace rnnc::serve {
 
 struct ServiceOptions {
-  int threads = 1;                 // inference threads
-  size_t max_queue = 256;          // requests waiting for a thread before UNAVAILABLE
-  size_t max_sequences = 1024;     // live sequences before RESOURCE_EXHAUSTED
+  int threads = 1;              // inference threads
+  size_t max_queue = 256;       // requests waiting for a thread before UNAVAILABLE
+  size_t max_sequences = 1024;  // live sequences before RESOURCE_EXHAUSTED
   std::chrono::milliseconds sequence_idle_timeout{60'000};
   size_t max_tensor_bytes = 64 << 20;  // per input tensor
 };
 
 // The outcome of one request: code kOk and the response, or the error's code and message.
-using InferDone = std::function<void(StatusCode code, const std::string& error, InferResponse response)>;
+using InferDone =
+    std::function<void(StatusCode code, const std::string& error, InferResponse response)>;
 
 class InferenceService {
  public:

@@ -30,9 +30,9 @@ void header(std::string& out, const char* name, const char* type, const char* he
   out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-const std::vector<uint64_t> kLatencyBoundsUs = {100,    250,    500,     1000,    2500,   5000,
-                                                10000,  25000,  50000,   100000,  250000, 500000,
-                                                1000000, 2500000, 10000000};
+const std::vector<uint64_t> kLatencyBoundsUs = {100,    250,    500,     1000,    2500,
+                                                5000,   10000,  25000,   50000,   100000,
+                                                250000, 500000, 1000000, 2500000, 10000000};
 const std::vector<uint64_t> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128};
 
 }  // namespace
@@ -62,8 +62,8 @@ void Histogram::write(std::string& out, const std::string& name, const std::stri
   }
   out += name + "_sum{" + labels + "} " +
          number(static_cast<double>(sum_.load(std::memory_order_relaxed)) * scale) + "\n";
-  out += name + "_count{" + labels + "} " +
-         std::to_string(count_.load(std::memory_order_relaxed)) + "\n";
+  out += name + "_count{" + labels + "} " + std::to_string(count_.load(std::memory_order_relaxed)) +
+         "\n";
 }
 
 ModelMetrics::ModelMetrics() : latency_us(kLatencyBoundsUs) {}
@@ -152,8 +152,7 @@ std::string Metrics::exposition() const {
     }
   }
   if (queued_requests) {
-    header(out, "rnnc_serve_queued_requests", "gauge",
-           "Requests waiting for an inference thread.");
+    header(out, "rnnc_serve_queued_requests", "gauge", "Requests waiting for an inference thread.");
     out += "rnnc_serve_queued_requests " + std::to_string(queued_requests()) + "\n";
   }
   if (requests_in_flight) {

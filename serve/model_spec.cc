@@ -12,7 +12,8 @@ namespace {
 int64_t parse_integer(const std::string& text, const std::string& what) {
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end) raise_invalid_input(cat("--model ", what, ": '", text, "' is not an integer"));
+  if (text.empty() || *end)
+    raise_invalid_input(cat("--model ", what, ": '", text, "' is not an integer"));
   return value;
 }
 
@@ -28,8 +29,8 @@ std::pair<std::string, std::string> assignment(const std::string& text, const st
                                                char separator = '=') {
   const size_t at = text.find(separator);
   if (at == std::string::npos || at == 0 || at + 1 == text.size()) {
-    raise_invalid_input(cat("--model option '", option, "' expects NAME", separator, "VALUE, got '",
-                            text, "'"));
+    raise_invalid_input(
+        cat("--model option '", option, "' expects NAME", separator, "VALUE, got '", text, "'"));
   }
   return {text.substr(0, at), text.substr(at + 1)};
 }
@@ -50,14 +51,16 @@ ModelSpec parse_model_spec(const std::string& text) {
   spec.name = name;
   spec.path = path;
   if (spec.name.find('/') != std::string::npos) {
-    raise_invalid_input(cat("--model name '", spec.name, "' must not contain '/' (it is a URL path segment)"));
+    raise_invalid_input(
+        cat("--model name '", spec.name, "' must not contain '/' (it is a URL path segment)"));
   }
   for (size_t k = 1; k < parts.size(); ++k) {
     auto [option, value] = assignment(parts[k], parts[k]);
     if (option == "fix") {
       auto [input, values] = assignment(value, "fix");
       std::vector<int64_t>& fixed = spec.options.fixed_inputs[input];
-      for (const std::string& item : split(values, ':')) fixed.push_back(parse_integer(item, "fix " + input));
+      for (const std::string& item : split(values, ':'))
+        fixed.push_back(parse_integer(item, "fix " + input));
     } else if (option == "dim") {
       auto [dim, size] = assignment(value, "dim");
       const int64_t n = parse_integer(size, "dim " + dim);

@@ -26,7 +26,7 @@ struct ModelSpec {
   std::string name;
   std::string path;
   ModelOptions options;
-  std::map<std::string, int64_t> dims;                   // dim=
+  std::map<std::string, int64_t> dims;                     // dim=
   std::vector<std::pair<std::string, std::string>> state;  // state= (output, input)
   bool batching = false;
   int max_batch = 64;

@@ -13,18 +13,23 @@ constexpr int64_t kMaxTimeoutMicros = 86'400'000'000;  // one day; keeps the dea
 
 const char* type_name(const ParameterValue& value) {
   switch (value.index()) {
-    case 0: return "bool";
-    case 1: return "int64";
-    case 2: return "uint64";
-    case 3: return "double";
-    default: return "string";
+    case 0:
+      return "bool";
+    case 1:
+      return "int64";
+    case 2:
+      return "uint64";
+    case 3:
+      return "double";
+    default:
+      return "string";
   }
 }
 
 [[noreturn]] void wrong_type(const std::string& name, const ParameterValue& value,
                              const char* expected) {
-  raise_request(StatusCode::kInvalidArgument, cat("parameter '", name, "' is a ", type_name(value),
-                                                  ", expected ", expected));
+  raise_request(StatusCode::kInvalidArgument,
+                cat("parameter '", name, "' is a ", type_name(value), ", expected ", expected));
 }
 
 bool bool_parameter(const std::string& name, const ParameterValue& value) {
@@ -57,10 +62,12 @@ void apply_request_parameters(const std::map<std::string, ParameterValue>& param
       request.sequence.end = bool_parameter(name, value);
     } else if (name == "timeout") {
       int64_t micros = 0;
-      if (const auto* number = std::get_if<int64_t>(&value)) micros = *number;
+      if (const auto* number = std::get_if<int64_t>(&value))
+        micros = *number;
       else if (const auto* unsigned_number = std::get_if<uint64_t>(&value))
         micros = static_cast<int64_t>(std::min<uint64_t>(*unsigned_number, INT64_MAX));
-      else wrong_type(name, value, "an integer (microseconds)");
+      else
+        wrong_type(name, value, "an integer (microseconds)");
       micros = std::min<int64_t>(micros, kMaxTimeoutMicros);
       if (micros > 0) {
         request.deadline =

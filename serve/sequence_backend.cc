@@ -83,9 +83,7 @@ class SessionBackend : public SequenceBackend {
                  std::vector<std::pair<std::string, std::string>> state)
       : pool_(std::make_shared<SessionPool>(std::move(model), std::move(state))) {}
 
-  std::unique_ptr<SequenceStream> open() override {
-    return std::make_unique<SessionStream>(pool_);
-  }
+  std::unique_ptr<SequenceStream> open() override { return std::make_unique<SessionStream>(pool_); }
 
   std::vector<uint64_t> batch_sizes() const override { return {0, pool_->runs()}; }
 

@@ -35,10 +35,10 @@ std::shared_ptr<SequenceTable::Sequence> SequenceTable::acquire(const std::strin
   if (control.start) {
     auto check_room = [&] {
       if (it == live_.end() && live_.size() >= max_sequences_) {
-        raise_request(StatusCode::kResourceExhausted,
-                      cat("cannot start sequence ", control.id, " of model '", model,
-                          "': the server holds ", max_sequences_,
-                          " sequences, its limit (--max-sequences)"));
+        raise_request(
+            StatusCode::kResourceExhausted,
+            cat("cannot start sequence ", control.id, " of model '", model, "': the server holds ",
+                max_sequences_, " sequences, its limit (--max-sequences)"));
       }
     };
     check_room();

@@ -16,8 +16,7 @@ std::vector<TensorMetadata> metadata_of(const std::vector<TensorInfo>& tensors) 
   for (const TensorInfo& info : tensors) {
     TensorMetadata tensor{info.name, info.type, {}};
     for (const std::string& dim : info.dims) {
-      const bool numeric =
-          !dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos;
+      const bool numeric = !dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos;
       tensor.shape.push_back(numeric ? std::strtoll(dim.c_str(), nullptr, 10) : -1);
     }
     out.push_back(std::move(tensor));
@@ -29,8 +28,8 @@ std::vector<TensorMetadata> metadata_of(const std::vector<TensorInfo>& tensors) 
 
 ServedModel::ServedModel(ModelSpec spec) : spec_(std::move(spec)) {}
 
-void ServedModel::load(const std::string& target, const std::string& cache_dir,
-                       size_t max_queue, int threads) {
+void ServedModel::load(const std::string& target, const std::string& cache_dir, size_t max_queue,
+                       int threads) {
   const auto start = std::chrono::steady_clock::now();
   ModelOptions options = spec_.options;
   options.target = target;
@@ -62,8 +61,7 @@ void ServedModel::load(const std::string& target, const std::string& cache_dir,
     backend_ = make_session_backend(model_, spec_.state);
   }
   warm_up();
-  load_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ready_.store(true, std::memory_order_release);
 }
 
@@ -95,8 +93,10 @@ void ServedModel::warm_up() {
   std::unique_ptr<SequenceStream> stream = backend_->open();
   std::promise<void> finished;
   stream->submit(std::move(zeros), [&](std::exception_ptr error, std::vector<HostTensor>) {
-    if (error) finished.set_exception(error);
-    else finished.set_value();
+    if (error)
+      finished.set_exception(error);
+    else
+      finished.set_value();
   });
   finished.get_future().get();
   warmed_up_ = true;

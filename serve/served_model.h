@@ -28,8 +28,7 @@ class ServedModel {
   // the model or given with dim=), so the first request finds its shape's program compiled.
   // With batching, the batcher queues at most `max_queue` chunks and runs `threads` batches at
   // once. Throws rnnc::Error. Not thread-safe; ready() turns true at its end.
-  void load(const std::string& target, const std::string& cache_dir, size_t max_queue,
-            int threads);
+  void load(const std::string& target, const std::string& cache_dir, size_t max_queue, int threads);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   double load_seconds() const { return load_seconds_; }
   bool warmed_up() const { return warmed_up_; }

@@ -74,7 +74,10 @@ int run_server(const ServerOptions& options, std::chrono::steady_clock::time_poi
     service.load_models(options.target, options.cache_dir);
     for (const auto& model : service.models()) {
       std::cout << "rnnc serve: warmed '" << model->name() << "' in " << model->load_seconds()
-                << " s" << (model->warmed_up() ? "" : " (compiled; no warm-up run: give dim= for its symbolic dims)")
+                << " s"
+                << (model->warmed_up()
+                        ? ""
+                        : " (compiled; no warm-up run: give dim= for its symbolic dims)")
                 << "\n";
     }
     std::cout << "rnnc serve: kernel cache warm in " << seconds_since(process_start) << " s\n";
@@ -94,8 +97,8 @@ int run_server(const ServerOptions& options, std::chrono::steady_clock::time_poi
             << std::endl;
 
   const int signal = stop.wait();
-  std::cout << "rnnc serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-            << ": draining (up to " << options.drain_timeout.count() << " ms)" << std::endl;
+  std::cout << "rnnc serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining (up to "
+            << options.drain_timeout.count() << " ms)" << std::endl;
   const auto deadline = std::chrono::system_clock::now() + options.drain_timeout;
   service.stop_accepting();
   grpc.set_serving(false);

@@ -35,7 +35,8 @@ const ServedModel& ready_model(const InferenceService& service, const std::strin
                                const std::string& version) {
   const ServedModel& model = known_model(service, name, version);
   if (!model.ready()) {
-    raise_request(StatusCode::kUnavailable, cat("model '", name, "' is not ready (still compiling)"));
+    raise_request(StatusCode::kUnavailable,
+                  cat("model '", name, "' is not ready (still compiling)"));
   }
   return model;
 }

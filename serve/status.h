@@ -19,7 +19,7 @@ enum class StatusCode {
 };
 
 const char* status_code_name(StatusCode code);  // "INVALID_ARGUMENT", as gRPC spells them
-int http_status(StatusCode code);                // 400, 404, 503, ...
+int http_status(StatusCode code);               // 400, 404, 503, ...
 
 class RequestError : public std::runtime_error {
  public:

@@ -38,8 +38,10 @@ size_t tensor_bytes(const std::string& name, ElementType type, const std::vector
                     cat("input '", name, "': dim ", k, " is ", shape[k], ", must be >= 0"));
     }
     const auto dim = static_cast<size_t>(shape[k]);
-    if (dim != 0 && bytes > std::numeric_limits<size_t>::max() / dim) bytes = max_bytes + 1;
-    else bytes *= dim;
+    if (dim != 0 && bytes > std::numeric_limits<size_t>::max() / dim)
+      bytes = max_bytes + 1;
+    else
+      bytes *= dim;
     if (bytes > max_bytes) break;
   }
   if (bytes > max_bytes) {

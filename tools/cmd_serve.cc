@@ -12,7 +12,8 @@ namespace {
 
 int64_t positive(const Parsed& args, const std::string& name, int64_t fallback, int64_t minimum) {
   const int64_t value = args.get_int(name, fallback);
-  if (value < minimum) raise_invalid_input(cat("--", name, " must be >= ", minimum, ", got ", value));
+  if (value < minimum)
+    raise_invalid_input(cat("--", name, " must be >= ", minimum, ", got ", value));
   return value;
 }
 
@@ -23,7 +24,8 @@ int run_serve(const Parsed& args) {
                             "': models are given with --model NAME=PATH"));
   }
   serve::ServerOptions options;
-  for (const std::string& text : args.all("model")) options.models.push_back(serve::parse_model_spec(text));
+  for (const std::string& text : args.all("model"))
+    options.models.push_back(serve::parse_model_spec(text));
   if (options.models.empty()) raise_invalid_input("give at least one --model NAME=PATH");
 
   const std::string host = args.get("host", "127.0.0.1");
@@ -59,7 +61,8 @@ const Command kServeCommand{
     "serve",
     "rnnc serve --model NAME=PATH[,option=value...] [--model ...] [--grpc-port P] [--http-port Q] "
     "[options]",
-    "Serve models over the KServe Open Inference Protocol v2: gRPC (inference.GRPCInferenceService\n"
+    "Serve models over the KServe Open Inference Protocol v2: gRPC "
+    "(inference.GRPCInferenceService\n"
     "with ModelStreamInfer, grpc.health.v1.Health) and REST (/v2/..., /metrics), with stateful\n"
     "sequences (request parameters sequence_id, sequence_start, sequence_end). Prints a line\n"
     "'rnnc serve: ready grpc=HOST:P http=HOST:Q in S s' once every model is compiled; SIGTERM\n"
@@ -73,15 +76,18 @@ const Command kServeCommand{
         {"http-port", "Q", "HTTP port (default 8000; 0: any free port)"},
         {"host", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for a pod)"},
         {"threads", "N", "inference threads, the server's compute budget (default 1)"},
-        {"http-threads", "N", "HTTP connections served at once (default 4; they wait on inference)"},
-        {"max-queue", "N", "requests waiting for an inference thread before UNAVAILABLE / 503 "
-                           "(default 256)"},
+        {"http-threads", "N",
+         "HTTP connections served at once (default 4; they wait on inference)"},
+        {"max-queue", "N",
+         "requests waiting for an inference thread before UNAVAILABLE / 503 "
+         "(default 256)"},
         {"max-sequences", "N", "live sequences before RESOURCE_EXHAUSTED / 503 (default 1024)"},
         {"sequence-idle-timeout-ms", "MS", "drop a sequence idle this long (default 60000)"},
         {"max-tensor-bytes", "N", "largest input tensor a request may carry (default 16 MiB)"},
         {"max-message-bytes", "N", "largest gRPC message or HTTP body (default 64 MiB)"},
-        {"drain-timeout-ms", "MS", "on SIGTERM, how long requests in flight may take to finish "
-                                   "(default 10000)"},
+        {"drain-timeout-ms", "MS",
+         "on SIGTERM, how long requests in flight may take to finish "
+         "(default 10000)"},
         {"tls-cert", "PEM", "serve gRPC and HTTP over TLS with this certificate (with --tls-key)"},
         {"tls-key", "PEM", "the certificate's private key"},
         {"warm-only", "", "compile every model (filling the kernel cache) and exit"},
