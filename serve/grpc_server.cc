@@ -380,9 +380,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client closed its side, or went away
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       reads_done_ = true;
-      finish_if_done();
+      finish_if_done(lock);
       return;
     }
     ModelInferRequest request;
@@ -412,7 +412,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     writes_.pop_front();
     writing_ = false;
     if (!ok) writes_.clear();  // the client is gone: nobody reads the rest
@@ -420,7 +420,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       writing_ = true;
       StartWrite(&writes_.front());
     }
-    finish_if_done();
+    finish_if_done(lock);
   }
 
   void OnDone() override { delete this; }
@@ -436,9 +436,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     StartRead(&request_bytes_);
   }
 
-  void finish_if_done() {
+  // Finishes once the client has stopped sending and every response is written. Finish runs
+  // after `lock` is released: OnDone, which deletes this reactor, may follow it at once.
+  void finish_if_done(std::unique_lock<std::mutex>& lock) {
     if (reads_done_ && !writing_ && writes_.empty() && !finished_) {
       finished_ = true;
+      lock.unlock();
       Finish(grpc::Status::OK);
     }
   }

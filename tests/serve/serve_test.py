@@ -205,9 +205,8 @@ try:
     sequences = {1000 + s: [rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32)
                             for _ in range(6)] for s in range(64)}
     alone = {s: silero_alone(chunks) for s, chunks in sequences.items()}
-    # Without batching, bit for bit. Batched runs use the batcher's generic program, the library
-    # stream the program its shape specialization compiled: they differ in the last bits (up to
-    # 8e-5 seen on Silero's outputs and state, values of order 1).
+    # Without batching, bit for bit. With batching the results may differ from a Session run in
+    # the last bits of Silero's outputs and state (values of order 1): docs/serving.md, Batching.
     for model, tolerance in (("silero", 0.0), ("silero_batched", 1e-4)):
         with concurrent.futures.ThreadPoolExecutor(64) as pool:
             served = dict(zip(sequences, pool.map(
