@@ -579,11 +579,24 @@ def main():
     add("Workloads, their shapes and what each stands for: "
         "[models/README.md](../models/README.md).")
     add("")
-    with open(os.path.join(args.out_dir, "benchmarks.md"), "w") as f:
+    path = os.path.join(args.out_dir, "benchmarks.md")
+    # Sections measured by other tools (rnnc streams) follow KEPT_MARKER; a new report keeps them.
+    kept = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if KEPT_MARKER in old:
+            kept = old[old.index(KEPT_MARKER):]
+    with open(path, "w") as f:
         f.write("\n".join(lines))
+        if kept:
+            f.write("\n" + kept)
 
     if not args.no_chart:
         write_chart(args, meta, workloads, threads_list, by_key, torch_by_key)
+
+
+KEPT_MARKER = "<!-- Measured by other tools; report.py keeps everything below this line. -->"
 
 
 def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):

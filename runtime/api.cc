@@ -612,7 +612,9 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     const size_t index = static_cast<size_t>(state[p].second);
     if (checker->given(index)) continue;
     Tensor& value = state_values[p];
-    if (!value.defined()) value = Tensor(model_impl.checks[index].dtype, checker->zero_state_shape(index));
+    if (!value.defined()) {
+      value = Tensor(model_impl.checks[index].dtype, checker->zero_state_shape(index));
+    }
     checker->set_given(index);
     checker->check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())),
                        value.shape(), value.raw_data(), "carried state");

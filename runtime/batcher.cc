@@ -85,10 +85,10 @@ std::shared_ptr<const Error> error_of_current_exception() {
 // One model input as the batcher gathers it.
 struct RNNC_INTERNAL InputSlot {
   std::string name;
-  size_t index = 0;   // the InputChecker's (graph) index
+  size_t index = 0;  // the InputChecker's (graph) index
   ElementType type = ElementType::kFloat32;
-  int axis = -1;      // batch axis, -1: none (equal within a batch)
-  int pair = -1;      // the state pair feeding it, -1: a data input
+  int axis = -1;  // batch axis, -1: none (equal within a batch)
+  int pair = -1;  // the state pair feeding it, -1: a data input
 };
 
 // A checked chunk with its own copy of the inputs.
@@ -123,8 +123,8 @@ struct RNNC_INTERNAL BatchStream::State {
   std::deque<std::unique_ptr<Chunk>> pending;  // submitted, not started
   bool running = false;                        // a chunk of it is in a batched run
   bool closed = false;
-  size_t outstanding = 0;                      // submitted, callback not yet returned
-  std::condition_variable idle;                // outstanding became 0
+  size_t outstanding = 0;        // submitted, callback not yet returned
+  std::condition_variable idle;  // outstanding became 0
   // Owned by the worker running this stream's chunk (running == true), else by nobody:
   std::vector<Tensor> state;  // per state pair, this stream's rows; undefined: zeros
 };
@@ -174,17 +174,19 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
                           const BatcherOptions& options_in)
     : model(std::move(model_in)), options(options_in) {
   auto at_least_one = [](const char* name, int64_t value) {
-    if (value < 1) raise_invalid_input(cat("BatcherOptions::", name, " = ", value, ", must be >= 1"));
+    if (value < 1)
+      raise_invalid_input(cat("BatcherOptions::", name, " = ", value, ", must be >= 1"));
   };
   at_least_one("max_batch", options.max_batch);
   at_least_one("queue_capacity", static_cast<int64_t>(options.queue_capacity));
   at_least_one("threads", options.threads);
   if (options.max_wait_us < 0) {
-    raise_invalid_input(cat("BatcherOptions::max_wait_us = ", options.max_wait_us,
-                            ", must be >= 0"));
+    raise_invalid_input(
+        cat("BatcherOptions::max_wait_us = ", options.max_wait_us, ", must be >= 0"));
   }
   // The worker sessions check the state pairs (new_session's messages).
-  for (int w = 0; w < options.threads; ++w) sessions.push_back(new_generic_session(*model, options.state));
+  for (int w = 0; w < options.threads; ++w)
+    sessions.push_back(new_generic_session(*model, options.state));
 
   const std::vector<TensorInfo>& inputs = model->inputs();
   const std::vector<TensorInfo>& outputs = model->outputs();
@@ -258,8 +260,9 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
   auto why_none = [&]() {
     if (!symbol.empty()) return cat("has no dim '", symbol, "'");
     if (candidates.empty()) {
-      return std::string("has no batch axis: no dim symbol is shared by the state inputs and a "
-                         "data input");
+      return std::string(
+          "has no batch axis: no dim symbol is shared by the state inputs and a "
+          "data input");
     }
     std::string names;
     for (const std::string& name : candidates) names += (names.empty() ? "'" : ", '") + name + "'";
@@ -278,8 +281,8 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
     for (const TensorInfo& info : inputs) check_axis(info);
     for (const TensorInfo& info : outputs) check_axis(info);
     if (!found) {
-      raise_invalid_input(cat("BatcherOptions::batch_axes: '", name,
-                              "' is not an input or output of the model"));
+      raise_invalid_input(
+          cat("BatcherOptions::batch_axes: '", name, "' is not an input or output of the model"));
     }
   }
   auto given_axis = [&](const std::string& name, int derived) {
@@ -439,7 +442,8 @@ bool StreamBatcher::Impl::take_batch(std::unique_lock<std::mutex>& lock,
     members.push_back(chunk);
     if (members.size() == static_cast<size_t>(options.max_batch)) break;
   }
-  const Clock::time_point deadline = oldest.arrival + std::chrono::microseconds(options.max_wait_us);
+  const Clock::time_point deadline =
+      oldest.arrival + std::chrono::microseconds(options.max_wait_us);
   if (members.size() < static_cast<size_t>(options.max_batch) &&
       members.size() < streams_that_could_join() && Clock::now() < deadline) {
     work_ready.wait_until(lock, deadline);
@@ -501,7 +505,8 @@ void StreamBatcher::Impl::run_batch(size_t worker, std::vector<std::unique_ptr<C
         continue;  // an optional input no chunk of this group gives
       }
       if (slot.axis < 0) {
-        inputs.push_back({slot.name, {slot.type, shape, const_cast<void*>(model_shape->raw_data())}});
+        inputs.push_back(
+            {slot.name, {slot.type, shape, const_cast<void*>(model_shape->raw_data())}});
         continue;
       }
       shape[static_cast<size_t>(slot.axis)] = total_rows;
@@ -638,7 +643,8 @@ void StreamBatcher::Impl::shutdown() {
   }
 }
 
-// ---- public API ----------------------------------------------------------------------------------
+// ---- public API
+// ----------------------------------------------------------------------------------
 
 std::vector<CompiledModel::Output>& ChunkResult::value() {
   if (error) throw *error;

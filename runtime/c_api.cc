@@ -575,7 +575,7 @@ rnnc_status rnnc_session_clone(const rnnc_session* session, rnnc_session** clone
   });
 }
 
-// ---- cross-stream batching ------------------------------------------------------------------------
+// ---- cross-stream batching ----------------------------------------------------------------------
 
 void rnnc_batcher_options_init(rnnc_batcher_options* options) {
   if (!options) return;

@@ -67,15 +67,23 @@ ChunkInputs random_chunk(const CompiledModel& model, const std::set<std::string>
       shape.push_back(size);
     }
     TensorRef tensor{info.type, shape, nullptr};
-    std::vector<uint8_t>& bytes = chunk.storage.emplace_back(std::max<size_t>(tensor.byte_size(), 8));
+    std::vector<uint8_t>& bytes =
+        chunk.storage.emplace_back(std::max<size_t>(tensor.byte_size(), 8));
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (int64_t i = 0; i < tensor.element_count(); ++i) {
       switch (info.type) {
-        case ElementType::kFloat32: reinterpret_cast<float*>(bytes.data())[i] = uniform(rng); break;
-        case ElementType::kInt64: reinterpret_cast<int64_t*>(bytes.data())[i] = 0; break;
-        case ElementType::kInt32: reinterpret_cast<int32_t*>(bytes.data())[i] = 0; break;
+        case ElementType::kFloat32:
+          reinterpret_cast<float*>(bytes.data())[i] = uniform(rng);
+          break;
+        case ElementType::kInt64:
+          reinterpret_cast<int64_t*>(bytes.data())[i] = 0;
+          break;
+        case ElementType::kInt32:
+          reinterpret_cast<int32_t*>(bytes.data())[i] = 0;
+          break;
         default:
-          raise_unsupported(cat("input ", info.to_string(), ": random ", element_type_name(info.type),
+          raise_unsupported(cat("input ", info.to_string(), ": random ",
+                                element_type_name(info.type),
                                 " inputs (float, int32 and int64 only); fix it with --fix"));
       }
     }
@@ -87,13 +95,13 @@ ChunkInputs random_chunk(const CompiledModel& model, const std::set<std::string>
 
 struct Trial {
   int streams = 0;
-  std::vector<double> latencies_ms;  // completed chunks
+  std::vector<double> latencies_ms;              // completed chunks
   uint64_t released = 0, dropped = 0, late = 0;  // late: done after the stream's next release
-  std::vector<uint64_t> batch_sizes;           // batching on: runs per size
+  std::vector<uint64_t> batch_sizes;             // batching on: runs per size
   double p(double q) const {
     if (latencies_ms.empty()) return NAN;
-    const size_t index = std::min(latencies_ms.size() - 1,
-                                  static_cast<size_t>(q * static_cast<double>(latencies_ms.size())));
+    const size_t index = std::min(
+        latencies_ms.size() - 1, static_cast<size_t>(q * static_cast<double>(latencies_ms.size())));
     return latencies_ms[index];
   }
   bool kept_up() const { return late == 0 && dropped == 0 && latencies_ms.size() == released; }
@@ -141,8 +149,8 @@ Trial run_batched(const std::shared_ptr<const CompiledModel>& model,
     for (int s = 0; s < streams; ++s) handles.push_back(batcher.open_stream());
     const Clock::time_point start = Clock::now();
     for (const Release& release : releases) {
-      std::this_thread::sleep_until(start + std::chrono::microseconds(
-                                                static_cast<int64_t>(release.at_ms * 1000)));
+      std::this_thread::sleep_until(
+          start + std::chrono::microseconds(static_cast<int64_t>(release.at_ms * 1000)));
       ++trial.released;
       try {
         handles[static_cast<size_t>(release.stream)].submit(
@@ -165,7 +173,8 @@ Trial run_batched(const std::shared_ptr<const CompiledModel>& model,
     }
     // The backlog gets one more period; what is still queued then is cancelled (dropped).
     const Clock::time_point give_up =
-        start + std::chrono::microseconds(static_cast<int64_t>((settings.seconds * 1000 + period) * 1000));
+        start +
+        std::chrono::microseconds(static_cast<int64_t>((settings.seconds * 1000 + period) * 1000));
     for (BatchStream& handle : handles) handle.close();
     while (Clock::now() < give_up) {
       {
@@ -201,8 +210,8 @@ Trial run_sessions(const std::shared_ptr<const CompiledModel>& model,
       uint64_t late = 0;
       for (const Release& release : releases) {
         if (release.stream % settings.threads != t) continue;
-        std::this_thread::sleep_until(start + std::chrono::microseconds(
-                                                  static_cast<int64_t>(release.at_ms * 1000)));
+        std::this_thread::sleep_until(
+            start + std::chrono::microseconds(static_cast<int64_t>(release.at_ms * 1000)));
         if (ms_since(start, Clock::now()) > give_up_ms) break;
         sessions[static_cast<size_t>(release.stream)].run(
             chunks[static_cast<size_t>(release.stream)].named);
@@ -221,8 +230,9 @@ Trial run_sessions(const std::shared_ptr<const CompiledModel>& model,
 }
 
 Trial run_trial(const std::shared_ptr<const CompiledModel>& model,
-                const std::set<std::string>& state_inputs, const std::map<std::string, int64_t>& dims,
-                int streams, const Settings& settings, uint64_t seed) {
+                const std::set<std::string>& state_inputs,
+                const std::map<std::string, int64_t>& dims, int streams, const Settings& settings,
+                uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<ChunkInputs> chunks;
   for (int s = 0; s < streams; ++s) chunks.push_back(random_chunk(*model, state_inputs, dims, rng));
@@ -354,7 +364,8 @@ int run_streams(const Parsed& args) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 0));
   if (!find_max) {
     print_header();
-    for (int count : counts) print_trial(run_trial(model, state_inputs, dims, count, settings, seed));
+    for (int count : counts)
+      print_trial(run_trial(model, state_inputs, dims, count, settings, seed));
     return 0;
   }
   // The largest N whose trial keeps up with p99 within the budget: doubling from the first
@@ -393,12 +404,15 @@ const Command kStreamsCommand{
     "streams",
     "rnnc streams MODEL [--streams N[,N...]] [--batching on|off] [options]",
     "Simulate N real-time streams on one model and report chunk latency (p50, p99, max from each\n"
-    "chunk's release to its result), the batch sizes and whether every stream kept up. Each stream\n"
-    "releases a chunk of --chunk-frames frames every chunk period from a random phase, with random\n"
+    "chunk's release to its result), the batch sizes and whether every stream kept up. Each "
+    "stream\n"
+    "releases a chunk of --chunk-frames frames every chunk period from a random phase, with "
+    "random\n"
     "inputs; --batching on runs them through a StreamBatcher, off through one Session per stream\n"
     "on --threads threads. --find-max --p99-ms X searches the largest N that keeps p99 <= X ms.",
     {
-        {"streams", "N[,N...]", "stream counts to try (default 8); with --find-max, the first count"},
+        {"streams", "N[,N...]",
+         "stream counts to try (default 8); with --find-max, the first count"},
         {"batching", "on|off", "cross-stream batching (default on)"},
         {"max-batch", "B", "batching on: chunks per batched run (default 64)"},
         {"max-wait-ms", "MS", "batching on: the longest a chunk waits for others (default 2)"},

@@ -124,5 +124,31 @@ printf '{"default": {"activations": {"dynamic": false}}}' >"$tmp/static_q.json"
 expect_error "static activations need calibration" "needs calibration data" \
   "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/x.onnx" --config "$tmp/static_q.json"
 
+# rnnc streams: real-time streams of the demo model (4-frame chunks of 10 ms), briefly; the fields
+# people read, the batch sizes with batching on, and its errors.
+expect_ok "streams prints latency per stream count" \
+  "^4 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ +(yes|no)$" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 2,4 --seconds 0.4 --chunk-frames 4
+expect_ok "streams header" "^streams  p50_ms   p99_ms   max_ms   mean_batch  chunks  late  dropped  kept_up$" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 2 --seconds 0.2 --chunk-frames 4
+expect_ok "streams with batching lists the batch sizes" "batch sizes \(size x runs\): 1x[0-9]+" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 3 --seconds 0.3 --chunk-frames 4 \
+  --max-wait-ms 1
+expect_ok "streams without batching" "batching off, 2 thread\(s\)" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 2 --seconds 0.2 --chunk-frames 4 \
+  --batching off --threads 2
+expect_ok "streams --find-max reports the largest count" "max streams with p99 <= 50 ms: [0-9]+" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 1 --seconds 0.2 --chunk-frames 4 \
+  --find-max --p99-ms 50 --max-batch 4
+expect_error "streams --batching takes on or off" "--batching expects on or off, got 'maybe'" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --batching maybe
+expect_error "streams --find-max needs a budget" "--find-max needs --p99-ms X" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --find-max
+expect_error "streams counts" "--streams expects counts >= 1 separated by commas, got '2,0'" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 2,0
+expect_error "streams needs the time dim bound" "input features: float[seq, batch, 40]: dim 'seq' is not bound: give it with --dim seq=N" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --time-dim frames --seconds 0.1
+expect_ok "streams --help" "usage: rnnc streams" "$rnnc" streams --help
+
 echo "$((checks - failures)) passed, $failures failed"
 [[ $failures -eq 0 ]]

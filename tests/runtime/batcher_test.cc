@@ -1,9 +1,14 @@
 // StreamBatcher: many streams' chunks in batched runs, each stream's outputs against the same
 // chunks run alone in its own Session.
 //
-// Tolerance: none. The batched kernels compute each batch row with the same arithmetic as a run
-// of that row alone (the recurrent and projection GEMMs vectorize over output columns and sum
-// over the reduction dim in one order whatever the row count), so the tests compare bit for bit;
+// Tolerances: a recurrent block steps a batch of one with its own pipeline and a larger batch
+// with a batch-tiled one (lowering/recurrent_pipelines.h, batch_tile), whose sums round
+// differently in the last bits: the stacked LSTM's streams are compared within
+// |batched - alone| <= 1e-5 + 1e-4 |alone| (measured: a few 1e-8). Silero's batched runs equal
+// generic batch-1 runs bit for bit; a Session's runs take Silero's program specialized for batch
+// 1 (runtime/shape_specializer.h), which the batcher's runs never do, and that program's state
+// differs from the generic one's by up to ~1e-4: with specialization Silero's streams are
+// compared within 1e-4 + 1e-3 |alone|. The tests print the largest difference seen;
 // docs/runtime.md states it for users.
 #include <gtest/gtest.h>
 
@@ -13,12 +18,14 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "rnnc/rnnc.h"
 #include "tests/runtime/test_models.h"
+#include "tests/support/compare.h"
 #include "tests/support/error_message.h"
 
 namespace rnnc {
@@ -48,7 +55,8 @@ struct StreamModel {
   std::vector<NamedTensor> inputs(Chunk& chunk) const {
     std::vector<NamedTensor> named = constant_inputs;
     for (size_t i = 0; i < float_inputs.size(); ++i) {
-      named.push_back({float_inputs[i], {ElementType::kFloat32, chunk.shapes[i], chunk.data[i].data()}});
+      named.push_back(
+          {float_inputs[i], {ElementType::kFloat32, chunk.shapes[i], chunk.data[i].data()}});
     }
     return named;
   }
@@ -75,18 +83,23 @@ StreamModel lstm_streams() {
 
 int64_t silero_rate = 16000;
 
-std::shared_ptr<const CompiledModel> silero_model() {
-  static std::shared_ptr<const CompiledModel> model = [] {
+// Silero as loaded by default (sessions run its program specialized for batch 1), or with
+// shape specialization off.
+std::shared_ptr<const CompiledModel> silero_model(bool specialize = true) {
+  static std::shared_ptr<const CompiledModel> models[2];
+  std::shared_ptr<const CompiledModel>& model = models[specialize];
+  if (!model) {
     ModelOptions options;
     options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-    return CompiledModel::load(kSileroPath, options);
-  }();
+    options.specialize_shapes = specialize;
+    model = CompiledModel::load(kSileroPath, options);
+  }
   return model;
 }
 
-StreamModel silero_streams() {
+StreamModel silero_streams(bool specialize = true) {
   StreamModel streams;
-  streams.model = silero_model();
+  streams.model = silero_model(specialize);
   streams.state = {{"stateN", "state"}};
   streams.float_inputs = {"input"};
   streams.constant_inputs = {{"sr", {ElementType::kInt64, {}, &silero_rate}}};
@@ -106,16 +119,24 @@ StreamModel silero_streams() {
   return streams;
 }
 
-// Bitwise equality of two runs' outputs, every output.
+// Each output of a batched chunk against the same chunk run alone, within `tolerance`;
+// largest_difference keeps the largest absolute difference seen.
+constexpr testing::Tolerance kBatchTiled{1e-4, 1e-5}, kSpecialized{1e-3, 1e-4}, kExact{0, 0};
+double largest_difference = 0;
 void expect_equal(const std::vector<CompiledModel::Output>& batched,
-                  const std::vector<NamedTensor>& alone, const std::string& where) {
+                  const std::vector<NamedTensor>& alone, const std::string& where,
+                  testing::Tolerance tolerance = kBatchTiled) {
   ASSERT_EQ(batched.size(), alone.size()) << where;
   for (size_t o = 0; o < alone.size(); ++o) {
     EXPECT_EQ(batched[o].name, alone[o].name) << where;
-    ASSERT_EQ(batched[o].shape, alone[o].tensor.shape) << where << ", output " << alone[o].name;
-    const size_t bytes = alone[o].tensor.byte_size();
-    EXPECT_EQ(std::memcmp(batched[o].data(), alone[o].tensor.data, bytes), 0)
-        << where << ", output " << alone[o].name << " differs";
+    const Tensor got = Tensor::borrow(static_cast<DType>(batched[o].type), batched[o].shape,
+                                      const_cast<void*>(batched[o].data()));
+    const Tensor want = Tensor::borrow(static_cast<DType>(alone[o].tensor.type),
+                                       alone[o].tensor.shape, alone[o].tensor.data);
+    const testing::Comparison comparison = testing::compare_tensors(got, want, tolerance);
+    EXPECT_TRUE(comparison.ok) << where << ", output " << alone[o].name << ": "
+                               << comparison.message;
+    largest_difference = std::max(largest_difference, comparison.max_abs_diff);
   }
 }
 
@@ -128,11 +149,11 @@ struct Script {
 // 64 streams from 8 threads: each thread keeps up to 3 streams open at a time, opening the next
 // when one closes, and submits each stream's chunks a few at a time without waiting for them (so
 // a stream has several chunks queued); every result equals the stream's own Session run.
-void run_streams(const StreamModel& streams, int64_t max_wait_us) {
-  constexpr int kStreams = 64, kThreads = 8;
+void run_streams(const StreamModel& streams, testing::Tolerance tolerance, int stream_count = 64) {
+  constexpr int kThreads = 8;
   std::mt19937 rng(7);
-  std::vector<Script> scripts(kStreams);
-  for (int s = 0; s < kStreams; ++s) {
+  std::vector<Script> scripts(static_cast<size_t>(stream_count));
+  for (int s = 0; s < stream_count; ++s) {
     const int chunks = 3 + static_cast<int>(rng() % 6);
     for (int c = 0; c < chunks; ++c) scripts[s].chunks.push_back(streams.make_chunk(rng));
     if (s % 8 == 3) scripts[s].reset_before = chunks / 2;  // a reset mid-run
@@ -140,9 +161,10 @@ void run_streams(const StreamModel& streams, int64_t max_wait_us) {
   BatcherOptions options;
   options.state = streams.state;
   options.max_batch = 16;
-  options.max_wait_us = max_wait_us;
+  options.max_wait_us = 1000;
   StreamBatcher batcher(streams.model, options);
-  std::vector<std::vector<std::vector<CompiledModel::Output>>> results(kStreams);
+  std::vector<std::vector<std::vector<CompiledModel::Output>>> results(
+      static_cast<size_t>(stream_count));
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -155,8 +177,8 @@ void run_streams(const StreamModel& streams, int64_t max_wait_us) {
       };
       std::vector<Open> open;
       int next_stream = t;
-      while (next_stream < kStreams || !open.empty()) {
-        while (open.size() < 3 && next_stream < kStreams) {
+      while (next_stream < stream_count || !open.empty()) {
+        while (open.size() < 3 && next_stream < stream_count) {
           open.push_back({next_stream, batcher.open_stream(), 0, {}});
           next_stream += kThreads;
         }
@@ -180,7 +202,8 @@ void run_streams(const StreamModel& streams, int64_t max_wait_us) {
   }
   for (std::thread& thread : threads) thread.join();
 
-  for (int s = 0; s < kStreams; ++s) {
+  largest_difference = 0;
+  for (int s = 0; s < stream_count; ++s) {
     Session session = streams.model->new_session(streams.state);
     Script& script = scripts[static_cast<size_t>(s)];
     ASSERT_EQ(results[static_cast<size_t>(s)].size(), script.chunks.size());
@@ -188,9 +211,10 @@ void run_streams(const StreamModel& streams, int64_t max_wait_us) {
       if (static_cast<int>(c) == script.reset_before) session.reset();
       const std::vector<NamedTensor>& alone = session.run(streams.inputs(script.chunks[c]));
       expect_equal(results[static_cast<size_t>(s)][c], alone,
-                   "stream " + std::to_string(s) + " chunk " + std::to_string(c));
+                   "stream " + std::to_string(s) + " chunk " + std::to_string(c), tolerance);
     }
   }
+  std::cout << "largest difference from the streams' own sessions: " << largest_difference << "\n";
   const BatcherStats stats = batcher.stats();
   uint64_t chunks = 0, batched = 0;
   for (const Script& script : scripts) chunks += script.chunks.size();
@@ -201,22 +225,27 @@ void run_streams(const StreamModel& streams, int64_t max_wait_us) {
 }
 
 TEST(StreamBatcher, StackedLstmStreamsFromEightThreadsEqualTheirOwnSessions) {
-  run_streams(lstm_streams(), 1000);
+  run_streams(lstm_streams(), kBatchTiled);
 }
 
 TEST(StreamBatcher, SileroStreamsFromEightThreadsEqualTheirOwnSessions) {
   if (!std::filesystem::exists(kSileroPath)) {
     GTEST_SKIP() << kSileroPath << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
   }
-  run_streams(silero_streams(), 1000);
+  run_streams(silero_streams(), kSpecialized);
+}
+
+TEST(StreamBatcher, SileroStreamsEqualGenericSessionsBitForBit) {
+  if (!std::filesystem::exists(kSileroPath)) GTEST_SKIP() << kSileroPath << " is missing";
+  run_streams(silero_streams(/*specialize=*/false), kExact, 16);
 }
 
 TEST(StreamBatcher, DerivesBatchAxesFromTheSharedDimSymbol) {
   StreamBatcher lstm(stack_model());
   const std::map<std::string, int> expected = {
-      {"x", 1}, {"y", 1}, {"l0.rnn.initial_h", 1}, {"l0.rnn.initial_c", 1}, {"l0.rnn.Y_h", 1},
-      {"l0.rnn.Y_c", 1}, {"l1.rnn.initial_h", 1}, {"l1.rnn.initial_c", 1}, {"l1.rnn.Y_h", 1},
-      {"l1.rnn.Y_c", 1}};
+      {"x", 1},          {"y", 1},          {"l0.rnn.initial_h", 1}, {"l0.rnn.initial_c", 1},
+      {"l0.rnn.Y_h", 1}, {"l0.rnn.Y_c", 1}, {"l1.rnn.initial_h", 1}, {"l1.rnn.initial_c", 1},
+      {"l1.rnn.Y_h", 1}, {"l1.rnn.Y_c", 1}};
   EXPECT_EQ(lstm.batch_axes(), expected);
   if (!std::filesystem::exists(kSileroPath)) GTEST_SKIP() << kSileroPath << " is missing";
   BatcherOptions options;
@@ -243,17 +272,26 @@ TEST(StreamBatcher, BadChunkFailsOnlyItsOwnSubmission) {
   std::vector<double> doubles(3 * kInput);
   auto good_first = good.submit(streams.inputs(chunks[0]));
   auto bad_first = bad.submit(streams.inputs(chunks[0]));
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat32, {3, 1, 7}, wrong.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat32, {3, 1, 7}, wrong.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "input 'x': dim 2 is 7, expected 8 (f32[seq, batch, 8])");
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat64, {3, 1, 8}, doubles.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat64, {3, 1, 8}, doubles.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "input 'x' has element type double, expected float (f32[seq, batch, 8])");
   EXPECT_EQ(error_message([&] { bad.submit({}); }, ErrorKind::kInvalidInput),
             "input 'x' (f32[seq, batch, 8]) is missing");
   // The carried state has one row: a chunk of two rows contradicts it, as in a Session.
-  EXPECT_EQ(error_message([&] { bad.submit({{"x", {ElementType::kFloat32, {3, 2, 8}, wrong.data()}}}); },
-                          ErrorKind::kInvalidInput),
+  EXPECT_EQ(error_message(
+                [&] {
+                  bad.submit({{"x", {ElementType::kFloat32, {3, 2, 8}, wrong.data()}}});
+                },
+                ErrorKind::kInvalidInput),
             "carried state 'l0.rnn.initial_h': dim 1 ('batch') is 1 but input 'x' dim 1 set "
             "'batch' = 2");
   auto good_second = good.submit(streams.inputs(chunks[1]));
@@ -302,9 +340,9 @@ TEST(StreamBatcher, CloseCompletesChunksInFlightAndDestructionCancelsQueuedOnes)
     BatchStream stream = batcher.open_stream();
     for (Chunk& chunk : chunks) futures.push_back(stream.submit(streams.inputs(chunk)));
     stream.close();
-    EXPECT_EQ(error_message([&] { stream.submit(streams.inputs(chunks[0])); },
-                            ErrorKind::kInvalidInput),
-              "stream 0 is closed");
+    EXPECT_EQ(
+        error_message([&] { stream.submit(streams.inputs(chunks[0])); }, ErrorKind::kInvalidInput),
+        "stream 0 is closed");
     Session alone = streams.model->new_session();
     for (size_t c = 0; c < chunks.size(); ++c) {
       expect_equal(futures[c].get(), alone.run(streams.inputs(chunks[c])),
@@ -329,11 +367,12 @@ TEST(StreamBatcher, CloseCompletesChunksInFlightAndDestructionCancelsQueuedOnes)
   for (const ChunkResult& result : cancelled) {
     ASSERT_TRUE(result.error);
     EXPECT_EQ(result.error->kind(), ErrorKind::kCancelled);
-    EXPECT_STREQ(result.error->what(), "stream 0: chunk cancelled, its StreamBatcher was destroyed");
+    EXPECT_STREQ(result.error->what(),
+                 "stream 0: chunk cancelled, its StreamBatcher was destroyed");
   }
-  EXPECT_EQ(error_message([&] { stream.submit(streams.inputs(chunks[0])); },
-                          ErrorKind::kInvalidInput),
-            "stream 0: its StreamBatcher was destroyed");
+  EXPECT_EQ(
+      error_message([&] { stream.submit(streams.inputs(chunks[0])); }, ErrorKind::kInvalidInput),
+      "stream 0: its StreamBatcher was destroyed");
 }
 
 TEST(StreamBatcher, StreamResultsArriveInOrderThroughCallbacks) {

@@ -536,6 +536,101 @@ static void test_load_errors(void) {
   rnnc_model_free(fixed);
 }
 
+/* ---- the stream batcher ---------------------------------------------------------------------- */
+
+/* What a chunk's callback saw; `done` is set last, under the mutex. */
+struct ChunkOutcome {
+  pthread_mutex_t mutex;
+  pthread_cond_t changed;
+  int done;
+  rnnc_status status;
+  float log_probs[kOutputCount];
+};
+
+static void on_chunk(void* user_data, rnnc_status status, const rnnc_tensor* outputs,
+                     size_t n_outputs, const char* error) {
+  struct ChunkOutcome* outcome = (struct ChunkOutcome*)user_data;
+  pthread_mutex_lock(&outcome->mutex);
+  outcome->status = status;
+  if (status == RNNC_OK && n_outputs > 0 && strcmp(outputs[0].name, "log_probs") == 0) {
+    memcpy(outcome->log_probs, outputs[0].data, sizeof(float) * kOutputCount);
+  } else if (status != RNNC_OK) {
+    fprintf(stderr, "chunk failed: %s\n", error);
+  }
+  outcome->done = 1;
+  pthread_cond_signal(&outcome->changed);
+  pthread_mutex_unlock(&outcome->mutex);
+}
+
+/* Within 1e-5 + 1e-4 |b|: batched recurrent steps round differently in the last bits
+ * (tests/runtime/batcher_test.cc). */
+static int close_to(const float* a, const float* b) {
+  for (int i = 0; i < kOutputCount; ++i) {
+    if (fabsf(a[i] - b[i]) > 1e-5f + 1e-4f * fabsf(b[i])) return 0;
+  }
+  return 1;
+}
+
+static void test_batcher_streams_match_sessions(const rnnc_model* model) {
+  static float features[kSeq * kFeatures], alone[kOutputCount], batched[kOutputCount];
+  rnnc_batcher_options options;
+  rnnc_batcher_options_init(&options);
+  EXPECT(options.max_batch == 32 && options.max_wait_us == 2000 && options.threads == 1,
+         "batcher defaults %d %lld %d", options.max_batch, (long long)options.max_wait_us,
+         options.threads);
+  options.max_wait_us = 500;
+  rnnc_batcher* batcher = NULL;
+  EXPECT_OK(rnnc_batcher_new(model, &options, &batcher));
+  if (!batcher) return;
+  rnnc_stream *blocking = NULL, *queued = NULL;
+  EXPECT_OK(rnnc_stream_open(batcher, &blocking));
+  EXPECT_OK(rnnc_stream_open(batcher, &queued));
+  rnnc_session* session = NULL;
+  EXPECT_OK(rnnc_session_new(model, NULL, 0, &session));
+  struct ChunkOutcome outcome;
+  pthread_mutex_init(&outcome.mutex, NULL);
+  pthread_cond_init(&outcome.changed, NULL);
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    make_features(features, chunk * kSeq, kSeq);
+    run_views_copy(session, features, alone);
+    rnnc_tensor input = features_tensor(features);
+    outcome.done = 0;
+    EXPECT_OK(rnnc_stream_submit(queued, &input, 1, on_chunk, &outcome));
+    rnnc_tensor output = log_probs_tensor(batched);
+    EXPECT_OK(rnnc_stream_run(blocking, &input, 1, &output, 1));
+    EXPECT(close_to(batched, alone), "blocking stream, chunk %d: not the session's output", chunk);
+    pthread_mutex_lock(&outcome.mutex);
+    while (!outcome.done) pthread_cond_wait(&outcome.changed, &outcome.mutex);
+    pthread_mutex_unlock(&outcome.mutex);
+    EXPECT(outcome.status == RNNC_OK, "queued stream, chunk %d: %s", chunk,
+           rnnc_status_name(outcome.status));
+    EXPECT(close_to(outcome.log_probs, alone), "queued stream, chunk %d: not the session's output",
+           chunk);
+  }
+  /* A bad chunk fails that call only, with the session's message. */
+  static const int64_t wrong_shape[3] = {kSeq, kBatch, 12};
+  rnnc_tensor wrong = {"features", RNNC_FLOAT32, wrong_shape, 3, features};
+  EXPECT_ERROR(rnnc_stream_submit(queued, &wrong, 1, on_chunk, &outcome), RNNC_INVALID_INPUT,
+               "input 'features': dim 2 is 12, expected 40 (f32[seq, batch, 40])");
+  EXPECT_ERROR(rnnc_stream_submit(queued, &wrong, 1, NULL, NULL), RNNC_INVALID_ARGUMENT,
+               "rnnc_stream_submit: done is NULL");
+  rnnc_stream* not_opened = blocking;
+  EXPECT_ERROR(rnnc_stream_open(NULL, &not_opened), RNNC_INVALID_ARGUMENT,
+               "rnnc_stream_open: batcher is NULL");
+  EXPECT(not_opened == NULL, "a failed rnnc_stream_open stores NULL");
+  options.max_batch = 0;
+  rnnc_batcher* bad = NULL;
+  EXPECT_ERROR(rnnc_batcher_new(model, &options, &bad), RNNC_INVALID_INPUT,
+               "BatcherOptions::max_batch = 0, must be >= 1");
+  EXPECT(strcmp(rnnc_status_name(RNNC_OVERLOADED), "overloaded") == 0, "status name");
+  pthread_mutex_destroy(&outcome.mutex);
+  pthread_cond_destroy(&outcome.changed);
+  rnnc_session_free(session);
+  rnnc_stream_close(blocking);
+  rnnc_stream_close(queued);
+  rnnc_batcher_free(batcher);
+}
+
 int main(void) {
   EXPECT(strcmp(rnnc_last_error(), "") == 0, "no call has failed yet: '%s'", rnnc_last_error());
   rnnc_model* model = load_demo();
@@ -550,6 +645,7 @@ int main(void) {
   test_null_arguments_are_invalid_arguments(model);
   test_state_pair_errors_name_the_pair(model);
   test_load_errors();
+  test_batcher_streams_match_sessions(model);
   rnnc_model_free(model);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);

@@ -263,7 +263,7 @@ class Session {
 //   auto outputs = stream.run({{"input", {rnnc::ElementType::kFloat32, {1, 512}, chunk}}});
 //
 // Batch axes: each input's and each output's batch axis is the axis holding the dim symbol that
-// every state input and at least one other input share (Silero: "batch" in input [batch, 576]
+// every state input and at least one other input share (Silero: "batch" in input [batch, sequence]
 // and state [2, batch, 128]; a stacked LSTM: "batch" in x [seq, batch, 24] and
 // l0.rnn.initial_h [1, batch, 128]). BatcherOptions::batch_axes overrides or completes it per
 // tensor. Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims
@@ -281,7 +281,8 @@ class Session {
 struct BatcherOptions {
   int max_batch = 32;           // chunks (streams) per batched run, >= 1
   int64_t max_wait_us = 2000;   // the longest the oldest ready chunk waits for others to join
-  // Chunks submitted and not yet run, over all streams, >= 1; a submit beyond it throws kOverloaded.
+  // Chunks submitted and not yet started, over all streams, >= 1; a submit beyond it throws
+  // kOverloaded.
   size_t queue_capacity = 1024;
   // The model's own state pairs (output, input), as CompiledModel::new_session.
   std::vector<std::pair<std::string, std::string>> state;
@@ -313,8 +314,9 @@ class BatchStream {
   ~BatchStream();  // close()
 
   // Queues a chunk (inputs copied during the call; state inputs left out, as for Session::run)
-  // and returns at once. `done` is called exactly once, on a batcher thread (keep it short; it
-  // may submit again), with the outputs or a kCancelled error. Throws rnnc::Error, without
+  // and returns at once. `done` is called exactly once, on a batcher thread, with the outputs or
+  // a kCancelled error; keep it short: it may submit again, but must not wait for results
+  // (wait(), a future's get()), which need that thread. Throws rnnc::Error, without
   // queuing or calling `done`, when the chunk is invalid (kInvalidInput, Session::run's message),
   // the queue is full (kOverloaded) or the stream is closed (kInvalidInput).
   void submit(const std::vector<NamedTensor>& inputs, std::function<void(ChunkResult)> done);
