@@ -205,8 +205,8 @@ try:
     sequences = {1000 + s: [rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32)
                             for _ in range(6)] for s in range(64)}
     alone = {s: silero_alone(chunks) for s, chunks in sequences.items()}
-    # Without batching, bit for bit. With batching the results may differ from a Session run in
-    # the last bits of Silero's outputs and state (values of order 1): docs/serving.md, Batching.
+    # Without batching, bit for bit. Batched runs take Silero's generic program, a Session the
+    # one specialized for batch 1: they differ in the last bits (docs/runtime.md, "Results").
     for model, tolerance in (("silero", 0.0), ("silero_batched", 1e-4)):
         with concurrent.futures.ThreadPoolExecutor(64) as pool:
             served = dict(zip(sequences, pool.map(
