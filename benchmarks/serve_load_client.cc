@@ -3,7 +3,7 @@
 // is in), bounded in chunks per stream and in seconds. Prints one line of `key=value` pairs:
 // chunks, seconds, chunks_per_s, p50_ms, p99_ms, errors, first_error.
 //
-//   serve_load_client --grpc 127.0.0.1:8001 --model m --input x --shape 16,1,128 \
+//   serve_load_client --grpc 127.0.0.1:8001 --model m --input x --shape 16,1,128
 //       --clients 32 --chunks 200 --max-seconds 20
 #include <grpcpp/grpcpp.h>
 
@@ -48,15 +48,22 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) usage("'" + flag + "' needs a value");
     const std::string value = argv[++i];
-    if (flag == "--grpc") options.address = value;
-    else if (flag == "--model") options.model = value;
-    else if (flag == "--input") options.input = value;
-    else if (flag == "--clients") options.clients = std::atoi(value.c_str());
-    else if (flag == "--chunks") options.chunks = std::atoi(value.c_str());
-    else if (flag == "--max-seconds") options.max_seconds = std::atof(value.c_str());
+    if (flag == "--grpc")
+      options.address = value;
+    else if (flag == "--model")
+      options.model = value;
+    else if (flag == "--input")
+      options.input = value;
+    else if (flag == "--clients")
+      options.clients = std::atoi(value.c_str());
+    else if (flag == "--chunks")
+      options.chunks = std::atoi(value.c_str());
+    else if (flag == "--max-seconds")
+      options.max_seconds = std::atof(value.c_str());
     else if (flag == "--shape") {
       std::stringstream dims(value);
-      for (std::string dim; std::getline(dims, dim, ',');) options.shape.push_back(std::atoll(dim.c_str()));
+      for (std::string dim; std::getline(dims, dim, ',');)
+        options.shape.push_back(std::atoll(dim.c_str()));
     } else {
       usage("unknown option '" + flag + "'");
     }
@@ -128,8 +135,8 @@ int main(int argc, char** argv) {
   auto stub = inference::GRPCInferenceService::NewStub(channel);
   Totals totals;
   const auto start = Clock::now();
-  const auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.max_seconds));
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.max_seconds));
   std::vector<std::thread> clients;
   for (int c = 0; c < options.clients; ++c) {
     clients.emplace_back([&, c] { run_client(*stub, options, 1 + c, deadline, totals); });
@@ -143,9 +150,10 @@ int main(int argc, char** argv) {
                              : latencies[std::min(latencies.size() - 1,
                                                   static_cast<size_t>(q * latencies.size()))];
   };
-  std::printf("chunks=%zu seconds=%.3f chunks_per_s=%.1f p50_ms=%.3f p99_ms=%.3f errors=%d "
-              "first_error=%s\n",
-              latencies.size(), seconds, latencies.size() / seconds, quantile(0.5), quantile(0.99),
-              totals.errors, totals.first_error.empty() ? "-" : totals.first_error.c_str());
+  std::printf(
+      "chunks=%zu seconds=%.3f chunks_per_s=%.1f p50_ms=%.3f p99_ms=%.3f errors=%d "
+      "first_error=%s\n",
+      latencies.size(), seconds, latencies.size() / seconds, quantile(0.5), quantile(0.99),
+      totals.errors, totals.first_error.empty() ? "-" : totals.first_error.c_str());
   return totals.errors == 0 ? 0 : 1;
 }

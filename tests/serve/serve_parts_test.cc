@@ -81,27 +81,36 @@ TEST(RequestParameters, SequenceAndTimeout) {
 
 TEST(RequestParameters, ErrorsNameTheParameter) {
   InferRequest request;
-  EXPECT_EQ(failure([&] { apply_request_parameters({{"sequence_end", int64_t{1}}}, request); }),
+  EXPECT_EQ(failure([&] {
+              apply_request_parameters({{"sequence_end", int64_t{1}}}, request);
+            }),
             "parameter 'sequence_end' is a int64, expected a bool");
-  EXPECT_EQ(failure([&] { apply_request_parameters({{"sequence_id", 1.5}}, request); }),
+  EXPECT_EQ(failure([&] {
+              apply_request_parameters({{"sequence_id", 1.5}}, request);
+            }),
             "parameter 'sequence_id' is a double, expected an integer or a string");
   InferRequest start_only;
-  EXPECT_EQ(failure([&] { apply_request_parameters({{"sequence_start", true}}, start_only); }),
+  EXPECT_EQ(failure([&] {
+              apply_request_parameters({{"sequence_start", true}}, start_only);
+            }),
             "parameter 'sequence_start' needs a non-zero 'sequence_id'");
 }
 
 TEST(TensorBytes, ShapeAndLimit) {
   EXPECT_EQ(tensor_bytes("x", ElementType::kFloat32, {2, 3}, 1024), 24u);
   EXPECT_EQ(tensor_bytes("x", ElementType::kInt64, {0, 1 << 30}, 1024), 0u);
-  EXPECT_EQ(failure([] { tensor_bytes("x", ElementType::kFloat32, {2, -1}, 1024); }),
+  EXPECT_EQ(failure([] {
+              tensor_bytes("x", ElementType::kFloat32, {2, -1}, 1024);
+            }),
             "input 'x': dim 1 is -1, must be >= 0");
-  EXPECT_EQ(failure([] { tensor_bytes("x", ElementType::kFloat32, {16, 17}, 1024); }),
+  EXPECT_EQ(failure([] {
+              tensor_bytes("x", ElementType::kFloat32, {16, 17}, 1024);
+            }),
             "input 'x' (FP32[16, 17]) is larger than the server's limit of 1024 bytes per "
             "tensor (--max-tensor-bytes)");
   // Dims whose product overflows 64 bits are over any limit, not wrapped around.
   EXPECT_NE(failure([] {
-              tensor_bytes("x", ElementType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40},
-                           1024);
+              tensor_bytes("x", ElementType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40}, 1024);
             }).find("larger than the server's limit"),
             std::string::npos);
 }
