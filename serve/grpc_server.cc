@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 
 #include "grpc_service.grpc.pb.h"
 #include "ir/error.h"
@@ -64,99 +65,93 @@ ParameterValue parameter_value(const inference::InferParameter& parameter) {
   }
 }
 
-// Copies `values` (a repeated field of the contents) into the tensor as `T`, after checking the
-// count against the shape.
-template <typename T, typename Repeated>
-void copy_contents(const Repeated& values, const char* field, HostTensor& tensor, size_t bytes) {
-  const size_t count = bytes / sizeof(T);
-  if (static_cast<size_t>(values.size()) != count) {
-    raise_request(StatusCode::kInvalidArgument,
-                  cat("input '", tensor.name, "': contents.", field, " holds ", values.size(),
-                      " values, its shape needs ", count));
+// `read(contents)` for const contents, `*write(contents)` otherwise.
+template <typename Contents, typename Read, typename Write>
+auto& field_of(Contents& contents, Read read, Write write) {
+  if constexpr (std::is_const_v<Contents>) {
+    return read(contents);
+  } else {
+    return *write(contents);
   }
-  tensor.resize_bytes(bytes);
-  T* out = static_cast<T*>(tensor.data());
-  for (size_t k = 0; k < count; ++k) out[k] = static_cast<T>(values[static_cast<int>(k)]);
 }
 
+// The typed contents field holding elements of C++ type T, const or mutable as `Contents` is:
+// BOOL in bool_contents, the other integers of up to 32 bits in int_contents or uint_contents,
+// the 64-bit and floating-point types each in a field of their own.
+template <typename T, typename Contents>
+auto& contents_field(Contents& contents, const char*& name) {
+  if constexpr (std::is_same_v<T, bool>) {
+    name = "bool_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.bool_contents(); },
+        [](auto& c) { return c.mutable_bool_contents(); });
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    name = "int64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.int64_contents(); },
+        [](auto& c) { return c.mutable_int64_contents(); });
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    name = "uint64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.uint64_contents(); },
+        [](auto& c) { return c.mutable_uint64_contents(); });
+  } else if constexpr (std::is_same_v<T, float>) {
+    name = "fp32_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.fp32_contents(); },
+        [](auto& c) { return c.mutable_fp32_contents(); });
+  } else if constexpr (std::is_same_v<T, double>) {
+    name = "fp64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.fp64_contents(); },
+        [](auto& c) { return c.mutable_fp64_contents(); });
+  } else if constexpr (std::is_signed_v<T>) {
+    name = "int_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.int_contents(); },
+        [](auto& c) { return c.mutable_int_contents(); });
+  } else {
+    name = "uint_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.uint_contents(); },
+        [](auto& c) { return c.mutable_uint_contents(); });
+  }
+}
+
+// Reads the typed contents into the tensor, after checking their count against the shape.
 void decode_contents(const InferTensorContents& contents, HostTensor& tensor, size_t bytes) {
-  switch (tensor.type) {
-    case ElementType::kBool:
-      return copy_contents<uint8_t>(contents.bool_contents(), "bool_contents", tensor, bytes);
-    case ElementType::kInt8:
-      return copy_contents<int8_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt16:
-      return copy_contents<int16_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt32:
-      return copy_contents<int32_t>(contents.int_contents(), "int_contents", tensor, bytes);
-    case ElementType::kInt64:
-      return copy_contents<int64_t>(contents.int64_contents(), "int64_contents", tensor, bytes);
-    case ElementType::kUInt8:
-      return copy_contents<uint8_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt16:
-      return copy_contents<uint16_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt32:
-      return copy_contents<uint32_t>(contents.uint_contents(), "uint_contents", tensor, bytes);
-    case ElementType::kUInt64:
-      return copy_contents<uint64_t>(contents.uint64_contents(), "uint64_contents", tensor, bytes);
-    case ElementType::kFloat32:
-      return copy_contents<float>(contents.fp32_contents(), "fp32_contents", tensor, bytes);
-    case ElementType::kFloat64:
-      return copy_contents<double>(contents.fp64_contents(), "fp64_contents", tensor, bytes);
-    default:
+  const bool typed = with_element_type(tensor.type, [&](auto element) {
+    using T = decltype(element);
+    const char* field = nullptr;
+    const auto& values = contents_field<T>(contents, field);
+    const size_t count = bytes / sizeof(T);
+    if (static_cast<size_t>(values.size()) != count) {
       raise_request(StatusCode::kInvalidArgument,
-                    cat("input '", tensor.name, "': ", datatype_name(tensor.type),
-                        " has no typed contents field: send it in raw_input_contents"));
+                    cat("input '", tensor.name, "': contents.", field, " holds ", values.size(),
+                        " values, its shape needs ", count));
+    }
+    tensor.resize_bytes(bytes);
+    T* out = static_cast<T*>(tensor.data());
+    for (size_t k = 0; k < count; ++k) out[k] = static_cast<T>(values[static_cast<int>(k)]);
+  });
+  if (!typed) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", tensor.name, "': ", datatype_name(tensor.type),
+                      " has no typed contents field: send it in raw_input_contents"));
   }
-}
-
-template <typename T, typename Repeated>
-void append_contents(const HostTensor& tensor, Repeated* values) {
-  const T* data = static_cast<const T*>(tensor.data());
-  const size_t count = tensor.byte_size() / sizeof(T);
-  values->Reserve(static_cast<int>(count));
-  for (size_t k = 0; k < count; ++k) values->Add(data[k]);
 }
 
 // False when the type has no typed contents field (FP16, BF16): the response goes raw.
 bool encode_contents(const HostTensor& tensor, InferTensorContents& contents) {
-  switch (tensor.type) {
-    case ElementType::kBool:
-      append_contents<uint8_t>(tensor, contents.mutable_bool_contents());
-      return true;
-    case ElementType::kInt8:
-      append_contents<int8_t>(tensor, contents.mutable_int_contents());
-      return true;
-    case ElementType::kInt16:
-      append_contents<int16_t>(tensor, contents.mutable_int_contents());
-      return true;
-    case ElementType::kInt32:
-      append_contents<int32_t>(tensor, contents.mutable_int_contents());
-      return true;
-    case ElementType::kInt64:
-      append_contents<int64_t>(tensor, contents.mutable_int64_contents());
-      return true;
-    case ElementType::kUInt8:
-      append_contents<uint8_t>(tensor, contents.mutable_uint_contents());
-      return true;
-    case ElementType::kUInt16:
-      append_contents<uint16_t>(tensor, contents.mutable_uint_contents());
-      return true;
-    case ElementType::kUInt32:
-      append_contents<uint32_t>(tensor, contents.mutable_uint_contents());
-      return true;
-    case ElementType::kUInt64:
-      append_contents<uint64_t>(tensor, contents.mutable_uint64_contents());
-      return true;
-    case ElementType::kFloat32:
-      append_contents<float>(tensor, contents.mutable_fp32_contents());
-      return true;
-    case ElementType::kFloat64:
-      append_contents<double>(tensor, contents.mutable_fp64_contents());
-      return true;
-    default:
-      return false;
-  }
+  return with_element_type(tensor.type, [&](auto element) {
+    using T = decltype(element);
+    const char* field = nullptr;
+    auto& values = contents_field<T>(contents, field);
+    const T* data = static_cast<const T*>(tensor.data());
+    const size_t count = tensor.byte_size() / sizeof(T);
+    values.Reserve(static_cast<int>(count));
+    for (size_t k = 0; k < count; ++k) values.Add(data[k]);
+  });
 }
 
 InferRequest decode_request(const ModelInferRequest& message,

@@ -63,19 +63,18 @@ void store_values(const std::vector<const json*>& values, HostTensor& tensor) {
   T* out = static_cast<T*>(tensor.data());
   for (size_t k = 0; k < values.size(); ++k) {
     const json& value = *values[k];
-    const bool ok = std::is_same_v<T, uint8_t> && tensor.type == ElementType::kBool
-                        ? value.is_boolean()
+    const bool ok = std::is_same_v<T, bool>       ? value.is_boolean()
                     : std::is_floating_point_v<T> ? value.is_number()
                                                   : value.is_number_integer();
     if (!ok) {
       raise_request(StatusCode::kInvalidArgument,
                     cat("input '", tensor.name, "': data[", k, "] is ", value.dump(), ", not ",
-                        tensor.type == ElementType::kBool ? "a bool"
-                        : std::is_floating_point_v<T>     ? "a number"
-                                                          : "an integer",
+                        std::is_same_v<T, bool>       ? "a bool"
+                        : std::is_floating_point_v<T> ? "a number"
+                                                      : "an integer",
                         " (", datatype_name(tensor.type), ")"));
     }
-    out[k] = value.is_boolean() ? static_cast<T>(value.get<bool>()) : value.get<T>();
+    out[k] = value.get<T>();
   }
 }
 
@@ -89,78 +88,28 @@ void decode_json_data(const json& data, HostTensor& tensor, size_t bytes) {
                       " values, its shape needs ", count));
   }
   tensor.resize_bytes(bytes);
-  switch (tensor.type) {
-    case ElementType::kBool:
-      return store_values<uint8_t>(values, tensor);
-    case ElementType::kInt8:
-      return store_values<int8_t>(values, tensor);
-    case ElementType::kInt16:
-      return store_values<int16_t>(values, tensor);
-    case ElementType::kInt32:
-      return store_values<int32_t>(values, tensor);
-    case ElementType::kInt64:
-      return store_values<int64_t>(values, tensor);
-    case ElementType::kUInt8:
-      return store_values<uint8_t>(values, tensor);
-    case ElementType::kUInt16:
-      return store_values<uint16_t>(values, tensor);
-    case ElementType::kUInt32:
-      return store_values<uint32_t>(values, tensor);
-    case ElementType::kUInt64:
-      return store_values<uint64_t>(values, tensor);
-    case ElementType::kFloat32:
-      return store_values<float>(values, tensor);
-    case ElementType::kFloat64:
-      return store_values<double>(values, tensor);
-    default:
-      raise_request(StatusCode::kInvalidArgument,
-                    cat("input '", tensor.name, "': ", datatype_name(tensor.type),
-                        " has no JSON form: send it as binary data (binary_data_size)"));
+  const bool numeric = with_element_type(
+      tensor.type, [&](auto element) { store_values<decltype(element)>(values, tensor); });
+  if (!numeric) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", tensor.name, "': ", datatype_name(tensor.type),
+                      " has no JSON form: send it as binary data (binary_data_size)"));
   }
 }
 
 template <typename T>
 json values_of(const HostTensor& tensor) {
   const T* data = static_cast<const T*>(tensor.data());
-  json out = json::array();
   const size_t count = tensor.byte_size() / sizeof(T);
-  for (size_t k = 0; k < count; ++k) {
-    if (tensor.type == ElementType::kBool)
-      out.push_back(data[k] != 0);
-    else
-      out.push_back(data[k]);
-  }
-  return out;
+  return json(std::vector<T>(data, data + count));
 }
 
 // nullopt for types JSON has no form for (FP16, BF16): they go binary.
 std::optional<json> json_data(const HostTensor& tensor) {
-  switch (tensor.type) {
-    case ElementType::kBool:
-      return values_of<uint8_t>(tensor);
-    case ElementType::kInt8:
-      return values_of<int8_t>(tensor);
-    case ElementType::kInt16:
-      return values_of<int16_t>(tensor);
-    case ElementType::kInt32:
-      return values_of<int32_t>(tensor);
-    case ElementType::kInt64:
-      return values_of<int64_t>(tensor);
-    case ElementType::kUInt8:
-      return values_of<uint8_t>(tensor);
-    case ElementType::kUInt16:
-      return values_of<uint16_t>(tensor);
-    case ElementType::kUInt32:
-      return values_of<uint32_t>(tensor);
-    case ElementType::kUInt64:
-      return values_of<uint64_t>(tensor);
-    case ElementType::kFloat32:
-      return values_of<float>(tensor);
-    case ElementType::kFloat64:
-      return values_of<double>(tensor);
-    default:
-      return std::nullopt;
-  }
+  std::optional<json> data;
+  with_element_type(tensor.type,
+                    [&](auto element) { data = values_of<decltype(element)>(tensor); });
+  return data;
 }
 
 struct DecodedRequest {
