@@ -174,8 +174,9 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
                           const BatcherOptions& options_in)
     : model(std::move(model_in)), options(options_in) {
   auto at_least_one = [](const char* name, int64_t value) {
-    if (value < 1)
+    if (value < 1) {
       raise_invalid_input(cat("BatcherOptions::", name, " = ", value, ", must be >= 1"));
+    }
   };
   at_least_one("max_batch", options.max_batch);
   at_least_one("queue_capacity", static_cast<int64_t>(options.queue_capacity));
@@ -185,8 +186,9 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
         cat("BatcherOptions::max_wait_us = ", options.max_wait_us, ", must be >= 0"));
   }
   // The worker sessions check the state pairs (new_session's messages).
-  for (int w = 0; w < options.threads; ++w)
+  for (int w = 0; w < options.threads; ++w) {
     sessions.push_back(new_generic_session(*model, options.state));
+  }
 
   const std::vector<TensorInfo>& inputs = model->inputs();
   const std::vector<TensorInfo>& outputs = model->outputs();

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "ir/error.h"
+#include "ir/npy.h"
 #include "rnnc/rnnc.h"
 #include "tools/commands.h"
 
@@ -46,11 +47,21 @@ struct ChunkInputs {
   std::vector<NamedTensor> named;
 };
 
+// A stream's chunk: the --input files' tensors (every stream the same), random values for the
+// other inputs but the state inputs.
 ChunkInputs random_chunk(const CompiledModel& model, const std::set<std::string>& state_inputs,
+                         const std::map<std::string, Tensor>& files,
                          const std::map<std::string, int64_t>& dims, std::mt19937_64& rng) {
   ChunkInputs chunk;
   for (const TensorInfo& info : model.inputs()) {
     if (state_inputs.count(info.name)) continue;
+    if (auto file = files.find(info.name); file != files.end()) {
+      const Tensor& tensor = file->second;
+      chunk.named.push_back({info.name,
+                             {static_cast<ElementType>(static_cast<int32_t>(tensor.dtype())),
+                              tensor.shape(), const_cast<void*>(tensor.raw_data())}});
+      continue;
+    }
     std::vector<int64_t> shape;
     for (const std::string& dim : info.dims) {
       auto bound = dims.find(dim);
@@ -231,11 +242,13 @@ Trial run_sessions(const std::shared_ptr<const CompiledModel>& model,
 
 Trial run_trial(const std::shared_ptr<const CompiledModel>& model,
                 const std::set<std::string>& state_inputs,
+                const std::map<std::string, Tensor>& files,
                 const std::map<std::string, int64_t>& dims, int streams, const Settings& settings,
                 uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<ChunkInputs> chunks;
-  for (int s = 0; s < streams; ++s) chunks.push_back(random_chunk(*model, state_inputs, dims, rng));
+  for (int s = 0; s < streams; ++s)
+    chunks.push_back(random_chunk(*model, state_inputs, files, dims, rng));
   // Warm-up outside the timing: the first runs of a shape compile or choose what later ones use.
   {
     Session warm = model->new_session(settings.state);
@@ -331,6 +344,13 @@ int run_streams(const Parsed& args) {
   options.fixed_inputs = parse_fixed_inputs(args);
   std::map<std::string, int64_t> dims = parse_dims(args);
   options.quantization_dims = dims;
+  std::map<std::string, Tensor> files;
+  for (const auto& text : args.all("input")) {
+    auto [name, path] = split_assignment(text, "input");
+    if (files.count(name)) raise_invalid_input(cat("input '", name, "' is given twice"));
+    files[name] = read_tensor_file(path);
+    if (files[name].dtype() == DType::kString) raise_unsupported(cat("string input '", name, "'"));
+  }
   auto model = CompiledModel::load(args.positional[0], options);
   if (!options.quantization_config.empty()) {
     std::cerr << "rnnc streams: quantized: " << model->quantization_summary() << "\n";
@@ -364,14 +384,15 @@ int run_streams(const Parsed& args) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 0));
   if (!find_max) {
     print_header();
-    for (int count : counts)
-      print_trial(run_trial(model, state_inputs, dims, count, settings, seed));
+    for (int count : counts) {
+      print_trial(run_trial(model, state_inputs, files, dims, count, settings, seed));
+    }
     return 0;
   }
   // The largest N whose trial keeps up with p99 within the budget: doubling from the first
   // --streams count, then bisection.
   auto passes = [&](int count, bool verbose) {
-    const Trial trial = run_trial(model, state_inputs, dims, count, settings, seed);
+    const Trial trial = run_trial(model, state_inputs, files, dims, count, settings, seed);
     const bool ok = trial.kept_up() && trial.p(0.99) <= p99_budget;
     std::cerr << "find-max: " << count << " streams: p99 " << std::fixed << std::setprecision(2)
               << trial.p(0.99) << " ms" << (trial.kept_up() ? "" : ", fell behind") << " -> "
@@ -403,13 +424,12 @@ int run_streams(const Parsed& args) {
 const Command kStreamsCommand{
     "streams",
     "rnnc streams MODEL [--streams N[,N...]] [--batching on|off] [options]",
-    "Simulate N real-time streams on one model and report chunk latency (p50, p99, max from each\n"
-    "chunk's release to its result), the batch sizes and whether every stream kept up. Each "
-    "stream\n"
-    "releases a chunk of --chunk-frames frames every chunk period from a random phase, with "
-    "random\n"
-    "inputs; --batching on runs them through a StreamBatcher, off through one Session per stream\n"
-    "on --threads threads. --find-max --p99-ms X searches the largest N that keeps p99 <= X ms.",
+    "Simulate N real-time streams on one model and report chunk latency (p50, p99, max from\n"
+    "each chunk's release to its result), the batch sizes and whether every stream kept up.\n"
+    "Each stream releases a chunk of --chunk-frames frames every chunk period from a random\n"
+    "phase, with random inputs (or --input files); --batching on runs them through a\n"
+    "StreamBatcher, off through one Session per stream on --threads threads. --find-max\n"
+    "--p99-ms X searches the largest N that keeps p99 <= X ms.",
     {
         {"streams", "N[,N...]",
          "stream counts to try (default 8); with --find-max, the first count"},
@@ -422,6 +442,9 @@ const Command kStreamsCommand{
         {"time-dim", "NAME", "the input dim holding a chunk's frames (default seq)"},
         {"seconds", "S", "simulated duration per stream count (default 5)"},
         {"state", "OUT=IN", "a state pair of the model's own, e.g. stateN=state (repeatable)"},
+        {"input", "NAME=FILE",
+         "an input's chunk from a .pb or .npy file, the same for every stream (repeatable); other "
+         "inputs are random"},
         {"find-max", "", "search the largest stream count with p99 <= --p99-ms"},
         {"p99-ms", "X", "the p99 latency budget for --find-max"},
         {"quantize", "CONFIG", "quantize at load, as rnnc run --quantize"},
