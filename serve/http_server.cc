@@ -49,13 +49,20 @@ const json& member(const json& object, const char* key, const std::string& where
   return *it;
 }
 
-// Appends the scalars of a possibly nested JSON array, row-major.
-void flatten(const json& data, std::vector<const json*>& out) {
-  if (data.is_array()) {
-    for (const json& item : data) flatten(item, out);
-  } else {
+// Appends the scalars of a possibly nested JSON array, row-major. Nesting deeper than the
+// tensor's rank is refused: it is never valid, and unbounded nesting would exhaust the stack.
+void flatten(const json& data, const HostTensor& tensor, size_t depth,
+             std::vector<const json*>& out) {
+  if (!data.is_array()) {
     out.push_back(&data);
+    return;
   }
+  if (depth == std::max<size_t>(tensor.shape.size(), 1)) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", tensor.name, "': data is nested deeper than its ",
+                      tensor.shape.size(), " dims"));
+  }
+  for (const json& item : data) flatten(item, tensor, depth + 1, out);
 }
 
 template <typename T>
@@ -80,7 +87,7 @@ void store_values(const std::vector<const json*>& values, HostTensor& tensor) {
 
 void decode_json_data(const json& data, HostTensor& tensor, size_t bytes) {
   std::vector<const json*> values;
-  flatten(data, values);
+  flatten(data, tensor, 0, values);
   const size_t count = bytes / element_size(tensor.type);
   if (values.size() != count) {
     raise_request(StatusCode::kInvalidArgument,

@@ -246,6 +246,12 @@ try:
     status, _, data = sc.http("POST", server.url("/v2/models/demo/infer"), b"{\"inputs\": [",
                               {"Content-Type": "application/json"})
     expect_http_error("malformed JSON", status, data, 400, "malformed JSON request")
+    deep = (b'{"inputs": [{"name": "features", "datatype": "FP32", "shape": [1, 1, 40], "data": '
+            + b"[" * 100000 + b"]" * 100000 + b"}]}")
+    status, _, data = sc.http("POST", server.url("/v2/models/demo/infer"), deep,
+                              {"Content-Type": "application/json"})
+    expect_http_error("JSON data nested deeper than the shape", status, data, 400,
+                      "input 'features': data is nested deeper than its 3 dims")
     body, headers = sc.rest_infer_body({"features": features})
     status, _, data = sc.http("POST", server.url("/v2/models/nope/infer"), body, headers)
     expect_http_error("REST unknown model", status, data, 404, "unknown model 'nope'")
