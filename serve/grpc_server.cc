@@ -489,6 +489,9 @@ GrpcServer::GrpcServer(InferenceService& service, const GrpcOptions& options)
                                   : options.host + ":" + std::to_string(options.port);
   builder.AddListeningPort(address, credentials, &port_);
   builder.RegisterService(&impl_->handler);
+  // gRPC sets SO_REUSEPORT by default, so a second server on a port in use would share it
+  // silently; the port must be this server's alone.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(
