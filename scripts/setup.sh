@@ -15,6 +15,8 @@ packages=(
   clang-14 libclang-rt-14-dev llvm-14-tools
   espeak-ng sox
   pybind11-dev python3-dev python3-numpy dpkg-dev
+  libgrpc++-dev protobuf-compiler-grpc libcpp-httplib-dev nlohmann-json3-dev
+  python3-grpcio python3-yaml
 )
 if [[ "${1:-}" == "--python" ]]; then
   packages+=(python3-torch python3-onnx python3-matplotlib libopenblas0-pthread)

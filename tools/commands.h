@@ -12,6 +12,7 @@ extern const Command kConformCommand;
 extern const Command kPlanCommand;
 extern const Command kCompileCommand;
 extern const Command kQuantizeCommand;
+extern const Command kServeCommand;
 extern const Command kStreamsCommand;
 
 }  // namespace rnnc::cli

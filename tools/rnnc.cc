@@ -18,6 +18,7 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kCompileCommand,
     &rnnc::cli::kQuantizeCommand,
     &rnnc::cli::kStreamsCommand,
+    &rnnc::cli::kServeCommand,
 };
 
 void print_usage() {

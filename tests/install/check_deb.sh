@@ -3,7 +3,7 @@
 # the system (installing it with apt-get is a by-hand check: docs/install.md):
 #   check_deb.sh BUILD_DIR WORK_DIR
 # Checks: the package's Depends name the Debian libraries the binaries link (TBB, Halide,
-# protobuf, ONNX) and what compiling kernels needs (gcc, libc6-dev), plus python3 and
+# protobuf, ONNX, and gRPC and cpp-httplib for `rnnc serve`) and what compiling kernels needs (gcc, libc6-dev), plus python3 and
 # python3-numpy; its file list holds no test program and no header but the four public ones.
 # Leaves WORK_DIR/root/usr, the unpacked files, for check_package.sh.
 set -euo pipefail
@@ -21,7 +21,7 @@ echo "== $deb"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for package in gcc libc6-dev python3 python3-numpy 'libtbb[0-9]' 'libhalide14-0' 'libprotobuf[0-9]' \
-               'libonnx[0-9]' 'libstdc\+\+6'; do
+               'libonnx[0-9]' 'libstdc\+\+6' 'libgrpc\+\+[0-9]' 'libcpp-httplib[0-9]'; do
   if ! grep -Eq "(^|, )$package" <<<"$depends"; then
     echo "FAIL: Depends lacks $package" >&2
     exit 1

@@ -1,0 +1,526 @@
+#include "serve/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <type_traits>
+
+#include "grpc_service.grpc.pb.h"
+#include "ir/error.h"
+#include "rnnc/version.h"
+#include "serve/datatype.h"
+#include "serve/parameters.h"
+#include "serve/server_metadata.h"
+
+namespace rnnc::serve {
+
+namespace {
+
+using inference::InferTensorContents;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using inference::ModelStreamInferResponse;
+
+grpc::StatusCode grpc_code(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return grpc::StatusCode::OK;
+    case StatusCode::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case StatusCode::kUnavailable:
+      return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kDeadlineExceeded:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case StatusCode::kCancelled:
+      return grpc::StatusCode::CANCELLED;
+    case StatusCode::kInternal:
+      return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::UNKNOWN;
+}
+
+ParameterValue parameter_value(const inference::InferParameter& parameter) {
+  switch (parameter.parameter_choice_case()) {
+    case inference::InferParameter::kBoolParam:
+      return parameter.bool_param();
+    case inference::InferParameter::kInt64Param:
+      return parameter.int64_param();
+    case inference::InferParameter::kStringParam:
+      return parameter.string_param();
+    case inference::InferParameter::kDoubleParam:
+      return parameter.double_param();
+    case inference::InferParameter::kUint64Param:
+      return parameter.uint64_param();
+    default:
+      return std::string();
+  }
+}
+
+// `read(contents)` for const contents, `*write(contents)` otherwise.
+template <typename Contents, typename Read, typename Write>
+auto& field_of(Contents& contents, Read read, Write write) {
+  if constexpr (std::is_const_v<Contents>) {
+    return read(contents);
+  } else {
+    return *write(contents);
+  }
+}
+
+// The typed contents field holding elements of C++ type T, const or mutable as `Contents` is:
+// BOOL in bool_contents, the other integers of up to 32 bits in int_contents or uint_contents,
+// the 64-bit and floating-point types each in a field of their own.
+template <typename T, typename Contents>
+auto& contents_field(Contents& contents, const char*& name) {
+  if constexpr (std::is_same_v<T, bool>) {
+    name = "bool_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.bool_contents(); },
+        [](auto& c) { return c.mutable_bool_contents(); });
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    name = "int64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.int64_contents(); },
+        [](auto& c) { return c.mutable_int64_contents(); });
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    name = "uint64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.uint64_contents(); },
+        [](auto& c) { return c.mutable_uint64_contents(); });
+  } else if constexpr (std::is_same_v<T, float>) {
+    name = "fp32_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.fp32_contents(); },
+        [](auto& c) { return c.mutable_fp32_contents(); });
+  } else if constexpr (std::is_same_v<T, double>) {
+    name = "fp64_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.fp64_contents(); },
+        [](auto& c) { return c.mutable_fp64_contents(); });
+  } else if constexpr (std::is_signed_v<T>) {
+    name = "int_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.int_contents(); },
+        [](auto& c) { return c.mutable_int_contents(); });
+  } else {
+    name = "uint_contents";
+    return field_of(
+        contents, [](auto& c) -> auto& { return c.uint_contents(); },
+        [](auto& c) { return c.mutable_uint_contents(); });
+  }
+}
+
+// Reads the typed contents into the tensor, after checking their count against the shape.
+void decode_contents(const InferTensorContents& contents, HostTensor& tensor, size_t bytes) {
+  const bool typed = with_element_type(tensor.type, [&](auto element) {
+    using T = decltype(element);
+    const char* field = nullptr;
+    const auto& values = contents_field<T>(contents, field);
+    const size_t count = bytes / sizeof(T);
+    if (static_cast<size_t>(values.size()) != count) {
+      raise_request(StatusCode::kInvalidArgument,
+                    cat("input '", tensor.name, "': contents.", field, " holds ", values.size(),
+                        " values, its shape needs ", count));
+    }
+    tensor.resize_bytes(bytes);
+    T* out = static_cast<T*>(tensor.data());
+    for (size_t k = 0; k < count; ++k) out[k] = static_cast<T>(values[static_cast<int>(k)]);
+  });
+  if (!typed) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", tensor.name, "': ", datatype_name(tensor.type),
+                      " has no typed contents field: send it in raw_input_contents"));
+  }
+}
+
+// False when the type has no typed contents field (FP16, BF16): the response goes raw.
+bool encode_contents(const HostTensor& tensor, InferTensorContents& contents) {
+  return with_element_type(tensor.type, [&](auto element) {
+    using T = decltype(element);
+    const char* field = nullptr;
+    auto& values = contents_field<T>(contents, field);
+    const T* data = static_cast<const T*>(tensor.data());
+    const size_t count = tensor.byte_size() / sizeof(T);
+    values.Reserve(static_cast<int>(count));
+    for (size_t k = 0; k < count; ++k) values.Add(data[k]);
+  });
+}
+
+InferRequest decode_request(const ModelInferRequest& message,
+                            const grpc::CallbackServerContext& context, size_t max_tensor_bytes) {
+  InferRequest request;
+  request.model_name = message.model_name();
+  request.id = message.id();
+  check_model_version(message.model_name(), message.model_version());
+  std::map<std::string, ParameterValue> parameters;
+  for (const auto& [name, value] : message.parameters()) parameters[name] = parameter_value(value);
+  apply_request_parameters(parameters, request);
+  const auto deadline = context.deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    request.deadline =
+        std::min(request.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                      deadline - std::chrono::system_clock::now()));
+  }
+  const bool raw = message.raw_input_contents_size() > 0;
+  if (raw && message.raw_input_contents_size() != message.inputs_size()) {
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("raw_input_contents has ", message.raw_input_contents_size(), " entries for ",
+                      message.inputs_size(), " inputs (one per input, in order)"));
+  }
+  for (int k = 0; k < message.inputs_size(); ++k) {
+    const auto& input = message.inputs(k);
+    HostTensor tensor;
+    tensor.name = input.name();
+    tensor.type = input_datatype(input.name(), input.datatype());
+    tensor.shape.assign(input.shape().begin(), input.shape().end());
+    const size_t bytes = tensor_bytes(tensor.name, tensor.type, tensor.shape, max_tensor_bytes);
+    if (raw) {
+      if (input.has_contents()) {
+        raise_request(StatusCode::kInvalidArgument, cat("input '", tensor.name,
+                                                        "' has contents although the request uses "
+                                                        "raw_input_contents"));
+      }
+      const std::string& data = message.raw_input_contents(k);
+      if (data.size() != bytes) {
+        raise_request(StatusCode::kInvalidArgument,
+                      cat("input '", tensor.name, "': raw_input_contents holds ", data.size(),
+                          " bytes, its shape and datatype need ", bytes));
+      }
+      tensor.resize_bytes(bytes);
+      if (bytes > 0) std::memcpy(tensor.data(), data.data(), bytes);
+    } else {
+      decode_contents(input.contents(), tensor, bytes);
+    }
+    request.inputs.push_back(std::move(tensor));
+  }
+  for (const auto& output : message.outputs()) request.requested_outputs.push_back(output.name());
+  return request;
+}
+
+void encode_response(const InferResponse& response, bool raw, ModelInferResponse& message) {
+  message.set_model_name(response.model_name);
+  message.set_model_version(kModelVersion);
+  message.set_id(response.id);
+  for (const HostTensor& output : response.outputs) {
+    if (!raw && (output.type == ElementType::kFloat16 || output.type == ElementType::kBFloat16)) {
+      raw = true;  // the protocol has no typed field for them, and raw is all or nothing
+    }
+  }
+  for (const HostTensor& output : response.outputs) {
+    auto* tensor = message.add_outputs();
+    tensor->set_name(output.name);
+    tensor->set_datatype(datatype_name(output.type));
+    for (int64_t d : output.shape) tensor->add_shape(d);
+    if (raw) {
+      message.add_raw_output_contents(static_cast<const char*>(output.data()), output.byte_size());
+    } else {
+      encode_contents(output, *tensor->mutable_contents());
+    }
+  }
+}
+
+grpc::Status error_status(const RequestError& e) {
+  return grpc::Status(grpc_code(e.code()), e.what());
+}
+
+// ModelInfer and ModelStreamInfer take their messages as bytes and parse them here, so a
+// malformed message gets INVALID_ARGUMENT naming it rather than gRPC's bare error.
+using Rpc = inference::GRPCInferenceService;
+using HandlerBase = Rpc::WithCallbackMethod_ServerLive<Rpc::WithCallbackMethod_ServerReady<
+    Rpc::WithCallbackMethod_ModelReady<Rpc::WithCallbackMethod_ServerMetadata<
+        Rpc::WithCallbackMethod_ModelMetadata<Rpc::WithRawCallbackMethod_ModelInfer<
+            Rpc::WithRawCallbackMethod_ModelStreamInfer<Rpc::Service>>>>>>>;
+
+// Parses a ModelInferRequest; RequestError (INVALID_ARGUMENT) when the bytes are not one.
+void parse_request(grpc::ByteBuffer& bytes, ModelInferRequest& message) {
+  if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&bytes, &message).ok()) {
+    raise_request(StatusCode::kInvalidArgument,
+                  "malformed request: the bytes are not a ModelInferRequest protobuf message");
+  }
+}
+
+template <typename Message>
+grpc::ByteBuffer serialize(const Message& message) {
+  grpc::ByteBuffer bytes;
+  bool own_buffer = false;
+  grpc::SerializationTraits<Message>::Serialize(message, &bytes, &own_buffer);
+  return bytes;
+}
+
+class InferenceHandler final : public HandlerBase {
+ public:
+  explicit InferenceHandler(InferenceService& service) : service_(service) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* response) override {
+    response->set_live(service_.live());
+    return finish(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* response) override {
+    response->set_ready(service_.ready());
+    return finish(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override {
+    try {
+      response->set_ready(model_ready(service_, request->name(), request->version()));
+      return finish(context, grpc::Status::OK);
+    } catch (const RequestError& e) {
+      return finish(context, error_status(e));
+    }
+  }
+
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* response) override {
+    response->set_name(kServerName);
+    response->set_version(RNNC_VERSION_STRING);
+    for (const char* extension : kServerExtensions) response->add_extensions(extension);
+    return finish(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override {
+    try {
+      const ServedModel& model = ready_model(service_, request->name(), request->version());
+      response->set_name(model.name());
+      response->add_versions(kModelVersion);
+      response->set_platform(kModelPlatform);
+      auto add = [](const std::vector<TensorMetadata>& tensors, auto* out) {
+        for (const TensorMetadata& tensor : tensors) {
+          auto* entry = out->Add();
+          entry->set_name(tensor.name);
+          entry->set_datatype(datatype_name(tensor.type));
+          for (int64_t d : tensor.shape) entry->add_shape(d);
+        }
+      };
+      add(model.inputs(), response->mutable_inputs());
+      add(model.outputs(), response->mutable_outputs());
+      (*response->mutable_properties())["sequence_state"] = carried_state_text(model);
+      return finish(context, grpc::Status::OK);
+    } catch (const RequestError& e) {
+      return finish(context, error_status(e));
+    }
+  }
+
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request_bytes,
+                                       grpc::ByteBuffer* response_bytes) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    ModelInferRequest request;
+    InferRequest decoded;
+    try {
+      parse_request(*const_cast<grpc::ByteBuffer*>(request_bytes), request);
+      decoded = decode_request(request, *context, service_.max_tensor_bytes());
+    } catch (const RequestError& e) {
+      service_.metrics().record(request.model_name(), e.code(), 0);
+      reactor->Finish(error_status(e));
+      return reactor;
+    }
+    decoded.is_cancelled = [context] { return context->IsCancelled(); };
+    const bool raw = request.raw_input_contents_size() > 0;
+    service_.infer(std::move(decoded),
+                   [reactor, response_bytes, raw](StatusCode code, const std::string& error,
+                                                  InferResponse result) {
+                     if (code != StatusCode::kOk) {
+                       reactor->Finish(grpc::Status(grpc_code(code), error));
+                       return;
+                     }
+                     ModelInferResponse response;
+                     encode_response(result, raw, response);
+                     *response_bytes = serialize(response);
+                     reactor->Finish(grpc::Status::OK);
+                   });
+    return reactor;
+  }
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  static grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context,
+                                          const grpc::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  InferenceService& service_;
+};
+
+// One ModelStreamInfer call. Requests run one at a time, in the order they arrive (a sequence's
+// chunks must); each gets one response, its result or its error_message, and a failed request
+// leaves the stream open. The next read starts when a request's result is in.
+class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  StreamReactor(InferenceService& service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    StartRead(&request_bytes_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side, or went away
+      std::unique_lock<std::mutex> lock(mutex_);
+      reads_done_ = true;
+      finish_if_done(lock);
+      return;
+    }
+    ModelInferRequest request;
+    InferRequest decoded;
+    try {
+      parse_request(request_bytes_, request);
+      decoded = decode_request(request, *context_, service_.max_tensor_bytes());
+    } catch (const RequestError& e) {
+      service_.metrics().record(request.model_name(), e.code(), 0);
+      ModelStreamInferResponse response;
+      response.set_error_message(cat(status_code_name(e.code()), ": ", e.what()));
+      respond(response);
+      return;
+    }
+    decoded.is_cancelled = [context = context_] { return context->IsCancelled(); };
+    const bool raw = request.raw_input_contents_size() > 0;
+    service_.infer(std::move(decoded),
+                   [this, raw](StatusCode code, const std::string& error, InferResponse result) {
+                     ModelStreamInferResponse response;
+                     if (code != StatusCode::kOk) {
+                       response.set_error_message(cat(status_code_name(code), ": ", error));
+                     } else {
+                       encode_response(result, raw, *response.mutable_infer_response());
+                     }
+                     respond(response);
+                   });
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    writes_.pop_front();
+    writing_ = false;
+    if (!ok) writes_.clear();  // the client is gone: nobody reads the rest
+    if (!writes_.empty()) {
+      writing_ = true;
+      StartWrite(&writes_.front());
+    }
+    finish_if_done(lock);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void respond(const ModelStreamInferResponse& response) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writes_.push_back(serialize(response));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&writes_.front());
+    }
+    StartRead(&request_bytes_);
+  }
+
+  // Finishes once the client has stopped sending and every response is written. Finish runs
+  // after `lock` is released: OnDone, which deletes this reactor, may follow it at once.
+  void finish_if_done(std::unique_lock<std::mutex>& lock) {
+    if (reads_done_ && !writing_ && writes_.empty() && !finished_) {
+      finished_ = true;
+      lock.unlock();
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  InferenceService& service_;
+  grpc::CallbackServerContext* context_;
+  grpc::ByteBuffer request_bytes_;
+  std::mutex mutex_;
+  std::deque<grpc::ByteBuffer> writes_;  // front() is being written while writing_
+  bool writing_ = false;
+  bool reads_done_ = false;
+  bool finished_ = false;
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceHandler::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  return new StreamReactor(service_, context);
+}
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+struct GrpcServer::Impl {
+  explicit Impl(InferenceService& service) : handler(service), service(service) {}
+  InferenceHandler handler;
+  InferenceService& service;
+  std::unique_ptr<grpc::Server> server;
+};
+
+GrpcServer::GrpcServer(InferenceService& service, const GrpcOptions& options)
+    : impl_(std::make_unique<Impl>(service)) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty() || !options.tls_key.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({read_file(options.tls_key, "TLS key (--tls-key)"),
+                                      read_file(options.tls_cert, "TLS certificate (--tls-cert)")});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  const std::string address = options.host.find(':') != std::string::npos
+                                  ? "[" + options.host + "]:" + std::to_string(options.port)
+                                  : options.host + ":" + std::to_string(options.port);
+  builder.AddListeningPort(address, credentials, &port_);
+  builder.RegisterService(&impl_->handler);
+  // gRPC sets SO_REUSEPORT by default, so a second server on a port in use would share it
+  // silently; the port must be this server's alone.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
+  impl_->server = builder.BuildAndStart();
+  if (!impl_->server || port_ == 0) {
+    raise(ErrorKind::kIo, cat("gRPC: cannot listen on ", address));
+  }
+  set_serving(false);
+}
+
+GrpcServer::~GrpcServer() {
+  if (impl_->server) shutdown(std::chrono::system_clock::now());
+}
+
+void GrpcServer::set_serving(bool serving) {
+  grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
+  if (!health) return;
+  health->SetServingStatus("", serving);
+  health->SetServingStatus("inference.GRPCInferenceService", serving);
+  for (const auto& model : impl_->service.models())
+    health->SetServingStatus(model->name(), serving);
+}
+
+void GrpcServer::shutdown(std::chrono::system_clock::time_point deadline) {
+  if (!impl_->server) return;
+  impl_->server->Shutdown(deadline);
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
+}  // namespace rnnc::serve

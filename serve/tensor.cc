@@ -1,0 +1,58 @@
+#include "serve/tensor.h"
+
+#include <cstring>
+#include <limits>
+
+#include "ir/error.h"
+#include "serve/datatype.h"
+#include "serve/status.h"
+
+namespace rnnc::serve {
+
+void HostTensor::resize_bytes(size_t bytes) {
+  storage_.assign((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
+  bytes_ = bytes;
+}
+
+NamedTensor HostTensor::view() const {
+  return {name, {type, shape, const_cast<uint64_t*>(storage_.data())}};
+}
+
+HostTensor HostTensor::copy_of(const NamedTensor& tensor) {
+  HostTensor copy;
+  copy.name = tensor.name;
+  copy.type = tensor.tensor.type;
+  copy.shape = tensor.tensor.shape;
+  copy.resize_bytes(tensor.tensor.byte_size());
+  if (copy.bytes_ > 0) std::memcpy(copy.data(), tensor.tensor.data, copy.bytes_);
+  return copy;
+}
+
+size_t tensor_bytes(const std::string& name, ElementType type, const std::vector<int64_t>& shape,
+                    size_t max_bytes) {
+  const size_t element = element_size(type);
+  size_t bytes = element;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] < 0) {
+      raise_request(StatusCode::kInvalidArgument,
+                    cat("input '", name, "': dim ", k, " is ", shape[k], ", must be >= 0"));
+    }
+    const auto dim = static_cast<size_t>(shape[k]);
+    if (dim != 0 && bytes > std::numeric_limits<size_t>::max() / dim)
+      bytes = max_bytes + 1;
+    else
+      bytes *= dim;
+    if (bytes > max_bytes) break;
+  }
+  if (bytes > max_bytes) {
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    raise_request(StatusCode::kInvalidArgument,
+                  cat("input '", name, "' (", datatype_name(type), "[", dims,
+                      "]) is larger than the server's limit of ", max_bytes,
+                      " bytes per tensor (--max-tensor-bytes)"));
+  }
+  return bytes;
+}
+
+}  // namespace rnnc::serve
