@@ -55,8 +55,9 @@ TEST(RuntimeApi, DescribesInputsOutputsAndExposedState) {
 
 TEST(RuntimeApi, FirstRunMatchesReferenceEvaluator) {
   const std::string bytes = testing::stacked_recurrent_onnx("LSTM", 2, kHidden, kInput);
-  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(),
-                                         {.cache_dir = RNNC_MODELS_DIR "/../kernel_cache"});
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
   std::vector<float> x = random_vector(9 * 2 * kInput, 3);
   Session session = model->new_session();
   const auto& outputs = session.run({input_x(x, 9, 2)});
