@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-// The error vocabulary is public API: one definition, in the public header tree, thrown by every
-// stage.
+// The error vocabulary is public API: one definition, in the public headers (include/rnnc/),
+// thrown by every stage.
 #include "rnnc/error.h"
 
 namespace rnnc {
