@@ -17,6 +17,7 @@ const std::map<std::string, Kernel>& kernels() {
     register_tensor_kernels(registry);
     register_control_flow_kernels(registry);
     register_quant_kernels(registry);
+    register_resize_kernels(registry);
     return registry;
   }();
   return table;

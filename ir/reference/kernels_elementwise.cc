@@ -771,13 +771,17 @@ void clip_kernel(KernelContext& context) {
 
 // ---- normalizations ----------------------------------------------------------------------------
 
-// Softmax and LogSoftmax over `length` elements `inner` apart, for each of outer * inner rows.
-// Before opset 13 the input is coerced to 2-D [a0*..*a(k-1), ak*..*a(n-1)] at axis k and each
-// row normalized (inner = 1); from opset 13 it is normalized along the one axis k.
-// exp(x - max) is computed in the input type and summed in double.
-void softmax_family(KernelContext& context, bool log) {
-  Operands in = widen_operands(context);
-  const Tensor& x = in[0];
+// The rows Softmax, LogSoftmax and Hardmax normalize: `length` elements `inner` apart, for each of
+// outer * inner rows. Before opset 13 the input is coerced to 2-D [a0*..*a(k-1), ak*..*a(n-1)] at
+// axis k and each row normalized (inner = 1); from opset 13 it is normalized along the one axis k.
+struct Rows {
+  int64_t outer = 1;
+  int64_t length = 1;
+  int64_t inner = 1;
+  int64_t at(int64_t o, int64_t i, int64_t j) const { return o * length * inner + i + j * inner; }
+};
+
+Rows softmax_rows(const KernelContext& context, const Tensor& x) {
   int64_t rank = x.rank();
   bool along_one_axis = context.node.opset() >= 13;
   int64_t axis = context.node.attr_int("axis", along_one_axis ? -1 : 1);
@@ -785,32 +789,37 @@ void softmax_family(KernelContext& context, bool log) {
     context.fail(cat("attribute 'axis' = ", axis, " is out of range for rank ", rank));
   }
   if (axis < 0) axis += rank;
-  int64_t outer = 1;
-  int64_t length = 1;
-  int64_t inner = 1;
+  Rows rows;
   for (int64_t k = 0; k < rank; ++k) {
     if (k < axis) {
-      outer *= x.dim(k);
+      rows.outer *= x.dim(k);
     } else if (k == axis || !along_one_axis) {
-      length *= x.dim(k);
+      rows.length *= x.dim(k);
     } else {
-      inner *= x.dim(k);
+      rows.inner *= x.dim(k);
     }
   }
+  return rows;
+}
+
+// exp(x - max) is computed in the input type and summed in double.
+void softmax_family(KernelContext& context, bool log) {
+  Operands in = widen_operands(context);
+  const Tensor& x = in[0];
+  Rows rows = softmax_rows(context, x);
   dispatch_float(x.dtype(), context, [&](auto tag) {
     using T = decltype(tag);
     Tensor out(x.dtype(), x.shape());
     const T* in_data = x.data<T>();
     T* out_data = out.data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t base = o * length * inner + i;
-        auto at = [&](int64_t j) { return base + j * inner; };
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      for (int64_t i = 0; i < rows.inner; ++i) {
+        auto at = [&](int64_t j) { return rows.at(o, i, j); };
         T max = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < length; ++j) max = std::max(max, in_data[at(j)]);
+        for (int64_t j = 0; j < rows.length; ++j) max = std::max(max, in_data[at(j)]);
         double sum = 0;
-        for (int64_t j = 0; j < length; ++j) sum += std::exp(in_data[at(j)] - max);
-        for (int64_t j = 0; j < length; ++j) {
+        for (int64_t j = 0; j < rows.length; ++j) sum += std::exp(in_data[at(j)] - max);
+        for (int64_t j = 0; j < rows.length; ++j) {
           T shifted = in_data[at(j)] - max;
           out_data[at(j)] = log ? static_cast<T>(shifted - std::log(sum))
                                 : static_cast<T>(std::exp(shifted) / sum);
@@ -819,6 +828,46 @@ void softmax_family(KernelContext& context, bool log) {
     }
     set_result(context, in, out);
   });
+}
+
+// 1 at the first maximum of each row, 0 elsewhere; NaN counts as the maximum (numpy's argmax).
+void hardmax_kernel(KernelContext& context) {
+  Operands in = widen_operands(context);
+  const Tensor& x = in[0];
+  Rows rows = softmax_rows(context, x);
+  dispatch_float(x.dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out(x.dtype(), x.shape());
+    const T* in_data = x.data<T>();
+    T* out_data = out.data<T>();
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      for (int64_t i = 0; i < rows.inner; ++i) {
+        if (rows.length == 0) continue;
+        int64_t best = 0;
+        for (int64_t j = 1; j < rows.length; ++j) {
+          T candidate = in_data[rows.at(o, i, j)], incumbent = in_data[rows.at(o, i, best)];
+          if (std::isnan(incumbent)) break;
+          if (std::isnan(candidate) || candidate > incumbent) best = j;
+        }
+        out_data[rows.at(o, i, best)] = 1;
+      }
+    }
+    set_result(context, in, out);
+  });
+}
+
+// Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0, evaluated in double and stored in x's
+// type (integers truncate toward zero and saturate).
+void shrink_kernel(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  double lambd = context.node.attr_float("lambd", 0.5f);
+  double bias = context.node.attr_float("bias", 0.0f);
+  Tensor out(x.dtype(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double value = x.get_double(i);
+    out.set_double(i, value < -lambd ? value + bias : value > lambd ? value - bias : 0.0);
+  }
+  context.outputs[0] = out;
 }
 
 void softmax_kernel(KernelContext& context) { softmax_family(context, false); }
@@ -1059,6 +1108,8 @@ void register_elementwise_kernels(std::map<std::string, Kernel>& registry) {
       {"Clip", clip_kernel},
       {"Softmax", softmax_kernel},
       {"LogSoftmax", log_softmax_kernel},
+      {"Hardmax", hardmax_kernel},
+      {"Shrink", shrink_kernel},
   };
   registry.insert(kernels.begin(), kernels.end());
 }

@@ -1,9 +1,10 @@
-// Reference kernels for the neural-network ops: convolution, pooling, normalization, reductions,
-// ArgMax/ArgMin and Dropout. Each is a plain loop nest over the formula of its ONNX operator doc
-// (docs/ops/nn.md lists the corner cases). Sums, products and statistics accumulate in double
-// whatever the element type, so the oracle is at least as accurate as any spec-conforming
-// implementation; integer reductions accumulate exactly in 64-bit modular arithmetic. float16 and
-// bfloat16 inputs are widened to float32 and the result rounded back once at the end.
+// Reference kernels for the neural-network ops: convolution (and ConvTranspose), pooling,
+// normalization, reductions, CumSum, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the
+// formula of its ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and
+// statistics accumulate in double whatever the element type, so the oracle is at least as accurate
+// as any spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
+// arithmetic. float16 and bfloat16 inputs are widened to float32 and the result rounded back once
+// at the end.
 //
 // Attributes were validated by shape inference when the graph was built; the kernels re-check
 // only what depends on run-time sizes (symbolic dims), as kInvalidInput.
@@ -133,6 +134,137 @@ void conv(KernelContext& context) {
             return static_cast<double>(x_data[xi]) * static_cast<double>(w_data[wi]);
           },
           [&](int64_t yi, int64_t, double sum) { y_data[yi] = static_cast<T>(sum); });
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// One spatial axis of a transposed convolution: input position i and kernel tap k add into output
+// position i * stride + k * dilation - pad_begin (when inside [0, output)).
+struct TransposedAxis {
+  int64_t input;
+  int64_t kernel;
+  int64_t stride;
+  int64_t dilation;
+  int64_t pad_begin;
+  int64_t output;
+};
+
+int64_t floor_half(int64_t value) { return value >= 0 ? value / 2 : -((1 - value) / 2); }
+
+// The ConvTranspose output-size and padding rules (docs/ops/nn.md): explicit pads, or output_shape
+// or SAME_* giving the output size and the total padding that reaches it, split as the spec's
+// total // 2 (floor) with the larger part at the end for SAME_UPPER, at the beginning otherwise.
+std::vector<TransposedAxis> transposed_axes(const KernelContext& context,
+                                            const std::vector<int64_t>& input,
+                                            const std::vector<int64_t>& kernel) {
+  const Node& node = context.node;
+  size_t rank = input.size();
+  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> dilations = node.attr_ints("dilations", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  std::vector<int64_t> output_padding =
+      node.attr_ints("output_padding", std::vector<int64_t>(rank, 0));
+  std::vector<int64_t> output_shape = node.attr_ints("output_shape");
+  if (output_shape.size() > rank) {  // N x M x spatial: the spatial part
+    output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(rank));
+  }
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  std::vector<TransposedAxis> axes(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    TransposedAxis& axis = axes[i];
+    axis = {input[i], kernel[i], strides[i], dilations[i], 0, 0};
+    int64_t full = axis.stride * (axis.input - 1) + output_padding[i] +
+                   (axis.kernel - 1) * axis.dilation + 1;
+    if (!output_shape.empty() || same) {
+      axis.output = output_shape.empty() ? axis.input * axis.stride : output_shape[i];
+      int64_t total = full - axis.output;
+      axis.pad_begin = auto_pad == "SAME_UPPER" ? floor_half(total) : total - floor_half(total);
+      continue;
+    }
+    bool valid = auto_pad == "VALID";
+    axis.pad_begin = valid ? 0 : pads[i];
+    axis.output = full - axis.pad_begin - (valid ? 0 : pads[i + rank]);
+    if (axis.output < 0) {
+      context.fail_input(cat("spatial axis ", i, ": pads ", pads[i], " + ", pads[i + rank],
+                             " exceed the full output size ", full));
+    }
+  }
+  return axes;
+}
+
+// Y[n, m, o] = B[m] + sum over c in group(m), input positions i and taps k with
+//              o = i * stride + k * dilation - pad_begin of X[n, c, i] * W[c, m - group_start, k]
+// with W = C x M/group x k1 ... kn; output positions no (i, k) reaches hold B[m].
+void conv_transpose(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  Tensor w = widen_half(context.input(1));
+  Tensor bias = context.has_input(2) ? widen_half(context.input(2)) : Tensor();
+  check_spatial_rank(context, x);
+  int64_t group = context.node.attr_int("group", 1);
+  int64_t channels = x.dim(1);
+  if (w.rank() != x.rank() || w.dim(0) != channels || channels % group != 0) {
+    context.fail_input(cat("input W has shape ", dims_text(w.shape()), " for X of shape ",
+                           dims_text(x.shape()), " and group ", group,
+                           " (expected C x M/group x k1 ... kn with C a multiple of group)"));
+  }
+  int64_t group_outputs = w.dim(1);
+  int64_t out_channels = group_outputs * group;
+  int64_t group_channels = channels / group;
+  if (bias.defined() && bias.numel() != out_channels) {
+    context.fail_input(cat("input B has ", bias.numel(), " elements but W has ", out_channels,
+                           " output channels"));
+  }
+  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<TransposedAxis> axes = transposed_axes(context, in_spatial, kernel);
+  std::vector<int64_t> out_spatial;
+  for (const TransposedAxis& axis : axes) out_spatial.push_back(axis.output);
+  std::vector<int64_t> y_shape = {x.dim(0), out_channels};
+  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
+  int64_t in_size = product(in_spatial, 0, in_spatial.size());
+  int64_t out_size = product(out_spatial, 0, out_spatial.size());
+  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
+  int64_t kernel_size = static_cast<int64_t>(taps.size());
+  Tensor y(x.dtype(), y_shape);
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      const T* w_data = w.data<T>();
+      std::vector<double> plane(static_cast<size_t>(out_size));
+      std::vector<int64_t> in_index;
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        for (int64_t m = 0; m < out_channels; ++m) {
+          double b = bias.defined() ? static_cast<double>(bias.data<T>()[m]) : 0.0;
+          std::fill(plane.begin(), plane.end(), b);
+          int64_t g = m / group_outputs;
+          for (int64_t c = g * group_channels; c < (g + 1) * group_channels; ++c) {
+            const T* x_plane = x_data + (n * channels + c) * in_size;
+            const T* w_taps = w_data + (c * group_outputs + m % group_outputs) * kernel_size;
+            for (int64_t p = 0; p < in_size; ++p) {
+              unravel(p, in_spatial, in_index);
+              for (int64_t k = 0; k < kernel_size; ++k) {
+                const std::vector<int64_t>& tap = taps[static_cast<size_t>(k)];
+                int64_t offset = 0;
+                bool inside = true;
+                for (size_t a = 0; a < axes.size() && inside; ++a) {
+                  int64_t o = in_index[a] * axes[a].stride + tap[a] * axes[a].dilation -
+                              axes[a].pad_begin;
+                  inside = o >= 0 && o < axes[a].output;
+                  offset = offset * axes[a].output + o;
+                }
+                if (!inside) continue;
+                plane[static_cast<size_t>(offset)] +=
+                    static_cast<double>(x_plane[p]) * static_cast<double>(w_taps[k]);
+              }
+            }
+          }
+          T* y_plane = y.data<T>() + (n * out_channels + m) * out_size;
+          for (int64_t o = 0; o < out_size; ++o) y_plane[o] = static_cast<T>(plane[o]);
+        }
+      }
     });
     context.outputs[0] = y;
   });
@@ -732,10 +864,59 @@ void dropout(KernelContext& context) {
   }
 }
 
+// y[..., j, ...] = sum of x[..., i, ...] over i <= j along the axis (i < j when exclusive; i >= j
+// and i > j when reversed). Floats accumulate in double, each output rounded once; integers wrap
+// modulo 2^bits.
+void cumsum(KernelContext& context) {
+  const Tensor& axis_input = context.input(1);
+  Tensor x = widen_half(context.input(0));
+  if (axis_input.numel() != 1) {
+    context.fail_input(cat("input axis has shape ", dims_text(axis_input.shape()),
+                           ", expected a scalar"));
+  }
+  int64_t rank = x.rank();
+  int64_t axis = axis_input.get_int64(0);
+  if (axis < -rank || axis >= rank) {
+    context.fail_input(cat("input axis = ", axis, " is out of range for rank ", rank, " (valid: [",
+                           -rank, ", ", rank - 1, "])"));
+  }
+  size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  bool exclusive = context.node.attr_int("exclusive", 0) == 1;
+  bool reverse = context.node.attr_int("reverse", 0) == 1;
+  int64_t outer = product(x.shape(), 0, a);
+  int64_t length = x.shape()[a];
+  int64_t inner = product(x.shape(), a + 1, x.shape().size());
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_numeric(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      using Sum = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          Sum sum = 0;
+          for (int64_t step = 0; step < length; ++step) {
+            int64_t j = reverse ? length - 1 - step : step;
+            int64_t at = (o * length + j) * inner + i;
+            Sum value = static_cast<Sum>(in[at]);
+            if (!exclusive) sum += value;
+            out[at] = static_cast<T>(sum);
+            if (exclusive) sum += value;
+          }
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
 }  // namespace
 
 void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["Conv"] = conv;
+  registry["ConvTranspose"] = conv_transpose;
+  registry["CumSum"] = cumsum;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

@@ -1,6 +1,6 @@
 // Type and shape inference for the elementwise and dense math ops: unary math and activations,
-// numpy-broadcast arithmetic, comparisons and logic, variadic Max/Min/Sum/Mean, Where, Clip,
-// Softmax/LogSoftmax, MatMul and Gemm (docs/ops/elementwise.md has the semantics of each).
+// numpy-broadcast arithmetic, comparisons and logic, variadic Max/Min/Sum/Mean, Where, Clip, Shrink,
+// Softmax/LogSoftmax/Hardmax, MatMul and Gemm (docs/ops/elementwise.md has the semantics of each).
 //
 // Dims stay symbolic through broadcasting and the matrix products:
 //   MatMul(f32[seq, batch, 40], f32[40, 512])  -> f32[seq, batch, 512]
@@ -326,7 +326,7 @@ void infer_clip(InferenceContext& context) {
   context.set_output(0, x.dtype, *x.shape);
 }
 
-// Softmax, LogSoftmax: the axis must exist (default 1 before opset 13, -1 from 13).
+// Softmax, LogSoftmax, Hardmax: the axis must exist (default 1 before opset 13, -1 from 13).
 void infer_softmax(InferenceContext& context) {
   check_input_type(context, 0, kFloatTypes);
   const TensorType& x = context.input_type(0);
@@ -499,6 +499,8 @@ const std::vector<ElementwiseOp>& elementwise_ops() {
       {"Clip", 1, 1, 3, kNumericTypes, infer_clip},
       {"Softmax", 1, 1, 1, kFloatTypes, infer_softmax},
       {"LogSoftmax", 1, 1, 1, kFloatTypes, infer_softmax},
+      {"Hardmax", 1, 1, 1, kFloatTypes, infer_softmax},
+      {"Shrink", 9, 1, 1, kNumericTypes, infer_unary},
   };
   return ops;
 }

@@ -1,8 +1,9 @@
-// Type and shape inference for the neural-network ops: convolution, pooling, normalization,
-// reductions, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX operator docs
-// (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim arithmetic can
-// express the result: a stride-1 Conv over [batch, C, time] gives time + pads - dilated_kernel + 1,
-// while ceil(time / 2) of a strided one is not a polynomial and becomes unknown.
+// Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling,
+// normalization, reductions, CumSum, ArgMax/ArgMin and Dropout. Output sizes follow the formulas
+// of the ONNX operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through
+// where Dim arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives
+// time + pads - dilated_kernel + 1, while ceil(time / 2) of a strided one is not a polynomial and
+// becomes unknown.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -176,6 +177,133 @@ void infer_conv(InferenceContext& context) {
   }
   if (context.has_input(2)) check_conv_bias(context, 2, "B", (*out)[1], "W");
   context.set_output(0, dtype, *out);
+}
+
+// ConvTranspose: X (N x C x D1 ... Dn), W (C x M/group x k1 ... kn), B (M). Each output size is
+// stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end, or the
+// attribute output_shape (pads then follow from it), or in * stride under SAME_UPPER/SAME_LOWER.
+void infer_conv_transpose(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_same_dtype(context, 1, "W", 0, "X");
+  if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
+  DType dtype = context.input_type(0).dtype;
+  int64_t group = node.attr_int("group", 1);
+  if (group < 1) context.fail(cat("attribute 'group' = ", group, ", must be > 0"));
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  const Shape* w = shape_if_ranked(context, 1);
+  if (w && w->size() != x->size()) {
+    context.fail(cat("input W has shape ", shape_to_string(*w), " but X has shape ",
+                     shape_to_string(*x), " (W must be C x M/group x k1 ... kn)"));
+  }
+  const Dim& channels = (*x)[1];
+  if (channels.is_known() && channels.value() % group != 0) {
+    context.fail(cat("input X has ", channels.value(), " channels, not a multiple of group ", group));
+  }
+  if (w && channels.is_known() && (*w)[0].is_known() && (*w)[0] != channels) {
+    context.fail(cat("input W has shape ", shape_to_string(*w), ", expected W.shape[0] = ",
+                     channels.value(), " (the channels of X)"));
+  }
+  // kernel_shape, when given, must be W's spatial dims; without it they come from W.
+  std::optional<std::vector<int64_t>> kernel;
+  if (node.has_attr("kernel_shape")) {
+    kernel = per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+  }
+  for (size_t i = 0; w && i < spatial_rank; ++i) {
+    const Dim& k = (*w)[i + 2];
+    if (!k.is_known()) continue;
+    if (kernel && (*kernel)[i] != k.value()) {
+      context.fail(cat("attribute 'kernel_shape' = ", shape_text(*kernel),
+                       " does not match W's spatial dims ", shape_to_string(*w)));
+    }
+  }
+  if (!kernel && w && shape_is_known(Shape(w->begin() + 2, w->end()))) {
+    kernel = shape_values(Shape(w->begin() + 2, w->end()));
+  }
+  Window window = read_window(context, spatial_rank, kernel);
+  std::vector<int64_t> output_padding =
+      per_axis_attr(context, "output_padding", spatial_rank, 0, 0, "one per spatial axis");
+  std::vector<int64_t> output_shape = node.attr_ints("output_shape");
+  if (!output_shape.empty()) {
+    if (output_shape.size() != spatial_rank && output_shape.size() != spatial_rank + 2) {
+      context.fail(cat("attribute 'output_shape' = ", shape_text(output_shape), " has ",
+                       output_shape.size(), " values, expected ", spatial_rank,
+                       " (one per spatial axis)"));
+    }
+    output_shape.erase(output_shape.begin(),
+                       output_shape.end() - static_cast<int64_t>(spatial_rank));
+    for (int64_t size : output_shape) {
+      if (size < 0) {
+        context.fail(cat("attribute 'output_shape' = ", shape_text(output_shape),
+                         " has a negative size"));
+      }
+    }
+  }
+  Dim out_channels = w ? (*w)[1] * Dim(group) : Dim::unknown();
+  Shape out = {(*x)[0], out_channels};
+  bool same = window.auto_pad == "SAME_UPPER" || window.auto_pad == "SAME_LOWER";
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    const Dim& in = (*x)[i + 2];
+    int64_t stride = window.strides[i];
+    if (!output_shape.empty()) {
+      out.push_back(output_shape[i]);
+    } else if (same) {
+      out.push_back(in * Dim(stride));
+    } else if (!kernel) {
+      out.push_back(Dim::unknown());
+    } else {
+      bool valid = window.auto_pad == "VALID";
+      int64_t pads = valid ? 0 : window.pads[i] + window.pads[i + spatial_rank];
+      int64_t extent = ((*kernel)[i] - 1) * window.dilations[i] + 1;
+      Dim size = Dim(stride) * (in - Dim(1)) + Dim(output_padding[i] + extent - pads);
+      if (size.is_known() && size.value() < 0) {
+        context.fail(cat("spatial axis ", i, ": pads ", window.pads[i], " + ",
+                         window.pads[i + spatial_rank], " exceed the full output size ",
+                         size.value() + pads));
+      }
+      out.push_back(size);
+    }
+  }
+  if (context.has_input(2)) check_conv_bias(context, 2, "B", out_channels, "W");
+  context.set_output(0, dtype, out);
+}
+
+// CumSum: y has x's shape; axis is a scalar (or one-element vector) int32/int64 input.
+void infer_cumsum(InferenceContext& context) {
+  const Node& node = context.node();
+  std::vector<DType> types = {DType::kUInt32, DType::kUInt64, DType::kInt32, DType::kInt64,
+                              DType::kFloat32, DType::kFloat64};
+  if (node.opset() >= 14) {
+    types.push_back(DType::kFloat16);
+    types.push_back(DType::kBFloat16);
+  }
+  check_dtype(context, 0, "x", types);
+  check_dtype(context, 1, "axis", {DType::kInt32, DType::kInt64});
+  flag_attr(context, "exclusive", 0);
+  flag_attr(context, "reverse", 0);
+  DType dtype = context.input_type(0).dtype;
+  const Shape* axis_shape = shape_if_ranked(context, 1);
+  if (axis_shape && (axis_shape->size() > 1 || (axis_shape->size() == 1 &&
+                                                !((*axis_shape)[0].is_known() &&
+                                                  (*axis_shape)[0].value() == 1)))) {
+    context.fail(cat("input axis has shape ", shape_to_string(*axis_shape),
+                     ", expected a scalar"));
+  }
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->empty()) context.fail("input x is a scalar, expected rank >= 1");
+  if (const Tensor* axis = context.input_constant(1); axis && axis->numel() == 1) {
+    context.normalize_axis(axis->get_int64(0), static_cast<int64_t>(x->size()), "input axis");
+  }
+  context.set_output(0, dtype, *x);
 }
 
 // MaxPool and AveragePool.
@@ -630,6 +758,8 @@ void check_conv_bias(const InferenceContext& context, size_t input, const char* 
 void register_nn_schemas(std::vector<OpSchema>& registry) {
   // op_type, since_opset, min/max inputs, min/max outputs, inference.
   registry.push_back({"Conv", 1, 2, 3, 1, 1, infer_conv});
+  registry.push_back({"ConvTranspose", 1, 2, 3, 1, 1, infer_conv_transpose});
+  registry.push_back({"CumSum", 11, 2, 2, 1, 1, infer_cumsum});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

@@ -106,6 +106,17 @@ void round_halves(Draft& draft) {
   x.data = data;
 }
 
+// Shrink: tags the unsigned tests whose bias exceeds lambd, where x in (lambd, bias) gives
+// x - bias < 0, below the type's range.
+void shrink(Draft& draft) {
+  DType dtype = draft.types.at("T");
+  bool is_unsigned = dtype == DType::kUInt8 || dtype == DType::kUInt16 ||
+                     dtype == DType::kUInt32 || dtype == DType::kUInt64;
+  if (is_unsigned && draft.attr_float("bias", 0.0f) > draft.attr_float("lambd", 0.5f)) {
+    draft.tags.insert("bias_above_lambd");
+  }
+}
+
 }  // namespace
 
 void add_elementwise_special_cases(std::map<std::string, SpecialCase>& table) {
@@ -114,6 +125,7 @@ void add_elementwise_special_cases(std::map<std::string, SpecialCase>& table) {
   table["mod"] = mod;
   table["bitshift"] = bitshift;
   table["round_halves"] = round_halves;
+  table["shrink"] = shrink;
 }
 
 }  // namespace rnnc::conformance

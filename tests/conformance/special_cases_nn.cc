@@ -95,6 +95,191 @@ void conv(Draft& draft) {
   if (group > 1) draft.tags.insert("grouped");
 }
 
+// ConvTranspose: X [N, C, D...], W [C, M / group, k...], B [M]. Each spatial size is drawn so that
+// the padded output keeps at least one element; output_padding stays below the stride (what
+// PyTorch's exporter produces); output_shape, when drawn, is the padded size give or take 1, so
+// the spec's pad split (larger half at the beginning unless SAME_UPPER) is exercised both ways.
+void conv_transpose(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  size_t spatial = x.shape.size() - 2;
+  int64_t group = draft.attr_int("group", 1);
+  std::string auto_pad = draft.attr_string("auto_pad", "NOTSET");
+  Window w = draw_window(draft, spatial, /*pads_below_kernel=*/true, /*with_dilations=*/true);
+  if (draft.attr_rng.chance(0.5)) draft.set_ints("kernel_shape", w.kernel);
+  std::vector<int64_t> output_padding(spatial, 0);
+  if (draft.attr_rng.chance(0.3)) {
+    for (size_t i = 0; i < spatial; ++i) {
+      output_padding[i] = draft.attr_rng.uniform_int(0, w.strides[i] - 1);
+    }
+    draft.set_ints("output_padding", output_padding);
+  }
+  int64_t n = draft.forced_is(Boundary::kDim0) ? 0 : draft.rng.uniform_int(1, 2);
+  if (draft.forced_is(Boundary::kDim1)) n = 1;
+  int64_t channels_per_group = draft.rng.uniform_int(1, 3);
+  int64_t maps_per_group = draft.rng.uniform_int(1, 3);
+  x.shape = {n, group * channels_per_group};
+  std::vector<int64_t> padded;  // the output size the pads give
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t pads = w.pads[i] + w.pads[i + spatial];
+    // stride * (in - 1) + output_padding + extent - pads >= 1
+    int64_t need = pads + 1 - output_padding[i] - extent;
+    int64_t least = 1 + std::max<int64_t>(0, (need + w.strides[i] - 1) / w.strides[i]);
+    int64_t in = least + draft.rng.uniform_int(0, spatial == 1 ? 6 : 3);
+    if (draft.forced_is(Boundary::kDim1) && least == 1 && i == 0) in = 1;
+    if (draft.forced_is(Boundary::kDimLarge) && i == 0) {
+      in = draft.rng.uniform_int(kLargeDim, 2 * kLargeDim);
+    }
+    x.shape.push_back(in);
+    padded.push_back(w.strides[i] * (in - 1) + output_padding[i] + extent - pads);
+  }
+  if (auto_pad == "NOTSET" && draft.attr_rng.chance(0.25)) {
+    draft.erase_attr("pads");
+    std::vector<int64_t> output_shape;
+    for (int64_t size : padded) {
+      output_shape.push_back(std::max<int64_t>(1, size + draft.rng.uniform_int(-1, 1)));
+    }
+    draft.set_ints("output_shape", output_shape);
+    draft.tags.insert("output_shape");
+  }
+  OperandDraft& weights = *draft.input("W");
+  weights.shape = {group * channels_per_group, maps_per_group};
+  weights.shape.insert(weights.shape.end(), w.kernel.begin(), w.kernel.end());
+  draft.input("B")->shape = {group * maps_per_group};
+  if (group > 1) draft.tags.insert("grouped");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    draft.tags.insert("same");
+    // full - in * stride = output_padding + extent - stride: a negative total padding.
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      if (output_padding[i] + extent < w.strides[i]) draft.tags.insert("same_negative_pad");
+    }
+  }
+}
+
+// CumSum: a scalar axis in [-rank, rank - 1].
+void cumsum(Draft& draft) {
+  OperandDraft& x = *draft.input("x");
+  OperandDraft& axis = *draft.input("axis");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t value = draft.attr_rng.uniform_int(-rank, rank - 1);
+  Tensor scalar = axis.dtype == DType::kInt32 ? make_int32s({value}) : make_int64s({value});
+  draft.set_data(axis, scalar.reshaped({}));
+}
+
+// A scale for one axis: mostly dyadic (exact in float, so floor(in * scale) is the same in every
+// engine's arithmetic), some not.
+double draw_scale(Rng& rng, bool at_least_one) {
+  static const std::vector<double> kDown = {0.5, 0.6, 0.75};
+  static const std::vector<double> kUp = {1.0, 1.25, 1.5, 1.7, 2.0, 2.5, 3.0};
+  return !at_least_one && rng.chance(0.35) ? rng.pick(kDown) : rng.pick(kUp);
+}
+
+// Resize: attributes valid at the opset; scales or sizes (Resize-10: scales) for every axis or for
+// a random `axes` subset; roi for tf_crop_and_resize, sometimes reaching outside [0, 1]. Resize-11
+// and 12 need roi and scales present: an empty tensor stands for the one not used.
+void resize(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  Rng& rng = draft.rng;
+  std::string mode = draft.attr_string("mode", "nearest");
+  if ((draft.opset < 11 && mode == "cubic") || x.dtype == DType::kString) mode = "nearest";
+  if (draft.has_attr("mode")) draft.set_string("mode", mode);
+  if (draft.opset >= 11) {
+    std::string coordinates = draft.attr_string("coordinate_transformation_mode", "half_pixel");
+    if ((coordinates == "tf_half_pixel_for_nn" && draft.opset >= 13) ||
+        (coordinates == "half_pixel_symmetric" && draft.opset < 19)) {
+      coordinates = "half_pixel";
+    }
+    if (draft.has_attr("coordinate_transformation_mode")) {
+      draft.set_string("coordinate_transformation_mode", coordinates);
+    }
+    draft.tags.insert("coord=" + coordinates);
+  }
+  if (draft.opset >= 18 && mode == "nearest" && draft.attr_int("antialias", 0) == 1) {
+    draft.set_int("antialias", 0);
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  if (draft.opset >= 18 && draft.attr_rng.chance(0.4)) {
+    draft.attr_rng.shuffle(axes);
+    axes.resize(static_cast<size_t>(draft.attr_rng.uniform_int(1, rank)));
+    std::vector<int64_t> written = axes;
+    for (int64_t& axis : written) {
+      if (draft.attr_rng.chance(0.3)) {
+        axis -= rank;
+        draft.tags.insert("negative_axes");
+      }
+    }
+    draft.set_ints("axes", written);
+    draft.tags.insert("axes");
+  }
+  for (int64_t& d : x.shape) d = std::min<int64_t>(d, 6);
+  if (draft.forced_is(Boundary::kDimLarge)) x.shape[0] = rng.uniform_int(kLargeDim, kLargeDim + 8);
+  size_t n = axes.size();
+  bool use_sizes = draft.opset >= 11 && rng.chance(0.5);
+  OperandDraft& scales = *draft.input("scales");
+  OperandDraft* sizes = draft.input("sizes");
+  OperandDraft* roi = draft.input("roi");
+  if (use_sizes) {
+    std::vector<int64_t> values;
+    for (int64_t axis : axes) {
+      int64_t in = x.shape[static_cast<size_t>(axis)];
+      values.push_back(in == 0 ? 0 : rng.uniform_int(1, 2 * in + 1));
+      // out / in is exact in binary only for a power-of-two denominator.
+      if (in > 0 && (values.back() * 1024) % in != 0) draft.tags.insert("inexact_scale");
+    }
+    sizes->present = true;
+    draft.set_data(*sizes, make_int64s(values));
+    scales.present = draft.opset < 13;
+    if (scales.present) draft.set_data(scales, Tensor(DType::kFloat32, {0}));
+    draft.tags.insert("sizes");
+  } else {
+    // keep_aspect_ratio_policy reads sizes; with scales only stretch is valid.
+    if (draft.has_attr("keep_aspect_ratio_policy")) {
+      draft.set_string("keep_aspect_ratio_policy", "stretch");
+    }
+    std::vector<double> values;
+    for (size_t i = 0; i < n; ++i) {
+      values.push_back(draw_scale(rng, false));
+      if (values.back() == 0.6 || values.back() == 1.7) draft.tags.insert("inexact_scale");
+    }
+    scales.present = true;
+    draft.set_data(scales, make_tensor(DType::kFloat32, {static_cast<int64_t>(n)}, values));
+    if (sizes) sizes->present = false;
+  }
+  if (roi) {
+    bool crop = draft.attr_string("coordinate_transformation_mode", "") == "tf_crop_and_resize";
+    roi->present = crop || draft.opset < 13;
+    if (crop) {
+      std::vector<double> values(2 * n);
+      for (size_t i = 0; i < n; ++i) {
+        values[i] = rng.chance(0.2) ? -0.25 : rng.uniform(0, 0.5);
+        values[i + n] = rng.chance(0.2) ? 1.25 : rng.uniform(0.5, 1);
+      }
+      draft.set_data(*roi, make_tensor(roi->dtype, {static_cast<int64_t>(2 * n)}, values));
+    } else if (roi->present) {
+      draft.set_data(*roi, Tensor(roi->dtype, {0}));
+    }
+  }
+}
+
+// Upsample: scales >= 1, one per axis (attribute at opset 7, input from 9).
+void upsample(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  for (int64_t& d : x.shape) d = std::min<int64_t>(d, 5);
+  if (x.dtype == DType::kString && draft.has_attr("mode")) draft.set_string("mode", "nearest");
+  std::vector<double> values;
+  for (size_t i = 0; i < x.shape.size(); ++i) values.push_back(draw_scale(draft.rng, true));
+  if (draft.opset < 9) {
+    draft.set_floats("scales", std::vector<float>(values.begin(), values.end()));
+  } else {
+    OperandDraft& scales = *draft.input("scales");
+    draft.set_data(scales,
+                   make_tensor(DType::kFloat32, {static_cast<int64_t>(values.size())}, values));
+  }
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -217,7 +402,11 @@ void dropout(Draft& draft) {
 
 void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv"] = conv;
+  table["conv_transpose"] = conv_transpose;
+  table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["resize"] = resize;
+  table["upsample"] = upsample;
   table["per_channel"] = per_channel;
   table["layernorm"] = layernorm;
   table["reduce"] = reduce;

@@ -737,10 +737,31 @@ TEST(ElementwiseKernel, IsInfHonoursItsDirectionAttributes) {
   EXPECT_EQ(values_of<bool>(g.run()), std::vector<bool>({true, false, false}));
 }
 
+TEST(ElementwiseKernel, ShrinkSaturatesIntegerResults) {
+  // uint8 1 - bias 2 is below the type: 0, not a wrapped 255; int8 -5 + 0.5 truncates to -4.
+  TestGraph unsigned_graph;
+  unsigned_graph.node("Shrink", "s",
+                      {unsigned_graph.constant("x", Tensor::from_vector<uint8_t>({2}, {1, 0}))}, 9,
+                      {{"bias", float_attr(2)}});
+  EXPECT_EQ(values_of<uint8_t>(unsigned_graph.run()), (std::vector<uint8_t>{0, 0}));
+  TestGraph signed_graph;
+  signed_graph.node("Shrink", "s",
+                    {signed_graph.constant("x", Tensor::from_vector<int8_t>({2}, {-5, 1}))}, 9,
+                    {{"bias", float_attr(0.5f)}, {"lambd", float_attr(2)}});
+  EXPECT_EQ(values_of<int8_t>(signed_graph.run()), (std::vector<int8_t>{-4, 0}));
+}
+
+TEST(ElementwiseKernel, HardmaxMarksTheFirstMaximumOrNaN) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  TestGraph g;
+  g.node("Hardmax", "h", {g.constant("x", f32({2, 3}, {1, 3, 3, 2, nan, nan}))}, 13, {});
+  EXPECT_EQ(values_of<float>(g.run()), (std::vector<float>{0, 1, 0, 0, 1, 0}));
+}
+
 TEST(ElementwiseKernel, EveryRegisteredOpHasAKernel) {
   std::vector<OpSchema> schemas;
   register_elementwise_schemas(schemas);
-  EXPECT_EQ(schemas.size(), 63u);
+  EXPECT_EQ(schemas.size(), 65u);
   for (const OpSchema& schema : schemas) {
     EXPECT_NE(find_kernel(schema.op_type), nullptr) << schema.op_type;
   }

@@ -786,5 +786,326 @@ TEST(NnDropout, Opset7MaskHasTheDataType) {
   EXPECT_TRUE(y[1].bitwise_equal(Tensor::from_vector<double>({2}, {1, 1})));
 }
 
+// ---- ConvTranspose -------------------------------------------------------------------------------
+
+TEST(NnConvTransposeShape, StrideTwoDoublesSymbolicTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 4, sym("time")});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"strides", ints({2})}, {"pads", ints({1, 0})}});
+  g.build();
+  // 2 * (time - 1) + 3 - 1
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 3, 2*time]");
+}
+
+TEST(NnConvTransposeShape, GroupMultipliesOutputChannelsAndOutputShapeWins) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5, 6});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 3, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w},
+         {{"group", integer(2)}, {"strides", ints({2, 2})}, {"output_shape", ints({10, 12})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 6, 10, 12]");
+}
+
+TEST(NnErrors, ConvTransposeWeightMustStartWithInputChannels) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {3, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): input W has shape [3, 2, 3], expected W.shape[0] = 4 "
+            "(the channels of X)");
+}
+
+TEST(NnErrors, ConvTransposeOutputShapeNeedsOneSizePerSpatialAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 2, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"output_shape", ints({10, 10, 10})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): attribute 'output_shape' = [10, 10, 10] has 3 values, "
+            "expected 2 (one per spatial axis)");
+}
+
+TEST(NnErrors, ConvTransposeKernelShapeMustMatchWeight) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"kernel_shape", ints({2})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): attribute 'kernel_shape' = [2] does not match W's "
+            "spatial dims [4, 2, 3]");
+}
+
+TEST(NnErrors, ConvTransposeGroupMustDivideChannels) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 3, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {3, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"group", integer(2)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): input X has 3 channels, not a multiple of group 2");
+}
+
+// X = [[1, 2, 3], [4, 5, 6]], W = [[[1, 10]], [[100, 1000]]], group 2, stride 2: the full outputs
+// are [1, 10, 2, 20, 3, 30] and [400, 4000, 500, 5000, 600, 6000] (plus the bias). output_shape 5
+// leaves a total padding of 1, at the beginning (NOTSET, SAME_LOWER) or at the end (SAME_UPPER).
+class NnConvTranspose1d : public ::testing::Test {
+ protected:
+  std::vector<double> run(const std::string& auto_pad) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {1, 2, 3});
+    Value* w = g.constant("w", Tensor::from_vector<float>({2, 1, 2}, {1, 10, 100, 1000}));
+    Value* b = g.constant("b", Tensor::from_vector<float>({2}, {0.5f, -1}));
+    std::map<std::string, Attribute> attributes = {
+        {"group", integer(2)}, {"strides", ints({2})}, {"output_shape", ints({5})}};
+    if (!auto_pad.empty()) attributes["auto_pad"] = text(auto_pad);
+    g.node("ConvTranspose", "up", 11, {x, w, b}, attributes);
+    g.build();
+    return values(g.run({{"x", Tensor::from_vector<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6})}})[0]);
+  }
+};
+
+TEST_F(NnConvTranspose1d, OutputShapePadsTheBeginningByDefault) {
+  EXPECT_EQ(run(""), (std::vector<double>{10.5, 2.5, 20.5, 3.5, 30.5,  //
+                                          3999, 499, 4999, 599, 5999}));
+}
+
+TEST_F(NnConvTranspose1d, SameUpperPadsTheEnd) {
+  EXPECT_EQ(run("SAME_UPPER"), (std::vector<double>{1.5, 10.5, 2.5, 20.5, 3.5,  //
+                                                    399, 3999, 499, 4999, 599}));
+}
+
+TEST(NnConvTranspose, OutputBeyondTheFullSizeHoldsTheBias) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 1, 2});
+  Value* w = g.constant("w", Tensor::from_vector<double>({1, 1, 1}, {2}));
+  Value* b = g.constant("b", Tensor::from_vector<double>({1}, {7}));
+  g.node("ConvTranspose", "up", 11, {x, w, b},
+         {{"strides", ints({3})}, {"output_padding", ints({2})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[1, 1, 6]");
+  // Positions 0 and 3 receive x * 2; the rest, output padding included, only the bias.
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<double>({1, 1, 2}, {1, -4})}})[0]),
+            (std::vector<double>{9, 7, 7, -1, 7, 7}));
+}
+
+// ---- CumSum
+// --------------------------------------------------------------------------------------
+
+TEST(NnCumSum, ExclusiveReverseAlongTheLastAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int32_t>(-1))},
+         {{"exclusive", integer(1)}, {"reverse", integer(1)}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})}})[0]),
+            (std::vector<double>{5, 3, 0, 11, 6, 0}));
+}
+
+TEST(NnCumSum, IntegersWrapAround) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  g.build();
+  Tensor y = g.run({{"x", Tensor::from_vector<int32_t>({3}, {2147483647, 1, 5})}})[0];
+  EXPECT_EQ(values(y), (std::vector<double>{2147483647, -2147483648.0, -2147483643.0}));
+}
+
+TEST(NnErrors, CumSumAxisOutOfRange) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int64_t>(2))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 14): input axis = 2 is out of range for rank 2 (valid: [-2, 1])");
+}
+
+TEST(NnErrors, CumSumRejectsInt8AndHalfBeforeOpset14) {
+  OneNodeGraph small;
+  Value* x = small.input("x", DType::kInt8, {3});
+  small.node("CumSum", "c", 14, {x, small.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  EXPECT_EQ(error_message([&] { small.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 14): input x has element type int8, expected one of uint32, "
+            "uint64, int32, int64, float, double, float16, bfloat16");
+  OneNodeGraph half;
+  Value* h = half.input("x", DType::kFloat16, {3});
+  half.node("CumSum", "c", 11, {h, half.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  EXPECT_EQ(error_message([&] { half.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 11): input x has element type float16, expected one of uint32, "
+            "uint64, int32, int64, float, double");
+}
+
+TEST(NnErrors, CumSumAxisOutOfRangeAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* axis = g.input("axis", DType::kInt64, {});
+  g.node("CumSum", "c", 14, {x, axis}, {});
+  g.build();
+  EXPECT_EQ(
+      error_message(
+          [&] {
+            g.run({{"x", Tensor(DType::kFloat32, {2, 3})}, {"axis", Tensor::scalar<int64_t>(-3)}});
+          },
+          ErrorKind::kInvalidInput),
+      "CumSum 'c' (opset 14): input axis = -3 is out of range for rank 2 (valid: [-2, 1])");
+}
+
+// ---- Resize, Upsample ----------------------------------------------------------------------------
+
+Attribute reals(std::vector<float> values) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kFloats;
+  attribute.floats = std::move(values);
+  return attribute;
+}
+
+Tensor f32s(std::vector<float> values) {
+  return Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
+}
+
+Tensor i64s(std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
+}
+
+TEST(NnResizeShape, IntegralScaleMultipliesSymbolicTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 2, sym("time")});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 1, 2}))}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 2, 2*time]");
+}
+
+TEST(NnResizeShape, AxesLeaveTheOtherDimsAlone) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 2, 4});
+  g.node("Resize", "r", 18, {x, nullptr, nullptr, g.constant("sizes", i64s({8}))},
+         {{"axes", ints({-1})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 2, 8]");
+}
+
+TEST(NnResizeShape, NotLargerKeepsTheAspectRatio) {
+  // sizes [3, 3] for H = 2, W = 4: ratios 1.5 and 0.75, the smaller one for both axes.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2, 4});
+  g.node("Resize", "r", 18, {x, nullptr, nullptr, g.constant("sizes", i64s({3, 3}))},
+         {{"axes", ints({2, 3})}, {"keep_aspect_ratio_policy", text("not_larger")}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 2, 3]");
+}
+
+TEST(NnErrors, ResizeScalesAndSizesTogether) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13,
+         {x, nullptr, g.constant("scales", f32s({1, 2})), g.constant("sizes", i64s({1, 8}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): only one of input 'scales' and input 'sizes' may be given");
+}
+
+TEST(NnErrors, ResizeCoordinateModeOfAnotherOpset) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 2}))},
+         {{"coordinate_transformation_mode", text("tf_half_pixel_for_nn")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): attribute 'coordinate_transformation_mode' = "
+            "'tf_half_pixel_for_nn' is not valid at this opset (half_pixel, pytorch_half_pixel, "
+            "align_corners, asymmetric or tf_crop_and_resize)");
+}
+
+TEST(NnErrors, ResizeScalesNeedOnePerAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 2, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 2}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): input 'scales' has 2 values, expected one per axis of X "
+            "(rank 3)");
+}
+
+TEST(NnErrors, ResizeAntialiasNeedsOpset18) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 0.5f}))},
+         {{"antialias", integer(1)}, {"mode", text("linear")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): attribute 'antialias' needs opset 18 or later");
+}
+
+TEST(NnErrors, ResizeNonPositiveScaleAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  Value* scales = g.input("scales", DType::kFloat32, {2});
+  g.node("Resize", "r", 13, {x, nullptr, scales}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[?, ?]");
+  EXPECT_EQ(error_message(
+                [&] {
+                  g.run({{"x", Tensor(DType::kFloat32, {1, 4})}, {"scales", f32s({1, 0})}});
+                },
+                ErrorKind::kInvalidInput),
+            "Resize 'r' (opset 13): input 'scales' element 1 = 0, must be > 0 and finite");
+}
+
+TEST(NnErrors, UpsampleWasRemovedInOpset10) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Upsample", "u", 10, {x, g.constant("scales", f32s({1, 2}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Upsample 'u' (opset 10): Upsample was removed in opset 10 (use Resize)");
+}
+
+// [1, 2, 3, 4] halved with half_pixel: x_original = 2 * o + 0.5. Antialiasing stretches the tent
+// to +-2 inputs: weights 0.25, 0.75, 0.75, 0.25 at -1..2 (normalized by 2), index -1 clamped to
+// 0: 0.125 + 0.375 + 0.75 + 0.375 = 1.625; likewise 3.375 at 1..4. exclude_outside drops the tap
+// at -1 and renormalizes: (0.375 + 0.75 + 0.375) / 0.875.
+class NnResizeAntialias : public ::testing::Test {
+ protected:
+  std::vector<double> run(bool exclude_outside) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {4});
+    g.node("Resize", "r", 18, {x, nullptr, g.constant("scales", f32s({0.5f}))},
+           {{"mode", text("linear")},
+            {"antialias", integer(1)},
+            {"exclude_outside", integer(exclude_outside ? 1 : 0)}});
+    g.build();
+    return values(g.run({{"x", f32s({1, 2, 3, 4})}})[0]);
+  }
+};
+
+TEST_F(NnResizeAntialias, LinearDownscaleAveragesFourInputs) {
+  EXPECT_EQ(run(false), (std::vector<double>{1.625, 3.375}));
+}
+
+TEST_F(NnResizeAntialias, ExcludeOutsideRenormalizes) {
+  std::vector<double> y = run(true);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_NEAR(y[0], 1.5 / 0.875, 1e-6);
+  EXPECT_NEAR(y[1], (0.25 * 2 + 0.75 * 3 + 0.75 * 4) / 1.75, 1e-6);
+}
+
+TEST(NnResize, CropAndResizeExtrapolatesOutsideTheInput) {
+  // roi [-0.5, 1.5] over 4 elements, 3 outputs: x_original = -1.5 + 3 * o.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {4});
+  g.node("Resize", "r", 13,
+         {x, g.constant("roi", f32s({-0.5f, 1.5f})), nullptr, g.constant("sizes", i64s({3}))},
+         {{"mode", text("linear")},
+          {"coordinate_transformation_mode", text("tf_crop_and_resize")},
+          {"extrapolation_value", real(7)}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", f32s({0, 10, 20, 30})}})[0]), (std::vector<double>{7, 15, 7}));
+}
+
+TEST(NnResize, Upsample7NearestRepeatsElements) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {1, 2});
+  g.node("Upsample", "u", 7, {x}, {{"scales", reals({1, 2})}});
+  g.build();
+  Tensor y = g.run({{"x", Tensor::from_vector<int32_t>({1, 2}, {5, -3})}})[0];
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(values(y), (std::vector<double>{5, 5, -3, -3}));
+}
+
 }  // namespace
 }  // namespace rnnc

@@ -202,6 +202,12 @@ void add_elementwise_specs(std::vector<OpSpec>& specs) {
   specs.push_back(unary("Celu", 21, {DType::kFloat32}).attr_float("alpha", "1.0", {{0.1, 3}}));
   specs.push_back(unary("ThresholdedRelu", 21, kFloat16To64)
                       .attr_float("alpha", "1.0", {{-2, 2}}));
+  specs.push_back(unary("Shrink", 21, kFloat16To64 + kSignedTypes + kUnsignedTypes)
+                      .attr_float("lambd", "0.5", {{0, 2}})
+                      .attr_float("bias", "0.0", {{-2, 2}})
+                      .special("shrink")
+                      .note("integers of every width: results beyond the type are tagged (the "
+                            "spec leaves them open)"));
   specs.push_back(unary("Sigmoid", 21, kFloatTypes));
   specs.push_back(unary("HardSigmoid", 21, kFloat16To64)
                       .attr_float("alpha", "0.2", {{0, 1}})
@@ -219,7 +225,7 @@ void add_elementwise_specs(std::vector<OpSpec>& specs) {
                       .in("max", "T").optional().rank(0, 0).specials().may_be_constant()
                       .out("output", "T")
                       .note("min > max happens (every element becomes max)"));
-  for (const char* op_type : {"Softmax", "LogSoftmax"}) {
+  for (const char* op_type : {"Softmax", "LogSoftmax", "Hardmax"}) {
     specs.push_back(Op(op_type, 21)
                         .also_opsets({11})
                         .types("T", kFloatTypes)

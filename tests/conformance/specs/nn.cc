@@ -51,6 +51,85 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .special("conv")
                       .note("C = group * W.shape[1]; M divisible by group; spatial dims at "
                             "least the dilated kernel minus the pads"));
+  specs.push_back(Op("ConvTranspose", 21)
+                      .types("T", kFloat16To64)
+                      .attr_string("auto_pad", "NOTSET",
+                                   {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})
+                      .attr_by_special("dilations", AttrKind::kInts, "1 per spatial axis")
+                      .attr_int("group", "1", {{1, 3}})
+                      .attr_by_special("kernel_shape", AttrKind::kInts, "W's spatial dims")
+                      .attr_by_special("output_padding", AttrKind::kInts, "0 per spatial axis")
+                      .attr_by_special("output_shape", AttrKind::kInts, "from the pads")
+                      .attr_by_special("pads", AttrKind::kInts, "0 per begin and end")
+                      .attr_by_special("strides", AttrKind::kInts, "1 per spatial axis")
+                      .in("X", "T").rank(3, 5).specials()
+                      .in("W", "T").rank(3, 5).normal(0, 0.5).may_be_constant()
+                      .in("B", "T").optional().rank(1, 1).may_be_constant()
+                      .out("Y", "T")
+                      .special("conv_transpose")
+                      .note("W = C x M/group x k...; output_padding below the stride; pads leave "
+                            "an output of at least 1; output_shape within 1 of the padded size"));
+  specs.push_back(Op("CumSum", 21)
+                      .also_opsets({11})
+                      .types("T", {DType::kUInt32, DType::kUInt64, DType::kInt32, DType::kInt64,
+                                   DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                   DType::kBFloat16})
+                      .type_since("T", DType::kFloat16, 14)
+                      .type_since("T", DType::kBFloat16, 14)
+                      .types("T2", {DType::kInt32, DType::kInt64})
+                      .attr_int("exclusive", "0", {{0, 1}})
+                      .attr_int("reverse", "0", {{0, 1}})
+                      .in("x", "T").rank(1, 4).specials()
+                      .in("axis", "T2").rank(0, 0).by_special().may_be_constant()
+                      .out("y", "T")
+                      .special("cumsum")
+                      .note("axis in [-rank, rank - 1], as a scalar"));
+  specs.push_back(Op("Resize", 21)
+                      .also_opsets({19, 18, 13, 11, 10})
+                      .types("T1", kAllTypes)
+                      .type_since("T1", DType::kBFloat16, 13)
+                      .types("T2", kFloat16To64)
+                      .types("F", {DType::kFloat32})
+                      .types("I", kInt64)
+                      .attr_string("mode", "nearest", {"nearest", "linear", "cubic"})
+                      .attr_string("coordinate_transformation_mode", "half_pixel",
+                                   {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                    "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                    "tf_crop_and_resize"}).since(11)
+                      .attr_string("nearest_mode", "round_prefer_floor",
+                                   {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+                      .since(11)
+                      .attr_float("cubic_coeff_a", "-0.75", {{-1.0, -0.25}}).since(11)
+                      .attr_int("exclude_outside", "0", {{0, 1}}).since(11)
+                      .attr_float("extrapolation_value", "0", {{-2.0, 2.0}}).since(11)
+                      .attr_int("antialias", "0", {{0, 1}}).since(18)
+                      .attr_by_special("axes", AttrKind::kInts, "every axis").since(18)
+                      .attr_string("keep_aspect_ratio_policy", "stretch",
+                                   {"stretch", "not_larger", "not_smaller"}).since(18)
+                      .in("X", "T1").rank(1, 4).specials()
+                      .in("roi", "T2").optional().rank(1, 1).by_special().may_be_constant()
+                      .since(11)
+                      .in("scales", "F").optional().rank(1, 1).by_special().may_be_constant()
+                      .in("sizes", "I").optional().rank(1, 1).by_special().may_be_constant()
+                      .since(11)
+                      .out("Y", "T1")
+                      .special("resize")
+                      .note("scales (dyadic and a few others) or sizes, per axis or per `axes`; "
+                            "modes valid at the opset (cubic from 11, tf_half_pixel_for_nn 11-12, "
+                            "half_pixel_symmetric from 19); strings only nearest; roi for "
+                            "tf_crop_and_resize partly outside [0, 1]"));
+  specs.push_back(Op("Upsample", 9)
+                      .also_opsets({7})
+                      .types("T", kAllButBFloat16)
+                      .types("F", {DType::kFloat32})
+                      .attr_string("mode", "nearest", {"nearest", "linear"})
+                      .attr_by_special("scales", AttrKind::kFloats, "").until(8)
+                      .in("X", "T").rank(1, 4).specials()
+                      .in("scales", "F").rank(1, 1).by_special().may_be_constant().since(9)
+                      .out("Y", "T")
+                      .special("upsample")
+                      .note("deprecated in opset 10; scales >= 1 (1, 1.5, 2, 3); strings only "
+                            "nearest"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
