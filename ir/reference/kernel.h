@@ -47,6 +47,7 @@ void register_tensor_kernels(std::map<std::string, Kernel>& registry);
 void register_control_flow_kernels(std::map<std::string, Kernel>& registry);
 void register_quant_kernels(std::map<std::string, Kernel>& registry);
 void register_resize_kernels(std::map<std::string, Kernel>& registry);
+void register_signal_kernels(std::map<std::string, Kernel>& registry);
 
 // ---- helpers -----------------------------------------------------------------------------------
 

@@ -280,6 +280,94 @@ void upsample(Draft& draft) {
   }
 }
 
+// The window ops and MelWeightMatrix: output_datatype names T2 / T3 (left out 1 time in 4 when
+// that is float, the default).
+void set_output_datatype(Draft& draft, const std::string& type_var) {
+  DType out = draft.types.at(type_var);
+  if (out == DType::kFloat32 && draft.rng.chance(0.25)) return;
+  draft.set_int("output_datatype", static_cast<int64_t>(out));
+}
+
+Tensor scalar_of(DType dtype, double value) { return make_tensor(dtype, {}, {value}); }
+
+void window(Draft& draft) {
+  set_output_datatype(draft, "T2");
+  OperandDraft& size = *draft.input("size");
+  draft.set_data(size, scalar_of(size.dtype, static_cast<double>(draft.rng.uniform_int(1, 12))));
+}
+
+// DFT: [batch, signal dims..., 1 or 2] with the signal axis anywhere but the last dim.
+void dft(Draft& draft) {
+  OperandDraft& input = *draft.input("input");
+  int64_t rank = static_cast<int64_t>(input.shape.size());
+  for (int64_t& d : input.shape) d = std::min<int64_t>(d, 12);
+  // inverse with onesided (a half spectrum back to a real signal) is not supported.
+  if (draft.attr_int("inverse", 0) == 1 && draft.has_attr("onesided")) draft.set_int("onesided", 0);
+  bool onesided = draft.attr_int("onesided", 0) == 1;
+  input.shape.back() = onesided || draft.rng.chance(0.5) ? 1 : 2;
+  if (input.shape.back() == 2) draft.tags.insert("complex");
+  int64_t axis = draft.attr_rng.uniform_int(0, rank - 2);
+  if (draft.attr_rng.chance(0.3)) axis -= rank;
+  if (draft.opset < 20) {
+    if (axis != 1 || draft.attr_rng.chance(0.5)) draft.set_int("axis", axis);
+  } else if (OperandDraft* axis_input = draft.input("axis")) {
+    if (axis_input->present) {
+      draft.set_data(*axis_input, make_int64s({axis}, true));
+    } else {
+      axis = -2;
+    }
+  }
+  if (OperandDraft* length = draft.input("dft_length"); length && length->present) {
+    int64_t d = input.shape[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+    double value = static_cast<double>(draft.rng.uniform_int(1, 2 * std::max<int64_t>(d, 1)));
+    draft.set_data(*length, scalar_of(length->dtype, value));
+  }
+}
+
+// STFT: [batch, length, 1 or 2]; frame_length from the input, from the window, or both.
+void stft(Draft& draft) {
+  OperandDraft& signal = *draft.input("signal");
+  bool onesided = draft.attr_int("onesided", 1) == 1;
+  int64_t length = draft.rng.uniform_int(1, 40);
+  if (draft.forced_is(Boundary::kDimLarge))
+    length = draft.rng.uniform_int(kLargeDim, 2 * kLargeDim);
+  signal.shape = {draft.rng.uniform_int(1, 2), length, onesided || draft.rng.chance(0.5) ? 1 : 2};
+  if (signal.shape[2] == 2) draft.tags.insert("complex");
+  int64_t frame_length = draft.rng.uniform_int(1, std::min<int64_t>(length, 16));
+  OperandDraft& step = *draft.input("frame_step");
+  draft.set_data(step, scalar_of(step.dtype, static_cast<double>(draft.rng.uniform_int(1, 5))));
+  OperandDraft& window_operand = *draft.input("window");
+  OperandDraft& frame_length_operand = *draft.input("frame_length");
+  if (!window_operand.present) frame_length_operand.present = true;
+  if (window_operand.present) {
+    window_operand.shape = {frame_length};
+    draft.fill(window_operand);
+  }
+  if (frame_length_operand.present) {
+    draft.set_data(frame_length_operand,
+                   scalar_of(frame_length_operand.dtype, static_cast<double>(frame_length)));
+  }
+}
+
+void mel_weight_matrix(Draft& draft) {
+  set_output_datatype(draft, "T3");
+  int64_t sample_rate = draft.rng.chance(0.5) ? 8000 : 16000;
+  double lower = static_cast<double>(draft.rng.uniform_int(0, 200));
+  double upper = static_cast<double>(draft.rng.uniform_int(1000, sample_rate / 2));
+  struct Value {
+    const char* name;
+    double value;
+  };
+  for (const Value& value :
+       {Value{"num_mel_bins", static_cast<double>(draft.rng.uniform_int(1, 10))},
+        Value{"dft_length", static_cast<double>(draft.rng.uniform_int(16, 512))},
+        Value{"sample_rate", static_cast<double>(sample_rate)}, Value{"lower_edge_hertz", lower},
+        Value{"upper_edge_hertz", upper}}) {
+    OperandDraft& operand = *draft.input(value.name);
+    draft.set_data(operand, scalar_of(operand.dtype, value.value));
+  }
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -405,6 +493,10 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["window"] = window;
+  table["dft"] = dft;
+  table["stft"] = stft;
+  table["mel_weight_matrix"] = mel_weight_matrix;
   table["resize"] = resize;
   table["upsample"] = upsample;
   table["per_channel"] = per_channel;

@@ -1107,5 +1107,77 @@ TEST(NnResize, Upsample7NearestRepeatsElements) {
   EXPECT_EQ(values(y), (std::vector<double>{5, 5, -3, -3}));
 }
 
+// ---- signal ops ----------------------------------------------------------------------------------
+
+TEST(NnSignal, OnesidedDftOfARealSignalAlongAxisTwo) {
+  // x = [1, 2, 3, 4] along axis 2: X[0] = 10, X[1] = -2 + 2i, X[2] = -2 (bins 0..2).
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 1, 4, 1});
+  g.node("DFT", "d", 17, {x}, {{"axis", integer(2)}, {"onesided", integer(1)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[1, 1, 3, 2]");
+  expect_near_all(g.run({{"x", Tensor::from_vector<double>({1, 1, 4, 1}, {1, 2, 3, 4})}})[0],
+                  {10, 0, -2, 2, -2, 0}, 1e-12);
+}
+
+TEST(NnSignal, StftFramesFollowTheStep) {
+  OneNodeGraph g;
+  Value* signal = g.input("signal", DType::kFloat32, {2, 10, 1});
+  g.node("STFT", "s", 17,
+         {signal, g.constant("step", Tensor::scalar<int64_t>(3)), nullptr,
+          g.constant("length", Tensor::scalar<int64_t>(4))},
+         {});
+  g.build();
+  // floor((10 - 4) / 3) + 1 = 3 frames of 4 / 2 + 1 = 3 bins.
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[2, 3, 3, 2]");
+}
+
+TEST(NnSignal, SymmetricHannWindowEndsAtZero) {
+  OneNodeGraph g;
+  Value* size = g.constant("size", Tensor::scalar<int32_t>(5));
+  g.node("HannWindow", "w", 17, {size},
+         {{"periodic", integer(0)}, {"output_datatype", integer(11)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[5]");
+  expect_near_all(g.run({})[0], {0, 0.5, 1, 0.5, 0}, 1e-15);
+}
+
+TEST(NnErrors, DftOnesidedNeedsARealInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 8, 2});
+  g.node("DFT", "d", 17, {x}, {{"onesided", integer(1)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "DFT 'd' (opset 17): attribute 'onesided' = 1 needs a real input (last dim 1)");
+}
+
+TEST(NnErrors, DftAxisBecameAnInputInOpset20) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 8, 1});
+  g.node("DFT", "d", 20, {x}, {{"axis", integer(1)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "DFT 'd' (opset 20): attribute 'axis' became input 2 in opset 20");
+}
+
+TEST(NnErrors, StftWindowMustMatchFrameLength) {
+  OneNodeGraph g;
+  Value* signal = g.input("signal", DType::kFloat32, {1, 16, 1});
+  g.node("STFT", "s", 17,
+         {signal, g.constant("step", Tensor::scalar<int64_t>(2)),
+          g.constant("window", Tensor(DType::kFloat32, {8})),
+          g.constant("length", Tensor::scalar<int64_t>(4))},
+         {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "STFT 's' (opset 17): input 'window' has 8 elements but frame_length is 4");
+}
+
+TEST(NnErrors, WindowOutputDatatypeMustBeNumeric) {
+  OneNodeGraph g;
+  g.node("BlackmanWindow", "w", 17, {g.constant("size", Tensor::scalar<int64_t>(4))},
+         {{"output_datatype", integer(8)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "BlackmanWindow 'w' (opset 17): attribute 'output_datatype' = 8 is not a numeric data "
+            "type");
+}
+
 }  // namespace
 }  // namespace rnnc

@@ -130,6 +130,63 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .special("upsample")
                       .note("deprecated in opset 10; scales >= 1 (1, 1.5, 2, 3); strings only "
                             "nearest"));
+  for (const char* window : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    specs.push_back(Op(window, 21)
+                        .types("T1", {DType::kInt32, DType::kInt64})
+                        .types("T2", kNumericTypes)
+                        .attr_by_special("output_datatype", AttrKind::kInt, "1 (float)")
+                        .attr_int("periodic", "1", {{0, 1}})
+                        .in("size", "T1").rank(0, 0).by_special().may_be_constant()
+                        .out("output", "T2")
+                        .special("window")
+                        .note("size 1..12; output_datatype is T2's code"));
+  }
+  specs.push_back(Op("DFT", 21)
+                      .also_opsets({17})
+                      .types("T1", kFloatTypes)
+                      .types("T2", {DType::kInt32, DType::kInt64})
+                      .types("A", kInt64)
+                      .attr_int("inverse", "0", {{0, 1}})
+                      .attr_int("onesided", "0", {{0, 1}})
+                      .attr_by_special("axis", AttrKind::kInt, "1").until(19)
+                      .in("input", "T1").rank(3, 4).specials()
+                      .in("dft_length", "T2").optional().rank(0, 0).by_special().may_be_constant()
+                      .in("axis", "A").optional().rank(0, 0).by_special().since(20)
+                      .out("output", "T1")
+                      .special("dft")
+                      .tolerance_scale(10)
+                      .note("last dim 1 (real) or 2 (complex; not with onesided); any signal axis "
+                            "but the last; dft_length shorter or longer than the axis; no inverse "
+                            "onesided (unsupported)"));
+  specs.push_back(Op("STFT", 21)
+                      .also_opsets({17})
+                      .types("T1", kFloatTypes)
+                      .types("T2", {DType::kInt32, DType::kInt64})
+                      .attr_int("onesided", "1", {{0, 1}})
+                      .in("signal", "T1").rank(3, 3).specials()
+                      .in("frame_step", "T2").rank(0, 0).by_special().may_be_constant()
+                      .in("window", "T1").optional().rank(1, 1).by_special()
+                      .in("frame_length", "T2").optional().rank(0, 0).by_special()
+                      .may_be_constant()
+                      .out("output", "T1")
+                      .special("stft")
+                      .tolerance_scale(10)
+                      .note("[batch, length, 1 or 2]; frame_length from the input, the window or "
+                            "both (equal)"));
+  specs.push_back(Op("MelWeightMatrix", 21)
+                      .types("T1", {DType::kInt32, DType::kInt64})
+                      .types("T2", kFloatTypes)
+                      .types("T3", kNumericTypes)
+                      .attr_by_special("output_datatype", AttrKind::kInt, "1 (float)")
+                      .in("num_mel_bins", "T1").rank(0, 0).by_special()
+                      .in("dft_length", "T1").rank(0, 0).by_special()
+                      .in("sample_rate", "T1").rank(0, 0).by_special()
+                      .in("lower_edge_hertz", "T2").rank(0, 0).by_special()
+                      .in("upper_edge_hertz", "T2").rank(0, 0).by_special()
+                      .out("output", "T3")
+                      .special("mel_weight_matrix")
+                      .note("1..10 bands over [0..200 Hz, up to Nyquist] of 8 or 16 kHz, "
+                            "dft_length 16..512"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
