@@ -1,10 +1,10 @@
 // Reference kernels for the neural-network ops: convolution (and ConvTranspose), pooling,
-// normalization, reductions, CumSum, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the
-// formula of its ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and
-// statistics accumulate in double whatever the element type, so the oracle is at least as accurate
-// as any spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
-// arithmetic. float16 and bfloat16 inputs are widened to float32 and the result rounded back once
-// at the end.
+// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det, ArgMax/ArgMin
+// and Dropout. Each is a plain loop nest over the formula of its ONNX operator doc (docs/ops/nn.md
+// lists the corner cases). Sums, products and statistics accumulate in double whatever the element
+// type, so the oracle is at least as accurate as any spec-conforming implementation; integer
+// reductions accumulate exactly in 64-bit modular arithmetic. float16 and bfloat16 inputs are
+// widened to float32 and the result rounded back once at the end.
 //
 // Attributes were validated by shape inference when the graph was built; the kernels re-check
 // only what depends on run-time sizes (symbolic dims), as kInvalidInput.
@@ -911,12 +911,194 @@ void cumsum(KernelContext& context) {
   });
 }
 
+// ---- TopK, LRN, MeanVarianceNormalization, Det ----------------------------------------------------
+
+// The k largest (smallest) elements along the axis, in that order; equal values keep their index
+// order (the lower index first) and NaN ranks above every number (numpy's sort order), so it
+// comes first when largest and last otherwise. sorted = 0 leaves the order open; rnnc sorts.
+void top_k(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  int64_t axis = node.attr_int("axis", -1);
+  size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  int64_t k = node.opset() < 10 ? node.attr_int("k", 0) : context.input(1).get_int64(0);
+  int64_t d = x.shape()[a];
+  if (k < 0 || k > d) {
+    context.fail_input(cat("k = ", k, " is outside [0, ", d, "], the elements along axis ", a));
+  }
+  bool largest = node.attr_int("largest", 1) == 1;
+  std::vector<int64_t> shape = x.shape();
+  shape[a] = k;
+  Tensor values(x.dtype(), shape);
+  Tensor indices(DType::kInt64, shape);
+  int64_t outer = product(x.shape(), 0, a), inner = product(x.shape(), a + 1, x.shape().size());
+  with_widened_halves(context, [&] {
+    dispatch_numeric(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = x.data<T>();
+      std::vector<int64_t> order(static_cast<size_t>(d));
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t j) { return in[(o * d + j) * inner + i]; };
+          // Rank: NaN above everything, then by value.
+          auto above = [&](int64_t p, int64_t q) {
+            T vp = at(p), vq = at(q);
+            if constexpr (std::is_floating_point_v<T>) {
+              if (std::isnan(vp) || std::isnan(vq)) return std::isnan(vp) && !std::isnan(vq);
+            }
+            return vp > vq;
+          };
+          for (int64_t j = 0; j < d; ++j) order[static_cast<size_t>(j)] = j;
+          std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+            return largest ? above(p, q) : above(q, p);
+          });
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t out = (o * k + j) * inner + i;
+            values.data<T>()[out] = at(order[static_cast<size_t>(j)]);
+            indices.data<int64_t>()[out] = order[static_cast<size_t>(j)];
+          }
+        }
+      }
+    });
+    context.outputs[0] = values;
+    context.outputs[1] = indices;
+  });
+}
+
+// Y = X / (bias + alpha / size * square_sum)^beta, square_sum over the channels
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] that exist.
+void lrn(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  double alpha = node.attr_float("alpha", 0.0001f), beta = node.attr_float("beta", 0.75f);
+  double bias = node.attr_float("bias", 1.0f);
+  int64_t size = node.attr_int("size", 1);
+  int64_t channels = x.dim(1), plane = product(x.shape(), 2, x.shape().size());
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = x.data<T>();
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t p = 0; p < plane; ++p) {
+            double square_sum = 0;
+            for (int64_t i = std::max<int64_t>(0, c - before);
+                 i <= std::min<int64_t>(channels - 1, c + after); ++i) {
+              double v = static_cast<double>(in[(n * channels + i) * plane + p]);
+              square_sum += v * v;
+            }
+            int64_t at = (n * channels + c) * plane + p;
+            y.data<T>()[at] = static_cast<T>(static_cast<double>(in[at]) /
+                                             std::pow(bias + alpha / static_cast<double>(size) *
+                                                                 square_sum,
+                                                      beta));
+          }
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// Y = (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over `axes` (default [0, 2, 3]), the spec's
+// function body, in double.
+void mean_variance_normalization(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t axis : context.node.attr_ints("axes", {0, 2, 3})) {
+    if (axis < -rank || axis >= rank) {
+      context.fail_input(cat("attribute 'axes' entry ", axis, " is out of range for rank ", rank));
+    }
+    reduced[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = true;
+  }
+  // Group elements by their coordinates on the kept axes.
+  std::vector<int64_t> kept_shape, index;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (!reduced[static_cast<size_t>(k)]) kept_shape.push_back(x.dim(k));
+  }
+  int64_t groups = product(kept_shape, 0, kept_shape.size());
+  std::vector<int64_t> group_of(static_cast<size_t>(x.numel()));
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    unravel(flat, x.shape(), index);
+    int64_t group = 0;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (!reduced[static_cast<size_t>(k)]) group = group * x.dim(k) + index[static_cast<size_t>(k)];
+    }
+    group_of[static_cast<size_t>(flat)] = group;
+  }
+  std::vector<double> sum(static_cast<size_t>(groups), 0), square(static_cast<size_t>(groups), 0);
+  std::vector<int64_t> count(static_cast<size_t>(groups), 0);
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    size_t g = static_cast<size_t>(group_of[static_cast<size_t>(flat)]);
+    double v = x.get_double(flat);
+    sum[g] += v;
+    square[g] += v * v;
+    ++count[g];
+  }
+  Tensor y(x.dtype(), x.shape());
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    size_t g = static_cast<size_t>(group_of[static_cast<size_t>(flat)]);
+    double n = static_cast<double>(count[g]);
+    double mean = sum[g] / n;
+    double deviation = std::sqrt(square[g] / n - mean * mean);
+    y.set_double(flat, (x.get_double(flat) - mean) / (deviation + 1e-9));
+  }
+  context.outputs[0] = narrow_to(y, context.input(0).dtype());
+}
+
+// det of each trailing M x M matrix, by LU decomposition with partial pivoting in double.
+void det(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  int64_t m = x.dim(rank - 1);
+  if (rank < 2 || x.dim(rank - 2) != m) {
+    context.fail_input(cat("input X has shape ", dims_text(x.shape()), ", expected [*, M, M]"));
+  }
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().end() - 2);
+  Tensor y(x.dtype(), shape);
+  std::vector<double> a(static_cast<size_t>(m * m));
+  for (int64_t b = 0; b < y.numel(); ++b) {
+    for (int64_t e = 0; e < m * m; ++e) a[static_cast<size_t>(e)] = x.get_double(b * m * m + e);
+    auto at = [&](int64_t r, int64_t c) -> double& { return a[static_cast<size_t>(r * m + c)]; };
+    double result = 1;
+    for (int64_t col = 0; col < m; ++col) {
+      int64_t pivot = col;
+      for (int64_t r = col + 1; r < m; ++r) {
+        if (std::fabs(at(r, col)) > std::fabs(at(pivot, col))) pivot = r;
+      }
+      if (at(pivot, col) == 0) {
+        result = 0;
+        break;
+      }
+      if (pivot != col) {
+        for (int64_t c = 0; c < m; ++c) std::swap(at(pivot, c), at(col, c));
+        result = -result;
+      }
+      result *= at(col, col);
+      for (int64_t r = col + 1; r < m; ++r) {
+        double factor = at(r, col) / at(col, col);
+        for (int64_t c = col; c < m; ++c) at(r, c) -= factor * at(col, c);
+      }
+    }
+    y.set_double(b, result);
+  }
+  context.outputs[0] = narrow_to(y, context.input(0).dtype());
+}
+
 }  // namespace
 
 void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["Conv"] = conv;
   registry["ConvTranspose"] = conv_transpose;
   registry["CumSum"] = cumsum;
+  registry["TopK"] = top_k;
+  registry["LRN"] = lrn;
+  registry["MeanVarianceNormalization"] = mean_variance_normalization;
+  registry["Det"] = det;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

@@ -1110,6 +1110,144 @@ void compress_kernel(KernelContext& context) {
   context.outputs[0] = out;
 }
 
+// ---- ReverseSequence, Unique ---------------------------------------------------------------
+
+// For each batch entry b, the first sequence_lens[b] steps along time_axis in reverse order, the
+// rest as they are.
+void reverse_sequence_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  const Node& node = context.node;
+  int64_t batch_axis = node.attr_int("batch_axis", 1), time_axis = node.attr_int("time_axis", 0);
+  if (input.rank() < 2) {
+    context.fail_input(
+        cat("input 0 'input' has shape ", shape_text(input.shape()), ", expected rank >= 2"));
+  }
+  std::vector<int64_t> lengths = tensor_to_int64s(context.input(1));
+  int64_t batch = input.dim(batch_axis), steps = input.dim(time_axis);
+  if (static_cast<int64_t>(lengths.size()) != batch) {
+    context.fail_input(cat("input 1 'sequence_lens' has ", lengths.size(), " entries for ", batch,
+                           " batch entries"));
+  }
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    if (lengths[b] < 0 || lengths[b] > steps) {
+      context.fail_input(cat("input 1 'sequence_lens' element ", b, " = ", lengths[b],
+                             " is outside [0, ", steps, "]"));
+    }
+  }
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  Tensor out(input.dtype(), input.shape());
+  std::vector<int64_t> offsets = offsets_for(input.shape(), [&](const auto& index) {
+    int64_t t = index[static_cast<size_t>(time_axis)];
+    int64_t length = lengths[static_cast<size_t>(index[static_cast<size_t>(batch_axis)])];
+    int64_t source = t < length ? length - 1 - t : t;
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) {
+      offset += (static_cast<int64_t>(k) == time_axis ? source : index[k]) * strides[k];
+    }
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// Three-way comparison of two elements of one tensor: numbers by value with NaN above everything
+// (and NaNs equal to each other, as numpy.unique merges them), strings lexicographically.
+int compare_elements(const Tensor& tensor, int64_t a, int64_t b) {
+  if (tensor.dtype() == DType::kString) {
+    return tensor.strings()[static_cast<size_t>(a)].compare(
+        tensor.strings()[static_cast<size_t>(b)]);
+  }
+  if (is_floating(tensor.dtype())) {
+    double x = tensor.get_double(a), y = tensor.get_double(b);
+    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) - std::isnan(y);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (tensor.dtype() == DType::kUInt64) {
+    uint64_t x = tensor.data<uint64_t>()[a], y = tensor.data<uint64_t>()[b];
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  int64_t x = tensor.get_int64(a), y = tensor.get_int64(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+// The distinct slices along `axis` (elements of the flattened input without it): Y holds them
+// sorted ascending (lexicographically for slices) or in order of first occurrence (sorted = 0);
+// indices their first occurrence, inverse_indices each input slice's position in Y, counts how
+// often each occurs.
+void unique_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  bool flatten = !context.node.has_attr("axis");
+  std::vector<int64_t> dims = flatten ? std::vector<int64_t>{input.numel()} : input.shape();
+  size_t axis = flatten
+                    ? 0
+                    : static_cast<size_t>(normalize_axis(context, context.node.attr_int("axis", 0),
+                                                         input.rank(), "attribute 'axis'"));
+  int64_t d = dims[axis];
+  int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
+  auto compare_slices = [&](int64_t p, int64_t q) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int c = compare_elements(input, (o * d + p) * inner + i, (o * d + q) * inner + i);
+        if (c != 0) return c;
+      }
+    }
+    return 0;
+  };
+  // Slices in first-occurrence order of their distinct values.
+  std::vector<int64_t> first;  // per distinct slice: its first index
+  std::vector<int64_t> inverse(static_cast<size_t>(d));
+  std::vector<int64_t> counts;
+  std::vector<int64_t> by_value;  // distinct slice ids, sorted by value
+  for (int64_t j = 0; j < d; ++j) {
+    auto it = std::lower_bound(by_value.begin(), by_value.end(), j, [&](int64_t id, int64_t slice) {
+      return compare_slices(first[static_cast<size_t>(id)], slice) < 0;
+    });
+    if (it != by_value.end() && compare_slices(first[static_cast<size_t>(*it)], j) == 0) {
+      inverse[static_cast<size_t>(j)] = *it;
+      ++counts[static_cast<size_t>(*it)];
+      continue;
+    }
+    int64_t id = static_cast<int64_t>(first.size());
+    first.push_back(j);
+    counts.push_back(1);
+    by_value.insert(it, id);
+    inverse[static_cast<size_t>(j)] = id;
+  }
+  bool sorted = context.node.attr_int("sorted", 1) == 1;
+  int64_t n = static_cast<int64_t>(first.size());
+  std::vector<int64_t> position(static_cast<size_t>(n));  // distinct id -> index in Y
+  std::vector<int64_t> order(static_cast<size_t>(n));     // index in Y -> distinct id
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t id = sorted ? by_value[static_cast<size_t>(r)] : r;
+    order[static_cast<size_t>(r)] = id;
+    position[static_cast<size_t>(id)] = r;
+  }
+  std::vector<int64_t> shape = dims;
+  shape[axis] = n;
+  Tensor y(input.dtype(), shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t j = first[static_cast<size_t>(order[static_cast<size_t>(r)])];
+      copy_elements(input, (o * d + j) * inner, y, (o * n + r) * inner, inner);
+    }
+  }
+  Tensor indices(DType::kInt64, {n}), inverse_indices(DType::kInt64, {d}),
+      count(DType::kInt64, {n});
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t id = order[static_cast<size_t>(r)];
+    indices.data<int64_t>()[r] = first[static_cast<size_t>(id)];
+    count.data<int64_t>()[r] = counts[static_cast<size_t>(id)];
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    inverse_indices.data<int64_t>()[j] =
+        position[static_cast<size_t>(inverse[static_cast<size_t>(j)])];
+  }
+  context.outputs[0] = y;
+  for (size_t k = 1; k < context.outputs.size(); ++k) {
+    context.outputs[k] = k == 1 ? indices : k == 2 ? inverse_indices : count;
+  }
+}
+
 // ---- value-computing ops -------------------------------------------------------------------
 
 void range_kernel(KernelContext& context) {
@@ -1434,6 +1572,7 @@ void register_tensor_kernels(std::map<std::string, Kernel>& registry) {
       {"Pad", pad_kernel},
       {"Range", range_kernel},
       {"Reshape", reshape_kernel},
+      {"ReverseSequence", reverse_sequence_kernel},
       {"Scatter", scatter_elements_kernel},
       {"ScatterElements", scatter_elements_kernel},
       {"ScatterND", scatter_nd_kernel},
@@ -1446,6 +1585,7 @@ void register_tensor_kernels(std::map<std::string, Kernel>& registry) {
       {"Tile", tile_kernel},
       {"Transpose", transpose_kernel},
       {"Trilu", trilu_kernel},
+      {"Unique", unique_kernel},
       {"Unsqueeze", unsqueeze_kernel},
   };
   for (const auto& [op_type, kernel] : kernels) registry.emplace(op_type, kernel);

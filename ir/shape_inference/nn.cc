@@ -1,9 +1,9 @@
 // Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling,
-// normalization, reductions, CumSum, ArgMax/ArgMin and Dropout. Output sizes follow the formulas
-// of the ONNX operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through
-// where Dim arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives
-// time + pads - dilated_kernel + 1, while ceil(time / 2) of a strided one is not a polynomial and
-// becomes unknown.
+// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det, ArgMax/ArgMin
+// and Dropout. Output sizes follow the formulas of the ONNX operator docs (docs/ops/nn.md lists the
+// corner cases). Symbolic dims pass through where Dim arithmetic can express the result: a stride-1
+// Conv over [batch, C, time] gives time + pads - dilated_kernel + 1, while ceil(time / 2) of a
+// strided one is not a polynomial and becomes unknown.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -304,6 +304,124 @@ void infer_cumsum(InferenceContext& context) {
     context.normalize_axis(axis->get_int64(0), static_cast<int64_t>(x->size()), "input axis");
   }
   context.set_output(0, dtype, *x);
+}
+
+// TopK: Values and Indices have X's shape with the axis cut to k (attribute before opset 10, an
+// int64 [1] input from 10).
+void infer_top_k(InferenceContext& context) {
+  const Node& node = context.node();
+  std::vector<DType> types = float_types(false);
+  if (node.opset() >= 11) {
+    for (DType dtype : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+                        DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+      types.push_back(dtype);
+    }
+  }
+  check_dtype(context, 0, "X", types);
+  require_opset_for_attribute(context, "largest", 11);
+  require_opset_for_attribute(context, "sorted", 11);
+  flag_attr(context, "largest", 1);
+  flag_attr(context, "sorted", 1);
+  std::optional<int64_t> k;
+  if (node.opset() < 10) {
+    if (!node.has_attr("k")) context.fail("attribute 'k' is required");
+    if (context.has_input(1)) context.fail("input K exists from opset 10 (use attribute 'k')");
+    k = node.attr_int("k", 0);
+  } else {
+    if (node.has_attr("k")) context.fail("attribute 'k' became input K in opset 10");
+    if (!context.has_input(1)) context.fail("input K is required");
+    check_dtype(context, 1, "K", {DType::kInt64});
+    if (const Shape* shape = shape_if_ranked(context, 1)) {
+      if (shape->size() != 1 || ((*shape)[0].is_known() && (*shape)[0].value() != 1)) {
+        context.fail(cat("input K has shape ", shape_to_string(*shape), ", expected [1]"));
+      }
+    }
+    if (const Tensor* constant = context.input_constant(1); constant && constant->numel() == 1) {
+      k = constant->get_int64(0);
+    }
+  }
+  if (k && *k < 0) context.fail(cat("k = ", *k, ", must be >= 0"));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    context.set_output_unknown_rank(1, DType::kInt64);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(x->size());
+  if (rank == 0) context.fail("input X is a scalar, expected rank >= 1");
+  if (node.attr_int("axis", -1) < 0 && node.opset() < 11) {
+    context.fail("a negative attribute 'axis' needs opset 11 or later");
+  }
+  size_t axis =
+      static_cast<size_t>(context.normalize_axis(node.attr_int("axis", -1), rank, "attribute 'axis'"));
+  const Dim& d = (*x)[axis];
+  if (k && d.is_known() && *k > d.value()) {
+    context.fail(cat("k = ", *k, " exceeds the ", d.value(), " elements along axis ", axis));
+  }
+  Shape out = *x;
+  out[axis] = k ? Dim(*k) : Dim::unknown();
+  context.set_output(0, dtype, out);
+  context.set_output(1, DType::kInt64, out);
+}
+
+// LRN and MeanVarianceNormalization keep X's shape.
+void infer_lrn(InferenceContext& context) {
+  check_dtype(context, 0, "X", float_types(context.node().opset() >= 13));
+  const Node& node = context.node();
+  if (!node.has_attr("size")) context.fail("attribute 'size' is required");
+  int64_t size = node.attr_int("size", 0);
+  if (size < 1) context.fail(cat("attribute 'size' = ", size, ", must be > 0"));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->size() < 2) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected (N x C x ...)"));
+  }
+  context.set_output(0, dtype, *x);
+}
+
+void infer_mean_variance_normalization(InferenceContext& context) {
+  check_dtype(context, 0, "X", float_types(context.node().opset() >= 13));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(x->size());
+  std::vector<int64_t> axes = context.node().attr_ints("axes", {0, 2, 3});
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t axis : axes) {
+    size_t a = static_cast<size_t>(context.normalize_axis(axis, rank, "attribute 'axes' entry"));
+    if (seen[a]) context.fail(cat("attribute 'axes' names axis ", a, " twice"));
+    seen[a] = true;
+  }
+  context.set_output(0, dtype, *x);
+}
+
+// Det: [*, M, M] -> [*].
+void infer_det(InferenceContext& context) {
+  check_dtype(context, 0, "X", float_types(false));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->size() < 2) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected [*, M, M]"));
+  }
+  const Dim& rows = (*x)[x->size() - 2];
+  const Dim& columns = x->back();
+  if (rows.is_known() && columns.is_known() && rows != columns) {
+    context.fail(cat("input X has shape ", shape_to_string(*x),
+                     ": the last two dims must be equal (square matrices)"));
+  }
+  context.set_output(0, dtype, Shape(x->begin(), x->end() - 2));
 }
 
 // MaxPool and AveragePool.
@@ -760,6 +878,11 @@ void register_nn_schemas(std::vector<OpSchema>& registry) {
   registry.push_back({"Conv", 1, 2, 3, 1, 1, infer_conv});
   registry.push_back({"ConvTranspose", 1, 2, 3, 1, 1, infer_conv_transpose});
   registry.push_back({"CumSum", 11, 2, 2, 1, 1, infer_cumsum});
+  registry.push_back({"TopK", 1, 1, 2, 2, 2, infer_top_k});
+  registry.push_back({"LRN", 1, 1, 1, 1, 1, infer_lrn});
+  registry.push_back({"MeanVarianceNormalization", 9, 1, 1, 1, 1,
+                      infer_mean_variance_normalization});
+  registry.push_back({"Det", 11, 1, 1, 1, 1, infer_det});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

@@ -1,7 +1,7 @@
 // Type and shape inference for the data-movement ops: Concat, Split, Slice, Gather(Elements),
 // Scatter(Elements), GatherND, ScatterND, DepthToSpace, SpaceToDepth, Squeeze, Unsqueeze, Reshape,
 // Transpose, Flatten, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Cast(Like), Identity, Range,
-// Constant, NonZero, Trilu, EyeLike, OneHot, Compress.
+// Constant, NonZero, Trilu, EyeLike, OneHot, Compress, ReverseSequence, Unique.
 //
 // Beyond plain shapes this file does two things later stages rely on:
 //  - Symbolic dims survive: Slice(1:) of [seq] is [seq - 1], Reshape of [seq, batch, 512] to
@@ -1362,6 +1362,70 @@ void infer_compress(InferenceContext& context) {
   context.set_output(0, dtype, out);
 }
 
+void infer_reverse_sequence(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  if (context.input_type(1).dtype != DType::kInt64) {
+    context.fail(cat("input 1 'sequence_lens' has element type ",
+                     dtype_onnx_name(context.input_type(1).dtype), ", expected int64"));
+  }
+  int64_t batch_axis = node.attr_int("batch_axis", 1), time_axis = node.attr_int("time_axis", 0);
+  for (int64_t axis : {batch_axis, time_axis}) {
+    if (axis != 0 && axis != 1) {
+      context.fail(cat("attributes 'batch_axis' = ", batch_axis, " and 'time_axis' = ", time_axis,
+                       " must be 0 and 1 in some order"));
+    }
+  }
+  if (batch_axis == time_axis) {
+    context.fail(cat("attributes 'batch_axis' and 'time_axis' are both ", batch_axis));
+  }
+  const Shape* input = shape_if_known(context, 0);
+  if (!input) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (input->size() < 2) {
+    context.fail(
+        cat("input 0 'input' has shape ", shape_to_string(*input), ", expected rank >= 2"));
+  }
+  if (const Shape* lengths = shape_if_known(context, 1)) {
+    const Dim& batch = (*input)[static_cast<size_t>(batch_axis)];
+    if (lengths->size() != 1 || dims_conflict((*lengths)[0], batch)) {
+      context.fail(cat("input 1 'sequence_lens' has shape ", shape_to_string(*lengths),
+                       ", expected [", batch.to_string(), "] (one length per batch entry)"));
+    }
+  }
+  context.set_output(0, dtype, *input);
+}
+
+// Unique: Y has the input's rank with the axis unknown (1-D without axis); indices and counts are
+// [?], inverse_indices as long as the axis (or the flattened input).
+void infer_unique(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  int64_t sorted = node.attr_int("sorted", 1);
+  if (sorted != 0 && sorted != 1)
+    context.fail(cat("attribute 'sorted' = ", sorted, ", must be 0 or 1"));
+  const Shape* input = shape_if_known(context, 0);
+  Dim length = Dim::unknown();
+  if (!node.has_attr("axis")) {
+    if (input) length = product(*input);
+    context.set_output(0, dtype, {Dim::unknown()});
+  } else if (input) {
+    size_t axis = static_cast<size_t>(context.normalize_axis(
+        node.attr_int("axis", 0), static_cast<int64_t>(input->size()), "attribute 'axis'"));
+    length = (*input)[axis];
+    Shape out = *input;
+    out[axis] = Dim::unknown();
+    context.set_output(0, dtype, out);
+  } else {
+    context.set_output_unknown_rank(0, dtype);
+  }
+  context.set_output(1, DType::kInt64, {Dim::unknown()});
+  context.set_output(2, DType::kInt64, {length});
+  context.set_output(3, DType::kInt64, {Dim::unknown()});
+}
+
 void infer_non_zero(InferenceContext& context) {
   const Shape* input = shape_if_known(context, 0);
   // A scalar counts as a 1-element vector (numpy); the count of nonzeros depends on the data.
@@ -1394,6 +1458,7 @@ void register_tensor_schemas(std::vector<OpSchema>& registry) {
       {"Pad", 1, 1, 4, 1, 1, infer_pad},
       {"Range", 11, 3, 3, 1, 1, infer_range},
       {"Reshape", 5, 2, 2, 1, 1, infer_reshape},
+      {"ReverseSequence", 10, 2, 2, 1, 1, infer_reverse_sequence},
       {"Scatter", 9, 3, 3, 1, 1, infer_scatter_elements},
       {"ScatterElements", 11, 3, 3, 1, 1, infer_scatter_elements},
       {"ScatterND", 11, 3, 3, 1, 1, infer_scatter_nd},
@@ -1406,6 +1471,7 @@ void register_tensor_schemas(std::vector<OpSchema>& registry) {
       {"Tile", 6, 2, 2, 1, 1, infer_tile},
       {"Transpose", 1, 1, 1, 1, 1, infer_transpose},
       {"Trilu", 14, 1, 2, 1, 1, infer_trilu},
+      {"Unique", 11, 1, 1, 1, 4, infer_unique},
       {"Unsqueeze", 1, 1, 2, 1, 1, infer_unsqueeze},
   };
   registry.insert(registry.end(), std::begin(schemas), std::end(schemas));

@@ -368,6 +368,57 @@ void mel_weight_matrix(Draft& draft) {
   }
 }
 
+// TopK: k in [0, d] as an int64 [1] input (the attribute before opset 10); the axis
+// non-negative at opset 10; values with ties (integers drawn from a few values).
+void top_k(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = draft.attr_int("axis", -1);
+  if (draft.opset < 11 && axis < 0) {
+    axis += rank;
+    draft.set_int("axis", axis);
+  }
+  int64_t d = x.shape[static_cast<size_t>(normalized_axis(axis, rank))];
+  int64_t k = draft.rng.uniform_int(0, d);
+  draft.set_data(*draft.input("K"), make_int64s({k}));
+  if (draft.rng.chance(0.3)) draft.tags.insert("ties");
+  if (draft.tags.count("ties")) {
+    draft.fill(x);
+    Tensor data = x.data.clone();
+    for (int64_t i = 0; i < data.numel(); ++i) {
+      data.set_double(i, static_cast<double>(draft.rng.uniform_int(0, 2)));
+    }
+    draft.set_data(x, data);
+  }
+}
+
+// MeanVarianceNormalization: the default axes on rank 4, else a random non-empty subset.
+// Tags `zero_variance` when each group holds a single element (the reduced dims multiply to 1).
+void mean_variance_normalization(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> axes = {0, 2, 3};
+  if (rank != 4 || draft.attr_rng.chance(0.5)) {
+    axes.resize(static_cast<size_t>(rank));
+    for (int64_t k = 0; k < rank; ++k) axes[static_cast<size_t>(k)] = k;
+    draft.attr_rng.shuffle(axes);
+    axes.resize(static_cast<size_t>(draft.attr_rng.uniform_int(1, rank)));
+    draft.set_ints("axes", axes);
+  }
+  int64_t group = 1;
+  for (int64_t axis : axes) group *= x.shape[static_cast<size_t>(axis)];
+  if (group == 1) draft.tags.insert("zero_variance");
+}
+
+// Det: trailing square matrices of 1..4.
+void det(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  int64_t m = std::min<int64_t>(x.shape.back(), 4);
+  if (m == 0 && !draft.forced_is(Boundary::kDim0)) m = 1;
+  x.shape[x.shape.size() - 1] = m;
+  x.shape[x.shape.size() - 2] = m;
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -493,6 +544,9 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["top_k"] = top_k;
+  table["mean_variance_normalization"] = mean_variance_normalization;
+  table["det"] = det;
   table["window"] = window;
   table["dft"] = dft;
   table["stft"] = stft;

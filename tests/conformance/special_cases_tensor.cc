@@ -475,6 +475,38 @@ void compress(Draft& draft) {
   if (length < d) draft.tags.insert("short_condition");
 }
 
+// ---- ReverseSequence, Unique ----------------------------------------------------------------------
+
+void reverse_sequence(Draft& draft) {
+  OperandDraft& input = *draft.input("input");
+  int64_t batch_axis = draft.attr_rng.chance(0.5) ? 1 : 0;
+  if (batch_axis != 1 || draft.attr_rng.chance(0.5)) {
+    draft.set_int("batch_axis", batch_axis);
+    draft.set_int("time_axis", 1 - batch_axis);
+  }
+  int64_t batch = input.shape[static_cast<size_t>(batch_axis)];
+  int64_t steps = input.shape[static_cast<size_t>(1 - batch_axis)];
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < batch; ++b) lengths.push_back(draft.rng.uniform_int(0, steps));
+  draft.set_data(*draft.input("sequence_lens"), make_int64s(lengths));
+}
+
+// Unique: elements drawn from a few values so that repeats occur (strings and bools included).
+void unique(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  draft.fill(x);
+  Tensor data = x.data.clone();
+  for (int64_t i = 0; i < data.numel(); ++i) {
+    int64_t pick = draft.rng.uniform_int(0, 2);
+    if (data.dtype() == DType::kString) {
+      data.strings()[static_cast<size_t>(i)] = std::string(1, static_cast<char>('a' + pick));
+    } else if (draft.rng.chance(0.7)) {
+      data.set_double(i, static_cast<double>(pick));
+    }
+  }
+  draft.set_data(x, data);
+}
+
 // ---- NonZero ----------------------------------------------------------------------------------
 
 void sparse(Draft& draft) {
@@ -747,6 +779,8 @@ void add_tensor_special_cases(std::map<std::string, SpecialCase>& table) {
   table["gather"] = gather;
   table["gather_elements"] = gather_elements;
   table["gather_nd"] = gather_nd;
+  table["reverse_sequence"] = reverse_sequence;
+  table["unique"] = unique;
   table["one_hot"] = one_hot;
   table["compress"] = compress;
   table["eye_like"] = eye_like;

@@ -1107,7 +1107,8 @@ TEST(NnResize, Upsample7NearestRepeatsElements) {
   EXPECT_EQ(values(y), (std::vector<double>{5, 5, -3, -3}));
 }
 
-// ---- signal ops ----------------------------------------------------------------------------------
+// ---- signal ops
+// ----------------------------------------------------------------------------------
 
 TEST(NnSignal, OnesidedDftOfARealSignalAlongAxisTwo) {
   // x = [1, 2, 3, 4] along axis 2: X[0] = 10, X[1] = -2 + 2i, X[2] = -2 (bins 0..2).
@@ -1177,6 +1178,99 @@ TEST(NnErrors, WindowOutputDatatypeMustBeNumeric) {
   EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
             "BlackmanWindow 'w' (opset 17): attribute 'output_datatype' = 8 is not a numeric data "
             "type");
+}
+
+// ---- TopK, LRN, MeanVarianceNormalization, Det
+// ---------------------------------------------------
+
+TEST(NnTopK, SmallestKeepsIndexOrderOnTiesAndPutsNaNLast) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {5});
+  g.node("TopK", "t", 11, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {4}))},
+         {{"largest", integer(0)}}, {"values", "indices"});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[4]");
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Tensor> out = g.run({{"x", Tensor::from_vector<float>({5}, {2, nan, 1, 2, 5})}});
+  EXPECT_EQ(values(out[0]), (std::vector<double>{1, 2, 2, 5}));
+  EXPECT_EQ(values(out[1]), (std::vector<double>{2, 0, 3, 4}));
+}
+
+TEST(NnErrors, TopKBeyondTheAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("TopK", "t", 11, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {4}))}, {},
+         {"values", "indices"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "TopK 't' (opset 11): k = 4 exceeds the 3 elements along axis 1");
+}
+
+TEST(NnErrors, TopKAttributeKBecameAnInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("TopK", "t", 10, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {1}))},
+         {{"k", integer(1)}}, {"values", "indices"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "TopK 't' (opset 10): attribute 'k' became input K in opset 10");
+}
+
+TEST(NnLrn, EvenSizeWindowLeansForward) {
+  // size 2: channel c sums c and c + 1. X = [1, 2, 3] over channels, alpha 2, beta 1, bias 1:
+  // y_c = x_c / (1 + (2 / 2) * square_sum).
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 3, 1});
+  g.node("LRN", "l", 13, {x}, {{"size", integer(2)}, {"alpha", real(2)}, {"beta", real(1)}});
+  g.build();
+  expect_near_all(g.run({{"x", Tensor::from_vector<double>({1, 3, 1}, {1, 2, 3})}})[0],
+                  {1.0 / 6, 2.0 / 14, 3.0 / 10}, 1e-12);
+}
+
+TEST(NnErrors, LrnSizeIsRequired) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 3, 4, 4});
+  g.node("LRN", "l", 13, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "LRN 'l' (opset 13): attribute 'size' is required");
+}
+
+TEST(NnMeanVarianceNormalization, OneElementGroupsGiveZero) {
+  // Over axis 1 of [2, 1]: each group is one element, variance 0, (x - x) / (0 + 1e-9) = 0.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 1});
+  g.node("MeanVarianceNormalization", "m", 13, {x}, {{"axes", ints({1})}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({2, 1}, {3, -7})}})[0]),
+            (std::vector<double>{0, 0}));
+}
+
+TEST(NnErrors, MeanVarianceNormalizationDefaultAxesNeedRankFour) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("MeanVarianceNormalization", "m", 13, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "MeanVarianceNormalization 'm' (opset 13): attribute 'axes' entry = 2 is out of range "
+            "for rank 2 (valid: [-2, 1])");
+}
+
+TEST(NnDet, PivotingKeepsTheSign) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {2, 2, 2});
+  g.node("Det", "d", 11, {x}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[2]");
+  // [[0, 1], [1, 0]] needs a row swap: -1; [[2, 3], [4, 5]]: 10 - 12 = -2.
+  expect_near_all(
+      g.run({{"x", Tensor::from_vector<double>({2, 2, 2}, {0, 1, 1, 0, 2, 3, 4, 5})}})[0], {-1, -2},
+      1e-12);
+}
+
+TEST(NnErrors, DetNeedsSquareMatrices) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("Det", "d", 11, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Det 'd' (opset 11): input X has shape [2, 3]: the last two dims must be equal (square "
+            "matrices)");
 }
 
 }  // namespace

@@ -1078,5 +1078,37 @@ TEST(TensorCompressErrors, NegativeAxisNeedsOpset11) {
             "later");
 }
 
+// ---- ReverseSequence, Unique ----------------------------------------------------------------------
+
+TEST(TensorReverseSequenceKernel, BatchFirstWithLengthsZeroToFull) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kInt64, {3, 3});
+  g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({0, 2, 3}))},
+         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(1)}});
+  Tensor out = g.run({{"x", i64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}})[0];
+  EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{1, 2, 3, 5, 4, 6, 9, 8, 7}));
+}
+
+TEST(TensorReverseSequenceErrors, AxesMustBeZeroAndOne) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {3, 3});
+  g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({1, 1, 1}))},
+         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(0)}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "ReverseSequence 'r' (opset 10): attributes 'batch_axis' and 'time_axis' are both 0");
+}
+
+TEST(TensorUniqueKernel, UnsortedKeepsFirstOccurrenceOrder) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {6});
+  g.node("Unique", "u", 11, {x}, {{"sorted", int_attr(0)}}, 4);
+  EXPECT_EQ(g.type(2), "i64[6]");
+  std::vector<Tensor> out = g.run({{"x", f32({6}, {2, 1, 1, 3, 4, 3})}});
+  EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{2, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(out[2]), (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(values_of<int64_t>(out[3]), (std::vector<int64_t>{1, 2, 2, 1}));
+}
+
 }  // namespace
 }  // namespace rnnc

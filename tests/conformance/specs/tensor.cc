@@ -208,6 +208,16 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .special("reshape")
                       .note("a factorization of the element count, with -1 and 0 (copy) "
                             "entries"));
+  specs.push_back(Op("ReverseSequence", 21)
+                      .types("T", kAllButBFloat16)
+                      .types("I", kInt64)
+                      .attr_by_special("batch_axis", AttrKind::kInt, "1")
+                      .attr_by_special("time_axis", AttrKind::kInt, "0")
+                      .in("input", "T").rank(2, 4).specials()
+                      .in("sequence_lens", "I").rank(1, 1).by_special()
+                      .out("Y", "T")
+                      .special("reverse_sequence")
+                      .note("batch and time axes 0 and 1 either way; lengths in [0, time]"));
   specs.push_back(Op("Scatter", 10)
                       .types("T", kAllButBFloat16)
                       .types("Tind", kIndexTypes)
@@ -326,6 +336,18 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .out("output", "T")
                       .special("trilu")
                       .note("k in [-(N + 1), M + 1]: every diagonal, and beyond the matrix"));
+  specs.push_back(Op("Unique", 21)
+                      .types("T", kAllButBFloat16)
+                      .types("I", kInt64)
+                      .attr_int("axis", "(flatten)", {{-4, 3}})
+                      .attr_int("sorted", "1", {{0, 1}})
+                      .in("X", "T").rank(1, 4).rank_exceeds_axis().specials()
+                      .out("Y", "T")
+                      .out("indices", "I").optional()
+                      .out("inverse_indices", "I").optional()
+                      .out("counts", "I").optional()
+                      .special("unique")
+                      .note("values drawn from a few so that repeats occur"));
   specs.push_back(Op("Unsqueeze", 21)
                       .also_opsets({11})
                       .types("T", kAllTypes)
