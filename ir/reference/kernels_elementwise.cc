@@ -15,6 +15,7 @@
 
 #include "ir/quantization.h"
 #include "ir/reference/kernel.h"
+#include "ir/shape_inference/einsum.h"
 
 namespace rnnc {
 
@@ -856,6 +857,83 @@ void hardmax_kernel(KernelContext& context) {
   });
 }
 
+// Einsum: output[o] = sum over the labels not in the output of the product of the operands at
+// the coordinates the labels give; every label combination is visited once (odometer order), so
+// sums accumulate like MatMul's (double for floats, wrapping uint64 for integers).
+void einsum_kernel(KernelContext& context) {
+  Operands in = widen_operands(context);
+  std::vector<int64_t> ranks;
+  for (const Tensor& operand : in.values) ranks.push_back(operand.rank());
+  EinsumEquation equation = parse_einsum(context.node, ranks);
+  size_t labels = static_cast<size_t>(equation.labels);
+  std::vector<int64_t> sizes(labels, 1);
+  std::vector<bool> seen(labels, false);
+  for (size_t i = 0; i < in.values.size(); ++i) {
+    for (size_t a = 0; a < equation.inputs[i].size(); ++a) {
+      size_t label = static_cast<size_t>(equation.inputs[i][a]);
+      int64_t d = in.values[i].dim(static_cast<int64_t>(a));
+      bool ellipsis = label >= 52;
+      if (!seen[label] || (ellipsis && sizes[label] == 1)) {
+        sizes[label] = d;
+      } else if (d != sizes[label] && !(ellipsis && d == 1)) {
+        context.fail_input(cat("label '", einsum_label_name(static_cast<int>(label)), "' has size ",
+                               sizes[label], " and ", d, " (input ", i, " axis ", a, ")"));
+      }
+      seen[label] = true;
+    }
+  }
+  // Per operand, the stride each label contributes (0 for broadcast ellipsis dims of size 1).
+  std::vector<std::vector<int64_t>> strides(in.values.size(), std::vector<int64_t>(labels, 0));
+  for (size_t i = 0; i < in.values.size(); ++i) {
+    std::vector<int64_t> row = row_major_strides(in.values[i].shape());
+    for (size_t a = 0; a < equation.inputs[i].size(); ++a) {
+      if (in.values[i].dim(static_cast<int64_t>(a)) == 1 &&
+          sizes[static_cast<size_t>(equation.inputs[i][a])] != 1)
+        continue;
+      strides[i][static_cast<size_t>(equation.inputs[i][a])] += row[a];
+    }
+  }
+  std::vector<int64_t> out_shape;
+  for (int label : equation.output) out_shape.push_back(sizes[static_cast<size_t>(label)]);
+  std::vector<int64_t> out_strides(labels, 0);
+  std::vector<int64_t> row = row_major_strides(out_shape);
+  for (size_t k = 0; k < equation.output.size(); ++k) {
+    out_strides[static_cast<size_t>(equation.output[k])] = row[k];
+  }
+  std::vector<size_t> used;
+  for (size_t label = 0; label < labels; ++label) {
+    if (seen[label]) used.push_back(label);
+  }
+  dispatch_arithmetic(in[0].dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    using Sum = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+    std::vector<Sum> sums(static_cast<size_t>(shape_numel(out_shape)), Sum{0});
+    bool empty = false;
+    for (size_t label : used) empty = empty || sizes[label] == 0;
+    std::vector<int64_t> index(labels, 0);
+    while (!empty) {
+      Sum product = Sum{1};
+      for (size_t i = 0; i < in.values.size(); ++i) {
+        int64_t offset = 0;
+        for (size_t label : used) offset += index[label] * strides[i][label];
+        product = product * static_cast<Sum>(in.values[i].data<T>()[offset]);
+      }
+      int64_t out = 0;
+      for (size_t label : used) out += index[label] * out_strides[label];
+      sums[static_cast<size_t>(out)] = sums[static_cast<size_t>(out)] + product;
+      size_t k = used.size();
+      for (; k > 0; --k) {
+        if (++index[used[k - 1]] < sizes[used[k - 1]]) break;
+        index[used[k - 1]] = 0;
+      }
+      if (k == 0) break;
+    }
+    Tensor result(in[0].dtype(), out_shape);
+    for (size_t o = 0; o < sums.size(); ++o) result.data<T>()[o] = static_cast<T>(sums[o]);
+    set_result(context, in, result);
+  });
+}
+
 // Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0, evaluated in double and stored in x's
 // type (integers truncate toward zero and saturate).
 void shrink_kernel(KernelContext& context) {
@@ -1109,6 +1187,7 @@ void register_elementwise_kernels(std::map<std::string, Kernel>& registry) {
       {"Softmax", softmax_kernel},
       {"LogSoftmax", log_softmax_kernel},
       {"Hardmax", hardmax_kernel},
+      {"Einsum", einsum_kernel},
       {"Shrink", shrink_kernel},
   };
   registry.insert(kernels.begin(), kernels.end());

@@ -208,6 +208,16 @@ void add_elementwise_specs(std::vector<OpSpec>& specs) {
                       .special("shrink")
                       .note("integers of every width: results beyond the type are tagged (the "
                             "spec leaves them open)"));
+  specs.push_back(Op("Einsum", 21)
+                      .types("T", {DType::kFloat16, DType::kFloat32, DType::kFloat64,
+                                   DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64})
+                      .attr_by_special("equation", AttrKind::kString, "").required()
+                      .in("Inputs", "T").variadic(1, 3).rank(0, 4).specials()
+                      .out("Output", "T")
+                      .special("einsum")
+                      .note("equations from a menu of what models write (matmul, batched and "
+                            "attention products, transposes, sums, diagonals, outer products, "
+                            "ellipses), with random sizes, spaces and implicit outputs"));
   specs.push_back(unary("Sigmoid", 21, kFloatTypes));
   specs.push_back(unary("HardSigmoid", 21, kFloat16To64)
                       .attr_float("alpha", "0.2", {{0, 1}})
