@@ -10,6 +10,7 @@
 // only what depends on run-time sizes (symbolic dims), as kInvalidInput.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -1050,6 +1051,62 @@ void mean_variance_normalization(KernelContext& context) {
   context.outputs[0] = narrow_to(y, context.input(0).dtype());
 }
 
+// MaxUnpool: zeros with Y[position of I[e]] = X[e]. I holds flat indices over the tensor MaxPool
+// saw, of size (in - 1) * stride + kernel - pad_begin - pad_end per spatial axis (the default
+// output); output_shape may make the output larger (what a ceil-mode pool lost), and each element
+// keeps its coordinates, the extra rows and columns at the end staying 0. A repeated index keeps
+// the last element written (row-major order of X).
+void max_unpool(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& x = context.input(0);
+  const Tensor& indices = context.input(1);
+  check_spatial_rank(context, x);
+  if (indices.shape() != x.shape()) {
+    context.fail_input(cat("input I has shape ", dims_text(indices.shape()), " but X has shape ",
+                           dims_text(x.shape())));
+  }
+  size_t spatial = x.shape().size() - 2;
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  std::vector<int64_t> pooled = {x.dim(0), x.dim(1)};
+  for (size_t i = 0; i < spatial; ++i) {
+    pooled.push_back((x.dim(static_cast<int64_t>(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] -
+                     pads[i + spatial]);
+  }
+  std::vector<int64_t> shape = pooled;
+  if (context.has_input(2)) {
+    shape = tensor_to_int64s(context.input(2));
+    if (shape.size() != x.shape().size()) {
+      context.fail_input(cat("input output_shape ", dims_text(shape), " has ", shape.size(),
+                             " entries for X of rank ", x.rank()));
+    }
+  }
+  Tensor y(x.dtype(), shape);
+  std::vector<int64_t> strides_out = row_major_strides(shape);
+  std::vector<int64_t> position;
+  size_t element = dtype_size(x.dtype());
+  int64_t pooled_size = product(pooled, 0, pooled.size());
+  for (int64_t e = 0; e < x.numel(); ++e) {
+    int64_t index = indices.data<int64_t>()[e];
+    bool inside = index >= 0 && index < pooled_size;
+    if (inside) unravel(index, pooled, position);
+    int64_t target = 0;
+    for (size_t k = 0; inside && k < shape.size(); ++k) {
+      inside = position[k] < shape[k];
+      target += position[k] * strides_out[k];
+    }
+    if (!inside) {
+      context.fail_input(cat("input I element ", e, " = ", index, " is outside the pooled input ",
+                             dims_text(pooled), " or the output ", dims_text(shape)));
+    }
+    std::memcpy(static_cast<uint8_t*>(y.raw_data()) + static_cast<size_t>(target) * element,
+                static_cast<const uint8_t*>(x.raw_data()) + static_cast<size_t>(e) * element,
+                element);
+  }
+  context.outputs[0] = y;
+}
+
 // det of each trailing M x M matrix, by LU decomposition with partial pivoting in double.
 void det(KernelContext& context) {
   Tensor x = widen_half(context.input(0));
@@ -1099,6 +1156,7 @@ void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["LRN"] = lrn;
   registry["MeanVarianceNormalization"] = mean_variance_normalization;
   registry["Det"] = det;
+  registry["MaxUnpool"] = max_unpool;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

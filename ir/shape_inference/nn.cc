@@ -1,9 +1,9 @@
-// Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling,
-// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det, ArgMax/ArgMin
-// and Dropout. Output sizes follow the formulas of the ONNX operator docs (docs/ops/nn.md lists the
-// corner cases). Symbolic dims pass through where Dim arithmetic can express the result: a stride-1
-// Conv over [batch, C, time] gives time + pads - dilated_kernel + 1, while ceil(time / 2) of a
-// strided one is not a polynomial and becomes unknown.
+// Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling
+// (and MaxUnpool), normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK,
+// Det, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX operator docs
+// (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim arithmetic can
+// express the result: a stride-1 Conv over [batch, C, time] gives time + pads - dilated_kernel + 1,
+// while ceil(time / 2) of a strided one is not a polynomial and becomes unknown.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -422,6 +422,59 @@ void infer_det(InferenceContext& context) {
                      ": the last two dims must be equal (square matrices)"));
   }
   context.set_output(0, dtype, Shape(x->begin(), x->end() - 2));
+}
+
+// MaxUnpool: X and I (N x C x D1 ... Dn) scatter into zeros of output_shape, or of the size a
+// MaxPool with these attributes maps back from: (in - 1) * stride + kernel - pad_begin - pad_end.
+void infer_max_unpool(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_dtype(context, 1, "I", {DType::kInt64});
+  if (context.has_input(2)) check_dtype(context, 2, "output_shape", {DType::kInt64});
+  if (!node.has_attr("kernel_shape")) context.fail("attribute 'kernel_shape' is required");
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  std::vector<int64_t> kernel =
+      per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+  std::vector<int64_t> strides =
+      per_axis_attr(context, "strides", spatial_rank, 1, 1, "one per spatial axis");
+  std::vector<int64_t> pads =
+      per_axis_attr(context, "pads", 2 * spatial_rank, 0, 0, "a begin and an end per spatial axis");
+  if (const Shape* indices = shape_if_ranked(context, 1)) {
+    bool same = indices->size() == x->size();
+    for (size_t k = 0; same && k < x->size(); ++k) {
+      same = !((*indices)[k].is_known() && (*x)[k].is_known() && (*indices)[k] != (*x)[k]);
+    }
+    if (!same) {
+      context.fail(cat("input I has shape ", shape_to_string(*indices), " but X has shape ",
+                       shape_to_string(*x), " (they must match)"));
+    }
+  }
+  if (context.has_input(2)) {
+    const Tensor* constant = context.input_constant(2);
+    if (constant && constant->numel() == static_cast<int64_t>(x->size())) {
+      Shape out;
+      for (int64_t k = 0; k < constant->numel(); ++k) out.push_back(Dim(constant->get_int64(k)));
+      context.set_output(0, dtype, out);
+    } else if (constant) {
+      context.fail(cat("input output_shape has ", constant->numel(), " entries for X of rank ",
+                       x->size()));
+    } else {
+      context.set_output(0, dtype, Shape(x->size(), Dim::unknown()));
+    }
+    return;
+  }
+  Shape out = {(*x)[0], (*x)[1]};
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    out.push_back(Dim(strides[i]) * ((*x)[i + 2] - Dim(1)) +
+                  Dim(kernel[i] - pads[i] - pads[i + spatial_rank]));
+  }
+  context.set_output(0, dtype, out);
 }
 
 // MaxPool and AveragePool.
@@ -883,6 +936,7 @@ void register_nn_schemas(std::vector<OpSchema>& registry) {
   registry.push_back({"MeanVarianceNormalization", 9, 1, 1, 1, 1,
                       infer_mean_variance_normalization});
   registry.push_back({"Det", 11, 1, 1, 1, 1, infer_det});
+  registry.push_back({"MaxUnpool", 9, 2, 3, 1, 1, infer_max_unpool});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

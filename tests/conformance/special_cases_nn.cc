@@ -3,6 +3,7 @@
 // Dropout's inference-only modes.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "ir/error.h"
 #include "tests/conformance/draft.h"
@@ -419,6 +420,56 @@ void det(Draft& draft) {
   x.shape[x.shape.size() - 2] = m;
 }
 
+// MaxUnpool: a window geometry as MaxPool's (pads below the kernel); I picks one position per
+// window of the pooled tensor (flat over N, C and its spatial dims), so indices never repeat
+// when windows do not overlap; output_shape, when given, is the pooled size plus 0..1 per axis.
+void max_unpool(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  size_t spatial = x.shape.size() - 2;
+  Window w = draw_window(draft, spatial, /*pads_below_kernel=*/true, /*with_dilations=*/false);
+  draft.set_ints("kernel_shape", w.kernel);
+  std::vector<int64_t> pooled = {x.shape[0], x.shape[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    // At least as many windows as keep the pooled size >= 1 (unless the dim is 0).
+    int64_t pads = w.pads[i] + w.pads[i + spatial];
+    int64_t least = 1 + std::max<int64_t>(0, (pads + 1 - w.kernel[i] + w.strides[i] - 1) /
+                                                 w.strides[i]);
+    int64_t& in = x.shape[i + 2];
+    in = in == 0 ? 0 : std::max(least, std::min<int64_t>(in, 4));
+    pooled.push_back(std::max<int64_t>(0, (in - 1) * w.strides[i] + w.kernel[i] - pads));
+  }
+  std::vector<int64_t> strides(pooled.size(), 1);
+  for (size_t k = pooled.size() - 1; k > 0; --k) strides[k - 1] = strides[k] * pooled[k];
+  int64_t count = std::accumulate(x.shape.begin(), x.shape.end(), int64_t{1},
+                                  std::multiplies<int64_t>());
+  std::vector<int64_t> values;
+  std::vector<int64_t> index(x.shape.size());
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t rest = e;
+    for (size_t k = x.shape.size(); k-- > 0;) {
+      index[k] = rest % x.shape[k];
+      rest /= x.shape[k];
+    }
+    int64_t flat = index[0] * strides[0] + index[1] * strides[1];
+    for (size_t i = 0; i < spatial; ++i) {
+      // A tap of this window inside the pooled tensor.
+      int64_t start = index[i + 2] * w.strides[i] - w.pads[i];
+      int64_t lo = std::max<int64_t>(start, 0);
+      int64_t hi = std::min<int64_t>(start + w.kernel[i], pooled[i + 2]) - 1;
+      flat += (hi >= lo ? draft.rng.uniform_int(lo, hi) : lo) * strides[i + 2];
+    }
+    values.push_back(flat);
+  }
+  OperandDraft& indices = *draft.input("I");
+  indices.shape = x.shape;
+  draft.set_data(indices, Tensor::from_vector<int64_t>(x.shape, values));
+  if (OperandDraft* output_shape = draft.input("output_shape"); output_shape && output_shape->present) {
+    std::vector<int64_t> shape = pooled;
+    for (size_t i = 0; i < spatial; ++i) shape[i + 2] += draft.rng.uniform_int(0, 1);
+    draft.set_data(*output_shape, make_int64s(shape));
+  }
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -544,6 +595,7 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["max_unpool"] = max_unpool;
   table["top_k"] = top_k;
   table["mean_variance_normalization"] = mean_variance_normalization;
   table["det"] = det;

@@ -1273,5 +1273,36 @@ TEST(NnErrors, DetNeedsSquareMatrices) {
             "matrices)");
 }
 
+// ---- MaxUnpool -----------------------------------------------------------------------------------
+
+TEST(NnMaxUnpool, IndicesOutsideThePooledTensorAreDataErrors) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2});
+  Value* indices = g.input("i", DType::kInt64, {1, 1, 2});
+  g.node("MaxUnpool", "u", 11, {x, indices}, {{"kernel_shape", ints({2})}, {"strides", ints({2})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 4]");
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {5, 6})},
+                          {"i", Tensor::from_vector<int64_t>({1, 1, 2}, {1, 2})}})[0]),
+            (std::vector<double>{0, 5, 6, 0}));
+  EXPECT_EQ(error_message(
+                [&] {
+                  g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {5, 6})},
+                         {"i", Tensor::from_vector<int64_t>({1, 1, 2}, {1, 4})}});
+                },
+                ErrorKind::kInvalidInput),
+            "MaxUnpool 'u' (opset 11): input I element 1 = 4 is outside the pooled input [1, 1, 4] "
+            "or the output [1, 1, 4]");
+}
+
+TEST(NnErrors, MaxUnpoolKernelShapeIsRequired) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2});
+  Value* indices = g.input("i", DType::kInt64, {1, 1, 2});
+  g.node("MaxUnpool", "u", 11, {x, indices}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "MaxUnpool 'u' (opset 11): attribute 'kernel_shape' is required");
+}
+
 }  // namespace
 }  // namespace rnnc

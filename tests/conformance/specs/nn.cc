@@ -230,6 +230,20 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .out("Y", "T")
                       .special("det")
                       .note("square trailing matrices of 1..4"));
+  specs.push_back(Op("MaxUnpool", 21)
+                      .also_opsets({9})
+                      .types("T1", kFloat16To64)
+                      .types("T2", kInt64)
+                      .attr_by_special("kernel_shape", AttrKind::kInts, "").required()
+                      .attr_by_special("pads", AttrKind::kInts, "0 per begin and end")
+                      .attr_by_special("strides", AttrKind::kInts, "1 per spatial axis")
+                      .in("X", "T1").rank(3, 5).specials()
+                      .in("I", "T2").rank(3, 5).by_special()
+                      .in("output_shape", "T2").optional().rank(1, 1).by_special().since(11)
+                      .out("output", "T1")
+                      .special("max_unpool")
+                      .note("indices of one element per pooling window, as MaxPool gives them; "
+                            "output_shape the pooled size plus 0..1 per spatial axis"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
