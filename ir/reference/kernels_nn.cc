@@ -1,10 +1,11 @@
 // Reference kernels for the neural-network ops: convolution (and ConvTranspose), pooling,
-// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det, ArgMax/ArgMin
-// and Dropout. Each is a plain loop nest over the formula of its ONNX operator doc (docs/ops/nn.md
-// lists the corner cases). Sums, products and statistics accumulate in double whatever the element
-// type, so the oracle is at least as accurate as any spec-conforming implementation; integer
-// reductions accumulate exactly in 64-bit modular arithmetic. float16 and bfloat16 inputs are
-// widened to float32 and the result rounded back once at the end.
+// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det,
+// NonMaxSuppression, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the formula of its
+// ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and statistics
+// accumulate in double whatever the element type, so the oracle is at least as accurate as any
+// spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
+// arithmetic. float16 and bfloat16 inputs are widened to float32 and the result rounded back once
+// at the end.
 //
 // Attributes were validated by shape inference when the graph was built; the kernels re-check
 // only what depends on run-time sizes (symbolic dims), as kInvalidInput.
@@ -1107,6 +1108,79 @@ void max_unpool(KernelContext& context) {
   context.outputs[0] = y;
 }
 
+// NonMaxSuppression, per batch and class: the boxes scoring above score_threshold, taken in
+// descending score order (equal scores in box order), each kept unless its IoU with a box already
+// kept exceeds iou_threshold, up to max_output_boxes_per_class (0 keeps none). Boxes are corners
+// [y1, x1, y2, x2] of either diagonal (center_point_box = 0) or [x, y, width, height] around a
+// center (1); an IoU whose union is not positive counts as 0.
+void non_max_suppression(KernelContext& context) {
+  const Tensor& boxes = context.input(0);
+  const Tensor& scores = context.input(1);
+  if (boxes.rank() != 3 || boxes.dim(2) != 4 || scores.rank() != 3 ||
+      boxes.dim(0) != scores.dim(0) || boxes.dim(1) != scores.dim(2)) {
+    context.fail_input(cat("input boxes ", dims_text(boxes.shape()), " and scores ",
+                           dims_text(scores.shape()),
+                           " do not fit [batches, boxes, 4] and [batches, classes, boxes]"));
+  }
+  auto scalar = [&](size_t i, double fallback) {
+    return context.has_input(i) && context.input(i).numel() > 0 ? context.input(i).get_double(0)
+                                                                 : fallback;
+  };
+  int64_t max_boxes = context.has_input(2) && context.input(2).numel() > 0
+                          ? context.input(2).get_int64(0)
+                          : 0;
+  double iou_threshold = scalar(3, 0.0);
+  bool has_score_threshold = context.has_input(4) && context.input(4).numel() > 0;
+  double score_threshold = scalar(4, 0.0);
+  bool center = context.node.attr_int("center_point_box", 0) == 1;
+  int64_t batches = boxes.dim(0), count = boxes.dim(1), classes = scores.dim(1);
+  struct Box {
+    double y1, x1, y2, x2;
+  };
+  auto box_at = [&](int64_t b, int64_t i) {
+    const float* v = boxes.data<float>() + (b * count + i) * 4;
+    if (center) {
+      double x = v[0], y = v[1], w = v[2], h = v[3];
+      return Box{y - h / 2, x - w / 2, y + h / 2, x + w / 2};
+    }
+    return Box{std::min<double>(v[0], v[2]), std::min<double>(v[1], v[3]),
+               std::max<double>(v[0], v[2]), std::max<double>(v[1], v[3])};
+  };
+  auto iou = [](const Box& a, const Box& b) {
+    double height = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+    double width = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+    double inter = height > 0 && width > 0 ? height * width : 0;
+    double area_a = (a.y2 - a.y1) * (a.x2 - a.x1), area_b = (b.y2 - b.y1) * (b.x2 - b.x1);
+    double union_area = area_a + area_b - inter;
+    return union_area > 0 ? inter / union_area : 0.0;
+  };
+  std::vector<int64_t> selected;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t c = 0; c < classes; ++c) {
+      const float* class_scores = scores.data<float>() + (b * classes + c) * count;
+      std::vector<int64_t> candidates;
+      for (int64_t i = 0; i < count; ++i) {
+        if (!has_score_threshold || class_scores[i] > score_threshold) candidates.push_back(i);
+      }
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) {
+        return class_scores[p] > class_scores[q];
+      });
+      std::vector<Box> kept;
+      for (int64_t i : candidates) {
+        if (static_cast<int64_t>(kept.size()) >= max_boxes) break;
+        Box box = box_at(b, i);
+        bool suppressed = false;
+        for (const Box& other : kept) suppressed = suppressed || iou(box, other) > iou_threshold;
+        if (suppressed) continue;
+        kept.push_back(box);
+        selected.insert(selected.end(), {b, c, i});
+      }
+    }
+  }
+  context.outputs[0] =
+      Tensor::from_vector<int64_t>({static_cast<int64_t>(selected.size() / 3), 3}, selected);
+}
+
 // det of each trailing M x M matrix, by LU decomposition with partial pivoting in double.
 void det(KernelContext& context) {
   Tensor x = widen_half(context.input(0));
@@ -1157,6 +1231,7 @@ void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["MeanVarianceNormalization"] = mean_variance_normalization;
   registry["Det"] = det;
   registry["MaxUnpool"] = max_unpool;
+  registry["NonMaxSuppression"] = non_max_suppression;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

@@ -1,9 +1,10 @@
 // Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling
 // (and MaxUnpool), normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK,
-// Det, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX operator docs
-// (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim arithmetic can
-// express the result: a stride-1 Conv over [batch, C, time] gives time + pads - dilated_kernel + 1,
-// while ceil(time / 2) of a strided one is not a polynomial and becomes unknown.
+// Det, NonMaxSuppression, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX
+// operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim
+// arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives time + pads -
+// dilated_kernel + 1, while ceil(time / 2) of a strided one is not a polynomial and becomes
+// unknown.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -353,8 +354,8 @@ void infer_top_k(InferenceContext& context) {
   if (node.attr_int("axis", -1) < 0 && node.opset() < 11) {
     context.fail("a negative attribute 'axis' needs opset 11 or later");
   }
-  size_t axis =
-      static_cast<size_t>(context.normalize_axis(node.attr_int("axis", -1), rank, "attribute 'axis'"));
+  size_t axis = static_cast<size_t>(
+      context.normalize_axis(node.attr_int("axis", -1), rank, "attribute 'axis'"));
   const Dim& d = (*x)[axis];
   if (k && d.is_known() && *k > d.value()) {
     context.fail(cat("k = ", *k, " exceeds the ", d.value(), " elements along axis ", axis));
@@ -475,6 +476,49 @@ void infer_max_unpool(InferenceContext& context) {
                   Dim(kernel[i] - pads[i] - pads[i + spatial_rank]));
   }
   context.set_output(0, dtype, out);
+}
+
+// NonMaxSuppression: selected_indices [?, 3] (batch, class, box), the count data-dependent.
+void infer_non_max_suppression(InferenceContext& context) {
+  check_dtype(context, 0, "boxes", {DType::kFloat32});
+  check_dtype(context, 1, "scores", {DType::kFloat32});
+  static const char* const kScalars[] = {"max_output_boxes_per_class", "iou_threshold",
+                                         "score_threshold"};
+  for (size_t i = 2; i < 5; ++i) {
+    if (!context.has_input(i)) continue;
+    check_dtype(context, i, kScalars[i - 2], {i == 2 ? DType::kInt64 : DType::kFloat32});
+    if (const Shape* shape = shape_if_ranked(context, i)) {
+      bool scalar = shape->empty() || (shape->size() == 1 && (*shape)[0].is_known() &&
+                                       (*shape)[0].value() == 1);
+      if (!scalar) {
+        context.fail(cat("input ", kScalars[i - 2], " has shape ", shape_to_string(*shape),
+                         ", expected a scalar or [1]"));
+      }
+    }
+  }
+  int64_t center = context.node().attr_int("center_point_box", 0);
+  if (center != 0 && center != 1) {
+    context.fail(cat("attribute 'center_point_box' = ", center, ", must be 0 or 1"));
+  }
+  const Shape* boxes = shape_if_ranked(context, 0);
+  const Shape* scores = shape_if_ranked(context, 1);
+  if (boxes && (boxes->size() != 3 || ((*boxes)[2].is_known() && (*boxes)[2].value() != 4))) {
+    context.fail(cat("input boxes has shape ", shape_to_string(*boxes),
+                     ", expected [num_batches, spatial_dimension, 4]"));
+  }
+  if (scores && scores->size() != 3) {
+    context.fail(cat("input scores has shape ", shape_to_string(*scores),
+                     ", expected [num_batches, num_classes, spatial_dimension]"));
+  }
+  if (boxes && scores) {
+    bool agree = !((*boxes)[0].is_known() && (*scores)[0].is_known() && (*boxes)[0] != (*scores)[0]) &&
+                 !((*boxes)[1].is_known() && (*scores)[2].is_known() && (*boxes)[1] != (*scores)[2]);
+    if (!agree) {
+      context.fail(cat("input boxes ", shape_to_string(*boxes), " and scores ",
+                       shape_to_string(*scores), " disagree on batches or boxes"));
+    }
+  }
+  context.set_output(0, DType::kInt64, {Dim::unknown(), Dim(3)});
 }
 
 // MaxPool and AveragePool.
@@ -937,6 +981,7 @@ void register_nn_schemas(std::vector<OpSchema>& registry) {
                       infer_mean_variance_normalization});
   registry.push_back({"Det", 11, 1, 1, 1, 1, infer_det});
   registry.push_back({"MaxUnpool", 9, 2, 3, 1, 1, infer_max_unpool});
+  registry.push_back({"NonMaxSuppression", 10, 2, 5, 1, 1, infer_non_max_suppression});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

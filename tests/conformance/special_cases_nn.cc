@@ -432,16 +432,16 @@ void max_unpool(Draft& draft) {
   for (size_t i = 0; i < spatial; ++i) {
     // At least as many windows as keep the pooled size >= 1 (unless the dim is 0).
     int64_t pads = w.pads[i] + w.pads[i + spatial];
-    int64_t least = 1 + std::max<int64_t>(0, (pads + 1 - w.kernel[i] + w.strides[i] - 1) /
-                                                 w.strides[i]);
+    int64_t least =
+        1 + std::max<int64_t>(0, (pads + 1 - w.kernel[i] + w.strides[i] - 1) / w.strides[i]);
     int64_t& in = x.shape[i + 2];
     in = in == 0 ? 0 : std::max(least, std::min<int64_t>(in, 4));
     pooled.push_back(std::max<int64_t>(0, (in - 1) * w.strides[i] + w.kernel[i] - pads));
   }
   std::vector<int64_t> strides(pooled.size(), 1);
   for (size_t k = pooled.size() - 1; k > 0; --k) strides[k - 1] = strides[k] * pooled[k];
-  int64_t count = std::accumulate(x.shape.begin(), x.shape.end(), int64_t{1},
-                                  std::multiplies<int64_t>());
+  int64_t count =
+      std::accumulate(x.shape.begin(), x.shape.end(), int64_t{1}, std::multiplies<int64_t>());
   std::vector<int64_t> values;
   std::vector<int64_t> index(x.shape.size());
   for (int64_t e = 0; e < count; ++e) {
@@ -463,10 +463,44 @@ void max_unpool(Draft& draft) {
   OperandDraft& indices = *draft.input("I");
   indices.shape = x.shape;
   draft.set_data(indices, Tensor::from_vector<int64_t>(x.shape, values));
-  if (OperandDraft* output_shape = draft.input("output_shape"); output_shape && output_shape->present) {
+  if (OperandDraft* output_shape = draft.input("output_shape");
+      output_shape && output_shape->present) {
     std::vector<int64_t> shape = pooled;
     for (size_t i = 0; i < spatial; ++i) shape[i + 2] += draft.rng.uniform_int(0, 1);
     draft.set_data(*output_shape, make_int64s(shape));
+  }
+}
+
+// NonMaxSuppression: boxes with corners on a small integer grid (so IoUs are exact and some are
+// identical or flipped), scores that are distinct multiples of 1/64 (ties would leave the order
+// open), thresholds on a grid of tenths.
+void non_max_suppression(Draft& draft) {
+  Rng& rng = draft.rng;
+  int64_t batches = rng.uniform_int(1, 2), classes = rng.uniform_int(1, 3);
+  int64_t count = draft.forced_is(Boundary::kDim0) ? 0 : rng.uniform_int(1, 8);
+  std::vector<double> boxes;
+  for (int64_t i = 0; i < batches * count; ++i) {
+    for (int k = 0; k < 4; ++k) boxes.push_back(static_cast<double>(rng.uniform_int(0, 6)));
+  }
+  draft.set_data(*draft.input("boxes"), make_tensor(DType::kFloat32, {batches, count, 4}, boxes));
+  std::vector<double> scores;
+  for (int64_t b = 0; b < batches * classes; ++b) {
+    std::vector<int64_t> picks(64);
+    for (int64_t k = 0; k < 64; ++k) picks[static_cast<size_t>(k)] = k;
+    rng.shuffle(picks);
+    for (int64_t i = 0; i < count; ++i)
+      scores.push_back(static_cast<double>(picks[static_cast<size_t>(i)]) / 64);
+  }
+  draft.set_data(*draft.input("scores"),
+                 make_tensor(DType::kFloat32, {batches, classes, count}, scores));
+  if (OperandDraft* max = draft.input("max_output_boxes_per_class"); max->present) {
+    draft.set_data(*max, make_int64s({rng.uniform_int(0, 5)}, true));
+  }
+  for (const char* name : {"iou_threshold", "score_threshold"}) {
+    if (OperandDraft* threshold = draft.input(name); threshold->present) {
+      draft.set_data(*threshold, make_tensor(DType::kFloat32, {},
+                                             {static_cast<double>(rng.uniform_int(0, 10)) / 10}));
+    }
   }
 }
 
@@ -595,6 +629,7 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["non_max_suppression"] = non_max_suppression;
   table["max_unpool"] = max_unpool;
   table["top_k"] = top_k;
   table["mean_variance_normalization"] = mean_variance_normalization;

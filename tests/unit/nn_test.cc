@@ -1304,5 +1304,32 @@ TEST(NnErrors, MaxUnpoolKernelShapeIsRequired) {
             "MaxUnpool 'u' (opset 11): attribute 'kernel_shape' is required");
 }
 
+// ---- NonMaxSuppression ---------------------------------------------------------------------------
+
+TEST(NnNonMaxSuppression, OverlappingBoxIsSuppressedAndFlippedCornersCount) {
+  // Boxes 0 and 1 are the same square (box 1's corners flipped): IoU 1 > 0.5, the lower score goes.
+  OneNodeGraph g;
+  Value* boxes = g.constant(
+      "boxes", Tensor::from_vector<float>({1, 3, 4}, {0, 0, 2, 2, 2, 2, 0, 0, 5, 5, 6, 6}));
+  Value* scores = g.constant("scores", Tensor::from_vector<float>({1, 1, 3}, {0.9f, 0.8f, 0.7f}));
+  g.node("NonMaxSuppression", "n", 11,
+         {boxes, scores, g.constant("max", Tensor::scalar<int64_t>(3)),
+          g.constant("iou", Tensor::scalar<float>(0.5f))},
+         {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "i64[?, 3]");
+  EXPECT_EQ(values(g.run({})[0]), (std::vector<double>{0, 0, 0, 0, 0, 2}));
+}
+
+TEST(NnErrors, NonMaxSuppressionBoxesNeedFourCoordinates) {
+  OneNodeGraph g;
+  Value* boxes = g.input("boxes", DType::kFloat32, {1, 3, 5});
+  Value* scores = g.input("scores", DType::kFloat32, {1, 1, 3});
+  g.node("NonMaxSuppression", "n", 11, {boxes, scores}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "NonMaxSuppression 'n' (opset 11): input boxes has shape [1, 3, 5], expected "
+            "[num_batches, spatial_dimension, 4]");
+}
+
 }  // namespace
 }  // namespace rnnc

@@ -244,6 +244,20 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .special("max_unpool")
                       .note("indices of one element per pooling window, as MaxPool gives them; "
                             "output_shape the pooled size plus 0..1 per spatial axis"));
+  specs.push_back(Op("NonMaxSuppression", 21)
+                      .also_opsets({10})
+                      .types("F", {DType::kFloat32})
+                      .types("I", kInt64)
+                      .attr_int("center_point_box", "0", {{0, 1}})
+                      .in("boxes", "F").rank(3, 3).by_special()
+                      .in("scores", "F").rank(3, 3).by_special()
+                      .in("max_output_boxes_per_class", "I").optional().rank(0, 0).by_special()
+                      .in("iou_threshold", "F").optional().rank(0, 0).by_special()
+                      .in("score_threshold", "F").optional().rank(0, 0).by_special()
+                      .out("selected_indices", "I")
+                      .special("non_max_suppression")
+                      .note("boxes on a small grid (overlaps, identical and flipped corners); "
+                            "distinct scores (ties leave the order open); thresholds in [0, 1]"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
