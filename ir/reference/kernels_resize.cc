@@ -1,9 +1,10 @@
-// Reference kernel for Resize and Upsample (docs/ops/resize.md). Interpolation is separable: each
-// axis maps every output position to a coordinate in the input (coordinate_transformation_mode)
-// and from it to a few input positions with weights (nearest: one; linear: two; cubic: four;
-// antialias: the filter stretched by 1 / scale when downscaling). An output element is the sum,
-// over the product of its axes' taps, of the weight products times the input element, computed in
-// double. Nearest copies the element instead, so it is exact for every type, strings included.
+// Reference kernels for Resize, Upsample and GridSample (docs/ops/resize.md). Interpolation is
+// separable: each axis maps every output position to a coordinate in the input
+// (coordinate_transformation_mode) and from it to a few input positions with weights (nearest: one;
+// linear: two; cubic: four; antialias: the filter stretched by 1 / scale when downscaling). An
+// output element is the sum, over the product of its axes' taps, of the weight products times the
+// input element, computed in double. Nearest copies the element instead, so it is exact for every
+// type, strings included.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -218,11 +219,138 @@ void resize_kernel(KernelContext& context) {
   context.outputs[0] = y;
 }
 
+// ---- GridSample --------------------------------------------------------------------------
+
+// PyTorch's reflection of a coordinate into [twice_low / 2, twice_high / 2].
+double reflect(double x, double twice_low, double twice_high) {
+  if (twice_low == twice_high) return 0;
+  double low = twice_low / 2, span = (twice_high - twice_low) / 2;
+  x = std::fabs(x - low);
+  double extra = std::fmod(x, span);
+  int64_t flips = static_cast<int64_t>(std::floor(x / span));
+  return flips % 2 == 0 ? extra + low : span - extra + low;
+}
+
+struct GridAxis {
+  int64_t size;
+  bool align_corners;
+  std::string padding;
+  // Grid value in [-1, 1] to a pixel coordinate.
+  double unnormalize(double g) const {
+    double n = static_cast<double>(size);
+    return align_corners ? (g + 1) / 2 * (n - 1) : ((g + 1) * n - 1) / 2;
+  }
+  // border and reflection move a coordinate inside [0, size - 1]; zeros leaves it.
+  double pad(double x) const {
+    double last = static_cast<double>(size - 1);
+    if (padding == "border") return std::clamp(x, 0.0, last);
+    if (padding == "reflection") {
+      x = align_corners ? reflect(x, 0, 2 * last) : reflect(x, -1, 2 * last + 1);
+      return std::clamp(x, 0.0, last);
+    }
+    return x;
+  }
+};
+
+// Y[n, c, o] samples X[n, c] at the grid point of o: the grid's last dim holds (x, y, ...), x for
+// X's last axis. Taps outside X are 0 under padding_mode zeros; border and reflection move the
+// coordinate inside (bilinear and nearest) or each tap (bicubic), as PyTorch's grid_sample.
+void grid_sample_kernel(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& x = context.input(0);
+  const Tensor& grid = context.input(1);
+  int64_t rank = x.rank();
+  size_t spatial = static_cast<size_t>(rank - 2);
+  if (rank < 3 || grid.rank() != rank || grid.dim(rank - 1) != static_cast<int64_t>(spatial) ||
+      grid.dim(0) != x.dim(0)) {
+    context.fail_input(cat("input grid has shape ", shape_text(grid.shape()), " for X of shape ",
+                           shape_text(x.shape()), ", expected [N, D1_out, ..., ", spatial, "]"));
+  }
+  if (x.dtype() == DType::kString) {
+    raise_unsupported(cat(node.describe(), ": sampling string tensors"));
+  }
+  std::string mode = node.attr_string("mode", node.opset() >= 20 ? "linear" : "bilinear");
+  bool cubic = mode == "bicubic" || mode == "cubic";
+  bool nearest = mode == "nearest";
+  std::vector<GridAxis> axes;
+  for (size_t a = 0; a < spatial; ++a) {
+    axes.push_back({x.dim(static_cast<int64_t>(a) + 2), node.attr_int("align_corners", 0) == 1,
+                    node.attr_string("padding_mode", "zeros")});
+  }
+  std::vector<int64_t> out_spatial(grid.shape().begin() + 1, grid.shape().end() - 1);
+  std::vector<int64_t> shape = {x.dim(0), x.dim(1)};
+  shape.insert(shape.end(), out_spatial.begin(), out_spatial.end());
+  Tensor y(x.dtype(), shape);
+  int64_t channels = x.dim(1),
+          in_size = shape_numel(std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()));
+  int64_t out_size = shape_numel(out_spatial);
+  std::vector<int64_t> strides =
+      row_major_strides(std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()));
+  std::vector<std::vector<Tap>> taps(spatial);
+  std::vector<int64_t> tap_index(spatial);
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    for (int64_t o = 0; o < out_size; ++o) {
+      // Taps per axis: (index, weight), index -1 where the tap reads a 0 (padding zeros).
+      for (size_t a = 0; a < spatial; ++a) {
+        const GridAxis& axis = axes[a];
+        double g = grid.get_double((n * out_size + o) * static_cast<int64_t>(spatial) +
+                                   static_cast<int64_t>(spatial - 1 - a));
+        double coordinate = axis.unnormalize(g);
+        auto index_of = [&](double position) -> int64_t {
+          if (!(position >= 0 && position <= static_cast<double>(axis.size - 1))) return -1;
+          return static_cast<int64_t>(position);
+        };
+        taps[a].clear();
+        if (nearest) {
+          taps[a].push_back({index_of(std::nearbyint(axis.pad(coordinate))), 1.0});
+        } else if (!cubic) {
+          double p = axis.pad(coordinate);
+          double low = std::floor(p);
+          taps[a].push_back({index_of(low), 1 - (p - low)});
+          taps[a].push_back({index_of(low + 1), p - low});
+        } else {
+          double low = std::floor(coordinate);
+          for (int k = -1; k <= 2; ++k) {
+            double position = axis.pad(low + k);
+            taps[a].push_back({index_of(position), cubic_weight(coordinate - (low + k), -0.75)});
+          }
+        }
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        double sum = 0;
+        std::fill(tap_index.begin(), tap_index.end(), 0);
+        for (;;) {
+          double weight = 1;
+          int64_t offset = 0;
+          bool inside = true;
+          for (size_t a = 0; a < spatial; ++a) {
+            const Tap& tap = taps[a][static_cast<size_t>(tap_index[a])];
+            weight *= tap.weight;
+            inside = inside && tap.index >= 0;
+            offset += tap.index * strides[a];
+          }
+          if (inside && weight != 0)
+            sum += weight * x.get_double((n * channels + c) * in_size + offset);
+          size_t a = spatial;
+          for (; a > 0; --a) {
+            if (++tap_index[a - 1] < static_cast<int64_t>(taps[a - 1].size())) break;
+            tap_index[a - 1] = 0;
+          }
+          if (a == 0) break;
+        }
+        y.set_double((n * channels + c) * out_size + o, sum);
+      }
+    }
+  }
+  context.outputs[0] = y;
+}
+
 }  // namespace
 
 void register_resize_kernels(std::map<std::string, Kernel>& registry) {
   registry["Resize"] = resize_kernel;
   registry["Upsample"] = resize_kernel;
+  registry["GridSample"] = grid_sample_kernel;
 }
 
 }  // namespace rnnc

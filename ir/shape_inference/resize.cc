@@ -1,6 +1,6 @@
-// Type and shape inference for Resize (10, 11, 13, 18, 19) and the deprecated Upsample (7, 9), and
-// the operand reading they share with the reference kernel (resize.h). docs/ops/resize.md states
-// the semantics. Output dims are known when X's dims are and the scales or sizes are constants;
+// Type and shape inference for Resize (10, 11, 13, 18, 19), the deprecated Upsample (7, 9) and
+// GridSample (16, 20), and the operand reading Resize shares with its reference kernel
+// (resize.h). docs/ops/resize.md states the semantics. Output dims are known when X's dims are and the scales or sizes are constants;
 // constant sizes alone fix the resized dims, an integral constant scale keeps a symbolic dim as a
 // multiple of it, and axes left out of `axes` keep their dims.
 #include "ir/shape_inference/resize.h"
@@ -166,9 +166,9 @@ ResizeGeometry resize_geometry(const Node& node, const ResizeAttributes& attribu
   }
   if (scales) {
     if (attributes.keep_aspect_ratio_policy != "stretch") {
-      fail(node, cat("attribute 'keep_aspect_ratio_policy' = '",
-                     attributes.keep_aspect_ratio_policy,
-                     "' applies to input 'sizes'; with input 'scales' it must be stretch"));
+      fail(node,
+           cat("attribute 'keep_aspect_ratio_policy' = '", attributes.keep_aspect_ratio_policy,
+               "' applies to input 'sizes'; with input 'scales' it must be stretch"));
     }
     if (scales->size() != n) {
       error(cat("input 'scales' has ", scales->size(), " values, expected ", what));
@@ -315,7 +315,8 @@ void infer_resize(InferenceContext& context) {
   if (has_scales && has_sizes)
     context.fail("only one of input 'scales' and input 'sizes' may be given");
   if (has_scales && attributes.keep_aspect_ratio_policy != "stretch") {
-    context.fail(cat("attribute 'keep_aspect_ratio_policy' = '", attributes.keep_aspect_ratio_policy,
+    context.fail(cat("attribute 'keep_aspect_ratio_policy' = '",
+                     attributes.keep_aspect_ratio_policy,
                      "' applies to input 'sizes'; with input 'scales' it must be stretch"));
   }
   if (!has_scales && !has_sizes)
@@ -347,12 +348,64 @@ void infer_resize(InferenceContext& context) {
   context.set_output(0, dtype, out);
 }
 
+// GridSample: X (N x C x D1 ... Dr), grid (N x D1_out ... Dr_out x r) -> (N x C x D1_out ...).
+// Opset 16 is 4-D with modes bilinear/nearest/bicubic; opset 20 is N-D with linear/nearest/cubic.
+void infer_grid_sample(InferenceContext& context) {
+  const Node& node = context.node();
+  bool modern = node.opset() >= 20;
+  std::string mode = node.attr_string("mode", modern ? "linear" : "bilinear");
+  std::vector<std::string> modes = modern
+                                       ? std::vector<std::string>{"linear", "nearest", "cubic"}
+                                       : std::vector<std::string>{"bilinear", "nearest", "bicubic"};
+  if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
+    context.fail(cat("attribute 'mode' = '", mode, "' is not valid at this opset (", modes[0], ", ",
+                     modes[1], " or ", modes[2], ")"));
+  }
+  std::string padding = node.attr_string("padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    context.fail(
+        cat("attribute 'padding_mode' = '", padding, "', expected zeros, border or reflection"));
+  }
+  int64_t align = node.attr_int("align_corners", 0);
+  if (align != 0 && align != 1)
+    context.fail(cat("attribute 'align_corners' = ", align, ", must be 0 or 1"));
+  DType dtype = context.input_type(0).dtype;
+  DType grid_type = context.input_type(1).dtype;
+  if (grid_type != DType::kFloat16 && grid_type != DType::kFloat32 &&
+      grid_type != DType::kFloat64 && grid_type != DType::kBFloat16) {
+    context.fail(
+        cat("input grid has element type ", dtype_onnx_name(grid_type), ", expected a float type"));
+  }
+  if (dtype == DType::kString) {
+    raise_unsupported(cat(node.describe(), ": sampling string tensors"));
+  }
+  const TensorType& x = context.input_type(0);
+  const TensorType& grid = context.input_type(1);
+  if (!x.shape || !grid.shape) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t rank = x.shape->size();
+  if (rank < 3 || (!modern && rank != 4) || grid.shape->size() != rank ||
+      (grid.shape->back().is_known() &&
+       grid.shape->back().value() != static_cast<int64_t>(rank - 2))) {
+    context.fail(cat("input X ", shape_to_string(*x.shape), " and grid ",
+                     shape_to_string(*grid.shape),
+                     " do not fit (N x C x D1 ... Dr) and (N x D1_out ", "... Dr_out x r)",
+                     modern ? "" : " with r = 2 (4-D before opset 20)"));
+  }
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  out.insert(out.end(), grid.shape->begin() + 1, grid.shape->end() - 1);
+  context.set_output(0, dtype, out);
+}
+
 }  // namespace
 
 void register_resize_schemas(std::vector<OpSchema>& registry) {
   // op_type, since_opset, min/max inputs, min/max outputs, inference.
   registry.push_back({"Resize", 10, 1, 4, 1, 1, infer_resize});
   registry.push_back({"Upsample", 7, 1, 2, 1, 1, infer_resize});
+  registry.push_back({"GridSample", 16, 2, 2, 1, 1, infer_grid_sample});
 }
 
 }  // namespace rnnc

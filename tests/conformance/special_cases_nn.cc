@@ -504,6 +504,23 @@ void non_max_suppression(Draft& draft) {
   }
 }
 
+// GridSample: grid [N, H_out, W_out, 2] with points mostly inside [-1, 1], some beyond (padding
+// modes) and some on multiples of 1/8 (exact pixel and half-pixel positions for small inputs).
+void grid_sample(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  for (size_t k = 2; k < 4; ++k)
+    x.shape[k] = std::max<int64_t>(1, std::min<int64_t>(x.shape[k], 5));
+  OperandDraft& grid = *draft.input("grid");
+  grid.shape = {x.shape[0], draft.rng.uniform_int(1, 4), draft.rng.uniform_int(1, 4), 2};
+  int64_t count = grid.shape[0] * grid.shape[1] * grid.shape[2] * 2;
+  std::vector<double> points;
+  for (int64_t i = 0; i < count; ++i) {
+    points.push_back(draft.rng.chance(0.3) ? static_cast<double>(draft.rng.uniform_int(-10, 10)) / 8
+                                           : draft.rng.uniform(-1.25, 1.25));
+  }
+  draft.set_data(grid, make_tensor(grid.dtype, grid.shape, points));
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -629,6 +646,7 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["grid_sample"] = grid_sample;
   table["non_max_suppression"] = non_max_suppression;
   table["max_unpool"] = max_unpool;
   table["top_k"] = top_k;

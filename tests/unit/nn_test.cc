@@ -1273,7 +1273,8 @@ TEST(NnErrors, DetNeedsSquareMatrices) {
             "matrices)");
 }
 
-// ---- MaxUnpool -----------------------------------------------------------------------------------
+// ---- MaxUnpool
+// -----------------------------------------------------------------------------------
 
 TEST(NnMaxUnpool, IndicesOutsideThePooledTensorAreDataErrors) {
   OneNodeGraph g;
@@ -1329,6 +1330,35 @@ TEST(NnErrors, NonMaxSuppressionBoxesNeedFourCoordinates) {
   EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
             "NonMaxSuppression 'n' (opset 11): input boxes has shape [1, 3, 5], expected "
             "[num_batches, spatial_dimension, 4]");
+}
+
+// ---- GridSample ----------------------------------------------------------------------------------
+
+TEST(NnGridSample, BorderClampsAndZerosPadsOutside) {
+  // X = [[1, 2]] (1 x 2), align_corners 1: grid x = 1.5 maps to pixel 1.25, past the last pixel.
+  // border clamps it to 1 and reads 2; zeros keeps 1.25: 0.75 * X[1] + 0.25 * (outside: 0) = 1.5.
+  for (const char* padding : {"border", "zeros"}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {1, 1, 1, 2});
+    Value* grid = g.input("grid", DType::kFloat32, {1, 1, 1, 2});
+    g.node("GridSample", "s", 16, {x, grid},
+           {{"padding_mode", text(padding)}, {"align_corners", integer(1)}});
+    g.build();
+    EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 1, 1]");
+    std::vector<double> y = values(g.run({{"x", Tensor::from_vector<float>({1, 1, 1, 2}, {1, 2})},
+                                          {"grid", Tensor::from_vector<float>({1, 1, 1, 2}, {1.5f, 0})}})[0]);
+    EXPECT_EQ(y, (std::vector<double>{std::string(padding) == "border" ? 2.0 : 1.5}));
+  }
+}
+
+TEST(NnErrors, GridSampleModeNamesChangedInOpset20) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2, 2});
+  Value* grid = g.input("grid", DType::kFloat32, {1, 1, 1, 2});
+  g.node("GridSample", "s", 20, {x, grid}, {{"mode", text("bilinear")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "GridSample 's' (opset 20): attribute 'mode' = 'bilinear' is not valid at this opset "
+            "(linear, nearest or cubic)");
 }
 
 }  // namespace

@@ -258,6 +258,18 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .special("non_max_suppression")
                       .note("boxes on a small grid (overlaps, identical and flipped corners); "
                             "distinct scores (ties leave the order open); thresholds in [0, 1]"));
+  specs.push_back(Op("GridSample", 16)
+                      .types("T1", kFloat16To64)
+                      .types("T2", kFloat16To64)
+                      .attr_string("mode", "bilinear", {"bilinear", "nearest", "bicubic"})
+                      .attr_string("padding_mode", "zeros", {"zeros", "border", "reflection"})
+                      .attr_int("align_corners", "0", {{0, 1}})
+                      .in("X", "T1").rank(4, 4).specials()
+                      .in("grid", "T2").rank(4, 4).by_special()
+                      .out("Y", "T1")
+                      .special("grid_sample")
+                      .note("tested at opset 16 (4-D); grid points in [-1.25, 1.25], beyond the "
+                            "input for the padding modes, and on the pixel lattice"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
