@@ -1,9 +1,9 @@
 // Reference kernels for the neural-network ops: convolution (and ConvTranspose), pooling,
 // normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det,
-// NonMaxSuppression, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the formula of its
-// ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and statistics
-// accumulate in double whatever the element type, so the oracle is at least as accurate as any
-// spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
+// NonMaxSuppression, RoiAlign, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the
+// formula of its ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and
+// statistics accumulate in double whatever the element type, so the oracle is at least as accurate
+// as any spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
 // arithmetic. float16 and bfloat16 inputs are widened to float32 and the result rounded back once
 // at the end.
 //
@@ -1028,7 +1028,8 @@ void mean_variance_normalization(KernelContext& context) {
     unravel(flat, x.shape(), index);
     int64_t group = 0;
     for (int64_t k = 0; k < rank; ++k) {
-      if (!reduced[static_cast<size_t>(k)]) group = group * x.dim(k) + index[static_cast<size_t>(k)];
+      if (!reduced[static_cast<size_t>(k)])
+        group = group * x.dim(k) + index[static_cast<size_t>(k)];
     }
     group_of[static_cast<size_t>(flat)] = group;
   }
@@ -1124,11 +1125,10 @@ void non_max_suppression(KernelContext& context) {
   }
   auto scalar = [&](size_t i, double fallback) {
     return context.has_input(i) && context.input(i).numel() > 0 ? context.input(i).get_double(0)
-                                                                 : fallback;
+                                                                : fallback;
   };
-  int64_t max_boxes = context.has_input(2) && context.input(2).numel() > 0
-                          ? context.input(2).get_int64(0)
-                          : 0;
+  int64_t max_boxes =
+      context.has_input(2) && context.input(2).numel() > 0 ? context.input(2).get_int64(0) : 0;
   double iou_threshold = scalar(3, 0.0);
   bool has_score_threshold = context.has_input(4) && context.input(4).numel() > 0;
   double score_threshold = scalar(4, 0.0);
@@ -1162,9 +1162,8 @@ void non_max_suppression(KernelContext& context) {
       for (int64_t i = 0; i < count; ++i) {
         if (!has_score_threshold || class_scores[i] > score_threshold) candidates.push_back(i);
       }
-      std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) {
-        return class_scores[p] > class_scores[q];
-      });
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int64_t p, int64_t q) { return class_scores[p] > class_scores[q]; });
       std::vector<Box> kept;
       for (int64_t i : candidates) {
         if (static_cast<int64_t>(kept.size()) >= max_boxes) break;
@@ -1179,6 +1178,122 @@ void non_max_suppression(KernelContext& context) {
   }
   context.outputs[0] =
       Tensor::from_vector<int64_t>({static_cast<int64_t>(selected.size() / 3), 3}, selected);
+}
+
+// RoiAlign: each region rois[r] = (x1, y1, x2, y2) of image batch_indices[r], scaled by
+// spatial_scale (and shifted by half a pixel in half_pixel mode), is cut into
+// output_height x output_width bins; each bin samples a grid of sampling_ratio^2 points (when 0:
+// ceil(roi size / output size) per axis) bilinearly. avg averages the samples; max takes the
+// largest weighted corner value over the samples, as ONNX's reference and ONNX Runtime compute it.
+// A sample more than one pixel outside X contributes 0.
+void roi_align(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  Tensor rois = widen_half(context.input(1));
+  const Tensor& batch_indices = context.input(2);
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 ||
+      batch_indices.numel() != rois.dim(0)) {
+    context.fail_input(cat("inputs X ", dims_text(x.shape()), ", rois ", dims_text(rois.shape()),
+                           " and batch_indices ", dims_text(batch_indices.shape()),
+                           " do not fit (N x C x H x W), (num_rois x 4), (num_rois)"));
+  }
+  bool half_pixel = node.opset() >= 16 && node.attr_string("coordinate_transformation_mode",
+                                                           "half_pixel") == "half_pixel";
+  bool max_mode = node.attr_string("mode", "avg") == "max";
+  int64_t out_h = node.attr_int("output_height", 1), out_w = node.attr_int("output_width", 1);
+  int64_t ratio = node.attr_int("sampling_ratio", 0);
+  double scale = node.attr_float("spatial_scale", 1.0f);
+  int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+  int64_t regions = rois.dim(0);
+  Tensor y(x.dtype(), {regions, channels, out_h, out_w});
+  double offset = half_pixel ? 0.5 : 0.0;
+  struct Sample {
+    int64_t pos[4];
+    double weight[4];
+    bool valid;
+  };
+  with_widened_halves(context, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+      int64_t image = batch_indices.get_int64(r);
+      if (image < 0 || image >= x.dim(0)) {
+        context.fail_input(cat("input batch_indices element ", r, " = ", image, " is outside the ",
+                               x.dim(0), " images of X"));
+      }
+      double start_w = rois.get_double(r * 4) * scale - offset;
+      double start_h = rois.get_double(r * 4 + 1) * scale - offset;
+      double roi_w = rois.get_double(r * 4 + 2) * scale - offset - start_w;
+      double roi_h = rois.get_double(r * 4 + 3) * scale - offset - start_h;
+      if (!half_pixel) {
+        roi_w = std::max(roi_w, 1.0);
+        roi_h = std::max(roi_h, 1.0);
+      }
+      double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
+      int64_t grid_h =
+          ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h)));
+      int64_t grid_w =
+          ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w)));
+      double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+      for (int64_t ph = 0; ph < out_h; ++ph) {
+        for (int64_t pw = 0; pw < out_w; ++pw) {
+          std::vector<Sample> samples;
+          for (int64_t iy = 0; iy < grid_h; ++iy) {
+            double sy = start_h + static_cast<double>(ph) * bin_h +
+                        (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              double sx = start_w + static_cast<double>(pw) * bin_w +
+                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              Sample sample{};
+              sample.valid = !(sy < -1.0 || sy > static_cast<double>(height) || sx < -1.0 ||
+                               sx > static_cast<double>(width));
+              if (sample.valid) {
+                double yy = std::max(sy, 0.0), xx = std::max(sx, 0.0);
+                int64_t y_low = static_cast<int64_t>(yy), x_low = static_cast<int64_t>(xx);
+                int64_t y_high = y_low + 1, x_high = x_low + 1;
+                if (y_low >= height - 1) {
+                  y_high = y_low = height - 1;
+                  yy = static_cast<double>(y_low);
+                }
+                if (x_low >= width - 1) {
+                  x_high = x_low = width - 1;
+                  xx = static_cast<double>(x_low);
+                }
+                double ly = yy - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
+                double hy = 1 - ly, hx = 1 - lx;
+                sample = {{y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
+                           y_high * width + x_high},
+                          {hy * hx, hy * lx, ly * hx, ly * lx},
+                          true};
+              }
+              samples.push_back(sample);
+            }
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            int64_t plane = (image * channels + c) * height * width;
+            double value = 0;
+            bool first = true;
+            for (const Sample& sample : samples) {
+              double v[4] = {0, 0, 0, 0};
+              if (sample.valid) {
+                for (int k = 0; k < 4; ++k) {
+                  v[k] = sample.weight[k] * x.get_double(plane + sample.pos[k]);
+                }
+              }
+              if (max_mode) {
+                double best = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+                value = first ? best : std::max(value, best);
+                first = false;
+              } else {
+                value += v[0] + v[1] + v[2] + v[3];
+              }
+            }
+            y.set_double(((r * channels + c) * out_h + ph) * out_w + pw,
+                         max_mode ? value : value / count);
+          }
+        }
+      }
+    }
+    context.outputs[0] = y;
+  });
 }
 
 // det of each trailing M x M matrix, by LU decomposition with partial pivoting in double.
@@ -1232,6 +1347,7 @@ void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["Det"] = det;
   registry["MaxUnpool"] = max_unpool;
   registry["NonMaxSuppression"] = non_max_suppression;
+  registry["RoiAlign"] = roi_align;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

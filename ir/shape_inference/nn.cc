@@ -1,8 +1,8 @@
 // Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling
 // (and MaxUnpool), normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK,
-// Det, NonMaxSuppression, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX
-// operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim
-// arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives time + pads -
+// Det, NonMaxSuppression, RoiAlign, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of
+// the ONNX operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where
+// Dim arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives time + pads -
 // dilated_kernel + 1, while ceil(time / 2) of a strided one is not a polynomial and becomes
 // unknown.
 #include <algorithm>
@@ -521,6 +521,45 @@ void infer_non_max_suppression(InferenceContext& context) {
   context.set_output(0, DType::kInt64, {Dim::unknown(), Dim(3)});
 }
 
+// RoiAlign: X (N x C x H x W), rois (num_rois x 4), batch_indices (num_rois) ->
+// (num_rois x C x output_height x output_width).
+void infer_roi_align(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_same_dtype(context, 1, "rois", 0, "X");
+  check_dtype(context, 2, "batch_indices", {DType::kInt64});
+  std::string mode = node.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") {
+    context.fail(cat("attribute 'mode' = '", mode, "', expected avg or max"));
+  }
+  require_opset_for_attribute(context, "coordinate_transformation_mode", 16);
+  std::string coordinates = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (coordinates != "half_pixel" && coordinates != "output_half_pixel") {
+    context.fail(cat("attribute 'coordinate_transformation_mode' = '", coordinates,
+                     "', expected half_pixel or output_half_pixel"));
+  }
+  int64_t height = node.attr_int("output_height", 1), width = node.attr_int("output_width", 1);
+  if (height < 1 || width < 1) {
+    context.fail(cat("attributes 'output_height' = ", height, " and 'output_width' = ", width,
+                     " must be > 0"));
+  }
+  if (node.attr_int("sampling_ratio", 0) < 0) {
+    context.fail(cat("attribute 'sampling_ratio' = ", node.attr_int("sampling_ratio", 0),
+                     ", must be >= 0"));
+  }
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  const Shape* rois = shape_if_ranked(context, 1);
+  if (x && x->size() != 4) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected (N x C x H x W)"));
+  }
+  if (rois && (rois->size() != 2 || ((*rois)[1].is_known() && (*rois)[1].value() != 4))) {
+    context.fail(cat("input rois has shape ", shape_to_string(*rois), ", expected (num_rois x 4)"));
+  }
+  Dim count = rois ? (*rois)[0] : Dim::unknown();
+  context.set_output(0, dtype, {count, x ? (*x)[1] : Dim::unknown(), Dim(height), Dim(width)});
+}
+
 // MaxPool and AveragePool.
 void infer_pool(InferenceContext& context) {
   const Node& node = context.node();
@@ -982,6 +1021,7 @@ void register_nn_schemas(std::vector<OpSchema>& registry) {
   registry.push_back({"Det", 11, 1, 1, 1, 1, infer_det});
   registry.push_back({"MaxUnpool", 9, 2, 3, 1, 1, infer_max_unpool});
   registry.push_back({"NonMaxSuppression", 10, 2, 5, 1, 1, infer_non_max_suppression});
+  registry.push_back({"RoiAlign", 10, 3, 3, 1, 1, infer_roi_align});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

@@ -521,6 +521,28 @@ void grid_sample(Draft& draft) {
   draft.set_data(grid, make_tensor(grid.dtype, grid.shape, points));
 }
 
+// RoiAlign: 1..4 regions with corners in [-2, size + 2) (partly outside X, some inverted or
+// empty), each on a random image of the batch.
+void roi_align(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  for (size_t k = 2; k < 4; ++k)
+    x.shape[k] = std::max<int64_t>(1, std::min<int64_t>(x.shape[k], 8));
+  if (x.shape[0] == 0) x.shape[0] = 1;
+  int64_t regions = draft.rng.uniform_int(1, 4);
+  std::vector<double> corners;
+  std::vector<int64_t> images;
+  for (int64_t r = 0; r < regions; ++r) {
+    for (int k = 0; k < 4; ++k) {
+      double size = static_cast<double>(x.shape[k % 2 == 0 ? 3 : 2]);
+      corners.push_back(draft.rng.uniform(-2, size + 2));
+    }
+    images.push_back(draft.rng.uniform_int(0, x.shape[0] - 1));
+  }
+  OperandDraft& rois = *draft.input("rois");
+  draft.set_data(rois, make_tensor(rois.dtype, {regions, 4}, corners));
+  draft.set_data(*draft.input("batch_indices"), make_int64s(images));
+}
+
 // MaxPool / AveragePool: X [N, C, D...]; pads below the kernel.
 void pool(Draft& draft) {
   OperandDraft& x = *draft.input("X");
@@ -646,6 +668,7 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table) {
   table["conv_transpose"] = conv_transpose;
   table["cumsum"] = cumsum;
   table["pool"] = pool;
+  table["roi_align"] = roi_align;
   table["grid_sample"] = grid_sample;
   table["non_max_suppression"] = non_max_suppression;
   table["max_unpool"] = max_unpool;

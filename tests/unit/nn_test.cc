@@ -1305,7 +1305,8 @@ TEST(NnErrors, MaxUnpoolKernelShapeIsRequired) {
             "MaxUnpool 'u' (opset 11): attribute 'kernel_shape' is required");
 }
 
-// ---- NonMaxSuppression ---------------------------------------------------------------------------
+// ---- NonMaxSuppression
+// ---------------------------------------------------------------------------
 
 TEST(NnNonMaxSuppression, OverlappingBoxIsSuppressedAndFlippedCornersCount) {
   // Boxes 0 and 1 are the same square (box 1's corners flipped): IoU 1 > 0.5, the lower score goes.
@@ -1332,7 +1333,8 @@ TEST(NnErrors, NonMaxSuppressionBoxesNeedFourCoordinates) {
             "[num_batches, spatial_dimension, 4]");
 }
 
-// ---- GridSample ----------------------------------------------------------------------------------
+// ---- GridSample
+// ----------------------------------------------------------------------------------
 
 TEST(NnGridSample, BorderClampsAndZerosPadsOutside) {
   // X = [[1, 2]] (1 x 2), align_corners 1: grid x = 1.5 maps to pixel 1.25, past the last pixel.
@@ -1345,8 +1347,9 @@ TEST(NnGridSample, BorderClampsAndZerosPadsOutside) {
            {{"padding_mode", text(padding)}, {"align_corners", integer(1)}});
     g.build();
     EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 1, 1]");
-    std::vector<double> y = values(g.run({{"x", Tensor::from_vector<float>({1, 1, 1, 2}, {1, 2})},
-                                          {"grid", Tensor::from_vector<float>({1, 1, 1, 2}, {1.5f, 0})}})[0]);
+    std::vector<double> y =
+        values(g.run({{"x", Tensor::from_vector<float>({1, 1, 1, 2}, {1, 2})},
+                      {"grid", Tensor::from_vector<float>({1, 1, 1, 2}, {1.5f, 0})}})[0]);
     EXPECT_EQ(y, (std::vector<double>{std::string(padding) == "border" ? 2.0 : 1.5}));
   }
 }
@@ -1359,6 +1362,37 @@ TEST(NnErrors, GridSampleModeNamesChangedInOpset20) {
   EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
             "GridSample 's' (opset 20): attribute 'mode' = 'bilinear' is not valid at this opset "
             "(linear, nearest or cubic)");
+}
+
+// ---- RoiAlign
+// -------------------------------------------------------------------------------------
+
+TEST(NnErrors, RoiAlignBatchIndexOutsideX) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 4, 4});
+  Value* rois = g.constant("rois", Tensor::from_vector<float>({1, 4}, {0, 0, 2, 2}));
+  Value* batch = g.input("batch", DType::kInt64, {1});
+  g.node("RoiAlign", "r", 16, {x, rois, batch}, {{"output_height", integer(2)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 2, 1]");
+  EXPECT_EQ(
+      error_message(
+          [&] {
+            g.run({{"x", Tensor(DType::kFloat32, {1, 1, 4, 4})},
+                   {"batch", Tensor::from_vector<int64_t>({1}, {1})}});
+          },
+          ErrorKind::kInvalidInput),
+      "RoiAlign 'r' (opset 16): input batch_indices element 0 = 1 is outside the 1 images of X");
+}
+
+TEST(NnErrors, RoiAlignModeMustBeAvgOrMax) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 4, 4});
+  Value* rois = g.input("rois", DType::kFloat32, {1, 4});
+  Value* batch = g.input("batch", DType::kInt64, {1});
+  g.node("RoiAlign", "r", 16, {x, rois, batch}, {{"mode", text("sum")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "RoiAlign 'r' (opset 16): attribute 'mode' = 'sum', expected avg or max");
 }
 
 }  // namespace

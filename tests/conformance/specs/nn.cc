@@ -270,6 +270,23 @@ void add_nn_specs(std::vector<OpSpec>& specs) {
                       .special("grid_sample")
                       .note("tested at opset 16 (4-D); grid points in [-1.25, 1.25], beyond the "
                             "input for the padding modes, and on the pixel lattice"));
+  specs.push_back(Op("RoiAlign", 21)
+                      .also_opsets({10})
+                      .types("T1", kFloat16To64)
+                      .types("T2", kInt64)
+                      .attr_string("mode", "avg", {"avg", "max"})
+                      .attr_string("coordinate_transformation_mode", "half_pixel",
+                                   {"half_pixel", "output_half_pixel"}).since(16)
+                      .attr_int("output_height", "1", {{1, 4}})
+                      .attr_int("output_width", "1", {{1, 4}})
+                      .attr_int("sampling_ratio", "0", {{0, 3}})
+                      .attr_float("spatial_scale", "1.0", {{0.25, 1.0}})
+                      .in("X", "T1").rank(4, 4).specials()
+                      .in("rois", "T1").rank(2, 2).by_special()
+                      .in("batch_indices", "T2").rank(1, 1).by_special()
+                      .out("Y", "T1")
+                      .special("roi_align")
+                      .note("regions inside and partly outside X, some degenerate"));
   specs.push_back(Op("MaxPool", 21)
                       .types("T", kFloat16To64 + std::vector<DType>{DType::kInt8, DType::kUInt8})
                       .types("I", kInt64)
