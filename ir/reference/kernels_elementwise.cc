@@ -803,57 +803,55 @@ Rows softmax_rows(const KernelContext& context, const Tensor& x) {
   return rows;
 }
 
-// exp(x - max) is computed in the input type and summed in double.
-void softmax_family(KernelContext& context, bool log) {
+// Calls fill(in, out, length, at) for every row, at(j) giving the flat position of its element j,
+// on the input widened to float32 (16-bit floats) and the result rounded back.
+template <typename Fill>
+void map_rows(KernelContext& context, Fill&& fill) {
   Operands in = widen_operands(context);
   const Tensor& x = in[0];
   Rows rows = softmax_rows(context, x);
   dispatch_float(x.dtype(), context, [&](auto tag) {
     using T = decltype(tag);
     Tensor out(x.dtype(), x.shape());
-    const T* in_data = x.data<T>();
-    T* out_data = out.data<T>();
     for (int64_t o = 0; o < rows.outer; ++o) {
       for (int64_t i = 0; i < rows.inner; ++i) {
-        auto at = [&](int64_t j) { return rows.at(o, i, j); };
-        T max = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < rows.length; ++j) max = std::max(max, in_data[at(j)]);
-        double sum = 0;
-        for (int64_t j = 0; j < rows.length; ++j) sum += std::exp(in_data[at(j)] - max);
-        for (int64_t j = 0; j < rows.length; ++j) {
-          T shifted = in_data[at(j)] - max;
-          out_data[at(j)] = log ? static_cast<T>(shifted - std::log(sum))
-                                : static_cast<T>(std::exp(shifted) / sum);
-        }
+        fill(x.data<T>(), out.data<T>(), rows.length, [&](int64_t j) { return rows.at(o, i, j); });
       }
     }
     set_result(context, in, out);
   });
 }
 
+// exp(x - max) is computed in the input type and summed in double.
+void softmax_family(KernelContext& context, bool log) {
+  map_rows(context, [&](const auto* in, auto* out, int64_t length, auto at) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < length; ++j) max = std::max(max, in[at(j)]);
+    double sum = 0;
+    for (int64_t j = 0; j < length; ++j) sum += std::exp(in[at(j)] - max);
+    for (int64_t j = 0; j < length; ++j) {
+      T shifted = in[at(j)] - max;
+      out[at(j)] =
+          log ? static_cast<T>(shifted - std::log(sum)) : static_cast<T>(std::exp(shifted) / sum);
+    }
+  });
+}
+
+void softmax_kernel(KernelContext& context) { softmax_family(context, false); }
+void log_softmax_kernel(KernelContext& context) { softmax_family(context, true); }
+
 // 1 at the first maximum of each row, 0 elsewhere; NaN counts as the maximum (numpy's argmax).
 void hardmax_kernel(KernelContext& context) {
-  Operands in = widen_operands(context);
-  const Tensor& x = in[0];
-  Rows rows = softmax_rows(context, x);
-  dispatch_float(x.dtype(), context, [&](auto tag) {
-    using T = decltype(tag);
-    Tensor out(x.dtype(), x.shape());
-    const T* in_data = x.data<T>();
-    T* out_data = out.data<T>();
-    for (int64_t o = 0; o < rows.outer; ++o) {
-      for (int64_t i = 0; i < rows.inner; ++i) {
-        if (rows.length == 0) continue;
-        int64_t best = 0;
-        for (int64_t j = 1; j < rows.length; ++j) {
-          T candidate = in_data[rows.at(o, i, j)], incumbent = in_data[rows.at(o, i, best)];
-          if (std::isnan(incumbent)) break;
-          if (std::isnan(candidate) || candidate > incumbent) best = j;
-        }
-        out_data[rows.at(o, i, best)] = 1;
-      }
+  map_rows(context, [](const auto* in, auto* out, int64_t length, auto at) {
+    if (length == 0) return;
+    int64_t best = 0;
+    for (int64_t j = 1; j < length; ++j) {
+      auto candidate = in[at(j)], incumbent = in[at(best)];
+      if (std::isnan(incumbent)) break;
+      if (std::isnan(candidate) || candidate > incumbent) best = j;
     }
-    set_result(context, in, out);
+    out[at(best)] = 1;
   });
 }
 
@@ -947,9 +945,6 @@ void shrink_kernel(KernelContext& context) {
   }
   context.outputs[0] = out;
 }
-
-void softmax_kernel(KernelContext& context) { softmax_family(context, false); }
-void log_softmax_kernel(KernelContext& context) { softmax_family(context, true); }
 
 // ---- matrix products ---------------------------------------------------------------------------
 

@@ -1073,8 +1073,10 @@ void max_unpool(KernelContext& context) {
   std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
   std::vector<int64_t> pooled = {x.dim(0), x.dim(1)};
   for (size_t i = 0; i < spatial; ++i) {
-    pooled.push_back((x.dim(static_cast<int64_t>(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] -
-                     pads[i + spatial]);
+    // The formula can go negative for an empty axis: no element, size 0.
+    int64_t in = x.dim(static_cast<int64_t>(i) + 2);
+    pooled.push_back(
+        std::max<int64_t>(0, (in - 1) * strides[i] + kernel[i] - pads[i] - pads[i + spatial]));
   }
   std::vector<int64_t> shape = pooled;
   if (context.has_input(2)) {

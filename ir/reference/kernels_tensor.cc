@@ -1076,17 +1076,25 @@ void one_hot_kernel(KernelContext& context) {
   context.outputs[0] = out;
 }
 
+// Compress and Unique work on slices along attribute `axis`, or on the elements of the flattened
+// input when it is absent: the dims they walk, and the axis among them.
+size_t slicing_axis(const KernelContext& context, const Tensor& input, std::vector<int64_t>& dims) {
+  if (!context.node.has_attr("axis")) {
+    dims = {input.numel()};
+    return 0;
+  }
+  dims = input.shape();
+  return static_cast<size_t>(normalize_axis(context, context.node.attr_int("axis", 0),
+                                            input.rank(), "attribute 'axis'"));
+}
+
 // The slices along `axis` (of the flattened input when absent) whose condition is true; a
 // condition shorter than the axis leaves the remaining slices out.
 void compress_kernel(KernelContext& context) {
   const Tensor& input = context.input(0);
   const Tensor& condition = context.input(1);
-  bool flatten = !context.node.has_attr("axis");
-  std::vector<int64_t> dims = flatten ? std::vector<int64_t>{input.numel()} : input.shape();
-  size_t axis = flatten
-                    ? 0
-                    : static_cast<size_t>(normalize_axis(context, context.node.attr_int("axis", 0),
-                                                         input.rank(), "attribute 'axis'"));
+  std::vector<int64_t> dims;
+  size_t axis = slicing_axis(context, input, dims);
   int64_t d = dims[axis];
   if (condition.numel() > d) {
     context.fail_input(cat("input 1 'condition' has ", condition.numel(),
@@ -1176,12 +1184,8 @@ int compare_elements(const Tensor& tensor, int64_t a, int64_t b) {
 // often each occurs.
 void unique_kernel(KernelContext& context) {
   const Tensor& input = context.input(0);
-  bool flatten = !context.node.has_attr("axis");
-  std::vector<int64_t> dims = flatten ? std::vector<int64_t>{input.numel()} : input.shape();
-  size_t axis = flatten
-                    ? 0
-                    : static_cast<size_t>(normalize_axis(context, context.node.attr_int("axis", 0),
-                                                         input.rank(), "attribute 'axis'"));
+  std::vector<int64_t> dims;
+  size_t axis = slicing_axis(context, input, dims);
   int64_t d = dims[axis];
   int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
   auto compare_slices = [&](int64_t p, int64_t q) {

@@ -367,18 +367,23 @@ void infer_top_k(InferenceContext& context) {
 }
 
 // LRN and MeanVarianceNormalization keep X's shape.
+// A float X for LRN, MeanVarianceNormalization and Det: its shape, or nullptr after setting an
+// unknown-rank output when its rank is unknown.
+const Shape* float_input_shape(const InferenceContext& context, bool with_bfloat16) {
+  check_dtype(context, 0, "X", float_types(with_bfloat16));
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) context.set_output_unknown_rank(0, context.input_type(0).dtype);
+  return x;
+}
+
 void infer_lrn(InferenceContext& context) {
-  check_dtype(context, 0, "X", float_types(context.node().opset() >= 13));
   const Node& node = context.node();
   if (!node.has_attr("size")) context.fail("attribute 'size' is required");
   int64_t size = node.attr_int("size", 0);
   if (size < 1) context.fail(cat("attribute 'size' = ", size, ", must be > 0"));
   DType dtype = context.input_type(0).dtype;
-  const Shape* x = shape_if_ranked(context, 0);
-  if (!x) {
-    context.set_output_unknown_rank(0, dtype);
-    return;
-  }
+  const Shape* x = float_input_shape(context, node.opset() >= 13);
+  if (!x) return;
   if (x->size() < 2) {
     context.fail(cat("input X has shape ", shape_to_string(*x), ", expected (N x C x ...)"));
   }
@@ -386,13 +391,9 @@ void infer_lrn(InferenceContext& context) {
 }
 
 void infer_mean_variance_normalization(InferenceContext& context) {
-  check_dtype(context, 0, "X", float_types(context.node().opset() >= 13));
   DType dtype = context.input_type(0).dtype;
-  const Shape* x = shape_if_ranked(context, 0);
-  if (!x) {
-    context.set_output_unknown_rank(0, dtype);
-    return;
-  }
+  const Shape* x = float_input_shape(context, context.node().opset() >= 13);
+  if (!x) return;
   int64_t rank = static_cast<int64_t>(x->size());
   std::vector<int64_t> axes = context.node().attr_ints("axes", {0, 2, 3});
   std::vector<bool> seen(static_cast<size_t>(rank), false);
@@ -406,13 +407,9 @@ void infer_mean_variance_normalization(InferenceContext& context) {
 
 // Det: [*, M, M] -> [*].
 void infer_det(InferenceContext& context) {
-  check_dtype(context, 0, "X", float_types(false));
   DType dtype = context.input_type(0).dtype;
-  const Shape* x = shape_if_ranked(context, 0);
-  if (!x) {
-    context.set_output_unknown_rank(0, dtype);
-    return;
-  }
+  const Shape* x = float_input_shape(context, false);
+  if (!x) return;
   if (x->size() < 2) {
     context.fail(cat("input X has shape ", shape_to_string(*x), ", expected [*, M, M]"));
   }
@@ -472,8 +469,9 @@ void infer_max_unpool(InferenceContext& context) {
   }
   Shape out = {(*x)[0], (*x)[1]};
   for (size_t i = 0; i < spatial_rank; ++i) {
-    out.push_back(Dim(strides[i]) * ((*x)[i + 2] - Dim(1)) +
-                  Dim(kernel[i] - pads[i] - pads[i + spatial_rank]));
+    Dim size = Dim(strides[i]) * ((*x)[i + 2] - Dim(1)) +
+               Dim(kernel[i] - pads[i] - pads[i + spatial_rank]);
+    out.push_back(size.is_known() && size.value() < 0 ? Dim(0) : size);
   }
   context.set_output(0, dtype, out);
 }

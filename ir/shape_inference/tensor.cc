@@ -806,8 +806,9 @@ void infer_scatter_nd(InferenceContext& context) {
   }
 }
 
-// DepthToSpace and SpaceToDepth: N x C x H x W with a positive blocksize.
-const Shape* block_operands(const InferenceContext& context, int64_t& b) {
+// DepthToSpace and SpaceToDepth: N x C x H x W (unknown dims when the rank is unknown) with a
+// positive blocksize.
+Shape block_operands(const InferenceContext& context, int64_t& b) {
   const Node& node = context.node();
   if (!node.has_attr("blocksize")) context.fail("attribute 'blocksize' is required");
   b = node.attr_int("blocksize", 0);
@@ -817,7 +818,7 @@ const Shape* block_operands(const InferenceContext& context, int64_t& b) {
     context.fail(cat("input 0 'input' has shape ", shape_to_string(*input),
                      ", expected rank 4 (N x C x H x W)"));
   }
-  return input;
+  return input ? *input : Shape(4, Dim::unknown());
 }
 
 // x / b for a dim the op requires to be a multiple of b.
@@ -838,28 +839,16 @@ void infer_depth_to_space(InferenceContext& context) {
     context.fail(cat("attribute 'mode' = '", mode, "', expected DCR or CRD"));
   }
   int64_t b = 0;
-  DType dtype = context.input_type(0).dtype;
-  const Shape* input = block_operands(context, b);
-  if (!input) {
-    context.set_output(0, dtype, Shape(4, Dim::unknown()));
-    return;
-  }
-  const Shape& x = *input;
-  context.set_output(0, dtype,
+  Shape x = block_operands(context, b);
+  context.set_output(0, context.input_type(0).dtype,
                      {x[0], divide_dim(context, x[1], b * b, "input 0 channels C (blocksize^2)"),
                       x[2] * Dim(b), x[3] * Dim(b)});
 }
 
 void infer_space_to_depth(InferenceContext& context) {
   int64_t b = 0;
-  DType dtype = context.input_type(0).dtype;
-  const Shape* input = block_operands(context, b);
-  if (!input) {
-    context.set_output(0, dtype, Shape(4, Dim::unknown()));
-    return;
-  }
-  const Shape& x = *input;
-  context.set_output(0, dtype,
+  Shape x = block_operands(context, b);
+  context.set_output(0, context.input_type(0).dtype,
                      {x[0], x[1] * Dim(b * b), divide_dim(context, x[2], b, "input 0 height H"),
                       divide_dim(context, x[3], b, "input 0 width W")});
 }

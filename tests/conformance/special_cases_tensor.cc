@@ -242,6 +242,15 @@ void gather_elements(Draft& draft) {
   draft.set_data(indices, index_tensor(indices.dtype, shape, values));
 }
 
+// The scatters' reduction as drawn, made valid: none for strings, max/min only from opset 18.
+std::string valid_reduction(Draft& draft, DType dtype) {
+  std::string reduction = draft.attr_string("reduction", "none");
+  if (dtype == DType::kString && reduction != "none") reduction = "none";
+  if (draft.opset < 18 && (reduction == "max" || reduction == "min")) reduction = "add";
+  if (draft.has_attr("reduction")) draft.set_string("reduction", reduction);
+  return reduction;
+}
+
 // Scatter/ScatterElements: indices no larger than data off the axis; without a reduction each
 // lane along the axis gets distinct indices (a repeated index would make the order matter, which
 // the spec leaves open); with one, repeats are welcome.
@@ -249,10 +258,7 @@ void scatter(Draft& draft) {
   OperandDraft& data = *draft.input("data");
   OperandDraft& indices = *draft.input("indices");
   OperandDraft& updates = *draft.input("updates");
-  std::string reduction = draft.attr_string("reduction", "none");
-  if (data.dtype == DType::kString && reduction != "none") reduction = "none";
-  if (draft.opset < 18 && (reduction == "max" || reduction == "min")) reduction = "add";
-  if (draft.has_attr("reduction")) draft.set_string("reduction", reduction);
+  std::string reduction = valid_reduction(draft, data.dtype);
   int64_t rank = static_cast<int64_t>(data.shape.size());
   size_t axis = static_cast<size_t>(normalized_axis(draft.attr_int("axis", 0), rank));
   int64_t d = data.shape[axis];
@@ -336,10 +342,7 @@ void scatter_nd(Draft& draft) {
   OperandDraft& data = *draft.input("data");
   OperandDraft& indices = *draft.input("indices");
   OperandDraft& updates = *draft.input("updates");
-  std::string reduction = draft.attr_string("reduction", "none");
-  if (data.dtype == DType::kString && reduction != "none") reduction = "none";
-  if (draft.opset < 18 && (reduction == "max" || reduction == "min")) reduction = "add";
-  if (draft.has_attr("reduction")) draft.set_string("reduction", reduction);
+  std::string reduction = valid_reduction(draft, data.dtype);
   int64_t rank = static_cast<int64_t>(data.shape.size());
   int64_t k = draft.rng.uniform_int(1, rank);
   int64_t tuples = product_of(data.shape, 0, static_cast<size_t>(k));
