@@ -18,6 +18,8 @@ const std::map<std::string, OpSchema>& registry() {
     register_tensor_schemas(schemas);
     register_control_flow_schemas(schemas);
     register_quant_schemas(schemas);
+    register_resize_schemas(schemas);
+    register_signal_schemas(schemas);
     std::map<std::string, OpSchema> by_name;
     for (auto& schema : schemas) {
       RNNC_CHECK(!by_name.count(schema.op_type), "op ", schema.op_type, " registered twice");

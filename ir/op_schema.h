@@ -84,5 +84,7 @@ void register_nn_schemas(std::vector<OpSchema>& registry);
 void register_tensor_schemas(std::vector<OpSchema>& registry);
 void register_control_flow_schemas(std::vector<OpSchema>& registry);
 void register_quant_schemas(std::vector<OpSchema>& registry);
+void register_resize_schemas(std::vector<OpSchema>& registry);
+void register_signal_schemas(std::vector<OpSchema>& registry);
 
 }  // namespace rnnc

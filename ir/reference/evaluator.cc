@@ -17,6 +17,8 @@ const std::map<std::string, Kernel>& kernels() {
     register_tensor_kernels(registry);
     register_control_flow_kernels(registry);
     register_quant_kernels(registry);
+    register_resize_kernels(registry);
+    register_signal_kernels(registry);
     return registry;
   }();
   return table;

@@ -46,6 +46,8 @@ void register_nn_kernels(std::map<std::string, Kernel>& registry);
 void register_tensor_kernels(std::map<std::string, Kernel>& registry);
 void register_control_flow_kernels(std::map<std::string, Kernel>& registry);
 void register_quant_kernels(std::map<std::string, Kernel>& registry);
+void register_resize_kernels(std::map<std::string, Kernel>& registry);
+void register_signal_kernels(std::map<std::string, Kernel>& registry);
 
 // ---- helpers -----------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 
 #include "ir/quantization.h"
 #include "ir/reference/kernel.h"
+#include "ir/shape_inference/einsum.h"
 
 namespace rnnc {
 
@@ -771,13 +772,17 @@ void clip_kernel(KernelContext& context) {
 
 // ---- normalizations ----------------------------------------------------------------------------
 
-// Softmax and LogSoftmax over `length` elements `inner` apart, for each of outer * inner rows.
-// Before opset 13 the input is coerced to 2-D [a0*..*a(k-1), ak*..*a(n-1)] at axis k and each
-// row normalized (inner = 1); from opset 13 it is normalized along the one axis k.
-// exp(x - max) is computed in the input type and summed in double.
-void softmax_family(KernelContext& context, bool log) {
-  Operands in = widen_operands(context);
-  const Tensor& x = in[0];
+// The rows Softmax, LogSoftmax and Hardmax normalize: `length` elements `inner` apart, for each of
+// outer * inner rows. Before opset 13 the input is coerced to 2-D [a0*..*a(k-1), ak*..*a(n-1)] at
+// axis k and each row normalized (inner = 1); from opset 13 it is normalized along the one axis k.
+struct Rows {
+  int64_t outer = 1;
+  int64_t length = 1;
+  int64_t inner = 1;
+  int64_t at(int64_t o, int64_t i, int64_t j) const { return o * length * inner + i + j * inner; }
+};
+
+Rows softmax_rows(const KernelContext& context, const Tensor& x) {
   int64_t rank = x.rank();
   bool along_one_axis = context.node.opset() >= 13;
   int64_t axis = context.node.attr_int("axis", along_one_axis ? -1 : 1);
@@ -785,44 +790,161 @@ void softmax_family(KernelContext& context, bool log) {
     context.fail(cat("attribute 'axis' = ", axis, " is out of range for rank ", rank));
   }
   if (axis < 0) axis += rank;
-  int64_t outer = 1;
-  int64_t length = 1;
-  int64_t inner = 1;
+  Rows rows;
   for (int64_t k = 0; k < rank; ++k) {
     if (k < axis) {
-      outer *= x.dim(k);
+      rows.outer *= x.dim(k);
     } else if (k == axis || !along_one_axis) {
-      length *= x.dim(k);
+      rows.length *= x.dim(k);
     } else {
-      inner *= x.dim(k);
+      rows.inner *= x.dim(k);
     }
   }
+  return rows;
+}
+
+// Calls fill(in, out, length, at) for every row, at(j) giving the flat position of its element j,
+// on the input widened to float32 (16-bit floats) and the result rounded back.
+template <typename Fill>
+void map_rows(KernelContext& context, Fill&& fill) {
+  Operands in = widen_operands(context);
+  const Tensor& x = in[0];
+  Rows rows = softmax_rows(context, x);
   dispatch_float(x.dtype(), context, [&](auto tag) {
     using T = decltype(tag);
     Tensor out(x.dtype(), x.shape());
-    const T* in_data = x.data<T>();
-    T* out_data = out.data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t base = o * length * inner + i;
-        auto at = [&](int64_t j) { return base + j * inner; };
-        T max = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < length; ++j) max = std::max(max, in_data[at(j)]);
-        double sum = 0;
-        for (int64_t j = 0; j < length; ++j) sum += std::exp(in_data[at(j)] - max);
-        for (int64_t j = 0; j < length; ++j) {
-          T shifted = in_data[at(j)] - max;
-          out_data[at(j)] = log ? static_cast<T>(shifted - std::log(sum))
-                                : static_cast<T>(std::exp(shifted) / sum);
-        }
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      for (int64_t i = 0; i < rows.inner; ++i) {
+        fill(x.data<T>(), out.data<T>(), rows.length, [&](int64_t j) { return rows.at(o, i, j); });
       }
     }
     set_result(context, in, out);
   });
 }
 
+// exp(x - max) is computed in the input type and summed in double.
+void softmax_family(KernelContext& context, bool log) {
+  map_rows(context, [&](const auto* in, auto* out, int64_t length, auto at) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < length; ++j) max = std::max(max, in[at(j)]);
+    double sum = 0;
+    for (int64_t j = 0; j < length; ++j) sum += std::exp(in[at(j)] - max);
+    for (int64_t j = 0; j < length; ++j) {
+      T shifted = in[at(j)] - max;
+      out[at(j)] =
+          log ? static_cast<T>(shifted - std::log(sum)) : static_cast<T>(std::exp(shifted) / sum);
+    }
+  });
+}
+
 void softmax_kernel(KernelContext& context) { softmax_family(context, false); }
 void log_softmax_kernel(KernelContext& context) { softmax_family(context, true); }
+
+// 1 at the first maximum of each row, 0 elsewhere; NaN counts as the maximum (numpy's argmax).
+void hardmax_kernel(KernelContext& context) {
+  map_rows(context, [](const auto* in, auto* out, int64_t length, auto at) {
+    if (length == 0) return;
+    int64_t best = 0;
+    for (int64_t j = 1; j < length; ++j) {
+      auto candidate = in[at(j)], incumbent = in[at(best)];
+      if (std::isnan(incumbent)) break;
+      if (std::isnan(candidate) || candidate > incumbent) best = j;
+    }
+    out[at(best)] = 1;
+  });
+}
+
+// Einsum: output[o] = sum over the labels not in the output of the product of the operands at
+// the coordinates the labels give; every label combination is visited once (odometer order), so
+// sums accumulate like MatMul's (double for floats, wrapping uint64 for integers).
+void einsum_kernel(KernelContext& context) {
+  Operands in = widen_operands(context);
+  std::vector<int64_t> ranks;
+  for (const Tensor& operand : in.values) ranks.push_back(operand.rank());
+  EinsumEquation equation = parse_einsum(context.node, ranks);
+  size_t labels = static_cast<size_t>(equation.labels);
+  std::vector<int64_t> sizes(labels, 1);
+  std::vector<bool> seen(labels, false);
+  for (size_t i = 0; i < in.values.size(); ++i) {
+    for (size_t a = 0; a < equation.inputs[i].size(); ++a) {
+      size_t label = static_cast<size_t>(equation.inputs[i][a]);
+      int64_t d = in.values[i].dim(static_cast<int64_t>(a));
+      bool ellipsis = label >= 52;
+      if (!seen[label] || (ellipsis && sizes[label] == 1)) {
+        sizes[label] = d;
+      } else if (d != sizes[label] && !(ellipsis && d == 1)) {
+        context.fail_input(cat("label '", einsum_label_name(static_cast<int>(label)), "' has size ",
+                               sizes[label], " and ", d, " (input ", i, " axis ", a, ")"));
+      }
+      seen[label] = true;
+    }
+  }
+  // Per operand, the stride each label contributes (0 for broadcast ellipsis dims of size 1).
+  std::vector<std::vector<int64_t>> strides(in.values.size(), std::vector<int64_t>(labels, 0));
+  for (size_t i = 0; i < in.values.size(); ++i) {
+    std::vector<int64_t> row = row_major_strides(in.values[i].shape());
+    for (size_t a = 0; a < equation.inputs[i].size(); ++a) {
+      if (in.values[i].dim(static_cast<int64_t>(a)) == 1 &&
+          sizes[static_cast<size_t>(equation.inputs[i][a])] != 1)
+        continue;
+      strides[i][static_cast<size_t>(equation.inputs[i][a])] += row[a];
+    }
+  }
+  std::vector<int64_t> out_shape;
+  for (int label : equation.output) out_shape.push_back(sizes[static_cast<size_t>(label)]);
+  std::vector<int64_t> out_strides(labels, 0);
+  std::vector<int64_t> row = row_major_strides(out_shape);
+  for (size_t k = 0; k < equation.output.size(); ++k) {
+    out_strides[static_cast<size_t>(equation.output[k])] = row[k];
+  }
+  std::vector<size_t> used;
+  for (size_t label = 0; label < labels; ++label) {
+    if (seen[label]) used.push_back(label);
+  }
+  dispatch_arithmetic(in[0].dtype(), context, [&](auto tag) {
+    using T = decltype(tag);
+    using Sum = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+    std::vector<Sum> sums(static_cast<size_t>(shape_numel(out_shape)), Sum{0});
+    bool empty = false;
+    for (size_t label : used) empty = empty || sizes[label] == 0;
+    std::vector<int64_t> index(labels, 0);
+    while (!empty) {
+      Sum product = Sum{1};
+      for (size_t i = 0; i < in.values.size(); ++i) {
+        int64_t offset = 0;
+        for (size_t label : used) offset += index[label] * strides[i][label];
+        product = product * static_cast<Sum>(in.values[i].data<T>()[offset]);
+      }
+      int64_t out = 0;
+      for (size_t label : used) out += index[label] * out_strides[label];
+      sums[static_cast<size_t>(out)] = sums[static_cast<size_t>(out)] + product;
+      size_t k = used.size();
+      for (; k > 0; --k) {
+        if (++index[used[k - 1]] < sizes[used[k - 1]]) break;
+        index[used[k - 1]] = 0;
+      }
+      if (k == 0) break;
+    }
+    Tensor result(in[0].dtype(), out_shape);
+    for (size_t o = 0; o < sums.size(); ++o) result.data<T>()[o] = static_cast<T>(sums[o]);
+    set_result(context, in, result);
+  });
+}
+
+// Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0, evaluated in double and stored in x's
+// type (integers truncate toward zero and saturate).
+void shrink_kernel(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  double lambd = context.node.attr_float("lambd", 0.5f);
+  double bias = context.node.attr_float("bias", 0.0f);
+  Tensor out(x.dtype(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double value = x.get_double(i);
+    out.set_double(i, value < -lambd ? value + bias : value > lambd ? value - bias : 0.0);
+  }
+  context.outputs[0] = out;
+}
 
 // ---- matrix products ---------------------------------------------------------------------------
 
@@ -1059,6 +1181,9 @@ void register_elementwise_kernels(std::map<std::string, Kernel>& registry) {
       {"Clip", clip_kernel},
       {"Softmax", softmax_kernel},
       {"LogSoftmax", log_softmax_kernel},
+      {"Hardmax", hardmax_kernel},
+      {"Einsum", einsum_kernel},
+      {"Shrink", shrink_kernel},
   };
   registry.insert(kernels.begin(), kernels.end());
 }

@@ -1,14 +1,17 @@
-// Reference kernels for the neural-network ops: convolution, pooling, normalization, reductions,
-// ArgMax/ArgMin and Dropout. Each is a plain loop nest over the formula of its ONNX operator doc
-// (docs/ops/nn.md lists the corner cases). Sums, products and statistics accumulate in double
-// whatever the element type, so the oracle is at least as accurate as any spec-conforming
-// implementation; integer reductions accumulate exactly in 64-bit modular arithmetic. float16 and
-// bfloat16 inputs are widened to float32 and the result rounded back once at the end.
+// Reference kernels for the neural-network ops: convolution (and ConvTranspose), pooling,
+// normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK, Det,
+// NonMaxSuppression, RoiAlign, ArgMax/ArgMin and Dropout. Each is a plain loop nest over the
+// formula of its ONNX operator doc (docs/ops/nn.md lists the corner cases). Sums, products and
+// statistics accumulate in double whatever the element type, so the oracle is at least as accurate
+// as any spec-conforming implementation; integer reductions accumulate exactly in 64-bit modular
+// arithmetic. float16 and bfloat16 inputs are widened to float32 and the result rounded back once
+// at the end.
 //
 // Attributes were validated by shape inference when the graph was built; the kernels re-check
 // only what depends on run-time sizes (symbolic dims), as kInvalidInput.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -133,6 +136,137 @@ void conv(KernelContext& context) {
             return static_cast<double>(x_data[xi]) * static_cast<double>(w_data[wi]);
           },
           [&](int64_t yi, int64_t, double sum) { y_data[yi] = static_cast<T>(sum); });
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// One spatial axis of a transposed convolution: input position i and kernel tap k add into output
+// position i * stride + k * dilation - pad_begin (when inside [0, output)).
+struct TransposedAxis {
+  int64_t input;
+  int64_t kernel;
+  int64_t stride;
+  int64_t dilation;
+  int64_t pad_begin;
+  int64_t output;
+};
+
+int64_t floor_half(int64_t value) { return value >= 0 ? value / 2 : -((1 - value) / 2); }
+
+// The ConvTranspose output-size and padding rules (docs/ops/nn.md): explicit pads, or output_shape
+// or SAME_* giving the output size and the total padding that reaches it, split as the spec's
+// total // 2 (floor) with the larger part at the end for SAME_UPPER, at the beginning otherwise.
+std::vector<TransposedAxis> transposed_axes(const KernelContext& context,
+                                            const std::vector<int64_t>& input,
+                                            const std::vector<int64_t>& kernel) {
+  const Node& node = context.node;
+  size_t rank = input.size();
+  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> dilations = node.attr_ints("dilations", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  std::vector<int64_t> output_padding =
+      node.attr_ints("output_padding", std::vector<int64_t>(rank, 0));
+  std::vector<int64_t> output_shape = node.attr_ints("output_shape");
+  if (output_shape.size() > rank) {  // N x M x spatial: the spatial part
+    output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(rank));
+  }
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  std::vector<TransposedAxis> axes(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    TransposedAxis& axis = axes[i];
+    axis = {input[i], kernel[i], strides[i], dilations[i], 0, 0};
+    int64_t full = axis.stride * (axis.input - 1) + output_padding[i] +
+                   (axis.kernel - 1) * axis.dilation + 1;
+    if (!output_shape.empty() || same) {
+      axis.output = output_shape.empty() ? axis.input * axis.stride : output_shape[i];
+      int64_t total = full - axis.output;
+      axis.pad_begin = auto_pad == "SAME_UPPER" ? floor_half(total) : total - floor_half(total);
+      continue;
+    }
+    bool valid = auto_pad == "VALID";
+    axis.pad_begin = valid ? 0 : pads[i];
+    axis.output = full - axis.pad_begin - (valid ? 0 : pads[i + rank]);
+    if (axis.output < 0) {
+      context.fail_input(cat("spatial axis ", i, ": pads ", pads[i], " + ", pads[i + rank],
+                             " exceed the full output size ", full));
+    }
+  }
+  return axes;
+}
+
+// Y[n, m, o] = B[m] + sum over c in group(m), input positions i and taps k with
+//              o = i * stride + k * dilation - pad_begin of X[n, c, i] * W[c, m - group_start, k]
+// with W = C x M/group x k1 ... kn; output positions no (i, k) reaches hold B[m].
+void conv_transpose(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  Tensor w = widen_half(context.input(1));
+  Tensor bias = context.has_input(2) ? widen_half(context.input(2)) : Tensor();
+  check_spatial_rank(context, x);
+  int64_t group = context.node.attr_int("group", 1);
+  int64_t channels = x.dim(1);
+  if (w.rank() != x.rank() || w.dim(0) != channels || channels % group != 0) {
+    context.fail_input(cat("input W has shape ", dims_text(w.shape()), " for X of shape ",
+                           dims_text(x.shape()), " and group ", group,
+                           " (expected C x M/group x k1 ... kn with C a multiple of group)"));
+  }
+  int64_t group_outputs = w.dim(1);
+  int64_t out_channels = group_outputs * group;
+  int64_t group_channels = channels / group;
+  if (bias.defined() && bias.numel() != out_channels) {
+    context.fail_input(cat("input B has ", bias.numel(), " elements but W has ", out_channels,
+                           " output channels"));
+  }
+  std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<TransposedAxis> axes = transposed_axes(context, in_spatial, kernel);
+  std::vector<int64_t> out_spatial;
+  for (const TransposedAxis& axis : axes) out_spatial.push_back(axis.output);
+  std::vector<int64_t> y_shape = {x.dim(0), out_channels};
+  y_shape.insert(y_shape.end(), out_spatial.begin(), out_spatial.end());
+  int64_t in_size = product(in_spatial, 0, in_spatial.size());
+  int64_t out_size = product(out_spatial, 0, out_spatial.size());
+  std::vector<std::vector<int64_t>> taps = kernel_taps(kernel);
+  int64_t kernel_size = static_cast<int64_t>(taps.size());
+  Tensor y(x.dtype(), y_shape);
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x_data = x.data<T>();
+      const T* w_data = w.data<T>();
+      std::vector<double> plane(static_cast<size_t>(out_size));
+      std::vector<int64_t> in_index;
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        for (int64_t m = 0; m < out_channels; ++m) {
+          double b = bias.defined() ? static_cast<double>(bias.data<T>()[m]) : 0.0;
+          std::fill(plane.begin(), plane.end(), b);
+          int64_t g = m / group_outputs;
+          for (int64_t c = g * group_channels; c < (g + 1) * group_channels; ++c) {
+            const T* x_plane = x_data + (n * channels + c) * in_size;
+            const T* w_taps = w_data + (c * group_outputs + m % group_outputs) * kernel_size;
+            for (int64_t p = 0; p < in_size; ++p) {
+              unravel(p, in_spatial, in_index);
+              for (int64_t k = 0; k < kernel_size; ++k) {
+                const std::vector<int64_t>& tap = taps[static_cast<size_t>(k)];
+                int64_t offset = 0;
+                bool inside = true;
+                for (size_t a = 0; a < axes.size() && inside; ++a) {
+                  int64_t o = in_index[a] * axes[a].stride + tap[a] * axes[a].dilation -
+                              axes[a].pad_begin;
+                  inside = o >= 0 && o < axes[a].output;
+                  offset = offset * axes[a].output + o;
+                }
+                if (!inside) continue;
+                plane[static_cast<size_t>(offset)] +=
+                    static_cast<double>(x_plane[p]) * static_cast<double>(w_taps[k]);
+              }
+            }
+          }
+          T* y_plane = y.data<T>() + (n * out_channels + m) * out_size;
+          for (int64_t o = 0; o < out_size; ++o) y_plane[o] = static_cast<T>(plane[o]);
+        }
+      }
     });
     context.outputs[0] = y;
   });
@@ -732,10 +866,490 @@ void dropout(KernelContext& context) {
   }
 }
 
+// y[..., j, ...] = sum of x[..., i, ...] over i <= j along the axis (i < j when exclusive; i >= j
+// and i > j when reversed). Floats accumulate in double, each output rounded once; integers wrap
+// modulo 2^bits.
+void cumsum(KernelContext& context) {
+  const Tensor& axis_input = context.input(1);
+  Tensor x = widen_half(context.input(0));
+  if (axis_input.numel() != 1) {
+    context.fail_input(cat("input axis has shape ", dims_text(axis_input.shape()),
+                           ", expected a scalar"));
+  }
+  int64_t rank = x.rank();
+  int64_t axis = axis_input.get_int64(0);
+  if (axis < -rank || axis >= rank) {
+    context.fail_input(cat("input axis = ", axis, " is out of range for rank ", rank, " (valid: [",
+                           -rank, ", ", rank - 1, "])"));
+  }
+  size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  bool exclusive = context.node.attr_int("exclusive", 0) == 1;
+  bool reverse = context.node.attr_int("reverse", 0) == 1;
+  int64_t outer = product(x.shape(), 0, a);
+  int64_t length = x.shape()[a];
+  int64_t inner = product(x.shape(), a + 1, x.shape().size());
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_numeric(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      using Sum = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          Sum sum = 0;
+          for (int64_t step = 0; step < length; ++step) {
+            int64_t j = reverse ? length - 1 - step : step;
+            int64_t at = (o * length + j) * inner + i;
+            Sum value = static_cast<Sum>(in[at]);
+            if (!exclusive) sum += value;
+            out[at] = static_cast<T>(sum);
+            if (exclusive) sum += value;
+          }
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// ---- TopK, LRN, MeanVarianceNormalization, Det ----------------------------------------------------
+
+// The k largest (smallest) elements along the axis, in that order; equal values keep their index
+// order (the lower index first) and NaN ranks above every number (numpy's sort order), so it
+// comes first when largest and last otherwise. sorted = 0 leaves the order open; rnnc sorts.
+void top_k(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  int64_t axis = node.attr_int("axis", -1);
+  size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  int64_t k = node.opset() < 10 ? node.attr_int("k", 0) : context.input(1).get_int64(0);
+  int64_t d = x.shape()[a];
+  if (k < 0 || k > d) {
+    context.fail_input(cat("k = ", k, " is outside [0, ", d, "], the elements along axis ", a));
+  }
+  bool largest = node.attr_int("largest", 1) == 1;
+  std::vector<int64_t> shape = x.shape();
+  shape[a] = k;
+  Tensor values(x.dtype(), shape);
+  Tensor indices(DType::kInt64, shape);
+  int64_t outer = product(x.shape(), 0, a), inner = product(x.shape(), a + 1, x.shape().size());
+  with_widened_halves(context, [&] {
+    dispatch_numeric(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = x.data<T>();
+      std::vector<int64_t> order(static_cast<size_t>(d));
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t j) { return in[(o * d + j) * inner + i]; };
+          // Rank: NaN above everything, then by value.
+          auto above = [&](int64_t p, int64_t q) {
+            T vp = at(p), vq = at(q);
+            if constexpr (std::is_floating_point_v<T>) {
+              if (std::isnan(vp) || std::isnan(vq)) return std::isnan(vp) && !std::isnan(vq);
+            }
+            return vp > vq;
+          };
+          for (int64_t j = 0; j < d; ++j) order[static_cast<size_t>(j)] = j;
+          std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+            return largest ? above(p, q) : above(q, p);
+          });
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t out = (o * k + j) * inner + i;
+            values.data<T>()[out] = at(order[static_cast<size_t>(j)]);
+            indices.data<int64_t>()[out] = order[static_cast<size_t>(j)];
+          }
+        }
+      }
+    });
+    context.outputs[0] = values;
+    context.outputs[1] = indices;
+  });
+}
+
+// Y = X / (bias + alpha / size * square_sum)^beta, square_sum over the channels
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] that exist.
+void lrn(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  double alpha = node.attr_float("alpha", 0.0001f), beta = node.attr_float("beta", 0.75f);
+  double bias = node.attr_float("bias", 1.0f);
+  int64_t size = node.attr_int("size", 1);
+  int64_t channels = x.dim(1), plane = product(x.shape(), 2, x.shape().size());
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Tensor y(x.dtype(), x.shape());
+  with_widened_halves(context, [&] {
+    dispatch_float(x.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = x.data<T>();
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t p = 0; p < plane; ++p) {
+            double square_sum = 0;
+            for (int64_t i = std::max<int64_t>(0, c - before);
+                 i <= std::min<int64_t>(channels - 1, c + after); ++i) {
+              double v = static_cast<double>(in[(n * channels + i) * plane + p]);
+              square_sum += v * v;
+            }
+            int64_t at = (n * channels + c) * plane + p;
+            y.data<T>()[at] = static_cast<T>(static_cast<double>(in[at]) /
+                                             std::pow(bias + alpha / static_cast<double>(size) *
+                                                                 square_sum,
+                                                      beta));
+          }
+        }
+      }
+    });
+    context.outputs[0] = y;
+  });
+}
+
+// Y = (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over `axes` (default [0, 2, 3]), the spec's
+// function body, in double.
+void mean_variance_normalization(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t axis : context.node.attr_ints("axes", {0, 2, 3})) {
+    if (axis < -rank || axis >= rank) {
+      context.fail_input(cat("attribute 'axes' entry ", axis, " is out of range for rank ", rank));
+    }
+    reduced[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = true;
+  }
+  // Group elements by their coordinates on the kept axes.
+  std::vector<int64_t> kept_shape, index;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (!reduced[static_cast<size_t>(k)]) kept_shape.push_back(x.dim(k));
+  }
+  int64_t groups = product(kept_shape, 0, kept_shape.size());
+  std::vector<int64_t> group_of(static_cast<size_t>(x.numel()));
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    unravel(flat, x.shape(), index);
+    int64_t group = 0;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (!reduced[static_cast<size_t>(k)])
+        group = group * x.dim(k) + index[static_cast<size_t>(k)];
+    }
+    group_of[static_cast<size_t>(flat)] = group;
+  }
+  std::vector<double> sum(static_cast<size_t>(groups), 0), square(static_cast<size_t>(groups), 0);
+  std::vector<int64_t> count(static_cast<size_t>(groups), 0);
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    size_t g = static_cast<size_t>(group_of[static_cast<size_t>(flat)]);
+    double v = x.get_double(flat);
+    sum[g] += v;
+    square[g] += v * v;
+    ++count[g];
+  }
+  Tensor y(x.dtype(), x.shape());
+  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+    size_t g = static_cast<size_t>(group_of[static_cast<size_t>(flat)]);
+    double n = static_cast<double>(count[g]);
+    double mean = sum[g] / n;
+    double deviation = std::sqrt(square[g] / n - mean * mean);
+    y.set_double(flat, (x.get_double(flat) - mean) / (deviation + 1e-9));
+  }
+  context.outputs[0] = narrow_to(y, context.input(0).dtype());
+}
+
+// MaxUnpool: zeros with Y[position of I[e]] = X[e]. I holds flat indices over the tensor MaxPool
+// saw, of size (in - 1) * stride + kernel - pad_begin - pad_end per spatial axis (the default
+// output); output_shape may make the output larger (what a ceil-mode pool lost), and each element
+// keeps its coordinates, the extra rows and columns at the end staying 0. A repeated index keeps
+// the last element written (row-major order of X).
+void max_unpool(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor& x = context.input(0);
+  const Tensor& indices = context.input(1);
+  check_spatial_rank(context, x);
+  if (indices.shape() != x.shape()) {
+    context.fail_input(cat("input I has shape ", dims_text(indices.shape()), " but X has shape ",
+                           dims_text(x.shape())));
+  }
+  size_t spatial = x.shape().size() - 2;
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  std::vector<int64_t> pooled = {x.dim(0), x.dim(1)};
+  for (size_t i = 0; i < spatial; ++i) {
+    // The formula can go negative for an empty axis: no element, size 0.
+    int64_t in = x.dim(static_cast<int64_t>(i) + 2);
+    pooled.push_back(
+        std::max<int64_t>(0, (in - 1) * strides[i] + kernel[i] - pads[i] - pads[i + spatial]));
+  }
+  std::vector<int64_t> shape = pooled;
+  if (context.has_input(2)) {
+    shape = tensor_to_int64s(context.input(2));
+    if (shape.size() != x.shape().size()) {
+      context.fail_input(cat("input output_shape ", dims_text(shape), " has ", shape.size(),
+                             " entries for X of rank ", x.rank()));
+    }
+  }
+  Tensor y(x.dtype(), shape);
+  std::vector<int64_t> strides_out = row_major_strides(shape);
+  std::vector<int64_t> position;
+  size_t element = dtype_size(x.dtype());
+  int64_t pooled_size = product(pooled, 0, pooled.size());
+  for (int64_t e = 0; e < x.numel(); ++e) {
+    int64_t index = indices.data<int64_t>()[e];
+    bool inside = index >= 0 && index < pooled_size;
+    if (inside) unravel(index, pooled, position);
+    int64_t target = 0;
+    for (size_t k = 0; inside && k < shape.size(); ++k) {
+      inside = position[k] < shape[k];
+      target += position[k] * strides_out[k];
+    }
+    if (!inside) {
+      context.fail_input(cat("input I element ", e, " = ", index, " is outside the pooled input ",
+                             dims_text(pooled), " or the output ", dims_text(shape)));
+    }
+    std::memcpy(static_cast<uint8_t*>(y.raw_data()) + static_cast<size_t>(target) * element,
+                static_cast<const uint8_t*>(x.raw_data()) + static_cast<size_t>(e) * element,
+                element);
+  }
+  context.outputs[0] = y;
+}
+
+// NonMaxSuppression, per batch and class: the boxes scoring above score_threshold, taken in
+// descending score order (equal scores in box order), each kept unless its IoU with a box already
+// kept exceeds iou_threshold, up to max_output_boxes_per_class (0 keeps none). Boxes are corners
+// [y1, x1, y2, x2] of either diagonal (center_point_box = 0) or [x, y, width, height] around a
+// center (1); an IoU whose union is not positive counts as 0.
+void non_max_suppression(KernelContext& context) {
+  const Tensor& boxes = context.input(0);
+  const Tensor& scores = context.input(1);
+  if (boxes.rank() != 3 || boxes.dim(2) != 4 || scores.rank() != 3 ||
+      boxes.dim(0) != scores.dim(0) || boxes.dim(1) != scores.dim(2)) {
+    context.fail_input(cat("input boxes ", dims_text(boxes.shape()), " and scores ",
+                           dims_text(scores.shape()),
+                           " do not fit [batches, boxes, 4] and [batches, classes, boxes]"));
+  }
+  auto scalar = [&](size_t i, double fallback) {
+    return context.has_input(i) && context.input(i).numel() > 0 ? context.input(i).get_double(0)
+                                                                : fallback;
+  };
+  int64_t max_boxes =
+      context.has_input(2) && context.input(2).numel() > 0 ? context.input(2).get_int64(0) : 0;
+  double iou_threshold = scalar(3, 0.0);
+  bool has_score_threshold = context.has_input(4) && context.input(4).numel() > 0;
+  double score_threshold = scalar(4, 0.0);
+  bool center = context.node.attr_int("center_point_box", 0) == 1;
+  int64_t batches = boxes.dim(0), count = boxes.dim(1), classes = scores.dim(1);
+  struct Box {
+    double y1, x1, y2, x2;
+  };
+  auto box_at = [&](int64_t b, int64_t i) {
+    const float* v = boxes.data<float>() + (b * count + i) * 4;
+    if (center) {
+      double x = v[0], y = v[1], w = v[2], h = v[3];
+      return Box{y - h / 2, x - w / 2, y + h / 2, x + w / 2};
+    }
+    return Box{std::min<double>(v[0], v[2]), std::min<double>(v[1], v[3]),
+               std::max<double>(v[0], v[2]), std::max<double>(v[1], v[3])};
+  };
+  auto iou = [](const Box& a, const Box& b) {
+    double height = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+    double width = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+    double inter = height > 0 && width > 0 ? height * width : 0;
+    double area_a = (a.y2 - a.y1) * (a.x2 - a.x1), area_b = (b.y2 - b.y1) * (b.x2 - b.x1);
+    double union_area = area_a + area_b - inter;
+    return union_area > 0 ? inter / union_area : 0.0;
+  };
+  std::vector<int64_t> selected;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t c = 0; c < classes; ++c) {
+      const float* class_scores = scores.data<float>() + (b * classes + c) * count;
+      std::vector<int64_t> candidates;
+      for (int64_t i = 0; i < count; ++i) {
+        if (!has_score_threshold || class_scores[i] > score_threshold) candidates.push_back(i);
+      }
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int64_t p, int64_t q) { return class_scores[p] > class_scores[q]; });
+      std::vector<Box> kept;
+      for (int64_t i : candidates) {
+        if (static_cast<int64_t>(kept.size()) >= max_boxes) break;
+        Box box = box_at(b, i);
+        bool suppressed = false;
+        for (const Box& other : kept) suppressed = suppressed || iou(box, other) > iou_threshold;
+        if (suppressed) continue;
+        kept.push_back(box);
+        selected.insert(selected.end(), {b, c, i});
+      }
+    }
+  }
+  context.outputs[0] =
+      Tensor::from_vector<int64_t>({static_cast<int64_t>(selected.size() / 3), 3}, selected);
+}
+
+// RoiAlign: each region rois[r] = (x1, y1, x2, y2) of image batch_indices[r], scaled by
+// spatial_scale (and shifted by half a pixel in half_pixel mode), is cut into
+// output_height x output_width bins; each bin samples a grid of sampling_ratio^2 points (when 0:
+// ceil(roi size / output size) per axis) bilinearly. avg averages the samples; max takes the
+// largest weighted corner value over the samples, as ONNX's reference and ONNX Runtime compute it.
+// A sample more than one pixel outside X contributes 0.
+void roi_align(KernelContext& context) {
+  const Node& node = context.node;
+  Tensor x = widen_half(context.input(0));
+  Tensor rois = widen_half(context.input(1));
+  const Tensor& batch_indices = context.input(2);
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 ||
+      batch_indices.numel() != rois.dim(0)) {
+    context.fail_input(cat("inputs X ", dims_text(x.shape()), ", rois ", dims_text(rois.shape()),
+                           " and batch_indices ", dims_text(batch_indices.shape()),
+                           " do not fit (N x C x H x W), (num_rois x 4), (num_rois)"));
+  }
+  bool half_pixel = node.opset() >= 16 && node.attr_string("coordinate_transformation_mode",
+                                                           "half_pixel") == "half_pixel";
+  bool max_mode = node.attr_string("mode", "avg") == "max";
+  int64_t out_h = node.attr_int("output_height", 1), out_w = node.attr_int("output_width", 1);
+  int64_t ratio = node.attr_int("sampling_ratio", 0);
+  double scale = node.attr_float("spatial_scale", 1.0f);
+  int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+  int64_t regions = rois.dim(0);
+  Tensor y(x.dtype(), {regions, channels, out_h, out_w});
+  double offset = half_pixel ? 0.5 : 0.0;
+  struct Sample {
+    int64_t pos[4];
+    double weight[4];
+    bool valid;
+  };
+  with_widened_halves(context, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+      int64_t image = batch_indices.get_int64(r);
+      if (image < 0 || image >= x.dim(0)) {
+        context.fail_input(cat("input batch_indices element ", r, " = ", image, " is outside the ",
+                               x.dim(0), " images of X"));
+      }
+      double start_w = rois.get_double(r * 4) * scale - offset;
+      double start_h = rois.get_double(r * 4 + 1) * scale - offset;
+      double roi_w = rois.get_double(r * 4 + 2) * scale - offset - start_w;
+      double roi_h = rois.get_double(r * 4 + 3) * scale - offset - start_h;
+      if (!half_pixel) {
+        roi_w = std::max(roi_w, 1.0);
+        roi_h = std::max(roi_h, 1.0);
+      }
+      double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
+      int64_t grid_h =
+          ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h)));
+      int64_t grid_w =
+          ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w)));
+      double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+      for (int64_t ph = 0; ph < out_h; ++ph) {
+        for (int64_t pw = 0; pw < out_w; ++pw) {
+          std::vector<Sample> samples;
+          for (int64_t iy = 0; iy < grid_h; ++iy) {
+            double sy = start_h + static_cast<double>(ph) * bin_h +
+                        (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              double sx = start_w + static_cast<double>(pw) * bin_w +
+                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              Sample sample{};
+              sample.valid = !(sy < -1.0 || sy > static_cast<double>(height) || sx < -1.0 ||
+                               sx > static_cast<double>(width));
+              if (sample.valid) {
+                double yy = std::max(sy, 0.0), xx = std::max(sx, 0.0);
+                int64_t y_low = static_cast<int64_t>(yy), x_low = static_cast<int64_t>(xx);
+                int64_t y_high = y_low + 1, x_high = x_low + 1;
+                if (y_low >= height - 1) {
+                  y_high = y_low = height - 1;
+                  yy = static_cast<double>(y_low);
+                }
+                if (x_low >= width - 1) {
+                  x_high = x_low = width - 1;
+                  xx = static_cast<double>(x_low);
+                }
+                double ly = yy - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
+                double hy = 1 - ly, hx = 1 - lx;
+                sample = {{y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
+                           y_high * width + x_high},
+                          {hy * hx, hy * lx, ly * hx, ly * lx},
+                          true};
+              }
+              samples.push_back(sample);
+            }
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            int64_t plane = (image * channels + c) * height * width;
+            double value = 0;
+            bool first = true;
+            for (const Sample& sample : samples) {
+              double v[4] = {0, 0, 0, 0};
+              if (sample.valid) {
+                for (int k = 0; k < 4; ++k) {
+                  v[k] = sample.weight[k] * x.get_double(plane + sample.pos[k]);
+                }
+              }
+              if (max_mode) {
+                double best = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+                value = first ? best : std::max(value, best);
+                first = false;
+              } else {
+                value += v[0] + v[1] + v[2] + v[3];
+              }
+            }
+            y.set_double(((r * channels + c) * out_h + ph) * out_w + pw,
+                         max_mode ? value : value / count);
+          }
+        }
+      }
+    }
+    context.outputs[0] = y;
+  });
+}
+
+// det of each trailing M x M matrix, by LU decomposition with partial pivoting in double.
+void det(KernelContext& context) {
+  Tensor x = widen_half(context.input(0));
+  int64_t rank = x.rank();
+  int64_t m = x.dim(rank - 1);
+  if (rank < 2 || x.dim(rank - 2) != m) {
+    context.fail_input(cat("input X has shape ", dims_text(x.shape()), ", expected [*, M, M]"));
+  }
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().end() - 2);
+  Tensor y(x.dtype(), shape);
+  std::vector<double> a(static_cast<size_t>(m * m));
+  for (int64_t b = 0; b < y.numel(); ++b) {
+    for (int64_t e = 0; e < m * m; ++e) a[static_cast<size_t>(e)] = x.get_double(b * m * m + e);
+    auto at = [&](int64_t r, int64_t c) -> double& { return a[static_cast<size_t>(r * m + c)]; };
+    double result = 1;
+    for (int64_t col = 0; col < m; ++col) {
+      int64_t pivot = col;
+      for (int64_t r = col + 1; r < m; ++r) {
+        if (std::fabs(at(r, col)) > std::fabs(at(pivot, col))) pivot = r;
+      }
+      if (at(pivot, col) == 0) {
+        result = 0;
+        break;
+      }
+      if (pivot != col) {
+        for (int64_t c = 0; c < m; ++c) std::swap(at(pivot, c), at(col, c));
+        result = -result;
+      }
+      result *= at(col, col);
+      for (int64_t r = col + 1; r < m; ++r) {
+        double factor = at(r, col) / at(col, col);
+        for (int64_t c = col; c < m; ++c) at(r, c) -= factor * at(col, c);
+      }
+    }
+    y.set_double(b, result);
+  }
+  context.outputs[0] = narrow_to(y, context.input(0).dtype());
+}
+
 }  // namespace
 
 void register_nn_kernels(std::map<std::string, Kernel>& registry) {
   registry["Conv"] = conv;
+  registry["ConvTranspose"] = conv_transpose;
+  registry["CumSum"] = cumsum;
+  registry["TopK"] = top_k;
+  registry["LRN"] = lrn;
+  registry["MeanVarianceNormalization"] = mean_variance_normalization;
+  registry["Det"] = det;
+  registry["MaxUnpool"] = max_unpool;
+  registry["NonMaxSuppression"] = non_max_suppression;
+  registry["RoiAlign"] = roi_align;
   registry["MaxPool"] = max_pool;
   registry["AveragePool"] = average_pool;
   registry["GlobalAveragePool"] = global_pool;

@@ -1,7 +1,7 @@
 // Reference kernels for the data-movement ops (Concat, Split, Slice, Gather, Reshape, Pad, Cast,
 // ...). Each is one plain function that follows the spec text. Most work out, for each output
 // element, which input element it copies (its "source offset"); one dtype-generic copy, strings
-// included, then moves the data. Only Cast, Range and ScatterElements' reductions look at values.
+// included, then moves the data. Only Cast, Range and the scatters' reductions look at values.
 //
 // Errors in attributes are the model's (context.fail); errors in values read from input tensors
 // (indices out of range, a shape that does not fit) are data-dependent (context.fail_input).
@@ -620,6 +620,39 @@ T reduce(T target, T update, const std::string& reduction) {
   }
 }
 
+const std::set<std::string>& scatter_reductions() {
+  static const std::set<std::string> reductions = {"none", "add", "mul", "max", "min"};
+  return reductions;
+}
+
+std::string scatter_reduction(const KernelContext& context) {
+  std::string reduction = context.node.attr_string("reduction", "none");
+  if (!scatter_reductions().count(reduction)) {
+    context.fail(
+        cat("attribute 'reduction' = '", reduction, "' is not none, add, mul, max or min"));
+  }
+  return reduction;
+}
+
+// out[target] = out[target] (reduction) updates[source]; 'none' replaces. 16-bit floats reduce in
+// float32 and round once.
+void scatter_one(const KernelContext& context, const Tensor& updates, int64_t source, Tensor& out,
+                 int64_t target, const std::string& reduction) {
+  if (reduction == "none") {
+    copy_elements(updates, source, out, target, 1);
+  } else if (out.dtype() == DType::kFloat16 || out.dtype() == DType::kBFloat16) {
+    float value = reduce(static_cast<float>(out.get_double(target)),
+                         static_cast<float>(updates.get_double(source)), reduction);
+    out.set_double(target, value);
+  } else {
+    dispatch_numeric(out.dtype(), context, [&](auto tag) {
+      using T = decltype(tag);
+      T& slot = out.data<T>()[target];
+      slot = reduce<T>(slot, updates.data<T>()[source], reduction);
+    });
+  }
+}
+
 void scatter_elements_kernel(KernelContext& context) {
   const Tensor& data = context.input(0);
   const Tensor& updates = context.input(2);
@@ -631,30 +664,181 @@ void scatter_elements_kernel(KernelContext& context) {
                            " in shape and input 0 in type"));
   }
   std::vector<int64_t> targets = element_offsets(context, data, axis);
-  std::string reduction = context.node.attr_string("reduction", "none");
-  static const std::set<std::string> kReductions = {"none", "add", "mul", "max", "min"};
-  if (!kReductions.count(reduction)) {
-    context.fail(
-        cat("attribute 'reduction' = '", reduction, "' is not none, add, mul, max or min"));
-  }
+  std::string reduction = scatter_reduction(context);
   Tensor out = data.clone();
   // Updates apply in index order, so with reduction 'none' a repeated index keeps the last one.
   for (size_t i = 0; i < targets.size(); ++i) {
-    int64_t source = static_cast<int64_t>(i);
-    if (reduction == "none") {
-      copy_elements(updates, source, out, targets[i], 1);
-    } else if (data.dtype() == DType::kFloat16 || data.dtype() == DType::kBFloat16) {
-      float value = reduce(static_cast<float>(out.get_double(targets[i])),
-                           static_cast<float>(updates.get_double(source)), reduction);
-      out.set_double(targets[i], value);
-    } else {
-      dispatch_numeric(data.dtype(), context, [&](auto tag) {
-        using T = decltype(tag);
-        T& target = out.data<T>()[targets[i]];
-        target = reduce<T>(target, updates.data<T>()[source], reduction);
-      });
+    scatter_one(context, updates, static_cast<int64_t>(i), out, targets[i], reduction);
+  }
+  context.outputs[0] = out;
+}
+
+// GatherND and ScatterND read input 1 'indices' (int64, shape [..., k]) as k-tuples, each naming
+// a slice of `data`: the first `batch_dims` dims are shared by data and indices, the tuple indexes
+// the next k dims of data, and the slice is data.shape[batch_dims + k:].
+struct NdSlices {
+  std::vector<int64_t> offsets;  // per tuple, the data offset of its slice
+  int64_t slice_size = 1;
+  int64_t k = 0;
+};
+
+NdSlices nd_slices(const KernelContext& context, const Tensor& data, int64_t batch_dims,
+                   int64_t min_k) {
+  const Tensor& indices = context.input(1);
+  if (indices.dtype() != DType::kInt64) {
+    context.fail(cat("input 1 'indices' must be int64, got ", dtype_onnx_name(indices.dtype())));
+  }
+  int64_t r = data.rank(), q = indices.rank();
+  if (r < 1 || q < 1) {
+    context.fail_input(cat("input 0 'data' ", shape_text(data.shape()), " and input 1 'indices' ",
+                           shape_text(indices.shape()), " must both have rank >= 1"));
+  }
+  if (batch_dims >= std::min(r, q)) {
+    context.fail_input(cat("attribute 'batch_dims' = ", batch_dims, " must be below the ranks of ",
+                           "input 0 'data' ", shape_text(data.shape()), " and input 1 'indices' ",
+                           shape_text(indices.shape())));
+  }
+  for (int64_t b = 0; b < batch_dims; ++b) {
+    if (data.dim(b) != indices.dim(b)) {
+      context.fail_input(cat("input 1 'indices' ", shape_text(indices.shape()),
+                             " and input 0 'data' ", shape_text(data.shape()),
+                             " differ in batch dim ", b));
     }
   }
+  NdSlices slices;
+  slices.k = indices.dim(q - 1);
+  if (slices.k < min_k || slices.k > r - batch_dims) {
+    context.fail_input(cat("input 1 'indices' ", shape_text(indices.shape()), " has tuples of ",
+                           slices.k, " indices, expected ", min_k, " to ", r - batch_dims,
+                           " for input 0 'data' ", shape_text(data.shape())));
+  }
+  const std::vector<int64_t>& dims = data.shape();
+  std::vector<int64_t> strides = row_major_strides(dims);
+  size_t first = static_cast<size_t>(batch_dims);
+  slices.slice_size = product(dims, first + static_cast<size_t>(slices.k), dims.size());
+  int64_t batch_size = product(dims, first, dims.size());
+  int64_t tuples = product(indices.shape(), 0, static_cast<size_t>(q - 1));
+  int64_t tuples_per_batch =
+      tuples == 0 ? 1 : tuples / product(dims, 0, first);  // batch dims are shared
+  slices.offsets.reserve(static_cast<size_t>(tuples));
+  const int64_t* values = indices.data<int64_t>();
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = t / tuples_per_batch * batch_size;
+    for (int64_t j = 0; j < slices.k; ++j) {
+      int64_t d = dims[first + static_cast<size_t>(j)];
+      int64_t index = values[t * slices.k + j];
+      if (index < -d || index >= d) {
+        context.fail_input(cat("input 1 'indices' element ", t * slices.k + j, " = ", index,
+                               " is out of range for axis ", batch_dims + j, " of size ", d,
+                               " (valid: [", -d, ", ", d - 1, "])"));
+      }
+      offset += (index < 0 ? index + d : index) * strides[first + static_cast<size_t>(j)];
+    }
+    slices.offsets.push_back(offset);
+  }
+  return slices;
+}
+
+void gather_nd_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  int64_t batch_dims = context.node.attr_int("batch_dims", 0);
+  NdSlices slices = nd_slices(context, data, batch_dims, 1);
+  const std::vector<int64_t>& index_shape = context.input(1).shape();
+  std::vector<int64_t> shape(index_shape.begin(), index_shape.end() - 1);
+  shape.insert(shape.end(), data.shape().begin() + batch_dims + slices.k, data.shape().end());
+  Tensor out(data.dtype(), shape);
+  for (size_t t = 0; t < slices.offsets.size(); ++t) {
+    copy_elements(data, slices.offsets[t], out, static_cast<int64_t>(t) * slices.slice_size,
+                  slices.slice_size);
+  }
+  context.outputs[0] = out;
+}
+
+void scatter_nd_kernel(KernelContext& context) {
+  const Tensor& data = context.input(0);
+  const Tensor& updates = context.input(2);
+  NdSlices slices = nd_slices(context, data, 0, 0);
+  const std::vector<int64_t>& index_shape = context.input(1).shape();
+  std::vector<int64_t> expected(index_shape.begin(), index_shape.end() - 1);
+  expected.insert(expected.end(), data.shape().begin() + slices.k, data.shape().end());
+  if (updates.shape() != expected || updates.dtype() != data.dtype()) {
+    context.fail_input(cat("input 2 'updates' ", shape_text(updates.shape()), " must have shape ",
+                           shape_text(expected),
+                           " (indices.shape[:-1] + data.shape[k:]) and the type of input 0"));
+  }
+  std::string reduction = scatter_reduction(context);
+  Tensor out = data.clone();
+  // Tuples apply in order: with reduction 'none' a repeated tuple keeps the last slice.
+  for (size_t t = 0; t < slices.offsets.size(); ++t) {
+    int64_t source = static_cast<int64_t>(t) * slices.slice_size;
+    if (reduction == "none") {
+      copy_elements(updates, source, out, slices.offsets[t], slices.slice_size);
+      continue;
+    }
+    for (int64_t s = 0; s < slices.slice_size; ++s) {
+      scatter_one(context, updates, source + s, out, slices.offsets[t] + s, reduction);
+    }
+  }
+  context.outputs[0] = out;
+}
+
+// DepthToSpace and SpaceToDepth move elements between the channel dim and blocksize x blocksize
+// blocks of the two spatial dims of an N x C x H x W tensor.
+int64_t blocksize(const KernelContext& context) {
+  if (!context.node.has_attr("blocksize")) context.fail("attribute 'blocksize' is required");
+  int64_t b = context.node.attr_int("blocksize", 0);
+  if (b < 1) context.fail(cat("attribute 'blocksize' = ", b, ", must be > 0"));
+  if (context.input(0).rank() != 4) {
+    context.fail_input(cat("input 0 'input' has shape ", shape_text(context.input(0).shape()),
+                           ", expected rank 4 (N x C x H x W)"));
+  }
+  return b;
+}
+
+void depth_to_space_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  int64_t b = blocksize(context);
+  std::string mode = context.node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") {
+    context.fail(cat("attribute 'mode' = '", mode, "', expected DCR or CRD"));
+  }
+  int64_t n = input.dim(0), c = input.dim(1), h = input.dim(2), w = input.dim(3);
+  if (c % (b * b) != 0) {
+    context.fail_input(cat("input 0 'input' has ", c, " channels, not a multiple of blocksize^2 = ",
+                           b * b));
+  }
+  int64_t channels = c / (b * b);
+  std::vector<int64_t> shape = {n, channels, h * b, w * b};
+  Tensor out(input.dtype(), shape);
+  // Output (n, c, y*b + i, x*b + j) reads input channel (i*b + j)*channels + c (DCR: depth is the
+  // outer split) or c*b*b + i*b + j (CRD: column-row-depth, depth inner).
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t i = index[2] % b, j = index[3] % b;
+    int64_t channel = mode == "DCR" ? (i * b + j) * channels + index[1]
+                                    : index[1] * b * b + i * b + j;
+    return ((index[0] * c + channel) * h + index[2] / b) * w + index[3] / b;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+void space_to_depth_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  int64_t b = blocksize(context);
+  int64_t n = input.dim(0), c = input.dim(1), h = input.dim(2), w = input.dim(3);
+  if (h % b != 0 || w % b != 0) {
+    context.fail_input(cat("input 0 'input' ", shape_text(input.shape()),
+                           ": H and W must be multiples of blocksize ", b));
+  }
+  std::vector<int64_t> shape = {n, c * b * b, h / b, w / b};
+  Tensor out(input.dtype(), shape);
+  // Output channel (i*b + j)*C + c holds input (n, c, y*b + i, x*b + j).
+  std::vector<int64_t> offsets = offsets_for(shape, [&](const auto& index) {
+    int64_t block = index[1] / c, channel = index[1] % c;
+    int64_t i = block / b, j = block % b;
+    return ((index[0] * c + channel) * h + index[2] * b + i) * w + index[3] * b + j;
+  });
+  copy_from_offsets(input, offsets, out);
   context.outputs[0] = out;
 }
 
@@ -780,6 +964,292 @@ void pad_kernel(KernelContext& context) {
   fill(out, pad_value);
   copy_from_offsets(input, offsets, out);
   context.outputs[0] = out;
+}
+
+// ---- Trilu, EyeLike ------------------------------------------------------------------------
+
+// Trilu keeps the elements of each trailing N x M matrix on and above (upper = 1) or on and below
+// (upper = 0) diagonal k, counted as j - i; the rest become zero ("" for strings).
+void trilu_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  if (input.rank() < 2) {
+    context.fail_input(cat("input 0 'input' has shape ", shape_text(input.shape()),
+                           ", expected rank >= 2"));
+  }
+  int64_t k = 0;
+  if (context.has_input(1)) {
+    const Tensor& k_input = context.input(1);
+    if (k_input.numel() != 1) {
+      context.fail_input(cat("input 1 'k' has shape ", shape_text(k_input.shape()),
+                             ", expected a scalar"));
+    }
+    k = k_input.get_int64(0);
+  }
+  bool upper = context.node.attr_int("upper", 1) == 1;
+  int64_t rows = input.dim(input.rank() - 2), columns = input.dim(input.rank() - 1);
+  Tensor out(input.dtype(), input.shape());
+  for (int64_t flat = 0; flat < input.numel(); ++flat) {
+    int64_t j = flat % columns, i = flat / columns % rows;
+    // j - i compared in 128 bits: k may be any int64.
+    __int128 offset = static_cast<__int128>(j) - i;
+    if (upper ? offset >= k : offset <= k) copy_elements(input, flat, out, flat, 1);
+  }
+  context.outputs[0] = out;
+}
+
+// EyeLike: ones on diagonal k (column = row + k) of a 2-D tensor shaped like the input, zeros
+// elsewhere, in `dtype` (default: the input's type).
+void eye_like_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  if (input.rank() != 2) {
+    context.fail_input(
+        cat("input 0 'input' has shape ", shape_text(input.shape()), ", expected rank 2"));
+  }
+  DType dtype = input.dtype();
+  if (context.node.has_attr("dtype")) {
+    std::optional<DType> given =
+        dtype_from_onnx(static_cast<int32_t>(context.node.attr_int("dtype", 0)));
+    if (!given) context.fail("attribute 'dtype' is not an ONNX data type");
+    dtype = *given;
+  }
+  int64_t k = context.node.attr_int("k", 0);
+  Tensor out(dtype, input.shape());
+  for (int64_t i = 0; i < input.dim(0); ++i) {
+    __int128 j = static_cast<__int128>(i) + k;
+    if (j >= 0 && j < input.dim(1)) out.set_double(i * input.dim(1) + static_cast<int64_t>(j), 1);
+  }
+  context.outputs[0] = out;
+}
+
+// ---- OneHot, Compress ----------------------------------------------------------------------
+
+// A numeric value read as an int64 the way OneHot converts non-integer indices and depth (toward
+// zero), or nullopt for NaN and values beyond int64.
+std::optional<int64_t> as_int64(const Tensor& tensor, int64_t i) {
+  if (!is_floating(tensor.dtype())) {
+    if (tensor.dtype() == DType::kUInt64 &&
+        tensor.data<uint64_t>()[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return std::nullopt;
+    }
+    return tensor.get_int64(i);
+  }
+  double value = std::trunc(tensor.get_double(i));
+  if (!(value >= -0x1p63 && value < 0x1p63)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+// output[..., j at axis, ...] = values[1] where j is the index at that position, else values[0].
+// Indices outside [-depth, depth - 1] (opset 11; [0, depth - 1] before) give a row of off values.
+void one_hot_kernel(KernelContext& context) {
+  const Tensor& indices = context.input(0);
+  const Tensor& depth_input = context.input(1);
+  const Tensor& values = context.input(2);
+  if (depth_input.numel() != 1) {
+    context.fail_input(cat("input 1 'depth' has shape ", shape_text(depth_input.shape()),
+                           ", expected one element"));
+  }
+  std::optional<int64_t> depth = as_int64(depth_input, 0);
+  if (!depth || *depth < 1) {
+    context.fail_input(cat("input 1 'depth' = ", depth_input.get_double(0), ", must be >= 1"));
+  }
+  if (values.numel() != 2) {
+    context.fail_input(cat("input 2 'values' has shape ", shape_text(values.shape()),
+                           ", expected [off_value, on_value]"));
+  }
+  if (indices.rank() == 0) context.fail_input("input 0 'indices' must have rank >= 1, got a scalar");
+  int64_t rank = indices.rank() + 1;
+  size_t axis = static_cast<size_t>(
+      normalize_axis(context, context.node.attr_int("axis", -1), rank, "attribute 'axis'"));
+  std::vector<int64_t> shape = indices.shape();
+  shape.insert(shape.begin() + static_cast<int64_t>(axis), *depth);
+  Tensor out(values.dtype(), shape);
+  fill(out, values);  // the off value, element 0
+  int64_t inner = product(indices.shape(), axis, indices.shape().size());
+  bool negative_allowed = context.node.opset() >= 11;
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    std::optional<int64_t> index = as_int64(indices, i);
+    if (!index || *index >= *depth || *index < (negative_allowed ? -*depth : 0)) continue;
+    int64_t j = *index < 0 ? *index + *depth : *index;
+    int64_t outer = i / inner, rest = i % inner;
+    copy_elements(values, 1, out, (outer * *depth + j) * inner + rest, 1);
+  }
+  context.outputs[0] = out;
+}
+
+// Compress and Unique work on slices along attribute `axis`, or on the elements of the flattened
+// input when it is absent: the dims they walk, and the axis among them.
+size_t slicing_axis(const KernelContext& context, const Tensor& input, std::vector<int64_t>& dims) {
+  if (!context.node.has_attr("axis")) {
+    dims = {input.numel()};
+    return 0;
+  }
+  dims = input.shape();
+  return static_cast<size_t>(normalize_axis(context, context.node.attr_int("axis", 0),
+                                            input.rank(), "attribute 'axis'"));
+}
+
+// The slices along `axis` (of the flattened input when absent) whose condition is true; a
+// condition shorter than the axis leaves the remaining slices out.
+void compress_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  const Tensor& condition = context.input(1);
+  std::vector<int64_t> dims;
+  size_t axis = slicing_axis(context, input, dims);
+  int64_t d = dims[axis];
+  if (condition.numel() > d) {
+    context.fail_input(cat("input 1 'condition' has ", condition.numel(),
+                           " entries, more than the ", d, " slices along axis ", axis));
+  }
+  std::vector<int64_t> kept;
+  for (int64_t j = 0; j < condition.numel(); ++j) {
+    if (condition.data<bool>()[j]) kept.push_back(j);
+  }
+  std::vector<int64_t> shape = dims;
+  shape[axis] = static_cast<int64_t>(kept.size());
+  Tensor out(input.dtype(), shape);
+  int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
+  int64_t written = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j : kept) {
+      copy_elements(input, (o * d + j) * inner, out, written, inner);
+      written += inner;
+    }
+  }
+  context.outputs[0] = out;
+}
+
+// ---- ReverseSequence, Unique ---------------------------------------------------------------
+
+// For each batch entry b, the first sequence_lens[b] steps along time_axis in reverse order, the
+// rest as they are.
+void reverse_sequence_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  const Node& node = context.node;
+  int64_t batch_axis = node.attr_int("batch_axis", 1), time_axis = node.attr_int("time_axis", 0);
+  if (input.rank() < 2) {
+    context.fail_input(
+        cat("input 0 'input' has shape ", shape_text(input.shape()), ", expected rank >= 2"));
+  }
+  std::vector<int64_t> lengths = tensor_to_int64s(context.input(1));
+  int64_t batch = input.dim(batch_axis), steps = input.dim(time_axis);
+  if (static_cast<int64_t>(lengths.size()) != batch) {
+    context.fail_input(cat("input 1 'sequence_lens' has ", lengths.size(), " entries for ", batch,
+                           " batch entries"));
+  }
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    if (lengths[b] < 0 || lengths[b] > steps) {
+      context.fail_input(cat("input 1 'sequence_lens' element ", b, " = ", lengths[b],
+                             " is outside [0, ", steps, "]"));
+    }
+  }
+  std::vector<int64_t> strides = row_major_strides(input.shape());
+  Tensor out(input.dtype(), input.shape());
+  std::vector<int64_t> offsets = offsets_for(input.shape(), [&](const auto& index) {
+    int64_t t = index[static_cast<size_t>(time_axis)];
+    int64_t length = lengths[static_cast<size_t>(index[static_cast<size_t>(batch_axis)])];
+    int64_t source = t < length ? length - 1 - t : t;
+    int64_t offset = 0;
+    for (size_t k = 0; k < index.size(); ++k) {
+      offset += (static_cast<int64_t>(k) == time_axis ? source : index[k]) * strides[k];
+    }
+    return offset;
+  });
+  copy_from_offsets(input, offsets, out);
+  context.outputs[0] = out;
+}
+
+// Three-way comparison of two elements of one tensor: numbers by value with NaN above everything
+// (and NaNs equal to each other, as numpy.unique merges them), strings lexicographically.
+int compare_elements(const Tensor& tensor, int64_t a, int64_t b) {
+  if (tensor.dtype() == DType::kString) {
+    return tensor.strings()[static_cast<size_t>(a)].compare(
+        tensor.strings()[static_cast<size_t>(b)]);
+  }
+  if (is_floating(tensor.dtype())) {
+    double x = tensor.get_double(a), y = tensor.get_double(b);
+    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) - std::isnan(y);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (tensor.dtype() == DType::kUInt64) {
+    uint64_t x = tensor.data<uint64_t>()[a], y = tensor.data<uint64_t>()[b];
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  int64_t x = tensor.get_int64(a), y = tensor.get_int64(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+// The distinct slices along `axis` (elements of the flattened input without it): Y holds them
+// sorted ascending (lexicographically for slices) or in order of first occurrence (sorted = 0);
+// indices their first occurrence, inverse_indices each input slice's position in Y, counts how
+// often each occurs.
+void unique_kernel(KernelContext& context) {
+  const Tensor& input = context.input(0);
+  std::vector<int64_t> dims;
+  size_t axis = slicing_axis(context, input, dims);
+  int64_t d = dims[axis];
+  int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
+  auto compare_slices = [&](int64_t p, int64_t q) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int c = compare_elements(input, (o * d + p) * inner + i, (o * d + q) * inner + i);
+        if (c != 0) return c;
+      }
+    }
+    return 0;
+  };
+  // Slices in first-occurrence order of their distinct values.
+  std::vector<int64_t> first;  // per distinct slice: its first index
+  std::vector<int64_t> inverse(static_cast<size_t>(d));
+  std::vector<int64_t> counts;
+  std::vector<int64_t> by_value;  // distinct slice ids, sorted by value
+  for (int64_t j = 0; j < d; ++j) {
+    auto it = std::lower_bound(by_value.begin(), by_value.end(), j, [&](int64_t id, int64_t slice) {
+      return compare_slices(first[static_cast<size_t>(id)], slice) < 0;
+    });
+    if (it != by_value.end() && compare_slices(first[static_cast<size_t>(*it)], j) == 0) {
+      inverse[static_cast<size_t>(j)] = *it;
+      ++counts[static_cast<size_t>(*it)];
+      continue;
+    }
+    int64_t id = static_cast<int64_t>(first.size());
+    first.push_back(j);
+    counts.push_back(1);
+    by_value.insert(it, id);
+    inverse[static_cast<size_t>(j)] = id;
+  }
+  bool sorted = context.node.attr_int("sorted", 1) == 1;
+  int64_t n = static_cast<int64_t>(first.size());
+  std::vector<int64_t> position(static_cast<size_t>(n));  // distinct id -> index in Y
+  std::vector<int64_t> order(static_cast<size_t>(n));     // index in Y -> distinct id
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t id = sorted ? by_value[static_cast<size_t>(r)] : r;
+    order[static_cast<size_t>(r)] = id;
+    position[static_cast<size_t>(id)] = r;
+  }
+  std::vector<int64_t> shape = dims;
+  shape[axis] = n;
+  Tensor y(input.dtype(), shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t j = first[static_cast<size_t>(order[static_cast<size_t>(r)])];
+      copy_elements(input, (o * d + j) * inner, y, (o * n + r) * inner, inner);
+    }
+  }
+  Tensor indices(DType::kInt64, {n}), inverse_indices(DType::kInt64, {d}),
+      count(DType::kInt64, {n});
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t id = order[static_cast<size_t>(r)];
+    indices.data<int64_t>()[r] = first[static_cast<size_t>(id)];
+    count.data<int64_t>()[r] = counts[static_cast<size_t>(id)];
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    inverse_indices.data<int64_t>()[j] =
+        position[static_cast<size_t>(inverse[static_cast<size_t>(j)])];
+  }
+  context.outputs[0] = y;
+  for (size_t k = 1; k < context.outputs.size(); ++k) {
+    context.outputs[k] = k == 1 ? indices : k == 2 ? inverse_indices : count;
+  }
 }
 
 // ---- value-computing ops -------------------------------------------------------------------
@@ -1089,27 +1559,37 @@ void register_tensor_kernels(std::map<std::string, Kernel>& registry) {
   const std::pair<const char*, Kernel> kernels[] = {
       {"Cast", cast_kernel},
       {"CastLike", cast_like_kernel},
+      {"Compress", compress_kernel},
       {"Concat", concat_kernel},
       {"Constant", constant_kernel},
       {"ConstantOfShape", constant_of_shape_kernel},
+      {"DepthToSpace", depth_to_space_kernel},
+      {"EyeLike", eye_like_kernel},
       {"Expand", expand_kernel},
       {"Flatten", flatten_kernel},
       {"Gather", gather_kernel},
       {"GatherElements", gather_elements_kernel},
+      {"GatherND", gather_nd_kernel},
       {"Identity", identity_kernel},
       {"NonZero", non_zero_kernel},
+      {"OneHot", one_hot_kernel},
       {"Pad", pad_kernel},
       {"Range", range_kernel},
       {"Reshape", reshape_kernel},
+      {"ReverseSequence", reverse_sequence_kernel},
       {"Scatter", scatter_elements_kernel},
       {"ScatterElements", scatter_elements_kernel},
+      {"ScatterND", scatter_nd_kernel},
       {"Shape", shape_kernel},
       {"Size", size_kernel},
       {"Slice", slice_kernel},
+      {"SpaceToDepth", space_to_depth_kernel},
       {"Split", split_kernel},
       {"Squeeze", squeeze_kernel},
       {"Tile", tile_kernel},
       {"Transpose", transpose_kernel},
+      {"Trilu", trilu_kernel},
+      {"Unique", unique_kernel},
       {"Unsqueeze", unsqueeze_kernel},
   };
   for (const auto& [op_type, kernel] : kernels) registry.emplace(op_type, kernel);

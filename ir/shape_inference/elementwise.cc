@@ -1,6 +1,7 @@
 // Type and shape inference for the elementwise and dense math ops: unary math and activations,
-// numpy-broadcast arithmetic, comparisons and logic, variadic Max/Min/Sum/Mean, Where, Clip,
-// Softmax/LogSoftmax, MatMul and Gemm (docs/ops/elementwise.md has the semantics of each).
+// numpy-broadcast arithmetic, comparisons and logic, variadic Max/Min/Sum/Mean, Where, Clip, Shrink,
+// Softmax/LogSoftmax/Hardmax, MatMul, Gemm and Einsum (docs/ops/elementwise.md has the semantics
+// of each).
 //
 // Dims stay symbolic through broadcasting and the matrix products:
 //   MatMul(f32[seq, batch, 40], f32[40, 512])  -> f32[seq, batch, 512]
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "ir/op_schema.h"
+#include "ir/shape_inference/einsum.h"
 
 namespace rnnc {
 
@@ -326,7 +328,7 @@ void infer_clip(InferenceContext& context) {
   context.set_output(0, x.dtype, *x.shape);
 }
 
-// Softmax, LogSoftmax: the axis must exist (default 1 before opset 13, -1 from 13).
+// Softmax, LogSoftmax, Hardmax: the axis must exist (default 1 before opset 13, -1 from 13).
 void infer_softmax(InferenceContext& context) {
   check_input_type(context, 0, kFloatTypes);
   const TensorType& x = context.input_type(0);
@@ -334,6 +336,45 @@ void infer_softmax(InferenceContext& context) {
   int64_t axis = context.node().attr_int("axis", context.node().opset() >= 13 ? -1 : 1);
   context.normalize_axis(axis, static_cast<int64_t>(x.shape->size()), "attribute 'axis'");
   context.set_output(0, x.dtype, *x.shape);
+}
+
+// Einsum: the output's dims are the sizes of its labels; a letter's size must agree wherever it
+// appears, an ellipsis dim broadcasts (1 against n).
+void infer_einsum(InferenceContext& context) {
+  DType dtype = context.input_type(0).dtype;
+  std::vector<int64_t> ranks;
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    check_input_type(context, i, kNumericTypes);
+    if (context.input_type(i).dtype != dtype) {
+      context.fail(cat("input ", i, " is ", dtype_onnx_name(context.input_type(i).dtype),
+                       " but input 0 is ", dtype_onnx_name(dtype), " (they must match)"));
+    }
+    if (!context.input_type(i).shape) return context.set_output_unknown_rank(0, dtype);
+    ranks.push_back(static_cast<int64_t>(context.input_type(i).shape->size()));
+  }
+  EinsumEquation equation = parse_einsum(context.node(), ranks);
+  std::vector<Dim> sizes(static_cast<size_t>(equation.labels), Dim(1));
+  std::vector<bool> seen(static_cast<size_t>(equation.labels), false);
+  for (size_t i = 0; i < equation.inputs.size(); ++i) {
+    const Shape& shape = *context.input_type(i).shape;
+    for (size_t a = 0; a < shape.size(); ++a) {
+      size_t label = static_cast<size_t>(equation.inputs[i][a]);
+      const Dim& d = shape[a];
+      bool ellipsis = label >= 52;
+      if (!seen[label] || (ellipsis && sizes[label] == Dim(1))) {
+        sizes[label] = d;
+      } else if (d.is_known() && sizes[label].is_known() && d != sizes[label] &&
+                 !(ellipsis && d.value() == 1)) {
+        context.fail(cat("label '", einsum_label_name(static_cast<int>(label)), "' has size ",
+                         sizes[label].value(), " and ", d.value(), " (input ", i, " axis ", a,
+                         ")"));
+      }
+      seen[label] = true;
+    }
+  }
+  Shape out;
+  for (int label : equation.output) out.push_back(sizes[static_cast<size_t>(label)]);
+  context.set_output(0, dtype, out);
 }
 
 // numpy.matmul: a 1-D A is a row [1, K] and a 1-D B a column [K, 1], the added axis dropped
@@ -499,6 +540,9 @@ const std::vector<ElementwiseOp>& elementwise_ops() {
       {"Clip", 1, 1, 3, kNumericTypes, infer_clip},
       {"Softmax", 1, 1, 1, kFloatTypes, infer_softmax},
       {"LogSoftmax", 1, 1, 1, kFloatTypes, infer_softmax},
+      {"Hardmax", 1, 1, 1, kFloatTypes, infer_softmax},
+      {"Einsum", 12, 1, kVariadic, kNumericTypes, infer_einsum},
+      {"Shrink", 9, 1, 1, kNumericTypes, infer_unary},
   };
   return ops;
 }

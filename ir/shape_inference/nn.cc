@@ -1,8 +1,10 @@
-// Type and shape inference for the neural-network ops: convolution, pooling, normalization,
-// reductions, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of the ONNX operator docs
-// (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where Dim arithmetic can
-// express the result: a stride-1 Conv over [batch, C, time] gives time + pads - dilated_kernel + 1,
-// while ceil(time / 2) of a strided one is not a polynomial and becomes unknown.
+// Type and shape inference for the neural-network ops: convolution (and ConvTranspose), pooling
+// (and MaxUnpool), normalization (with LRN, MeanVarianceNormalization), reductions, CumSum, TopK,
+// Det, NonMaxSuppression, RoiAlign, ArgMax/ArgMin and Dropout. Output sizes follow the formulas of
+// the ONNX operator docs (docs/ops/nn.md lists the corner cases). Symbolic dims pass through where
+// Dim arithmetic can express the result: a stride-1 Conv over [batch, C, time] gives time + pads -
+// dilated_kernel + 1, while ceil(time / 2) of a strided one is not a polynomial and becomes
+// unknown.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -176,6 +178,384 @@ void infer_conv(InferenceContext& context) {
   }
   if (context.has_input(2)) check_conv_bias(context, 2, "B", (*out)[1], "W");
   context.set_output(0, dtype, *out);
+}
+
+// ConvTranspose: X (N x C x D1 ... Dn), W (C x M/group x k1 ... kn), B (M). Each output size is
+// stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end, or the
+// attribute output_shape (pads then follow from it), or in * stride under SAME_UPPER/SAME_LOWER.
+void infer_conv_transpose(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_same_dtype(context, 1, "W", 0, "X");
+  if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
+  DType dtype = context.input_type(0).dtype;
+  int64_t group = node.attr_int("group", 1);
+  if (group < 1) context.fail(cat("attribute 'group' = ", group, ", must be > 0"));
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  const Shape* w = shape_if_ranked(context, 1);
+  if (w && w->size() != x->size()) {
+    context.fail(cat("input W has shape ", shape_to_string(*w), " but X has shape ",
+                     shape_to_string(*x), " (W must be C x M/group x k1 ... kn)"));
+  }
+  const Dim& channels = (*x)[1];
+  if (channels.is_known() && channels.value() % group != 0) {
+    context.fail(cat("input X has ", channels.value(), " channels, not a multiple of group ", group));
+  }
+  if (w && channels.is_known() && (*w)[0].is_known() && (*w)[0] != channels) {
+    context.fail(cat("input W has shape ", shape_to_string(*w), ", expected W.shape[0] = ",
+                     channels.value(), " (the channels of X)"));
+  }
+  // kernel_shape, when given, must be W's spatial dims; without it they come from W.
+  std::optional<std::vector<int64_t>> kernel;
+  if (node.has_attr("kernel_shape")) {
+    kernel = per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+  }
+  for (size_t i = 0; w && i < spatial_rank; ++i) {
+    const Dim& k = (*w)[i + 2];
+    if (!k.is_known()) continue;
+    if (kernel && (*kernel)[i] != k.value()) {
+      context.fail(cat("attribute 'kernel_shape' = ", shape_text(*kernel),
+                       " does not match W's spatial dims ", shape_to_string(*w)));
+    }
+  }
+  if (!kernel && w && shape_is_known(Shape(w->begin() + 2, w->end()))) {
+    kernel = shape_values(Shape(w->begin() + 2, w->end()));
+  }
+  Window window = read_window(context, spatial_rank, kernel);
+  std::vector<int64_t> output_padding =
+      per_axis_attr(context, "output_padding", spatial_rank, 0, 0, "one per spatial axis");
+  std::vector<int64_t> output_shape = node.attr_ints("output_shape");
+  if (!output_shape.empty()) {
+    if (output_shape.size() != spatial_rank && output_shape.size() != spatial_rank + 2) {
+      context.fail(cat("attribute 'output_shape' = ", shape_text(output_shape), " has ",
+                       output_shape.size(), " values, expected ", spatial_rank,
+                       " (one per spatial axis)"));
+    }
+    output_shape.erase(output_shape.begin(),
+                       output_shape.end() - static_cast<int64_t>(spatial_rank));
+    for (int64_t size : output_shape) {
+      if (size < 0) {
+        context.fail(cat("attribute 'output_shape' = ", shape_text(output_shape),
+                         " has a negative size"));
+      }
+    }
+  }
+  Dim out_channels = w ? (*w)[1] * Dim(group) : Dim::unknown();
+  Shape out = {(*x)[0], out_channels};
+  bool same = window.auto_pad == "SAME_UPPER" || window.auto_pad == "SAME_LOWER";
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    const Dim& in = (*x)[i + 2];
+    int64_t stride = window.strides[i];
+    if (!output_shape.empty()) {
+      out.push_back(output_shape[i]);
+    } else if (same) {
+      out.push_back(in * Dim(stride));
+    } else if (!kernel) {
+      out.push_back(Dim::unknown());
+    } else {
+      bool valid = window.auto_pad == "VALID";
+      int64_t pads = valid ? 0 : window.pads[i] + window.pads[i + spatial_rank];
+      int64_t extent = ((*kernel)[i] - 1) * window.dilations[i] + 1;
+      Dim size = Dim(stride) * (in - Dim(1)) + Dim(output_padding[i] + extent - pads);
+      if (size.is_known() && size.value() < 0) {
+        context.fail(cat("spatial axis ", i, ": pads ", window.pads[i], " + ",
+                         window.pads[i + spatial_rank], " exceed the full output size ",
+                         size.value() + pads));
+      }
+      out.push_back(size);
+    }
+  }
+  if (context.has_input(2)) check_conv_bias(context, 2, "B", out_channels, "W");
+  context.set_output(0, dtype, out);
+}
+
+// CumSum: y has x's shape; axis is a scalar (or one-element vector) int32/int64 input.
+void infer_cumsum(InferenceContext& context) {
+  const Node& node = context.node();
+  std::vector<DType> types = {DType::kUInt32, DType::kUInt64, DType::kInt32, DType::kInt64,
+                              DType::kFloat32, DType::kFloat64};
+  if (node.opset() >= 14) {
+    types.push_back(DType::kFloat16);
+    types.push_back(DType::kBFloat16);
+  }
+  check_dtype(context, 0, "x", types);
+  check_dtype(context, 1, "axis", {DType::kInt32, DType::kInt64});
+  flag_attr(context, "exclusive", 0);
+  flag_attr(context, "reverse", 0);
+  DType dtype = context.input_type(0).dtype;
+  const Shape* axis_shape = shape_if_ranked(context, 1);
+  if (axis_shape && (axis_shape->size() > 1 || (axis_shape->size() == 1 &&
+                                                !((*axis_shape)[0].is_known() &&
+                                                  (*axis_shape)[0].value() == 1)))) {
+    context.fail(cat("input axis has shape ", shape_to_string(*axis_shape),
+                     ", expected a scalar"));
+  }
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (x->empty()) context.fail("input x is a scalar, expected rank >= 1");
+  if (const Tensor* axis = context.input_constant(1); axis && axis->numel() == 1) {
+    context.normalize_axis(axis->get_int64(0), static_cast<int64_t>(x->size()), "input axis");
+  }
+  context.set_output(0, dtype, *x);
+}
+
+// TopK: Values and Indices have X's shape with the axis cut to k (attribute before opset 10, an
+// int64 [1] input from 10).
+void infer_top_k(InferenceContext& context) {
+  const Node& node = context.node();
+  std::vector<DType> types = float_types(false);
+  if (node.opset() >= 11) {
+    for (DType dtype : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+                        DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+      types.push_back(dtype);
+    }
+  }
+  check_dtype(context, 0, "X", types);
+  require_opset_for_attribute(context, "largest", 11);
+  require_opset_for_attribute(context, "sorted", 11);
+  flag_attr(context, "largest", 1);
+  flag_attr(context, "sorted", 1);
+  std::optional<int64_t> k;
+  if (node.opset() < 10) {
+    if (!node.has_attr("k")) context.fail("attribute 'k' is required");
+    if (context.has_input(1)) context.fail("input K exists from opset 10 (use attribute 'k')");
+    k = node.attr_int("k", 0);
+  } else {
+    if (node.has_attr("k")) context.fail("attribute 'k' became input K in opset 10");
+    if (!context.has_input(1)) context.fail("input K is required");
+    check_dtype(context, 1, "K", {DType::kInt64});
+    if (const Shape* shape = shape_if_ranked(context, 1)) {
+      if (shape->size() != 1 || ((*shape)[0].is_known() && (*shape)[0].value() != 1)) {
+        context.fail(cat("input K has shape ", shape_to_string(*shape), ", expected [1]"));
+      }
+    }
+    if (const Tensor* constant = context.input_constant(1); constant && constant->numel() == 1) {
+      k = constant->get_int64(0);
+    }
+  }
+  if (k && *k < 0) context.fail(cat("k = ", *k, ", must be >= 0"));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    context.set_output_unknown_rank(1, DType::kInt64);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(x->size());
+  if (rank == 0) context.fail("input X is a scalar, expected rank >= 1");
+  if (node.attr_int("axis", -1) < 0 && node.opset() < 11) {
+    context.fail("a negative attribute 'axis' needs opset 11 or later");
+  }
+  size_t axis = static_cast<size_t>(
+      context.normalize_axis(node.attr_int("axis", -1), rank, "attribute 'axis'"));
+  const Dim& d = (*x)[axis];
+  if (k && d.is_known() && *k > d.value()) {
+    context.fail(cat("k = ", *k, " exceeds the ", d.value(), " elements along axis ", axis));
+  }
+  Shape out = *x;
+  out[axis] = k ? Dim(*k) : Dim::unknown();
+  context.set_output(0, dtype, out);
+  context.set_output(1, DType::kInt64, out);
+}
+
+// LRN and MeanVarianceNormalization keep X's shape.
+// A float X for LRN, MeanVarianceNormalization and Det: its shape, or nullptr after setting an
+// unknown-rank output when its rank is unknown.
+const Shape* float_input_shape(const InferenceContext& context, bool with_bfloat16) {
+  check_dtype(context, 0, "X", float_types(with_bfloat16));
+  const Shape* x = shape_if_ranked(context, 0);
+  if (!x) context.set_output_unknown_rank(0, context.input_type(0).dtype);
+  return x;
+}
+
+void infer_lrn(InferenceContext& context) {
+  const Node& node = context.node();
+  if (!node.has_attr("size")) context.fail("attribute 'size' is required");
+  int64_t size = node.attr_int("size", 0);
+  if (size < 1) context.fail(cat("attribute 'size' = ", size, ", must be > 0"));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = float_input_shape(context, node.opset() >= 13);
+  if (!x) return;
+  if (x->size() < 2) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected (N x C x ...)"));
+  }
+  context.set_output(0, dtype, *x);
+}
+
+void infer_mean_variance_normalization(InferenceContext& context) {
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = float_input_shape(context, context.node().opset() >= 13);
+  if (!x) return;
+  int64_t rank = static_cast<int64_t>(x->size());
+  std::vector<int64_t> axes = context.node().attr_ints("axes", {0, 2, 3});
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t axis : axes) {
+    size_t a = static_cast<size_t>(context.normalize_axis(axis, rank, "attribute 'axes' entry"));
+    if (seen[a]) context.fail(cat("attribute 'axes' names axis ", a, " twice"));
+    seen[a] = true;
+  }
+  context.set_output(0, dtype, *x);
+}
+
+// Det: [*, M, M] -> [*].
+void infer_det(InferenceContext& context) {
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = float_input_shape(context, false);
+  if (!x) return;
+  if (x->size() < 2) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected [*, M, M]"));
+  }
+  const Dim& rows = (*x)[x->size() - 2];
+  const Dim& columns = x->back();
+  if (rows.is_known() && columns.is_known() && rows != columns) {
+    context.fail(cat("input X has shape ", shape_to_string(*x),
+                     ": the last two dims must be equal (square matrices)"));
+  }
+  context.set_output(0, dtype, Shape(x->begin(), x->end() - 2));
+}
+
+// MaxUnpool: X and I (N x C x D1 ... Dn) scatter into zeros of output_shape, or of the size a
+// MaxPool with these attributes maps back from: (in - 1) * stride + kernel - pad_begin - pad_end.
+void infer_max_unpool(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_dtype(context, 1, "I", {DType::kInt64});
+  if (context.has_input(2)) check_dtype(context, 2, "output_shape", {DType::kInt64});
+  if (!node.has_attr("kernel_shape")) context.fail("attribute 'kernel_shape' is required");
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = spatial_input_shape(context);
+  if (!x) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  size_t spatial_rank = x->size() - 2;
+  std::vector<int64_t> kernel =
+      per_axis_attr(context, "kernel_shape", spatial_rank, 1, 1, "one per spatial axis");
+  std::vector<int64_t> strides =
+      per_axis_attr(context, "strides", spatial_rank, 1, 1, "one per spatial axis");
+  std::vector<int64_t> pads =
+      per_axis_attr(context, "pads", 2 * spatial_rank, 0, 0, "a begin and an end per spatial axis");
+  if (const Shape* indices = shape_if_ranked(context, 1)) {
+    bool same = indices->size() == x->size();
+    for (size_t k = 0; same && k < x->size(); ++k) {
+      same = !((*indices)[k].is_known() && (*x)[k].is_known() && (*indices)[k] != (*x)[k]);
+    }
+    if (!same) {
+      context.fail(cat("input I has shape ", shape_to_string(*indices), " but X has shape ",
+                       shape_to_string(*x), " (they must match)"));
+    }
+  }
+  if (context.has_input(2)) {
+    const Tensor* constant = context.input_constant(2);
+    if (constant && constant->numel() == static_cast<int64_t>(x->size())) {
+      Shape out;
+      for (int64_t k = 0; k < constant->numel(); ++k) out.push_back(Dim(constant->get_int64(k)));
+      context.set_output(0, dtype, out);
+    } else if (constant) {
+      context.fail(cat("input output_shape has ", constant->numel(), " entries for X of rank ",
+                       x->size()));
+    } else {
+      context.set_output(0, dtype, Shape(x->size(), Dim::unknown()));
+    }
+    return;
+  }
+  Shape out = {(*x)[0], (*x)[1]};
+  for (size_t i = 0; i < spatial_rank; ++i) {
+    Dim size = Dim(strides[i]) * ((*x)[i + 2] - Dim(1)) +
+               Dim(kernel[i] - pads[i] - pads[i + spatial_rank]);
+    out.push_back(size.is_known() && size.value() < 0 ? Dim(0) : size);
+  }
+  context.set_output(0, dtype, out);
+}
+
+// NonMaxSuppression: selected_indices [?, 3] (batch, class, box), the count data-dependent.
+void infer_non_max_suppression(InferenceContext& context) {
+  check_dtype(context, 0, "boxes", {DType::kFloat32});
+  check_dtype(context, 1, "scores", {DType::kFloat32});
+  static const char* const kScalars[] = {"max_output_boxes_per_class", "iou_threshold",
+                                         "score_threshold"};
+  for (size_t i = 2; i < 5; ++i) {
+    if (!context.has_input(i)) continue;
+    check_dtype(context, i, kScalars[i - 2], {i == 2 ? DType::kInt64 : DType::kFloat32});
+    if (const Shape* shape = shape_if_ranked(context, i)) {
+      bool scalar = shape->empty() || (shape->size() == 1 && (*shape)[0].is_known() &&
+                                       (*shape)[0].value() == 1);
+      if (!scalar) {
+        context.fail(cat("input ", kScalars[i - 2], " has shape ", shape_to_string(*shape),
+                         ", expected a scalar or [1]"));
+      }
+    }
+  }
+  int64_t center = context.node().attr_int("center_point_box", 0);
+  if (center != 0 && center != 1) {
+    context.fail(cat("attribute 'center_point_box' = ", center, ", must be 0 or 1"));
+  }
+  const Shape* boxes = shape_if_ranked(context, 0);
+  const Shape* scores = shape_if_ranked(context, 1);
+  if (boxes && (boxes->size() != 3 || ((*boxes)[2].is_known() && (*boxes)[2].value() != 4))) {
+    context.fail(cat("input boxes has shape ", shape_to_string(*boxes),
+                     ", expected [num_batches, spatial_dimension, 4]"));
+  }
+  if (scores && scores->size() != 3) {
+    context.fail(cat("input scores has shape ", shape_to_string(*scores),
+                     ", expected [num_batches, num_classes, spatial_dimension]"));
+  }
+  if (boxes && scores) {
+    bool agree = !((*boxes)[0].is_known() && (*scores)[0].is_known() && (*boxes)[0] != (*scores)[0]) &&
+                 !((*boxes)[1].is_known() && (*scores)[2].is_known() && (*boxes)[1] != (*scores)[2]);
+    if (!agree) {
+      context.fail(cat("input boxes ", shape_to_string(*boxes), " and scores ",
+                       shape_to_string(*scores), " disagree on batches or boxes"));
+    }
+  }
+  context.set_output(0, DType::kInt64, {Dim::unknown(), Dim(3)});
+}
+
+// RoiAlign: X (N x C x H x W), rois (num_rois x 4), batch_indices (num_rois) ->
+// (num_rois x C x output_height x output_width).
+void infer_roi_align(InferenceContext& context) {
+  const Node& node = context.node();
+  check_dtype(context, 0, "X", float_types(false));
+  check_same_dtype(context, 1, "rois", 0, "X");
+  check_dtype(context, 2, "batch_indices", {DType::kInt64});
+  std::string mode = node.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") {
+    context.fail(cat("attribute 'mode' = '", mode, "', expected avg or max"));
+  }
+  require_opset_for_attribute(context, "coordinate_transformation_mode", 16);
+  std::string coordinates = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (coordinates != "half_pixel" && coordinates != "output_half_pixel") {
+    context.fail(cat("attribute 'coordinate_transformation_mode' = '", coordinates,
+                     "', expected half_pixel or output_half_pixel"));
+  }
+  int64_t height = node.attr_int("output_height", 1), width = node.attr_int("output_width", 1);
+  if (height < 1 || width < 1) {
+    context.fail(cat("attributes 'output_height' = ", height, " and 'output_width' = ", width,
+                     " must be > 0"));
+  }
+  if (node.attr_int("sampling_ratio", 0) < 0) {
+    context.fail(cat("attribute 'sampling_ratio' = ", node.attr_int("sampling_ratio", 0),
+                     ", must be >= 0"));
+  }
+  DType dtype = context.input_type(0).dtype;
+  const Shape* x = shape_if_ranked(context, 0);
+  const Shape* rois = shape_if_ranked(context, 1);
+  if (x && x->size() != 4) {
+    context.fail(cat("input X has shape ", shape_to_string(*x), ", expected (N x C x H x W)"));
+  }
+  if (rois && (rois->size() != 2 || ((*rois)[1].is_known() && (*rois)[1].value() != 4))) {
+    context.fail(cat("input rois has shape ", shape_to_string(*rois), ", expected (num_rois x 4)"));
+  }
+  Dim count = rois ? (*rois)[0] : Dim::unknown();
+  context.set_output(0, dtype, {count, x ? (*x)[1] : Dim::unknown(), Dim(height), Dim(width)});
 }
 
 // MaxPool and AveragePool.
@@ -630,6 +1010,16 @@ void check_conv_bias(const InferenceContext& context, size_t input, const char* 
 void register_nn_schemas(std::vector<OpSchema>& registry) {
   // op_type, since_opset, min/max inputs, min/max outputs, inference.
   registry.push_back({"Conv", 1, 2, 3, 1, 1, infer_conv});
+  registry.push_back({"ConvTranspose", 1, 2, 3, 1, 1, infer_conv_transpose});
+  registry.push_back({"CumSum", 11, 2, 2, 1, 1, infer_cumsum});
+  registry.push_back({"TopK", 1, 1, 2, 2, 2, infer_top_k});
+  registry.push_back({"LRN", 1, 1, 1, 1, 1, infer_lrn});
+  registry.push_back({"MeanVarianceNormalization", 9, 1, 1, 1, 1,
+                      infer_mean_variance_normalization});
+  registry.push_back({"Det", 11, 1, 1, 1, 1, infer_det});
+  registry.push_back({"MaxUnpool", 9, 2, 3, 1, 1, infer_max_unpool});
+  registry.push_back({"NonMaxSuppression", 10, 2, 5, 1, 1, infer_non_max_suppression});
+  registry.push_back({"RoiAlign", 10, 3, 3, 1, 1, infer_roi_align});
   registry.push_back({"MaxPool", 1, 1, 1, 1, 2, infer_pool});
   registry.push_back({"AveragePool", 1, 1, 1, 1, 1, infer_pool});
   registry.push_back({"GlobalAveragePool", 1, 1, 1, 1, 1, infer_global_pool});

@@ -1,6 +1,7 @@
 // Type and shape inference for the data-movement ops: Concat, Split, Slice, Gather(Elements),
-// Scatter(Elements), Squeeze, Unsqueeze, Reshape, Transpose, Flatten, Expand, Tile, Pad, Shape,
-// Size, ConstantOfShape, Cast(Like), Identity, Range, Constant, NonZero.
+// Scatter(Elements), GatherND, ScatterND, DepthToSpace, SpaceToDepth, Squeeze, Unsqueeze, Reshape,
+// Transpose, Flatten, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Cast(Like), Identity, Range,
+// Constant, NonZero, Trilu, EyeLike, OneHot, Compress, ReverseSequence, Unique.
 //
 // Beyond plain shapes this file does two things later stages rely on:
 //  - Symbolic dims survive: Slice(1:) of [seq] is [seq - 1], Reshape of [seq, batch, 512] to
@@ -665,11 +666,13 @@ void infer_gather_elements(InferenceContext& context) {
   context.set_output(0, dtype, *indices);
 }
 
-void infer_scatter_elements(InferenceContext& context) {
+// Known dims that differ: a contradiction inference can report.
+bool dims_conflict(const Dim& a, const Dim& b) { return a.is_known() && b.is_known() && a != b; }
+
+// ScatterElements and ScatterND: the reduction valid at the node's opset, and updates of data's
+// element type. Returns that type.
+DType check_scatter_operands(const InferenceContext& context) {
   const Node& node = context.node();
-  if (node.op_type() == "Scatter" && node.opset() >= 11) {
-    context.fail("Scatter was replaced by ScatterElements in opset 11");
-  }
   std::string reduction = node.attr_string("reduction", "none");
   int since = reduction == "none"                        ? 0
               : reduction == "add" || reduction == "mul" ? 16
@@ -684,6 +687,15 @@ void infer_scatter_elements(InferenceContext& context) {
     context.fail(cat("input 2 'updates' is ", dtype_onnx_name(context.input_type(2).dtype),
                      ", expected ", dtype_onnx_name(dtype), " like input 0 'data'"));
   }
+  return dtype;
+}
+
+void infer_scatter_elements(InferenceContext& context) {
+  const Node& node = context.node();
+  if (node.op_type() == "Scatter" && node.opset() >= 11) {
+    context.fail("Scatter was replaced by ScatterElements in opset 11");
+  }
+  DType dtype = check_scatter_operands(context);
   const Shape* data = shape_if_known(context, 0);
   const Shape* indices = shape_if_known(context, 1);
   const Shape* updates = shape_if_known(context, 2);
@@ -709,6 +721,136 @@ void infer_scatter_elements(InferenceContext& context) {
   context.normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(data->size()),
                          "attribute 'axis'");
   context.set_output(0, dtype, *data);
+}
+
+
+// GatherND and ScatterND: int64 indices of rank >= 1 whose last dim k (when known) is within
+// [min_k, rank(data) - batch_dims], and batch dims shared with data. Returns k when known.
+std::optional<int64_t> check_nd_indices(const InferenceContext& context, const Shape* data,
+                                        const Shape* indices, int64_t batch_dims, int64_t min_k) {
+  DType index_type = context.input_type(1).dtype;
+  if (index_type != DType::kInt64) {
+    context.fail(cat("input 1 'indices' must be int64, got ", dtype_onnx_name(index_type)));
+  }
+  if (data && data->empty()) context.fail("input 0 'data' must have rank >= 1, got a scalar");
+  if (!indices) return std::nullopt;
+  if (indices->empty()) context.fail("input 1 'indices' must have rank >= 1, got a scalar");
+  int64_t q = static_cast<int64_t>(indices->size());
+  if (!data) return std::nullopt;
+  int64_t r = static_cast<int64_t>(data->size());
+  if (batch_dims >= std::min(q, r)) {
+    context.fail(cat("attribute 'batch_dims' = ", batch_dims, " must be below the ranks of input 0 ",
+                     "'data' ", shape_to_string(*data), " and input 1 'indices' ",
+                     shape_to_string(*indices)));
+  }
+  for (size_t b = 0; b < static_cast<size_t>(batch_dims); ++b) {
+    if (dims_conflict((*data)[b], (*indices)[b])) {
+      context.fail(cat("input 1 'indices' ", shape_to_string(*indices), " and input 0 'data' ",
+                       shape_to_string(*data), " differ in batch dim ", b));
+    }
+  }
+  const Dim& k = indices->back();
+  if (!k.is_known()) return std::nullopt;
+  if (k.value() < min_k || k.value() > r - batch_dims) {
+    context.fail(cat("input 1 'indices' ", shape_to_string(*indices), " has tuples of ", k.value(),
+                     " indices, expected ", min_k, " to ", r - batch_dims, " for input 0 'data' ",
+                     shape_to_string(*data)));
+  }
+  return k.value();
+}
+
+void infer_gather_nd(InferenceContext& context) {
+  const Node& node = context.node();
+  if (node.has_attr("batch_dims") && node.opset() < 12) {
+    context.fail("attribute 'batch_dims' needs opset 12 or later");
+  }
+  int64_t batch_dims = node.attr_int("batch_dims", 0);
+  if (batch_dims < 0) context.fail(cat("attribute 'batch_dims' = ", batch_dims, ", must be >= 0"));
+  DType dtype = context.input_type(0).dtype;
+  const Shape* data = shape_if_known(context, 0);
+  const Shape* indices = shape_if_known(context, 1);
+  std::optional<int64_t> k = check_nd_indices(context, data, indices, batch_dims, 1);
+  if (!k) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  // indices.shape[:-1] + data.shape[batch_dims + k:]
+  Shape out(indices->begin(), indices->end() - 1);
+  out.insert(out.end(), data->begin() + batch_dims + *k, data->end());
+  context.set_output(0, dtype, out);
+}
+
+void infer_scatter_nd(InferenceContext& context) {
+  DType dtype = check_scatter_operands(context);
+  const Shape* data = shape_if_known(context, 0);
+  const Shape* indices = shape_if_known(context, 1);
+  const Shape* updates = shape_if_known(context, 2);
+  std::optional<int64_t> k = check_nd_indices(context, data, indices, 0, 0);
+  if (k && updates) {
+    // updates.shape == indices.shape[:-1] + data.shape[k:]
+    Shape expected(indices->begin(), indices->end() - 1);
+    expected.insert(expected.end(), data->begin() + *k, data->end());
+    bool fits = expected.size() == updates->size();
+    for (size_t i = 0; fits && i < expected.size(); ++i) {
+      fits = !dims_conflict(expected[i], (*updates)[i]);
+    }
+    if (!fits) {
+      context.fail(cat("input 2 'updates' ", shape_to_string(*updates), " must have shape ",
+                       shape_to_string(expected), " (indices.shape[:-1] + data.shape[k:])"));
+    }
+  }
+  if (data) {
+    context.set_output(0, dtype, *data);
+  } else {
+    context.set_output_unknown_rank(0, dtype);
+  }
+}
+
+// DepthToSpace and SpaceToDepth: N x C x H x W (unknown dims when the rank is unknown) with a
+// positive blocksize.
+Shape block_operands(const InferenceContext& context, int64_t& b) {
+  const Node& node = context.node();
+  if (!node.has_attr("blocksize")) context.fail("attribute 'blocksize' is required");
+  b = node.attr_int("blocksize", 0);
+  if (b < 1) context.fail(cat("attribute 'blocksize' = ", b, ", must be > 0"));
+  const Shape* input = shape_if_known(context, 0);
+  if (input && input->size() != 4) {
+    context.fail(cat("input 0 'input' has shape ", shape_to_string(*input),
+                     ", expected rank 4 (N x C x H x W)"));
+  }
+  return input ? *input : Shape(4, Dim::unknown());
+}
+
+// x / b for a dim the op requires to be a multiple of b.
+Dim divide_dim(const InferenceContext& context, const Dim& x, int64_t b, const char* what) {
+  if (x.is_known() && x.value() % b != 0) {
+    context.fail(cat(what, " ", x.value(), " is not a multiple of ", b));
+  }
+  return x.is_unknown() ? x : x.exact_div(b);
+}
+
+void infer_depth_to_space(InferenceContext& context) {
+  const Node& node = context.node();
+  if (node.has_attr("mode") && node.opset() < 11) {
+    context.fail("attribute 'mode' needs opset 11 or later");
+  }
+  std::string mode = node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") {
+    context.fail(cat("attribute 'mode' = '", mode, "', expected DCR or CRD"));
+  }
+  int64_t b = 0;
+  Shape x = block_operands(context, b);
+  context.set_output(0, context.input_type(0).dtype,
+                     {x[0], divide_dim(context, x[1], b * b, "input 0 channels C (blocksize^2)"),
+                      x[2] * Dim(b), x[3] * Dim(b)});
+}
+
+void infer_space_to_depth(InferenceContext& context) {
+  int64_t b = 0;
+  Shape x = block_operands(context, b);
+  context.set_output(0, context.input_type(0).dtype,
+                     {x[0], x[1] * Dim(b * b), divide_dim(context, x[2], b, "input 0 height H"),
+                      divide_dim(context, x[3], b, "input 0 width W")});
 }
 
 void infer_squeeze(InferenceContext& context) {
@@ -1088,6 +1230,191 @@ void infer_range(InferenceContext& context) {
   context.set_output(0, dtype, {count});
 }
 
+void infer_trilu(InferenceContext& context) {
+  DType dtype = context.input_type(0).dtype;
+  if (context.has_input(1)) {
+    const TensorType& k = context.input_type(1);
+    if (k.dtype != DType::kInt64) {
+      context.fail(cat("input 1 'k' must be int64, got ", dtype_onnx_name(k.dtype)));
+    }
+    if (k.shape && !(k.shape->empty() || (k.shape->size() == 1 && (*k.shape)[0].is_known() &&
+                                          (*k.shape)[0].value() == 1))) {
+      context.fail(cat("input 1 'k' has shape ", shape_to_string(*k.shape), ", expected a scalar"));
+    }
+  }
+  int64_t upper = context.node().attr_int("upper", 1);
+  if (upper != 0 && upper != 1)
+    context.fail(cat("attribute 'upper' = ", upper, ", must be 0 or 1"));
+  const Shape* input = shape_if_known(context, 0);
+  if (!input) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (input->size() < 2) {
+    context.fail(
+        cat("input 0 'input' has shape ", shape_to_string(*input), ", expected rank >= 2"));
+  }
+  context.set_output(0, dtype, *input);
+}
+
+void infer_eye_like(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  static const std::set<DType> kTypes = {DType::kFloat16, DType::kFloat32, DType::kFloat64,
+                                         DType::kInt8,    DType::kInt16,   DType::kInt32,
+                                         DType::kInt64,   DType::kUInt8,   DType::kUInt16,
+                                         DType::kUInt32,  DType::kUInt64,  DType::kBool};
+  if (!kTypes.count(dtype)) {
+    context.fail(cat("input 0 'input' has element type ", dtype_onnx_name(dtype),
+                     ", expected a numeric type or bool (not bfloat16 or string)"));
+  }
+  if (node.has_attr("dtype")) {
+    int64_t code = node.attr_int("dtype", 0);
+    std::optional<DType> given = dtype_from_onnx(static_cast<int32_t>(code));
+    if (!given || !kTypes.count(*given)) {
+      context.fail(cat("attribute 'dtype' = ", code,
+                       " is not a numeric type or bool (not bfloat16 or string)"));
+    }
+    dtype = *given;
+  }
+  const Shape* input = shape_if_known(context, 0);
+  if (input && input->size() != 2) {
+    context.fail(cat("input 0 'input' has shape ", shape_to_string(*input), ", expected rank 2"));
+  }
+  context.set_output(0, dtype, input ? *input : Shape{Dim::unknown(), Dim::unknown()});
+}
+
+// OneHot: indices (any numeric type) with depth (numeric, one element) inserted at `axis`;
+// the output has the type of values ([off, on]).
+void infer_one_hot(InferenceContext& context) {
+  for (size_t i = 0; i < 2; ++i) {
+    DType dtype = context.input_type(i).dtype;
+    if (!is_floating(dtype) && !is_integer(dtype)) {
+      context.fail(cat("input ", i, i == 0 ? " 'indices'" : " 'depth'", " has element type ",
+                       dtype_onnx_name(dtype), ", expected a numeric type"));
+    }
+  }
+  DType dtype = context.input_type(2).dtype;
+  if (const Shape* values = shape_if_known(context, 2)) {
+    if (values->size() != 1 || ((*values)[0].is_known() && (*values)[0].value() != 2)) {
+      context.fail(cat("input 2 'values' has shape ", shape_to_string(*values),
+                       ", expected [2] (off_value, on_value)"));
+    }
+  }
+  const Shape* indices = shape_if_known(context, 0);
+  if (!indices) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (indices->empty()) context.fail("input 0 'indices' must have rank >= 1, got a scalar");
+  int64_t rank = static_cast<int64_t>(indices->size()) + 1;
+  size_t axis = static_cast<size_t>(
+      context.normalize_axis(context.node().attr_int("axis", -1), rank, "attribute 'axis'"));
+  Dim depth = Dim::unknown();
+  if (const Tensor* constant = context.input_constant(1); constant && constant->numel() == 1) {
+    double value = std::trunc(constant->get_double(0));
+    if (!(value >= 1)) context.fail(cat("input 1 'depth' = ", value, ", must be >= 1"));
+    if (value < 0x1p62) depth = Dim(static_cast<int64_t>(value));
+  }
+  Shape out = *indices;
+  out.insert(out.begin() + static_cast<int64_t>(axis), depth);
+  context.set_output(0, dtype, out);
+}
+
+void infer_compress(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  if (context.input_type(1).dtype != DType::kBool) {
+    context.fail(cat("input 1 'condition' has element type ",
+                     dtype_onnx_name(context.input_type(1).dtype), ", expected bool"));
+  }
+  if (const Shape* condition = shape_if_known(context, 1); condition && condition->size() != 1) {
+    context.fail(
+        cat("input 1 'condition' has shape ", shape_to_string(*condition), ", expected rank 1"));
+  }
+  const Shape* input = shape_if_known(context, 0);
+  if (!node.has_attr("axis")) {
+    context.set_output(0, dtype, {Dim::unknown()});
+    return;
+  }
+  if (!input) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  int64_t rank = static_cast<int64_t>(input->size());
+  int64_t axis = node.attr_int("axis", 0);
+  if (axis < 0 && node.opset() < 11) {
+    context.fail(cat("attribute 'axis' = ", axis, " is negative, which needs opset 11 or later"));
+  }
+  Shape out = *input;
+  out[static_cast<size_t>(context.normalize_axis(axis, rank, "attribute 'axis'"))] = Dim::unknown();
+  context.set_output(0, dtype, out);
+}
+
+void infer_reverse_sequence(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  if (context.input_type(1).dtype != DType::kInt64) {
+    context.fail(cat("input 1 'sequence_lens' has element type ",
+                     dtype_onnx_name(context.input_type(1).dtype), ", expected int64"));
+  }
+  int64_t batch_axis = node.attr_int("batch_axis", 1), time_axis = node.attr_int("time_axis", 0);
+  for (int64_t axis : {batch_axis, time_axis}) {
+    if (axis != 0 && axis != 1) {
+      context.fail(cat("attributes 'batch_axis' = ", batch_axis, " and 'time_axis' = ", time_axis,
+                       " must be 0 and 1 in some order"));
+    }
+  }
+  if (batch_axis == time_axis) {
+    context.fail(cat("attributes 'batch_axis' and 'time_axis' are both ", batch_axis));
+  }
+  const Shape* input = shape_if_known(context, 0);
+  if (!input) {
+    context.set_output_unknown_rank(0, dtype);
+    return;
+  }
+  if (input->size() < 2) {
+    context.fail(
+        cat("input 0 'input' has shape ", shape_to_string(*input), ", expected rank >= 2"));
+  }
+  if (const Shape* lengths = shape_if_known(context, 1)) {
+    const Dim& batch = (*input)[static_cast<size_t>(batch_axis)];
+    if (lengths->size() != 1 || dims_conflict((*lengths)[0], batch)) {
+      context.fail(cat("input 1 'sequence_lens' has shape ", shape_to_string(*lengths),
+                       ", expected [", batch.to_string(), "] (one length per batch entry)"));
+    }
+  }
+  context.set_output(0, dtype, *input);
+}
+
+// Unique: Y has the input's rank with the axis unknown (1-D without axis); indices and counts are
+// [?], inverse_indices as long as the axis (or the flattened input).
+void infer_unique(InferenceContext& context) {
+  const Node& node = context.node();
+  DType dtype = context.input_type(0).dtype;
+  int64_t sorted = node.attr_int("sorted", 1);
+  if (sorted != 0 && sorted != 1)
+    context.fail(cat("attribute 'sorted' = ", sorted, ", must be 0 or 1"));
+  const Shape* input = shape_if_known(context, 0);
+  Dim length = Dim::unknown();
+  if (!node.has_attr("axis")) {
+    if (input) length = product(*input);
+    context.set_output(0, dtype, {Dim::unknown()});
+  } else if (input) {
+    size_t axis = static_cast<size_t>(context.normalize_axis(
+        node.attr_int("axis", 0), static_cast<int64_t>(input->size()), "attribute 'axis'"));
+    length = (*input)[axis];
+    Shape out = *input;
+    out[axis] = Dim::unknown();
+    context.set_output(0, dtype, out);
+  } else {
+    context.set_output_unknown_rank(0, dtype);
+  }
+  context.set_output(1, DType::kInt64, {Dim::unknown()});
+  context.set_output(2, DType::kInt64, {length});
+  context.set_output(3, DType::kInt64, {Dim::unknown()});
+}
+
 void infer_non_zero(InferenceContext& context) {
   const Shape* input = shape_if_known(context, 0);
   // A scalar counts as a 1-element vector (numpy); the count of nonzeros depends on the data.
@@ -1103,27 +1430,37 @@ void register_tensor_schemas(std::vector<OpSchema>& registry) {
   const OpSchema schemas[] = {
       {"Cast", 1, 1, 1, 1, 1, infer_cast},
       {"CastLike", 15, 2, 2, 1, 1, infer_cast_like},
+      {"Compress", 9, 2, 2, 1, 1, infer_compress},
       {"Concat", 1, 1, -1, 1, 1, infer_concat},
       {"Constant", 1, 0, 0, 1, 1, infer_constant},
       {"ConstantOfShape", 9, 1, 1, 1, 1, infer_constant_of_shape},
+      {"DepthToSpace", 1, 1, 1, 1, 1, infer_depth_to_space},
+      {"EyeLike", 9, 1, 1, 1, 1, infer_eye_like},
       {"Expand", 8, 2, 2, 1, 1, infer_expand},
       {"Flatten", 1, 1, 1, 1, 1, infer_flatten},
       {"Gather", 1, 2, 2, 1, 1, infer_gather},
       {"GatherElements", 11, 2, 2, 1, 1, infer_gather_elements},
+      {"GatherND", 11, 2, 2, 1, 1, infer_gather_nd},
       {"Identity", 1, 1, 1, 1, 1, infer_identity},
       {"NonZero", 9, 1, 1, 1, 1, infer_non_zero},
+      {"OneHot", 9, 3, 3, 1, 1, infer_one_hot},
       {"Pad", 1, 1, 4, 1, 1, infer_pad},
       {"Range", 11, 3, 3, 1, 1, infer_range},
       {"Reshape", 5, 2, 2, 1, 1, infer_reshape},
+      {"ReverseSequence", 10, 2, 2, 1, 1, infer_reverse_sequence},
       {"Scatter", 9, 3, 3, 1, 1, infer_scatter_elements},
       {"ScatterElements", 11, 3, 3, 1, 1, infer_scatter_elements},
+      {"ScatterND", 11, 3, 3, 1, 1, infer_scatter_nd},
       {"Shape", 1, 1, 1, 1, 1, infer_shape},
       {"Size", 1, 1, 1, 1, 1, infer_size},
       {"Slice", 1, 1, 5, 1, 1, infer_slice},
+      {"SpaceToDepth", 1, 1, 1, 1, 1, infer_space_to_depth},
       {"Split", 1, 1, 2, 1, -1, infer_split},
       {"Squeeze", 1, 1, 2, 1, 1, infer_squeeze},
       {"Tile", 6, 2, 2, 1, 1, infer_tile},
       {"Transpose", 1, 1, 1, 1, 1, infer_transpose},
+      {"Trilu", 14, 1, 2, 1, 1, infer_trilu},
+      {"Unique", 11, 1, 1, 1, 4, infer_unique},
       {"Unsqueeze", 1, 1, 2, 1, 1, infer_unsqueeze},
   };
   registry.insert(registry.end(), std::begin(schemas), std::end(schemas));

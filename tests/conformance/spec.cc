@@ -15,6 +15,10 @@ const std::vector<DType> kUnsignedTypes = {DType::kUInt8, DType::kUInt16, DType:
 const std::vector<DType> kNumericTypes = kFloatTypes + kSignedTypes + kUnsignedTypes;
 const std::vector<DType> kAllTypes =
     kNumericTypes + std::vector<DType>{DType::kBool, DType::kString};
+const std::vector<DType> kAllButBFloat16 = {
+    DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kInt16,
+    DType::kInt32,   DType::kInt64,   DType::kUInt8,   DType::kUInt16, DType::kUInt32,
+    DType::kUInt64,  DType::kBool,    DType::kString};
 const std::vector<DType> kMatrixTypes =
     kFloatTypes + std::vector<DType>{DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64};
 

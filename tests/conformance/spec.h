@@ -128,6 +128,7 @@ extern const std::vector<DType> kSignedTypes;    // i8, i16, i32, i64
 extern const std::vector<DType> kUnsignedTypes;  // u8, u16, u32, u64
 extern const std::vector<DType> kNumericTypes;   // the three above
 extern const std::vector<DType> kAllTypes;       // numeric, bool, string
+extern const std::vector<DType> kAllButBFloat16;  // what ops removed before opset 13 took
 extern const std::vector<DType> kMatrixTypes;    // floats, i32, i64, u32, u64
 std::vector<DType> operator+(std::vector<DType> a, const std::vector<DType>& b);
 

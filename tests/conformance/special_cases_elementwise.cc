@@ -2,6 +2,8 @@
 // whose legal values depend on the element type, shift amounts, exact halves for Round.
 #include <cmath>
 
+#include <map>
+
 #include "ir/error.h"
 #include "tests/conformance/draft.h"
 
@@ -106,6 +108,64 @@ void round_halves(Draft& draft) {
   x.data = data;
 }
 
+// Shrink: tags the unsigned tests whose bias exceeds lambd, where x in (lambd, bias) gives
+// x - bias < 0, below the type's range.
+void shrink(Draft& draft) {
+  DType dtype = draft.types.at("T");
+  bool is_unsigned = dtype == DType::kUInt8 || dtype == DType::kUInt16 ||
+                     dtype == DType::kUInt32 || dtype == DType::kUInt64;
+  if (is_unsigned && draft.attr_float("bias", 0.0f) > draft.attr_float("lambd", 0.5f)) {
+    draft.tags.insert("bias_above_lambd");
+  }
+}
+
+// Einsum: an equation from a menu by operand count; each letter gets a size in 1..4 (0 for the
+// dim0 boundary), the ellipsis 0..2 dims, some of them 1 (broadcast).
+void einsum(Draft& draft) {
+  static const std::vector<std::vector<std::string>> kMenu = {
+      {"ij->ji", "ij->i", "ii->i", "ii", "abc->cab", "ijk->", "...ii->...i", "i j -> j i", "ij"},
+      {"ij,jk->ik", "bij,bjk->bik", "i,i", "i,j->ij", "ij,ij->ij", "bhqd,bhkd->bhqk",
+       "...ij,...jk->...ik", "ij,jk", "bi,bi->b"},
+      {"ij,jk,kl->il", "i,i,i->", "bi,bj,bk->bijk", "ij,j,jk->ik"}};
+  size_t count = draft.inputs.size();
+  std::string equation = draft.attr_rng.pick(kMenu[count - 1]);
+  draft.set_string("equation", equation);
+  std::map<char, int64_t> sizes;
+  std::vector<int64_t> ellipsis;
+  int64_t ellipsis_rank = draft.rng.uniform_int(0, 2);
+  for (int64_t k = 0; k < ellipsis_rank; ++k) ellipsis.push_back(draft.rng.uniform_int(1, 3));
+  std::string left = equation.substr(0, equation.find("->"));
+  size_t operand = 0;
+  std::vector<int64_t> shape;
+  auto finish = [&] {
+    draft.inputs[operand].shape = shape;
+    ++operand;
+    shape.clear();
+  };
+  for (size_t i = 0; i < left.size(); ++i) {
+    char c = left[i];
+    if (c == ' ') continue;
+    if (c == ',') {
+      finish();
+      continue;
+    }
+    if (left.compare(i, 3, "...") == 0) {
+      // Every ellipsis covers the same dims (ONNX's rule); a 1 among them broadcasts.
+      for (int64_t k = 0; k < ellipsis_rank; ++k) {
+        shape.push_back(draft.rng.chance(0.2) ? 1 : ellipsis[static_cast<size_t>(k)]);
+      }
+      i += 2;
+      continue;
+    }
+    if (!sizes.count(c)) {
+      sizes[c] = draft.forced_is(Boundary::kDim0) && sizes.empty() ? 0 : draft.rng.uniform_int(1, 4);
+    }
+    shape.push_back(sizes[c]);
+  }
+  finish();
+  if (equation.find("...") != std::string::npos) draft.tags.insert("ellipsis");
+}
+
 }  // namespace
 
 void add_elementwise_special_cases(std::map<std::string, SpecialCase>& table) {
@@ -114,6 +174,8 @@ void add_elementwise_special_cases(std::map<std::string, SpecialCase>& table) {
   table["mod"] = mod;
   table["bitshift"] = bitshift;
   table["round_halves"] = round_halves;
+  table["shrink"] = shrink;
+  table["einsum"] = einsum;
 }
 
 }  // namespace rnnc::conformance

@@ -242,6 +242,15 @@ void gather_elements(Draft& draft) {
   draft.set_data(indices, index_tensor(indices.dtype, shape, values));
 }
 
+// The scatters' reduction as drawn, made valid: none for strings, max/min only from opset 18.
+std::string valid_reduction(Draft& draft, DType dtype) {
+  std::string reduction = draft.attr_string("reduction", "none");
+  if (dtype == DType::kString && reduction != "none") reduction = "none";
+  if (draft.opset < 18 && (reduction == "max" || reduction == "min")) reduction = "add";
+  if (draft.has_attr("reduction")) draft.set_string("reduction", reduction);
+  return reduction;
+}
+
 // Scatter/ScatterElements: indices no larger than data off the axis; without a reduction each
 // lane along the axis gets distinct indices (a repeated index would make the order matter, which
 // the spec leaves open); with one, repeats are welcome.
@@ -249,10 +258,7 @@ void scatter(Draft& draft) {
   OperandDraft& data = *draft.input("data");
   OperandDraft& indices = *draft.input("indices");
   OperandDraft& updates = *draft.input("updates");
-  std::string reduction = draft.attr_string("reduction", "none");
-  if (data.dtype == DType::kString && reduction != "none") reduction = "none";
-  if (draft.opset < 18 && (reduction == "max" || reduction == "min")) reduction = "add";
-  if (draft.has_attr("reduction")) draft.set_string("reduction", reduction);
+  std::string reduction = valid_reduction(draft, data.dtype);
   int64_t rank = static_cast<int64_t>(data.shape.size());
   size_t axis = static_cast<size_t>(normalized_axis(draft.attr_int("axis", 0), rank));
   int64_t d = data.shape[axis];
@@ -287,6 +293,221 @@ void scatter(Draft& draft) {
   updates.shape = shape;
   updates.dtype = data.dtype;
   draft.fill(updates);
+}
+
+// ---- GatherND, ScatterND -----------------------------------------------------------------------
+
+int64_t product_of(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  return std::accumulate(dims.begin() + static_cast<int64_t>(begin),
+                         dims.begin() + static_cast<int64_t>(end), int64_t{1},
+                         std::multiplies<int64_t>());
+}
+
+// `count` k-tuples into dims [first, first + k) of `dims`, as flat int64 values, written negative
+// (counting from the end) 3 times in 10. Distinct tuples when `distinct` (then count <= the
+// number of tuples there are).
+std::vector<int64_t> draw_tuples(Draft& draft, const std::vector<int64_t>& dims, size_t first,
+                                 int64_t k, int64_t count, bool distinct) {
+  std::vector<int64_t> extent(dims.begin() + static_cast<int64_t>(first),
+                              dims.begin() + static_cast<int64_t>(first) + k);
+  int64_t total = product_of(extent, 0, extent.size());
+  std::vector<int64_t> flats = distinct ? random_axes(total, count, draft.rng)
+                                        : std::vector<int64_t>(static_cast<size_t>(count));
+  if (!distinct) {
+    for (int64_t& flat : flats) flat = draft.rng.uniform_int(0, total - 1);
+  }
+  std::vector<int64_t> values;
+  for (int64_t flat : flats) {
+    std::vector<int64_t> tuple(static_cast<size_t>(k));
+    for (int64_t j = k; j-- > 0;) {
+      int64_t d = extent[static_cast<size_t>(j)];
+      tuple[static_cast<size_t>(j)] = flat % d - (draft.rng.chance(0.3) ? d : 0);
+      flat /= d;
+    }
+    values.insert(values.end(), tuple.begin(), tuple.end());
+  }
+  return values;
+}
+
+// Dims of rank 0..2 holding `count` tuples (rank 0 only for one tuple).
+std::vector<int64_t> tuple_dims(Draft& draft, int64_t count) {
+  if (count == 1 && draft.rng.chance(0.3)) return {};
+  if (count % 2 == 0 && draft.rng.chance(0.4)) return {2, count / 2};
+  return {count};
+}
+
+// ScatterND: k-tuples (k in [1, rank]) into data's first k dims; updates are
+// indices.shape[:-1] + data.shape[k:]. Without a reduction no tuple repeats.
+void scatter_nd(Draft& draft) {
+  OperandDraft& data = *draft.input("data");
+  OperandDraft& indices = *draft.input("indices");
+  OperandDraft& updates = *draft.input("updates");
+  std::string reduction = valid_reduction(draft, data.dtype);
+  int64_t rank = static_cast<int64_t>(data.shape.size());
+  int64_t k = draft.rng.uniform_int(1, rank);
+  int64_t tuples = product_of(data.shape, 0, static_cast<size_t>(k));
+  bool distinct = reduction == "none";
+  int64_t count =
+      tuples == 0 ? 0 : draft.rng.uniform_int(1, distinct ? std::min<int64_t>(tuples, 6) : 6);
+  std::vector<int64_t> leading = count == 0 ? std::vector<int64_t>{0} : tuple_dims(draft, count);
+  std::vector<int64_t> shape = leading;
+  shape.push_back(k);
+  draft.set_data(indices, index_tensor(DType::kInt64, shape,
+                                       draw_tuples(draft, data.shape, 0, k, count, distinct)));
+  updates.shape = leading;
+  updates.shape.insert(updates.shape.end(), data.shape.begin() + k, data.shape.end());
+  updates.dtype = data.dtype;
+  draft.fill(updates);
+  if (k < rank) draft.tags.insert("slices");
+}
+
+// GatherND: batch_dims below the rank; indices are data's batch dims, tuple dims, then k in
+// [1, rank - batch_dims], with tuples drawn per batch entry.
+void gather_nd(Draft& draft) {
+  OperandDraft& data = *draft.input("data");
+  OperandDraft& indices = *draft.input("indices");
+  int64_t rank = static_cast<int64_t>(data.shape.size());
+  int64_t batch_dims = std::min<int64_t>(draft.attr_int("batch_dims", 0), rank - 1);
+  if (draft.has_attr("batch_dims")) draft.set_int("batch_dims", batch_dims);
+  size_t first = static_cast<size_t>(batch_dims);
+  int64_t k = draft.rng.uniform_int(1, rank - batch_dims);
+  int64_t tuples = product_of(data.shape, first, first + static_cast<size_t>(k));
+  int64_t count = tuples == 0 ? 0 : draft.rng.uniform_int(1, 4);
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + batch_dims);
+  std::vector<int64_t> leading = count == 0 ? std::vector<int64_t>{0} : tuple_dims(draft, count);
+  shape.insert(shape.end(), leading.begin(), leading.end());
+  shape.push_back(k);
+  std::vector<int64_t> values;
+  for (int64_t b = 0; b < product_of(data.shape, 0, first); ++b) {
+    std::vector<int64_t> batch = draw_tuples(draft, data.shape, first, k, count, false);
+    values.insert(values.end(), batch.begin(), batch.end());
+  }
+  draft.set_data(indices, index_tensor(DType::kInt64, shape, values));
+  if (batch_dims > 0) draft.tags.insert("batch_dims");
+}
+
+// ---- DepthToSpace, SpaceToDepth ---------------------------------------------------------------
+
+// N x C x H x W with C a multiple of blocksize^2.
+void depth_to_space(Draft& draft) {
+  OperandDraft& input = draft.inputs[0];
+  int64_t b = draft.attr_int("blocksize", 1);
+  input.shape[1] = b * b * std::max<int64_t>(1, std::min<int64_t>(input.shape[1], 3));
+}
+
+// N x C x H x W with H and W multiples of blocksize.
+void space_to_depth(Draft& draft) {
+  OperandDraft& input = draft.inputs[0];
+  int64_t b = draft.attr_int("blocksize", 1);
+  for (size_t axis : {size_t{2}, size_t{3}}) {
+    input.shape[axis] = b * std::min<int64_t>(input.shape[axis], 3);
+  }
+}
+
+// ---- Trilu, EyeLike -----------------------------------------------------------------------------
+
+// Trilu: a scalar k over every diagonal of the trailing N x M matrices and one past each corner.
+void trilu(Draft& draft) {
+  OperandDraft& input = *draft.input("input");
+  OperandDraft* k = draft.input("k");
+  if (!k || !k->present) return;
+  int64_t rows = input.shape[input.shape.size() - 2], columns = input.shape.back();
+  draft.set_data(*k, make_int64s({draft.rng.uniform_int(-(rows + 1), columns + 1)}, true));
+}
+
+// EyeLike: dtype names T2; when T2 is the input's type it is left out 1 time in 4 (the default).
+void eye_like(Draft& draft) {
+  DType out = draft.types.at("T2");
+  if (out == draft.types.at("T1") && draft.rng.chance(0.25)) return;
+  draft.set_int("dtype", static_cast<int64_t>(out));
+}
+
+// ---- OneHot, Compress
+// ----------------------------------------------------------------------------
+
+// OneHot: depth 1..5, whole-number indices around [-depth, depth - 1] (unsigned types: from 0),
+// values [off, on] distinct; the axis clamped into the output rank.
+void one_hot(Draft& draft) {
+  OperandDraft& indices = *draft.input("indices");
+  OperandDraft& depth = *draft.input("depth");
+  OperandDraft& values = *draft.input("values");
+  int64_t out_rank = static_cast<int64_t>(indices.shape.size()) + 1;
+  if (draft.has_attr("axis")) {
+    int64_t axis = draft.attr_int("axis", -1);
+    draft.set_int("axis", std::clamp<int64_t>(axis, -out_rank, out_rank - 1));
+  }
+  int64_t d = draft.rng.uniform_int(1, 5);
+  draft.set_data(depth, make_tensor(depth.dtype, {}, {static_cast<double>(d)}));
+  bool is_unsigned = indices.dtype == DType::kUInt8 || indices.dtype == DType::kUInt16 ||
+                     indices.dtype == DType::kUInt32 || indices.dtype == DType::kUInt64;
+  int64_t lowest = is_unsigned || draft.opset < 11 ? 0 : -d - 2;
+  int64_t count = std::accumulate(indices.shape.begin(), indices.shape.end(), int64_t{1},
+                                  std::multiplies<int64_t>());
+  std::vector<double> picks;
+  for (int64_t i = 0; i < count; ++i) {
+    picks.push_back(static_cast<double>(draft.rng.uniform_int(lowest, d + 1)));
+  }
+  draft.set_data(indices, make_tensor(indices.dtype, indices.shape, picks));
+  values.shape = {2};
+  draft.fill(values);
+  if (values.dtype != DType::kString && values.data.get_double(0) == values.data.get_double(1)) {
+    Tensor fixed = values.data.clone();
+    fixed.set_double(0, 0);
+    fixed.set_double(1, 1);
+    draft.set_data(values, fixed);
+  }
+}
+
+// Compress: a random condition along the axis (or the flattened input), sometimes shorter.
+void compress(Draft& draft) {
+  OperandDraft& input = *draft.input("input");
+  OperandDraft& condition = *draft.input("condition");
+  if (draft.opset < 11 && draft.attr_int("axis", 0) < 0) {
+    draft.set_int("axis", draft.attr_int("axis", 0) + static_cast<int64_t>(input.shape.size()));
+  }
+  int64_t d = std::accumulate(input.shape.begin(), input.shape.end(), int64_t{1},
+                              std::multiplies<int64_t>());
+  if (draft.has_attr("axis")) {
+    d = input.shape[static_cast<size_t>(
+        normalized_axis(draft.attr_int("axis", 0), static_cast<int64_t>(input.shape.size())))];
+  }
+  int64_t length = d > 0 && draft.rng.chance(0.25) ? draft.rng.uniform_int(0, d - 1) : d;
+  std::vector<double> picks;
+  for (int64_t i = 0; i < length; ++i) picks.push_back(draft.rng.chance(0.5) ? 1 : 0);
+  draft.set_data(condition, make_tensor(DType::kBool, {length}, picks));
+  if (length < d) draft.tags.insert("short_condition");
+}
+
+// ---- ReverseSequence, Unique ----------------------------------------------------------------------
+
+void reverse_sequence(Draft& draft) {
+  OperandDraft& input = *draft.input("input");
+  int64_t batch_axis = draft.attr_rng.chance(0.5) ? 1 : 0;
+  if (batch_axis != 1 || draft.attr_rng.chance(0.5)) {
+    draft.set_int("batch_axis", batch_axis);
+    draft.set_int("time_axis", 1 - batch_axis);
+  }
+  int64_t batch = input.shape[static_cast<size_t>(batch_axis)];
+  int64_t steps = input.shape[static_cast<size_t>(1 - batch_axis)];
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < batch; ++b) lengths.push_back(draft.rng.uniform_int(0, steps));
+  draft.set_data(*draft.input("sequence_lens"), make_int64s(lengths));
+}
+
+// Unique: elements drawn from a few values so that repeats occur (strings and bools included).
+void unique(Draft& draft) {
+  OperandDraft& x = *draft.input("X");
+  draft.fill(x);
+  Tensor data = x.data.clone();
+  for (int64_t i = 0; i < data.numel(); ++i) {
+    int64_t pick = draft.rng.uniform_int(0, 2);
+    if (data.dtype() == DType::kString) {
+      data.strings()[static_cast<size_t>(i)] = std::string(1, static_cast<char>('a' + pick));
+    } else if (draft.rng.chance(0.7)) {
+      data.set_double(i, static_cast<double>(pick));
+    }
+  }
+  draft.set_data(x, data);
 }
 
 // ---- NonZero ----------------------------------------------------------------------------------
@@ -560,7 +781,17 @@ void add_tensor_special_cases(std::map<std::string, SpecialCase>& table) {
   table["flatten"] = flatten;
   table["gather"] = gather;
   table["gather_elements"] = gather_elements;
+  table["gather_nd"] = gather_nd;
+  table["reverse_sequence"] = reverse_sequence;
+  table["unique"] = unique;
+  table["one_hot"] = one_hot;
+  table["compress"] = compress;
+  table["eye_like"] = eye_like;
+  table["trilu"] = trilu;
+  table["depth_to_space"] = depth_to_space;
+  table["space_to_depth"] = space_to_depth;
   table["scatter"] = scatter;
+  table["scatter_nd"] = scatter_nd;
   table["sparse"] = sparse;
   table["pad"] = pad;
   table["range"] = range;

@@ -737,10 +737,65 @@ TEST(ElementwiseKernel, IsInfHonoursItsDirectionAttributes) {
   EXPECT_EQ(values_of<bool>(g.run()), std::vector<bool>({true, false, false}));
 }
 
+TEST(ElementwiseKernel, ShrinkSaturatesIntegerResults) {
+  // uint8 1 - bias 2 is below the type: 0, not a wrapped 255; int8 -5 + 0.5 truncates to -4.
+  TestGraph unsigned_graph;
+  unsigned_graph.node("Shrink", "s",
+                      {unsigned_graph.constant("x", Tensor::from_vector<uint8_t>({2}, {1, 0}))}, 9,
+                      {{"bias", float_attr(2)}});
+  EXPECT_EQ(values_of<uint8_t>(unsigned_graph.run()), (std::vector<uint8_t>{0, 0}));
+  TestGraph signed_graph;
+  signed_graph.node("Shrink", "s",
+                    {signed_graph.constant("x", Tensor::from_vector<int8_t>({2}, {-5, 1}))}, 9,
+                    {{"bias", float_attr(0.5f)}, {"lambd", float_attr(2)}});
+  EXPECT_EQ(values_of<int8_t>(signed_graph.run()), (std::vector<int8_t>{-4, 0}));
+}
+
+TEST(ElementwiseKernel, HardmaxMarksTheFirstMaximumOrNaN) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  TestGraph g;
+  g.node("Hardmax", "h", {g.constant("x", f32({2, 3}, {1, 3, 3, 2, nan, nan}))}, 13, {});
+  EXPECT_EQ(values_of<float>(g.run()), (std::vector<float>{0, 1, 0, 0, 1, 0}));
+}
+
+TEST(ElementwiseKernel, EinsumBatchedDiagonalAndImplicitOutput) {
+  // "...ii->...i" takes each batch entry's diagonal; "ji" without "->" is the transpose ("ij").
+  TestGraph diagonal;
+  diagonal.node("Einsum", "e", {diagonal.constant("x", f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}))},
+                12, {{"equation", string_attr("...ii->...i")}});
+  EXPECT_EQ(values_of<float>(diagonal.run()), (std::vector<float>{1, 4, 5, 8}));
+  TestGraph implicit;
+  implicit.node("Einsum", "e", {implicit.constant("x", f32({2, 3}, {1, 2, 3, 4, 5, 6}))}, 12,
+                {{"equation", string_attr("ji")}});
+  EXPECT_EQ(values_of<float>(implicit.run()), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+}
+
+TEST(ElementwiseErrors, EinsumOutputLetterMustComeFromAnInput) {
+  TestGraph g;
+  g.node("Einsum", "e",
+         {g.constant("a", f32({2, 2}, {1, 2, 3, 4})), g.constant("b", f32({2, 2}, {1, 2, 3, 4}))},
+         12, {{"equation", string_attr("ij,jk->il")}});
+  EXPECT_EQ(
+      error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+      "Einsum 'e' (opset 12): attribute 'equation' = 'ij,jk->il' has output letter 'l', which "
+      "no input has");
+}
+
+TEST(ElementwiseErrors, EinsumEllipsesMustCoverEquallyManyDims) {
+  TestGraph g;
+  g.node("Einsum", "e",
+         {g.constant("a", f32({1, 2, 2}, {1, 2, 3, 4})),
+          g.constant("b", f32({1, 1, 2, 2}, {1, 2, 3, 4}))},
+         12, {{"equation", string_attr("...ij,...jk->...ik")}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "Einsum 'e' (opset 12): attribute 'equation' = '...ij,...jk->...ik' has '...' covering "
+            "1 dims in one input and 2 in input 1 (every '...' must cover the same number)");
+}
+
 TEST(ElementwiseKernel, EveryRegisteredOpHasAKernel) {
   std::vector<OpSchema> schemas;
   register_elementwise_schemas(schemas);
-  EXPECT_EQ(schemas.size(), 63u);
+  EXPECT_EQ(schemas.size(), 66u);
   for (const OpSchema& schema : schemas) {
     EXPECT_NE(find_kernel(schema.op_type), nullptr) << schema.op_type;
   }

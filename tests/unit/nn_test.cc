@@ -786,5 +786,614 @@ TEST(NnDropout, Opset7MaskHasTheDataType) {
   EXPECT_TRUE(y[1].bitwise_equal(Tensor::from_vector<double>({2}, {1, 1})));
 }
 
+// ---- ConvTranspose -------------------------------------------------------------------------------
+
+TEST(NnConvTransposeShape, StrideTwoDoublesSymbolicTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 4, sym("time")});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"strides", ints({2})}, {"pads", ints({1, 0})}});
+  g.build();
+  // 2 * (time - 1) + 3 - 1
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 3, 2*time]");
+}
+
+TEST(NnConvTransposeShape, GroupMultipliesOutputChannelsAndOutputShapeWins) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5, 6});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 3, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w},
+         {{"group", integer(2)}, {"strides", ints({2, 2})}, {"output_shape", ints({10, 12})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 6, 10, 12]");
+}
+
+TEST(NnErrors, ConvTransposeWeightMustStartWithInputChannels) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {3, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): input W has shape [3, 2, 3], expected W.shape[0] = 4 "
+            "(the channels of X)");
+}
+
+TEST(NnErrors, ConvTransposeOutputShapeNeedsOneSizePerSpatialAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 2, 3, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"output_shape", ints({10, 10, 10})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): attribute 'output_shape' = [10, 10, 10] has 3 values, "
+            "expected 2 (one per spatial axis)");
+}
+
+TEST(NnErrors, ConvTransposeKernelShapeMustMatchWeight) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {4, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"kernel_shape", ints({2})}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): attribute 'kernel_shape' = [2] does not match W's "
+            "spatial dims [4, 2, 3]");
+}
+
+TEST(NnErrors, ConvTransposeGroupMustDivideChannels) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 3, 5});
+  Value* w = g.constant("w", Tensor(DType::kFloat32, {3, 2, 3}));
+  g.node("ConvTranspose", "up", 11, {x, w}, {{"group", integer(2)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "ConvTranspose 'up' (opset 11): input X has 3 channels, not a multiple of group 2");
+}
+
+// X = [[1, 2, 3], [4, 5, 6]], W = [[[1, 10]], [[100, 1000]]], group 2, stride 2: the full outputs
+// are [1, 10, 2, 20, 3, 30] and [400, 4000, 500, 5000, 600, 6000] (plus the bias). output_shape 5
+// leaves a total padding of 1, at the beginning (NOTSET, SAME_LOWER) or at the end (SAME_UPPER).
+class NnConvTranspose1d : public ::testing::Test {
+ protected:
+  std::vector<double> run(const std::string& auto_pad) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {1, 2, 3});
+    Value* w = g.constant("w", Tensor::from_vector<float>({2, 1, 2}, {1, 10, 100, 1000}));
+    Value* b = g.constant("b", Tensor::from_vector<float>({2}, {0.5f, -1}));
+    std::map<std::string, Attribute> attributes = {
+        {"group", integer(2)}, {"strides", ints({2})}, {"output_shape", ints({5})}};
+    if (!auto_pad.empty()) attributes["auto_pad"] = text(auto_pad);
+    g.node("ConvTranspose", "up", 11, {x, w, b}, attributes);
+    g.build();
+    return values(g.run({{"x", Tensor::from_vector<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6})}})[0]);
+  }
+};
+
+TEST_F(NnConvTranspose1d, OutputShapePadsTheBeginningByDefault) {
+  EXPECT_EQ(run(""), (std::vector<double>{10.5, 2.5, 20.5, 3.5, 30.5,  //
+                                          3999, 499, 4999, 599, 5999}));
+}
+
+TEST_F(NnConvTranspose1d, SameUpperPadsTheEnd) {
+  EXPECT_EQ(run("SAME_UPPER"), (std::vector<double>{1.5, 10.5, 2.5, 20.5, 3.5,  //
+                                                    399, 3999, 499, 4999, 599}));
+}
+
+TEST(NnConvTranspose, OutputBeyondTheFullSizeHoldsTheBias) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 1, 2});
+  Value* w = g.constant("w", Tensor::from_vector<double>({1, 1, 1}, {2}));
+  Value* b = g.constant("b", Tensor::from_vector<double>({1}, {7}));
+  g.node("ConvTranspose", "up", 11, {x, w, b},
+         {{"strides", ints({3})}, {"output_padding", ints({2})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[1, 1, 6]");
+  // Positions 0 and 3 receive x * 2; the rest, output padding included, only the bias.
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<double>({1, 1, 2}, {1, -4})}})[0]),
+            (std::vector<double>{9, 7, 7, -1, 7, 7}));
+}
+
+// ---- CumSum
+// --------------------------------------------------------------------------------------
+
+TEST(NnCumSum, ExclusiveReverseAlongTheLastAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int32_t>(-1))},
+         {{"exclusive", integer(1)}, {"reverse", integer(1)}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})}})[0]),
+            (std::vector<double>{5, 3, 0, 11, 6, 0}));
+}
+
+TEST(NnCumSum, IntegersWrapAround) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  g.build();
+  Tensor y = g.run({{"x", Tensor::from_vector<int32_t>({3}, {2147483647, 1, 5})}})[0];
+  EXPECT_EQ(values(y), (std::vector<double>{2147483647, -2147483648.0, -2147483643.0}));
+}
+
+TEST(NnErrors, CumSumAxisOutOfRange) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("CumSum", "c", 14, {x, g.constant("axis", Tensor::scalar<int64_t>(2))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 14): input axis = 2 is out of range for rank 2 (valid: [-2, 1])");
+}
+
+TEST(NnErrors, CumSumRejectsInt8AndHalfBeforeOpset14) {
+  OneNodeGraph small;
+  Value* x = small.input("x", DType::kInt8, {3});
+  small.node("CumSum", "c", 14, {x, small.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  EXPECT_EQ(error_message([&] { small.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 14): input x has element type int8, expected one of uint32, "
+            "uint64, int32, int64, float, double, float16, bfloat16");
+  OneNodeGraph half;
+  Value* h = half.input("x", DType::kFloat16, {3});
+  half.node("CumSum", "c", 11, {h, half.constant("axis", Tensor::scalar<int64_t>(0))}, {});
+  EXPECT_EQ(error_message([&] { half.build(); }, ErrorKind::kInvalidModel),
+            "CumSum 'c' (opset 11): input x has element type float16, expected one of uint32, "
+            "uint64, int32, int64, float, double");
+}
+
+TEST(NnErrors, CumSumAxisOutOfRangeAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* axis = g.input("axis", DType::kInt64, {});
+  g.node("CumSum", "c", 14, {x, axis}, {});
+  g.build();
+  EXPECT_EQ(
+      error_message(
+          [&] {
+            g.run({{"x", Tensor(DType::kFloat32, {2, 3})}, {"axis", Tensor::scalar<int64_t>(-3)}});
+          },
+          ErrorKind::kInvalidInput),
+      "CumSum 'c' (opset 14): input axis = -3 is out of range for rank 2 (valid: [-2, 1])");
+}
+
+// ---- Resize, Upsample ----------------------------------------------------------------------------
+
+Attribute reals(std::vector<float> values) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kFloats;
+  attribute.floats = std::move(values);
+  return attribute;
+}
+
+Tensor f32s(std::vector<float> values) {
+  return Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
+}
+
+Tensor i64s(std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
+}
+
+TEST(NnResizeShape, IntegralScaleMultipliesSymbolicTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 2, sym("time")});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 1, 2}))}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 2, 2*time]");
+}
+
+TEST(NnResizeShape, AxesLeaveTheOtherDimsAlone) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 2, 4});
+  g.node("Resize", "r", 18, {x, nullptr, nullptr, g.constant("sizes", i64s({8}))},
+         {{"axes", ints({-1})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[batch, 2, 8]");
+}
+
+TEST(NnResizeShape, NotLargerKeepsTheAspectRatio) {
+  // sizes [3, 3] for H = 2, W = 4: ratios 1.5 and 0.75, the smaller one for both axes.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2, 4});
+  g.node("Resize", "r", 18, {x, nullptr, nullptr, g.constant("sizes", i64s({3, 3}))},
+         {{"axes", ints({2, 3})}, {"keep_aspect_ratio_policy", text("not_larger")}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 2, 3]");
+}
+
+TEST(NnErrors, ResizeScalesAndSizesTogether) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13,
+         {x, nullptr, g.constant("scales", f32s({1, 2})), g.constant("sizes", i64s({1, 8}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): only one of input 'scales' and input 'sizes' may be given");
+}
+
+TEST(NnErrors, ResizeCoordinateModeOfAnotherOpset) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 2}))},
+         {{"coordinate_transformation_mode", text("tf_half_pixel_for_nn")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): attribute 'coordinate_transformation_mode' = "
+            "'tf_half_pixel_for_nn' is not valid at this opset (half_pixel, pytorch_half_pixel, "
+            "align_corners, asymmetric or tf_crop_and_resize)");
+}
+
+TEST(NnErrors, ResizeScalesNeedOnePerAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 2, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 2}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): input 'scales' has 2 values, expected one per axis of X "
+            "(rank 3)");
+}
+
+TEST(NnErrors, ResizeAntialiasNeedsOpset18) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Resize", "r", 13, {x, nullptr, g.constant("scales", f32s({1, 0.5f}))},
+         {{"antialias", integer(1)}, {"mode", text("linear")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Resize 'r' (opset 13): attribute 'antialias' needs opset 18 or later");
+}
+
+TEST(NnErrors, ResizeNonPositiveScaleAtRunTime) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  Value* scales = g.input("scales", DType::kFloat32, {2});
+  g.node("Resize", "r", 13, {x, nullptr, scales}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[?, ?]");
+  EXPECT_EQ(error_message(
+                [&] {
+                  g.run({{"x", Tensor(DType::kFloat32, {1, 4})}, {"scales", f32s({1, 0})}});
+                },
+                ErrorKind::kInvalidInput),
+            "Resize 'r' (opset 13): input 'scales' element 1 = 0, must be > 0 and finite");
+}
+
+TEST(NnErrors, UpsampleWasRemovedInOpset10) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 4});
+  g.node("Upsample", "u", 10, {x, g.constant("scales", f32s({1, 2}))}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Upsample 'u' (opset 10): Upsample was removed in opset 10 (use Resize)");
+}
+
+// [1, 2, 3, 4] halved with half_pixel: x_original = 2 * o + 0.5. Antialiasing stretches the tent
+// to +-2 inputs: weights 0.25, 0.75, 0.75, 0.25 at -1..2 (normalized by 2), index -1 clamped to
+// 0: 0.125 + 0.375 + 0.75 + 0.375 = 1.625; likewise 3.375 at 1..4. exclude_outside drops the tap
+// at -1 and renormalizes: (0.375 + 0.75 + 0.375) / 0.875.
+class NnResizeAntialias : public ::testing::Test {
+ protected:
+  std::vector<double> run(bool exclude_outside) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {4});
+    g.node("Resize", "r", 18, {x, nullptr, g.constant("scales", f32s({0.5f}))},
+           {{"mode", text("linear")},
+            {"antialias", integer(1)},
+            {"exclude_outside", integer(exclude_outside ? 1 : 0)}});
+    g.build();
+    return values(g.run({{"x", f32s({1, 2, 3, 4})}})[0]);
+  }
+};
+
+TEST_F(NnResizeAntialias, LinearDownscaleAveragesFourInputs) {
+  EXPECT_EQ(run(false), (std::vector<double>{1.625, 3.375}));
+}
+
+TEST_F(NnResizeAntialias, ExcludeOutsideRenormalizes) {
+  std::vector<double> y = run(true);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_NEAR(y[0], 1.5 / 0.875, 1e-6);
+  EXPECT_NEAR(y[1], (0.25 * 2 + 0.75 * 3 + 0.75 * 4) / 1.75, 1e-6);
+}
+
+TEST(NnResize, CropAndResizeExtrapolatesOutsideTheInput) {
+  // roi [-0.5, 1.5] over 4 elements, 3 outputs: x_original = -1.5 + 3 * o.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {4});
+  g.node("Resize", "r", 13,
+         {x, g.constant("roi", f32s({-0.5f, 1.5f})), nullptr, g.constant("sizes", i64s({3}))},
+         {{"mode", text("linear")},
+          {"coordinate_transformation_mode", text("tf_crop_and_resize")},
+          {"extrapolation_value", real(7)}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", f32s({0, 10, 20, 30})}})[0]), (std::vector<double>{7, 15, 7}));
+}
+
+TEST(NnResize, Upsample7NearestRepeatsElements) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kInt32, {1, 2});
+  g.node("Upsample", "u", 7, {x}, {{"scales", reals({1, 2})}});
+  g.build();
+  Tensor y = g.run({{"x", Tensor::from_vector<int32_t>({1, 2}, {5, -3})}})[0];
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(values(y), (std::vector<double>{5, 5, -3, -3}));
+}
+
+// ---- signal ops
+// ----------------------------------------------------------------------------------
+
+TEST(NnSignal, OnesidedDftOfARealSignalAlongAxisTwo) {
+  // x = [1, 2, 3, 4] along axis 2: X[0] = 10, X[1] = -2 + 2i, X[2] = -2 (bins 0..2).
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 1, 4, 1});
+  g.node("DFT", "d", 17, {x}, {{"axis", integer(2)}, {"onesided", integer(1)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[1, 1, 3, 2]");
+  expect_near_all(g.run({{"x", Tensor::from_vector<double>({1, 1, 4, 1}, {1, 2, 3, 4})}})[0],
+                  {10, 0, -2, 2, -2, 0}, 1e-12);
+}
+
+TEST(NnSignal, StftFramesFollowTheStep) {
+  OneNodeGraph g;
+  Value* signal = g.input("signal", DType::kFloat32, {2, 10, 1});
+  g.node("STFT", "s", 17,
+         {signal, g.constant("step", Tensor::scalar<int64_t>(3)), nullptr,
+          g.constant("length", Tensor::scalar<int64_t>(4))},
+         {});
+  g.build();
+  // floor((10 - 4) / 3) + 1 = 3 frames of 4 / 2 + 1 = 3 bins.
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[2, 3, 3, 2]");
+}
+
+TEST(NnSignal, SymmetricHannWindowEndsAtZero) {
+  OneNodeGraph g;
+  Value* size = g.constant("size", Tensor::scalar<int32_t>(5));
+  g.node("HannWindow", "w", 17, {size},
+         {{"periodic", integer(0)}, {"output_datatype", integer(11)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[5]");
+  expect_near_all(g.run({})[0], {0, 0.5, 1, 0.5, 0}, 1e-15);
+}
+
+TEST(NnErrors, DftOnesidedNeedsARealInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 8, 2});
+  g.node("DFT", "d", 17, {x}, {{"onesided", integer(1)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "DFT 'd' (opset 17): attribute 'onesided' = 1 needs a real input (last dim 1)");
+}
+
+TEST(NnErrors, DftAxisBecameAnInputInOpset20) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 8, 1});
+  g.node("DFT", "d", 20, {x}, {{"axis", integer(1)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "DFT 'd' (opset 20): attribute 'axis' became input 2 in opset 20");
+}
+
+TEST(NnErrors, StftWindowMustMatchFrameLength) {
+  OneNodeGraph g;
+  Value* signal = g.input("signal", DType::kFloat32, {1, 16, 1});
+  g.node("STFT", "s", 17,
+         {signal, g.constant("step", Tensor::scalar<int64_t>(2)),
+          g.constant("window", Tensor(DType::kFloat32, {8})),
+          g.constant("length", Tensor::scalar<int64_t>(4))},
+         {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "STFT 's' (opset 17): input 'window' has 8 elements but frame_length is 4");
+}
+
+TEST(NnErrors, WindowOutputDatatypeMustBeNumeric) {
+  OneNodeGraph g;
+  g.node("BlackmanWindow", "w", 17, {g.constant("size", Tensor::scalar<int64_t>(4))},
+         {{"output_datatype", integer(8)}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "BlackmanWindow 'w' (opset 17): attribute 'output_datatype' = 8 is not a numeric data "
+            "type");
+}
+
+// ---- TopK, LRN, MeanVarianceNormalization, Det
+// ---------------------------------------------------
+
+TEST(NnTopK, SmallestKeepsIndexOrderOnTiesAndPutsNaNLast) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {5});
+  g.node("TopK", "t", 11, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {4}))},
+         {{"largest", integer(0)}}, {"values", "indices"});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[4]");
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Tensor> out = g.run({{"x", Tensor::from_vector<float>({5}, {2, nan, 1, 2, 5})}});
+  EXPECT_EQ(values(out[0]), (std::vector<double>{1, 2, 2, 5}));
+  EXPECT_EQ(values(out[1]), (std::vector<double>{2, 0, 3, 4}));
+}
+
+TEST(NnErrors, TopKBeyondTheAxis) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("TopK", "t", 11, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {4}))}, {},
+         {"values", "indices"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "TopK 't' (opset 11): k = 4 exceeds the 3 elements along axis 1");
+}
+
+TEST(NnErrors, TopKAttributeKBecameAnInput) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("TopK", "t", 10, {x, g.constant("k", Tensor::from_vector<int64_t>({1}, {1}))},
+         {{"k", integer(1)}}, {"values", "indices"});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "TopK 't' (opset 10): attribute 'k' became input K in opset 10");
+}
+
+TEST(NnLrn, EvenSizeWindowLeansForward) {
+  // size 2: channel c sums c and c + 1. X = [1, 2, 3] over channels, alpha 2, beta 1, bias 1:
+  // y_c = x_c / (1 + (2 / 2) * square_sum).
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {1, 3, 1});
+  g.node("LRN", "l", 13, {x}, {{"size", integer(2)}, {"alpha", real(2)}, {"beta", real(1)}});
+  g.build();
+  expect_near_all(g.run({{"x", Tensor::from_vector<double>({1, 3, 1}, {1, 2, 3})}})[0],
+                  {1.0 / 6, 2.0 / 14, 3.0 / 10}, 1e-12);
+}
+
+TEST(NnErrors, LrnSizeIsRequired) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 3, 4, 4});
+  g.node("LRN", "l", 13, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "LRN 'l' (opset 13): attribute 'size' is required");
+}
+
+TEST(NnMeanVarianceNormalization, OneElementGroupsGiveZero) {
+  // Over axis 1 of [2, 1]: each group is one element, variance 0, (x - x) / (0 + 1e-9) = 0.
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 1});
+  g.node("MeanVarianceNormalization", "m", 13, {x}, {{"axes", ints({1})}});
+  g.build();
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({2, 1}, {3, -7})}})[0]),
+            (std::vector<double>{0, 0}));
+}
+
+TEST(NnErrors, MeanVarianceNormalizationDefaultAxesNeedRankFour) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("MeanVarianceNormalization", "m", 13, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "MeanVarianceNormalization 'm' (opset 13): attribute 'axes' entry = 2 is out of range "
+            "for rank 2 (valid: [-2, 1])");
+}
+
+TEST(NnDet, PivotingKeepsTheSign) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat64, {2, 2, 2});
+  g.node("Det", "d", 11, {x}, {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f64[2]");
+  // [[0, 1], [1, 0]] needs a row swap: -1; [[2, 3], [4, 5]]: 10 - 12 = -2.
+  expect_near_all(
+      g.run({{"x", Tensor::from_vector<double>({2, 2, 2}, {0, 1, 1, 0, 2, 3, 4, 5})}})[0], {-1, -2},
+      1e-12);
+}
+
+TEST(NnErrors, DetNeedsSquareMatrices) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("Det", "d", 11, {x}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "Det 'd' (opset 11): input X has shape [2, 3]: the last two dims must be equal (square "
+            "matrices)");
+}
+
+// ---- MaxUnpool
+// -----------------------------------------------------------------------------------
+
+TEST(NnMaxUnpool, IndicesOutsideThePooledTensorAreDataErrors) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2});
+  Value* indices = g.input("i", DType::kInt64, {1, 1, 2});
+  g.node("MaxUnpool", "u", 11, {x, indices}, {{"kernel_shape", ints({2})}, {"strides", ints({2})}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 4]");
+  EXPECT_EQ(values(g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {5, 6})},
+                          {"i", Tensor::from_vector<int64_t>({1, 1, 2}, {1, 2})}})[0]),
+            (std::vector<double>{0, 5, 6, 0}));
+  EXPECT_EQ(error_message(
+                [&] {
+                  g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {5, 6})},
+                         {"i", Tensor::from_vector<int64_t>({1, 1, 2}, {1, 4})}});
+                },
+                ErrorKind::kInvalidInput),
+            "MaxUnpool 'u' (opset 11): input I element 1 = 4 is outside the pooled input [1, 1, 4] "
+            "or the output [1, 1, 4]");
+}
+
+TEST(NnErrors, MaxUnpoolKernelShapeIsRequired) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2});
+  Value* indices = g.input("i", DType::kInt64, {1, 1, 2});
+  g.node("MaxUnpool", "u", 11, {x, indices}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "MaxUnpool 'u' (opset 11): attribute 'kernel_shape' is required");
+}
+
+// ---- NonMaxSuppression
+// ---------------------------------------------------------------------------
+
+TEST(NnNonMaxSuppression, OverlappingBoxIsSuppressedAndFlippedCornersCount) {
+  // Boxes 0 and 1 are the same square (box 1's corners flipped): IoU 1 > 0.5, the lower score goes.
+  OneNodeGraph g;
+  Value* boxes = g.constant(
+      "boxes", Tensor::from_vector<float>({1, 3, 4}, {0, 0, 2, 2, 2, 2, 0, 0, 5, 5, 6, 6}));
+  Value* scores = g.constant("scores", Tensor::from_vector<float>({1, 1, 3}, {0.9f, 0.8f, 0.7f}));
+  g.node("NonMaxSuppression", "n", 11,
+         {boxes, scores, g.constant("max", Tensor::scalar<int64_t>(3)),
+          g.constant("iou", Tensor::scalar<float>(0.5f))},
+         {});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "i64[?, 3]");
+  EXPECT_EQ(values(g.run({})[0]), (std::vector<double>{0, 0, 0, 0, 0, 2}));
+}
+
+TEST(NnErrors, NonMaxSuppressionBoxesNeedFourCoordinates) {
+  OneNodeGraph g;
+  Value* boxes = g.input("boxes", DType::kFloat32, {1, 3, 5});
+  Value* scores = g.input("scores", DType::kFloat32, {1, 1, 3});
+  g.node("NonMaxSuppression", "n", 11, {boxes, scores}, {});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "NonMaxSuppression 'n' (opset 11): input boxes has shape [1, 3, 5], expected "
+            "[num_batches, spatial_dimension, 4]");
+}
+
+// ---- GridSample
+// ----------------------------------------------------------------------------------
+
+TEST(NnGridSample, BorderClampsAndZerosPadsOutside) {
+  // X = [[1, 2]] (1 x 2), align_corners 1: grid x = 1.5 maps to pixel 1.25, past the last pixel.
+  // border clamps it to 1 and reads 2; zeros keeps 1.25: 0.75 * X[1] + 0.25 * (outside: 0) = 1.5.
+  for (const char* padding : {"border", "zeros"}) {
+    OneNodeGraph g;
+    Value* x = g.input("x", DType::kFloat32, {1, 1, 1, 2});
+    Value* grid = g.input("grid", DType::kFloat32, {1, 1, 1, 2});
+    g.node("GridSample", "s", 16, {x, grid},
+           {{"padding_mode", text(padding)}, {"align_corners", integer(1)}});
+    g.build();
+    EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 1, 1]");
+    std::vector<double> y =
+        values(g.run({{"x", Tensor::from_vector<float>({1, 1, 1, 2}, {1, 2})},
+                      {"grid", Tensor::from_vector<float>({1, 1, 1, 2}, {1.5f, 0})}})[0]);
+    EXPECT_EQ(y, (std::vector<double>{std::string(padding) == "border" ? 2.0 : 1.5}));
+  }
+}
+
+TEST(NnErrors, GridSampleModeNamesChangedInOpset20) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 2, 2});
+  Value* grid = g.input("grid", DType::kFloat32, {1, 1, 1, 2});
+  g.node("GridSample", "s", 20, {x, grid}, {{"mode", text("bilinear")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "GridSample 's' (opset 20): attribute 'mode' = 'bilinear' is not valid at this opset "
+            "(linear, nearest or cubic)");
+}
+
+// ---- RoiAlign
+// -------------------------------------------------------------------------------------
+
+TEST(NnErrors, RoiAlignBatchIndexOutsideX) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 4, 4});
+  Value* rois = g.constant("rois", Tensor::from_vector<float>({1, 4}, {0, 0, 2, 2}));
+  Value* batch = g.input("batch", DType::kInt64, {1});
+  g.node("RoiAlign", "r", 16, {x, rois, batch}, {{"output_height", integer(2)}});
+  g.build();
+  EXPECT_EQ(g.output_type(0).to_string(), "f32[1, 1, 2, 1]");
+  EXPECT_EQ(
+      error_message(
+          [&] {
+            g.run({{"x", Tensor(DType::kFloat32, {1, 1, 4, 4})},
+                   {"batch", Tensor::from_vector<int64_t>({1}, {1})}});
+          },
+          ErrorKind::kInvalidInput),
+      "RoiAlign 'r' (opset 16): input batch_indices element 0 = 1 is outside the 1 images of X");
+}
+
+TEST(NnErrors, RoiAlignModeMustBeAvgOrMax) {
+  OneNodeGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 1, 4, 4});
+  Value* rois = g.input("rois", DType::kFloat32, {1, 4});
+  Value* batch = g.input("batch", DType::kInt64, {1});
+  g.node("RoiAlign", "r", 16, {x, rois, batch}, {{"mode", text("sum")}});
+  EXPECT_EQ(error_message([&] { g.build(); }, ErrorKind::kInvalidModel),
+            "RoiAlign 'r' (opset 16): attribute 'mode' = 'sum', expected avg or max");
+}
+
 }  // namespace
 }  // namespace rnnc

@@ -805,5 +805,310 @@ TEST(TensorTransposeKernel, StringsMoveLikeNumbers) {
   EXPECT_EQ(g.run({{"x", text}})[0].strings(), (std::vector<std::string>{"a", "c", "b", "d"}));
 }
 
+// ---- ScatterND, GatherND -------------------------------------------------------------------------
+
+TEST(TensorScatterNDKernel, SliceUpdatesWithNegativeTuples) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {3, 2});
+  g.node("ScatterND", "s", 13,
+         {data, g.constant("indices", i64({2, 1}, {-1, 0})),
+          g.constant("updates", f32({2, 2}, {7, 8, 9, 10}))});
+  EXPECT_EQ(g.type(), "f32[3, 2]");
+  Tensor out = g.run({{"data", f32({3, 2}, {1, 2, 3, 4, 5, 6})}})[0];
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{9, 10, 3, 4, 7, 8}));
+}
+
+TEST(TensorScatterNDKernel, ReductionsCombineRepeatedTuplesInOrder) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kInt64, {2, 2});
+  g.node("ScatterND", "s", 18,
+         {data, g.constant("indices", i64({3, 2}, {0, 1, 0, 1, 1, 0})),
+          g.constant("updates", i64({3}, {-5, 9, 4}))},
+         {{"reduction", string_attr("min")}});
+  Tensor out = g.run({{"data", i64({2, 2}, {1, 2, 3, 4})}})[0];
+  EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{1, -5, 3, 4}));
+}
+
+TEST(TensorScatterNDErrors, ReductionNeedsItsOpset) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {4});
+  g.node("ScatterND", "s", 13,
+         {data, g.constant("indices", i64({1, 1}, {0})), g.constant("updates", f32({1}, {1}))},
+         {{"reduction", string_attr("mul")}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "ScatterND 's' (opset 13): attribute 'reduction' = 'mul' is not valid at this opset "
+            "(none; add, mul from 16; max, min from 18)");
+}
+
+TEST(TensorScatterNDErrors, UpdatesMustBeIndicesPrefixThenDataSuffix) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {4, 5, 6});
+  Value* indices = g.input("indices", DType::kInt64, {2, 3, 1});
+  Value* updates = g.input("updates", DType::kFloat32, {2, 3, 6});
+  g.node("ScatterND", "s", 16, {data, indices, updates});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "ScatterND 's' (opset 16): input 2 'updates' [2, 3, 6] must have shape [2, 3, 5, 6] "
+            "(indices.shape[:-1] + data.shape[k:])");
+}
+
+TEST(TensorScatterNDErrors, TupleLongerThanTheRank) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {4, 5});
+  Value* indices = g.input("indices", DType::kInt64, {2, 3});
+  Value* updates = g.input("updates", DType::kFloat32, {2});
+  g.node("ScatterND", "s", 16, {data, indices, updates});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "ScatterND 's' (opset 16): input 1 'indices' [2, 3] has tuples of 3 indices, expected "
+            "0 to 2 for input 0 'data' [4, 5]");
+}
+
+TEST(TensorScatterNDErrors, IndexOutOfRangeAtRunTime) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {4});
+  Value* indices = g.input("indices", DType::kInt64, {1, 1});
+  g.node("ScatterND", "s", 16, {data, indices, g.constant("updates", f32({1}, {1}))});
+  EXPECT_EQ(error_of(
+                [&] {
+                  g.run({{"data", f32({4}, {0, 0, 0, 0})}, {"indices", i64({1, 1}, {4})}});
+                },
+                ErrorKind::kInvalidInput),
+            "ScatterND 's' (opset 16): input 1 'indices' element 0 = 4 is out of range for axis 0 "
+            "of size 4 (valid: [-4, 3])");
+}
+
+TEST(TensorGatherNDKernel, BatchDimsPickPerBatchEntry) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kInt32, {2, 2, 2});
+  g.node("GatherND", "g", 12, {data, g.constant("indices", i64({2, 1, 2}, {0, 1, -1, 0}))},
+         {{"batch_dims", int_attr(1)}});
+  EXPECT_EQ(g.type(), "i32[2, 1]");
+  Tensor out =
+      g.run({{"data", Tensor::from_vector<int32_t>({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{1, 6}));
+}
+
+TEST(TensorGatherNDShape, SymbolicDimsCarryOver) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {sym("batch"), 5, sym("feature")});
+  Value* indices = g.input("indices", DType::kInt64, {sym("batch"), sym("n"), 1});
+  g.node("GatherND", "g", 13, {data, indices}, {{"batch_dims", int_attr(1)}});
+  EXPECT_EQ(g.type(), "f32[batch, n, feature]");
+}
+
+TEST(TensorGatherNDErrors, BatchDimsNeedOpset12) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {2, 3});
+  Value* indices = g.input("indices", DType::kInt64, {2, 1});
+  g.node("GatherND", "g", 11, {data, indices}, {{"batch_dims", int_attr(1)}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "GatherND 'g' (opset 11): attribute 'batch_dims' needs opset 12 or later");
+}
+
+TEST(TensorGatherNDErrors, IndicesMustBeInt64) {
+  TestGraph g;
+  Value* data = g.input("data", DType::kFloat32, {2, 3});
+  Value* indices = g.input("indices", DType::kInt32, {2, 1});
+  g.node("GatherND", "g", 13, {data, indices});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "GatherND 'g' (opset 13): input 1 'indices' must be int64, got int32");
+}
+
+// ---- DepthToSpace, SpaceToDepth
+// ------------------------------------------------------------------
+
+TEST(TensorDepthToSpaceShape, SpatialDimsGrowByTheBlock) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {sym("batch"), 8, sym("h"), 3});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}});
+  EXPECT_EQ(g.type(), "f32[batch, 2, 2*h, 6]");
+}
+
+TEST(TensorDepthToSpaceKernel, CrdTakesDepthInnermost) {
+  // C = 8 = 2 x 2 x 2, H = W = 1: output (c, i, j) reads channel c*4 + i*2 + j in CRD and
+  // (i*2 + j)*2 + c in DCR.
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 8, 1, 1});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}, {"mode", string_attr("CRD")}});
+  Tensor out = g.run({{"x", f32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
+  EXPECT_EQ(out.shape(), (std::vector<int64_t>{1, 2, 2, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  TestGraph dcr;
+  Value* y = dcr.input("x", DType::kFloat32, {1, 8, 1, 1});
+  dcr.node("DepthToSpace", "d", 13, {y}, {{"blocksize", int_attr(2)}});
+  Tensor out_dcr = dcr.run({{"x", f32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
+  EXPECT_EQ(values_of<float>(out_dcr), (std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7}));
+}
+
+TEST(TensorDepthToSpaceErrors, ModeNeedsOpset11AndAKnownValue) {
+  TestGraph old;
+  Value* x = old.input("x", DType::kFloat32, {1, 4, 2, 2});
+  old.node("DepthToSpace", "d", 10, {x},
+           {{"blocksize", int_attr(2)}, {"mode", string_attr("CRD")}});
+  EXPECT_EQ(error_of([&] { old.infer(); }, ErrorKind::kInvalidModel),
+            "DepthToSpace 'd' (opset 10): attribute 'mode' needs opset 11 or later");
+  TestGraph bad;
+  Value* y = bad.input("x", DType::kFloat32, {1, 4, 2, 2});
+  bad.node("DepthToSpace", "d", 13, {y},
+           {{"blocksize", int_attr(2)}, {"mode", string_attr("RCD")}});
+  EXPECT_EQ(error_of([&] { bad.infer(); }, ErrorKind::kInvalidModel),
+            "DepthToSpace 'd' (opset 13): attribute 'mode' = 'RCD', expected DCR or CRD");
+}
+
+TEST(TensorDepthToSpaceErrors, ChannelsMustBeAMultipleOfTheBlockArea) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {1, 6, 2, 2});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "DepthToSpace 'd' (opset 13): input 0 channels C (blocksize^2) 6 is not a multiple "
+            "of 4");
+}
+
+TEST(TensorSpaceToDepthErrors, BlocksizeIsRequiredAndSpatialDimsMustDivide) {
+  TestGraph missing;
+  Value* x = missing.input("x", DType::kFloat32, {1, 1, 4, 4});
+  missing.node("SpaceToDepth", "s", 13, {x});
+  EXPECT_EQ(error_of([&] { missing.infer(); }, ErrorKind::kInvalidModel),
+            "SpaceToDepth 's' (opset 13): attribute 'blocksize' is required");
+  TestGraph uneven;
+  Value* y = uneven.input("x", DType::kFloat32, {1, 1, 4, 5});
+  uneven.node("SpaceToDepth", "s", 13, {y}, {{"blocksize", int_attr(2)}});
+  EXPECT_EQ(error_of([&] { uneven.infer(); }, ErrorKind::kInvalidModel),
+            "SpaceToDepth 's' (opset 13): input 0 width W 5 is not a multiple of 2");
+}
+
+// ---- Trilu, EyeLike -----------------------------------------------------------------------------
+
+TEST(TensorTriluKernel, LowerWithNegativeKOnABatchOfMatrices) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kInt32, {2, 2, 3});
+  g.node("Trilu", "t", 14, {x, g.constant("k", Tensor::scalar<int64_t>(-1))},
+         {{"upper", int_attr(0)}});
+  EXPECT_EQ(g.type(), "i32[2, 2, 3]");
+  Tensor out = g.run(
+      {{"x", Tensor::from_vector<int32_t>({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}})[0];
+  // Only j - i <= -1 survives: element (1, 0) of each matrix.
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{0, 0, 0, 4, 0, 0, 0, 0, 0, 10, 0, 0}));
+}
+
+TEST(TensorTriluErrors, InputNeedsTwoDims) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {4});
+  g.node("Trilu", "t", 14, {x});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "Trilu 't' (opset 14): input 0 'input' has shape [4], expected rank >= 2");
+}
+
+TEST(TensorEyeLikeKernel, DiagonalAboveTheMainOneInAnotherType) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  g.node("EyeLike", "e", 9, {x},
+         {{"k", int_attr(1)}, {"dtype", int_attr(static_cast<int64_t>(DType::kInt64))}});
+  EXPECT_EQ(g.type(), "i64[2, 3]");
+  Tensor out = g.run({{"x", f32({2, 3}, {0, 0, 0, 0, 0, 0})}})[0];
+  EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{0, 1, 0, 0, 0, 1}));
+}
+
+TEST(TensorEyeLikeErrors, StringsAreNotAllowed) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 2});
+  g.node("EyeLike", "e", 9, {x}, {{"dtype", int_attr(static_cast<int64_t>(DType::kString))}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "EyeLike 'e' (opset 9): attribute 'dtype' = 8 is not a numeric type or bool (not "
+            "bfloat16 or string)");
+}
+
+// ---- OneHot, Compress ----------------------------------------------------------------------------
+
+TEST(TensorOneHotKernel, NegativeAndOutOfRangeIndicesAlongAxisZero) {
+  TestGraph g;
+  Value* indices = g.input("indices", DType::kFloat32, {4});
+  g.node("OneHot", "o", 11,
+         {indices, g.constant("depth", Tensor::scalar<int64_t>(3)),
+          g.constant("values", i64s({-1, 5}))},
+         {{"axis", int_attr(0)}});
+  EXPECT_EQ(g.type(), "i64[3, 4]");
+  // 1.7 truncates to 1; -1 is the last row; 3 and -4 are outside [-3, 2]: all off.
+  Tensor out = g.run({{"indices", f32({4}, {1.7f, -1, 3, -4})}})[0];
+  EXPECT_EQ(values_of<int64_t>(out),
+            (std::vector<int64_t>{-1, -1, -1, -1, 5, -1, -1, -1, -1, 5, -1, -1}));
+}
+
+TEST(TensorOneHotErrors, ValuesMustBeAPair) {
+  TestGraph g;
+  Value* indices = g.input("indices", DType::kInt64, {4});
+  g.node("OneHot", "o", 11,
+         {indices, g.constant("depth", Tensor::scalar<int64_t>(3)),
+          g.constant("values", i64s({0, 1, 2}))});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "OneHot 'o' (opset 11): input 2 'values' has shape [3], expected [2] (off_value, "
+            "on_value)");
+}
+
+TEST(TensorOneHotErrors, DepthMustBePositive) {
+  TestGraph g;
+  Value* indices = g.input("indices", DType::kInt64, {4});
+  g.node("OneHot", "o", 11,
+         {indices, g.constant("depth", Tensor::scalar<float>(0.5f)),
+          g.constant("values", i64s({0, 1}))});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "OneHot 'o' (opset 11): input 1 'depth' = 0, must be >= 1");
+}
+
+TEST(TensorCompressKernel, ShortConditionDropsTheRest) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* condition = g.input("condition", DType::kBool, {2});
+  g.node("Compress", "c", 11, {x, condition}, {{"axis", int_attr(-1)}});
+  EXPECT_EQ(g.type(), "f32[2, ?]");
+  Tensor keep(DType::kBool, {2});
+  keep.data<bool>()[0] = false;
+  keep.data<bool>()[1] = true;
+  Tensor out = g.run({{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"condition", keep}})[0];
+  EXPECT_EQ(out.shape(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 5}));
+}
+
+TEST(TensorCompressErrors, NegativeAxisNeedsOpset11) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {2, 3});
+  Value* condition = g.input("condition", DType::kBool, {2});
+  g.node("Compress", "c", 9, {x, condition}, {{"axis", int_attr(-1)}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "Compress 'c' (opset 9): attribute 'axis' = -1 is negative, which needs opset 11 or "
+            "later");
+}
+
+// ---- ReverseSequence, Unique ----------------------------------------------------------------------
+
+TEST(TensorReverseSequenceKernel, BatchFirstWithLengthsZeroToFull) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kInt64, {3, 3});
+  g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({0, 2, 3}))},
+         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(1)}});
+  Tensor out = g.run({{"x", i64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}})[0];
+  EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{1, 2, 3, 5, 4, 6, 9, 8, 7}));
+}
+
+TEST(TensorReverseSequenceErrors, AxesMustBeZeroAndOne) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {3, 3});
+  g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({1, 1, 1}))},
+         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(0)}});
+  EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
+            "ReverseSequence 'r' (opset 10): attributes 'batch_axis' and 'time_axis' are both 0");
+}
+
+TEST(TensorUniqueKernel, UnsortedKeepsFirstOccurrenceOrder) {
+  TestGraph g;
+  Value* x = g.input("x", DType::kFloat32, {6});
+  g.node("Unique", "u", 11, {x}, {{"sorted", int_attr(0)}}, 4);
+  EXPECT_EQ(g.type(2), "i64[6]");
+  std::vector<Tensor> out = g.run({{"x", f32({6}, {2, 1, 1, 3, 4, 3})}});
+  EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{2, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(out[2]), (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(values_of<int64_t>(out[3]), (std::vector<int64_t>{1, 2, 2, 1}));
+}
+
 }  // namespace
 }  // namespace rnnc

@@ -202,6 +202,22 @@ void add_elementwise_specs(std::vector<OpSpec>& specs) {
   specs.push_back(unary("Celu", 21, {DType::kFloat32}).attr_float("alpha", "1.0", {{0.1, 3}}));
   specs.push_back(unary("ThresholdedRelu", 21, kFloat16To64)
                       .attr_float("alpha", "1.0", {{-2, 2}}));
+  specs.push_back(unary("Shrink", 21, kFloat16To64 + kSignedTypes + kUnsignedTypes)
+                      .attr_float("lambd", "0.5", {{0, 2}})
+                      .attr_float("bias", "0.0", {{-2, 2}})
+                      .special("shrink")
+                      .note("integers of every width: results beyond the type are tagged (the "
+                            "spec leaves them open)"));
+  specs.push_back(Op("Einsum", 21)
+                      .types("T", {DType::kFloat16, DType::kFloat32, DType::kFloat64,
+                                   DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64})
+                      .attr_by_special("equation", AttrKind::kString, "").required()
+                      .in("Inputs", "T").variadic(1, 3).rank(0, 4).specials()
+                      .out("Output", "T")
+                      .special("einsum")
+                      .note("equations from a menu of what models write (matmul, batched and "
+                            "attention products, transposes, sums, diagonals, outer products, "
+                            "ellipses), with random sizes, spaces and implicit outputs"));
   specs.push_back(unary("Sigmoid", 21, kFloatTypes));
   specs.push_back(unary("HardSigmoid", 21, kFloat16To64)
                       .attr_float("alpha", "0.2", {{0, 1}})
@@ -219,7 +235,7 @@ void add_elementwise_specs(std::vector<OpSpec>& specs) {
                       .in("max", "T").optional().rank(0, 0).specials().may_be_constant()
                       .out("output", "T")
                       .note("min > max happens (every element becomes max)"));
-  for (const char* op_type : {"Softmax", "LogSoftmax"}) {
+  for (const char* op_type : {"Softmax", "LogSoftmax", "Hardmax"}) {
     specs.push_back(Op(op_type, 21)
                         .also_opsets({11})
                         .types("T", kFloatTypes)

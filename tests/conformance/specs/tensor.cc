@@ -14,11 +14,11 @@ const std::vector<DType> kInt64 = {DType::kInt64};
 const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
 const std::vector<DType> kFloat16To64 = {DType::kFloat16, DType::kFloat32, DType::kFloat64};
 const std::vector<DType> kNumericAndBool = kNumericTypes + std::vector<DType>{DType::kBool};
-// Scatter-9 (removed in 11) never gained bfloat16.
-const std::vector<DType> kAllButBFloat16 = {
-    DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kInt8,  DType::kInt16,
-    DType::kInt32,   DType::kInt64,   DType::kUInt8,   DType::kUInt16, DType::kUInt32,
-    DType::kUInt64,  DType::kBool,    DType::kString};
+// OneHot's indices and depth as PyTorch and TensorFlow export them.
+const std::vector<DType> kOneHotIndexTypes = {DType::kInt32, DType::kInt64, DType::kFloat32};
+const std::vector<DType> kNumericWithoutBFloat16 = {
+    DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kInt16, DType::kInt32,
+    DType::kInt64,   DType::kUInt8,   DType::kUInt16,  DType::kUInt32, DType::kUInt64};
 
 // Y = op(X) for any element type.
 Op movement(const std::string& op_type) {
@@ -46,6 +46,17 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .in("target_type", "T2").rank(0, 2)
                       .out("output", "T2")
                       .special("cast"));
+  specs.push_back(Op("Compress", 21)
+                      .also_opsets({9})
+                      .types("T", kAllButBFloat16)
+                      .types("B", {DType::kBool})
+                      .attr_int("axis", "(flatten)", {{-4, 3}})
+                      .in("input", "T").rank(1, 4).rank_exceeds_axis().specials()
+                      .in("condition", "B").rank(1, 1).by_special()
+                      .out("output", "T")
+                      .special("compress")
+                      .note("condition as long as the axis or shorter; non-negative axis at "
+                            "opset 9"));
   specs.push_back(Op("Concat", 21)
                       .types("T", kAllTypes)
                       .attr_int("axis", "", {{-4, 3}}).required()
@@ -67,6 +78,25 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .in("input", "T1").rank(1, 1).by_special().may_be_constant()
                       .out("output", "T2")
                       .special("constant_of_shape"));
+  specs.push_back(Op("DepthToSpace", 21)
+                      .also_opsets({11, 7})
+                      .types("T", kAllTypes)
+                      .type_since("T", DType::kBFloat16, 13)
+                      .attr_int("blocksize", "", {{1, 3}}).required()
+                      .attr_string("mode", "DCR", {"DCR", "CRD"}).since(11)
+                      .in("input", "T").rank(4, 4).specials()
+                      .out("output", "T")
+                      .special("depth_to_space")
+                      .note("C a multiple of blocksize^2"));
+  specs.push_back(Op("EyeLike", 21)
+                      .types("T1", kNumericWithoutBFloat16 + std::vector<DType>{DType::kBool})
+                      .types("T2", kNumericWithoutBFloat16 + std::vector<DType>{DType::kBool})
+                      .attr_by_special("dtype", AttrKind::kInt, "the input's type")
+                      .attr_int("k", "0", {{-4, 4}})
+                      .in("input", "T1").rank(2, 2).specials()
+                      .out("output", "T2")
+                      .special("eye_like")
+                      .note("dtype is T2's code, left out 1 time in 4 when T2 is T1's type"));
   specs.push_back(Op("Expand", 21)
                       .types("T", kAllTypes)
                       .types("I", kInt64)
@@ -101,6 +131,18 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .out("output", "T")
                       .special("gather_elements"));
   specs.push_back(movement("Identity").out("output", "T"));
+  specs.push_back(Op("GatherND", 21)
+                      .also_opsets({12, 11})
+                      .types("T", kAllTypes)
+                      .type_since("T", DType::kBFloat16, 13)
+                      .types("I", kInt64)
+                      .attr_int("batch_dims", "0", {{0, 2}}).since(12)
+                      .in("data", "T").rank(1, 4).specials()
+                      .in("indices", "I").rank(1, 4).by_special()
+                      .out("output", "T")
+                      .special("gather_nd")
+                      .note("batch_dims below the rank; indices share data's batch dims, then "
+                            "tuple dims, then k in [1, rank - batch_dims]"));
   specs.push_back(Op("NonZero", 21)
                       .types("T", kNumericAndBool)
                       .types("I", kInt64)
@@ -108,6 +150,22 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .out("Y", "I")
                       .special("sparse")
                       .note("about half the elements are 0"));
+  specs.push_back(Op("OneHot", 21)
+                      .also_opsets({9})
+                      .types("T1", kOneHotIndexTypes)
+                      .types("T2", kOneHotIndexTypes)
+                      .types("T3", {DType::kInt32, DType::kInt64, DType::kFloat32,
+                                    DType::kString})
+                      .attr_int("axis", "-1", {{-4, 3}})
+                      .in("indices", "T1").rank(1, 3).by_special()
+                      .in("depth", "T2").rank(0, 0).by_special().may_be_constant()
+                      .in("values", "T3").rank(1, 1).by_special()
+                      .out("output", "T3")
+                      .special("one_hot")
+                      .note("whole-number indices in [-depth - 2, depth + 1] (negative ones from "
+                            "opset 11), so some rows are all off; axis within the output rank; "
+                            "the types exporters write (of 11 x 11 x 13 valid ones), so that ONNX "
+                            "Runtime's few OneHot kernels check a useful share"));
   specs.push_back(Op("Pad", 21)
                       .also_opsets({11, 7})
                       .types("T", kAllTypes)
@@ -155,6 +213,16 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .special("reshape")
                       .note("a factorization of the element count, with -1 and 0 (copy) "
                             "entries"));
+  specs.push_back(Op("ReverseSequence", 21)
+                      .types("T", kAllButBFloat16)
+                      .types("I", kInt64)
+                      .attr_by_special("batch_axis", AttrKind::kInt, "1")
+                      .attr_by_special("time_axis", AttrKind::kInt, "0")
+                      .in("input", "T").rank(2, 4).specials()
+                      .in("sequence_lens", "I").rank(1, 1).by_special()
+                      .out("Y", "T")
+                      .special("reverse_sequence")
+                      .note("batch and time axes 0 and 1 either way; lengths in [0, time]"));
   specs.push_back(Op("Scatter", 10)
                       .types("T", kAllButBFloat16)
                       .types("Tind", kIndexTypes)
@@ -180,6 +248,20 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .special("scatter")
                       .note("no repeated index with reduction none (the spec leaves the order "
                             "open); repeats with reductions; max/min from opset 18"));
+  specs.push_back(Op("ScatterND", 21)
+                      .also_opsets({16, 13, 11})
+                      .types("T", kAllTypes)
+                      .type_since("T", DType::kBFloat16, 13)
+                      .types("I", kInt64)
+                      .attr_string("reduction", "none", {"none", "add", "mul", "max", "min"})
+                      .since(16)
+                      .in("data", "T").rank(1, 4).specials()
+                      .in("indices", "I").rank(1, 3).by_special()
+                      .in("updates", "T").rank(1, 4).by_special()
+                      .out("output", "T")
+                      .special("scatter_nd")
+                      .note("k-tuples of 1..rank indices, some negative; no repeated tuple with "
+                            "reduction none (the spec leaves the order open); max/min from 18"));
   specs.push_back(movement("Shape")
                       .types("I", kInt64)
                       .attr_int("start", "0", {{-5, 5}})
@@ -202,6 +284,15 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .out("output", "T")
                       .special("slice")
                       .note("bounds out of range and at the int32/int64 limits; steps +-1..3"));
+  specs.push_back(Op("SpaceToDepth", 21)
+                      .also_opsets({7})
+                      .types("T", kAllTypes)
+                      .type_since("T", DType::kBFloat16, 13)
+                      .attr_int("blocksize", "", {{1, 3}}).required()
+                      .in("input", "T").rank(4, 4).specials()
+                      .out("output", "T")
+                      .special("space_to_depth")
+                      .note("H and W multiples of blocksize"));
   specs.push_back(Op("Split", 21)
                       .also_opsets({13, 11})
                       .types("T", kAllTypes)
@@ -241,6 +332,27 @@ void add_tensor_specs(std::vector<OpSpec>& specs) {
                       .in("data", "T").rank(0, 4).specials()
                       .out("transposed", "T")
                       .special("transpose"));
+  specs.push_back(Op("Trilu", 21)
+                      .types("T", kAllTypes)
+                      .types("I", kInt64)
+                      .attr_int("upper", "1", {{0, 1}})
+                      .in("input", "T").rank(2, 4).specials()
+                      .in("k", "I").optional().rank(0, 0).by_special().may_be_constant()
+                      .out("output", "T")
+                      .special("trilu")
+                      .note("k in [-(N + 1), M + 1]: every diagonal, and beyond the matrix"));
+  specs.push_back(Op("Unique", 21)
+                      .types("T", kAllButBFloat16)
+                      .types("I", kInt64)
+                      .attr_int("axis", "(flatten)", {{-4, 3}})
+                      .attr_int("sorted", "1", {{0, 1}})
+                      .in("X", "T").rank(1, 4).rank_exceeds_axis().specials()
+                      .out("Y", "T")
+                      .out("indices", "I").optional()
+                      .out("inverse_indices", "I").optional()
+                      .out("counts", "I").optional()
+                      .special("unique")
+                      .note("values drawn from a few so that repeats occur"));
   specs.push_back(Op("Unsqueeze", 21)
                       .also_opsets({11})
                       .types("T", kAllTypes)
