@@ -90,6 +90,11 @@ Op& Op::type_since(const std::string& var, DType type, int opset) {
   return *this;
 }
 
+Op& Op::type_since(const std::string& var, const std::vector<DType>& types, int opset) {
+  for (DType type : types) type_since(var, type, opset);
+  return *this;
+}
+
 Op& Op::attr_int(const std::string& name, const std::string& onnx_default,
                  std::vector<Interval> ranges) {
   spec_.attributes.push_back(make_attr(name, AttrKind::kInt, onnx_default));

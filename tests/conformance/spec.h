@@ -142,6 +142,7 @@ class Op {
   Op& types(const std::string& var, std::vector<DType> types);
   // `type` is in the op's type list only from `opset` on (the generator tests it there).
   Op& type_since(const std::string& var, DType type, int opset);
+  Op& type_since(const std::string& var, const std::vector<DType>& types, int opset);
 
   // Attributes.
   Op& attr_int(const std::string& name, const std::string& onnx_default,
