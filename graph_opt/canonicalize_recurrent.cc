@@ -117,41 +117,6 @@ const Activation& find_activation(const Node& node, const std::string& name) {
 
 // ---- attributes --------------------------------------------------------------------------------
 
-Attribute ints_attr(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute string_attr(std::string value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = std::move(value);
-  return attribute;
-}
-
-Attribute strings_attr(std::vector<std::string> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kStrings;
-  attribute.strings = std::move(values);
-  return attribute;
-}
-
-Attribute floats_attr(std::vector<float> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloats;
-  attribute.floats = std::move(values);
-  return attribute;
-}
-
 // R is [num_directions, G*hidden_size, hidden_size]; 0 when neither dim is known.
 int64_t hidden_size_from_r(const Node& node, const RecurrentOp& op) {
   const Value* r = node.input(kR);
@@ -177,12 +142,12 @@ int64_t canonicalize_attributes(Node& node, const RecurrentOp& op) {
   };
 
   std::string direction = node.attr_string("direction", "forward");
-  set_if_different("direction", !node.has_attr("direction"), string_attr(direction));
+  set_if_different("direction", !node.has_attr("direction"), Attribute::of_string(direction));
   size_t num_directions = direction == "bidirectional" ? 2 : 1;
 
   if (!node.has_attr("hidden_size")) {
     int64_t hidden_size = hidden_size_from_r(node, op);
-    set_if_different("hidden_size", hidden_size > 0, int_attr(hidden_size));
+    set_if_different("hidden_size", hidden_size > 0, Attribute::of_int(hidden_size));
   }
 
   std::vector<std::string> names;
@@ -196,7 +161,7 @@ int64_t canonicalize_attributes(Node& node, const RecurrentOp& op) {
     if (is_rnn && num_directions == 1 && names.size() == 2) names.resize(1);
     for (std::string& name : names) name = find_activation(node, name).name;
   }
-  set_if_different("activations", node.attr_strings("activations") != names, strings_attr(names));
+  set_if_different("activations", node.attr_strings("activations") != names, Attribute::of_strings(names));
 
   // Each activation that takes a parameter consumes the next value; a list that runs out leaves
   // the rest at their defaults, which become explicit here.
@@ -216,7 +181,7 @@ int64_t canonicalize_attributes(Node& node, const RecurrentOp& op) {
     if (takers == 0) {
       remove_if_present(attribute);
     } else {
-      set_if_different(attribute, node.attr_floats(attribute) != values, floats_attr(values));
+      set_if_different(attribute, node.attr_floats(attribute) != values, Attribute::of_floats(values));
     }
   }
 
@@ -240,7 +205,7 @@ Value* add_transpose(Graph& graph, const std::string& node_name, Value* input,
                      const std::string& output_name, std::vector<int64_t> perm, int opset,
                      const TensorType* declared) {
   Node* transpose = graph.add_node("Transpose", node_name, {input}, {output_name}, opset);
-  transpose->set_attr("perm", ints_attr(std::move(perm)));
+  transpose->set_attr("perm", Attribute::of_ints(std::move(perm)));
   if (declared) transpose->output(0)->type = *declared;
   infer_node(*transpose);
   return transpose->output(0);

@@ -167,20 +167,6 @@ bool has_input_independent_target(const Node& reshape) {
   return true;
 }
 
-Attribute string_attr(const std::string& value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = value;
-  return attribute;
-}
-
-Attribute ints_attr(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
 // ---- part 1: layout ops that cancel or compose -------------------------------------------------
 
 // What a rule does to `outer` (and, through it, to `inner`, its data input's producer).
@@ -303,7 +289,7 @@ bool rewrite_one(Graph& graph, PassStats& stats) {
           break;
         case Action::kComposePerm:
           outer->set_attr("perm",
-                          ints_attr(compose(*transpose_perm(*inner), *transpose_perm(*outer))));
+                          Attribute::of_ints(compose(*transpose_perm(*inner), *transpose_perm(*outer))));
           outer->set_input(0, x);
           remove_if_unread(graph, inner, stats);
           break;
@@ -496,7 +482,7 @@ bool apply_marks(Graph& graph, const Marks& marks) {
     const auto& wanted = it == marks.end() ? none : it->second;
     if (old == wanted) continue;
     for (const auto& [name, value] : old) node.remove_attr(name);
-    for (const auto& [name, value] : wanted) node.set_attr(name, string_attr(value));
+    for (const auto& [name, value] : wanted) node.set_attr(name, Attribute::of_string(value));
     changed = true;
   }
   return changed;

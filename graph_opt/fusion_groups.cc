@@ -157,13 +157,6 @@ struct Annotation {
   }
 };
 
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
 bool mark_groups(Graph& graph, PassStats& stats) {
   const std::set<const Value*> escaping = escaping_values(graph);
   Groups groups;
@@ -218,8 +211,8 @@ bool mark_groups(Graph& graph, PassStats& stats) {
     if (old == want) continue;
     node.remove_attr(kFusionGroupAnnotation);
     node.remove_attr(kFusionRootAnnotation);
-    if (want.group >= 0) node.set_attr(kFusionGroupAnnotation, int_attr(want.group));
-    if (want.root) node.set_attr(kFusionRootAnnotation, int_attr(1));
+    if (want.group >= 0) node.set_attr(kFusionGroupAnnotation, Attribute::of_int(want.group));
+    if (want.root) node.set_attr(kFusionRootAnnotation, Attribute::of_int(1));
     changed = true;
   }
   return changed;

@@ -24,6 +24,48 @@ std::string TensorType::to_string() const {
   return out;
 }
 
+Attribute Attribute::of_int(int64_t value) {
+  Attribute attribute;
+  attribute.kind = Kind::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+Attribute Attribute::of_float(float value) {
+  Attribute attribute;
+  attribute.kind = Kind::kFloat;
+  attribute.f = value;
+  return attribute;
+}
+
+Attribute Attribute::of_string(std::string value) {
+  Attribute attribute;
+  attribute.kind = Kind::kString;
+  attribute.s = std::move(value);
+  return attribute;
+}
+
+Attribute Attribute::of_ints(std::vector<int64_t> values) {
+  Attribute attribute;
+  attribute.kind = Kind::kInts;
+  attribute.ints = std::move(values);
+  return attribute;
+}
+
+Attribute Attribute::of_floats(std::vector<float> values) {
+  Attribute attribute;
+  attribute.kind = Kind::kFloats;
+  attribute.floats = std::move(values);
+  return attribute;
+}
+
+Attribute Attribute::of_strings(std::vector<std::string> values) {
+  Attribute attribute;
+  attribute.kind = Kind::kStrings;
+  attribute.strings = std::move(values);
+  return attribute;
+}
+
 const char* Attribute::kind_name(Kind kind) {
   switch (kind) {
     case Kind::kFloat: return "FLOAT";

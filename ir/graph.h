@@ -116,6 +116,14 @@ struct Attribute {
   std::vector<std::shared_ptr<Graph>> graphs;
 
   static const char* kind_name(Kind kind);  // the ONNX spelling: FLOAT, INT, STRING, ...
+
+  // An attribute of one kind holding `value`.
+  static Attribute of_int(int64_t value);
+  static Attribute of_float(float value);
+  static Attribute of_string(std::string value);
+  static Attribute of_ints(std::vector<int64_t> values);
+  static Attribute of_floats(std::vector<float> values);
+  static Attribute of_strings(std::vector<std::string> values);
 };
 
 class Node {

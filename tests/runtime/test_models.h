@@ -14,13 +14,6 @@
 
 namespace rnnc::testing {
 
-inline Attribute int_attribute(int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = value;
-  return a;
-}
-
 inline Tensor random_weights(std::vector<int64_t> shape, float scale, std::mt19937& rng) {
   Tensor t(DType::kFloat32, std::move(shape));
   std::uniform_real_distribution<float> dist(-scale, scale);
@@ -51,8 +44,8 @@ inline std::string stacked_recurrent_onnx(const std::string& op, int layers, int
     Value* r = g.add_initializer(p + ".R", random_weights({1, gates * hidden, hidden}, scale, rng));
     Value* b = g.add_initializer(p + ".B", random_weights({1, 2 * gates * hidden}, scale, rng));
     Node* node = g.add_node(op, p + ".rnn", {x, w, r, b}, {p + ".Y"}, 14);
-    node->set_attr("hidden_size", int_attribute(hidden));
-    if (op == "GRU") node->set_attr("linear_before_reset", int_attribute(1));
+    node->set_attr("hidden_size", Attribute::of_int(hidden));
+    if (op == "GRU") node->set_attr("linear_before_reset", Attribute::of_int(1));
     const std::string out = l + 1 == layers ? "y" : p + ".out";
     Node* squeeze = g.add_node("Squeeze", p + ".squeeze", {node->output(0), axes}, {out}, 14);
     x = squeeze->output(0);

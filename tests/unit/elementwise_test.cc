@@ -24,27 +24,6 @@ TensorType tensor_type(DType dtype, Shape shape) {
   return type;
 }
 
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute float_attr(float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  return attribute;
-}
-
-Attribute string_attr(const std::string& value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = value;
-  return attribute;
-}
-
 // A one-graph model built by hand: inputs, constants, nodes whose output is named after the node
 // and becomes a graph output; infer() runs shape inference, run() the reference evaluator.
 class TestGraph {
@@ -172,10 +151,10 @@ TEST(ElementwiseInference, GemmTransposesAndBroadcastsC) {
   Value* a = g.input("a", DType::kFloat32, {sym("batch"), 40});
   Value* b = g.input("b", DType::kFloat32, {512, 40});
   Value* c = g.input("c", DType::kFloat32, {512});
-  Value* y = g.node("Gemm", "fc", {a, b, c}, 13, {{"transB", int_attr(1)}});
+  Value* y = g.node("Gemm", "fc", {a, b, c}, 13, {{"transB", Attribute::of_int(1)}});
   Value* at = g.input("at", DType::kFloat32, {40, sym("batch")});
   Value* y_no_c =
-      g.node("Gemm", "fc2", {at, b}, 11, {{"transA", int_attr(1)}, {"transB", int_attr(1)}});
+      g.node("Gemm", "fc2", {at, b}, 11, {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}});
   g.infer();
   EXPECT_EQ(type_text(y), "f32[batch, 512]");
   EXPECT_EQ(type_text(y_no_c), "f32[batch, 512]");
@@ -195,7 +174,7 @@ TEST(ElementwiseInference, GemmInnerDimensionMismatchShowsTransposeFlags) {
   TestGraph g;
   Value* a = g.input("a", DType::kFloat32, {4, 3});
   Value* b = g.input("b", DType::kFloat32, {4, 5});
-  g.node("Gemm", "fc", {a, b}, 13, {{"transA", int_attr(0)}});
+  g.node("Gemm", "fc", {a, b}, 13, {{"transA", Attribute::of_int(0)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Gemm 'fc' (opset 13): inner dimensions differ: A is [4, 3] (transA = 0), B is [4, 5] "
             "(transB = 0)");
@@ -292,7 +271,7 @@ TEST(ElementwiseInference, UnknownRankPassesThrough) {
 TEST(ElementwiseInference, SoftmaxAxisMustExist) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), 10});
-  g.node("Softmax", "softmax", {x}, 13, {{"axis", int_attr(2)}});
+  g.node("Softmax", "softmax", {x}, 13, {{"axis", Attribute::of_int(2)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Softmax 'softmax' (opset 13): attribute 'axis' = 2 is out of range for rank 2 "
             "(valid: [-2, 1])");
@@ -421,7 +400,7 @@ TEST(ElementwiseKernel, SoftmaxCoercesTo2DBeforeOpset13AndUsesOneAxisFrom13) {
   for (int opset : {11, 13}) {
     TestGraph g;
     Value* in = g.input("x", DType::kFloat32, {2, 2, 3});
-    g.node("Softmax", "softmax", {in}, opset, {{"axis", int_attr(1)}});
+    g.node("Softmax", "softmax", {in}, opset, {{"axis", Attribute::of_int(1)}});
     Tensor y = g.run(inputs);
     std::vector<float> expected(12);
     for (int b = 0; b < 2; ++b) {
@@ -469,7 +448,7 @@ TEST(ElementwiseKernel, GemmBroadcastsCFromAVectorAndAScalar) {
   // A = [[1, 2, 3], [4, 5, 6]], B = [[1, 0], [0, 1], [1, 1]]: A * B = [[4, 5], [10, 11]].
   Tensor a = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor b = f32({3, 2}, {1, 0, 0, 1, 1, 1});
-  std::map<std::string, Attribute> scaled = {{"alpha", float_attr(2)}, {"beta", float_attr(0.5f)}};
+  std::map<std::string, Attribute> scaled = {{"alpha", Attribute::of_float(2)}, {"beta", Attribute::of_float(0.5f)}};
   TestGraph vector_c;
   vector_c.node("Gemm", "fc",
                 {vector_c.constant("a", a), vector_c.constant("b", b),
@@ -495,7 +474,7 @@ TEST(ElementwiseKernel, GemmTransposesBothOperands) {
   TestGraph g;
   g.node("Gemm", "fc",
          {g.constant("a", f32({2, 2}, {1, 3, 2, 4})), g.constant("b", f32({2, 2}, {1, 0, 1, 1}))},
-         13, {{"transA", int_attr(1)}, {"transB", int_attr(1)}});
+         13, {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}});
   expect_near_all(g.run(), {1, 3, 3, 7}, 0);
 }
 
@@ -565,7 +544,7 @@ TEST(ElementwiseKernel, ModSignFollowsDivisorOrDividendWithFmod) {
   EXPECT_EQ(values_of<int64_t>(mod.run()), std::vector<int64_t>({1, -1, -1, 1}));
   TestGraph fmod;
   fmod.node("Mod", "mod", {fmod.constant("a", a), fmod.constant("b", b)}, 13,
-            {{"fmod", int_attr(1)}});
+            {{"fmod", Attribute::of_int(1)}});
   EXPECT_EQ(values_of<int64_t>(fmod.run()), std::vector<int64_t>({-1, 1, -1, 1}));
 }
 
@@ -573,7 +552,7 @@ TEST(ElementwiseKernel, ClipAttributesBeforeOpset11MatchInputsFrom11) {
   Tensor x = f32({5}, {-2, -0.5f, 0, 0.5f, 2});
   TestGraph old;
   old.node("Clip", "clip", {old.constant("x", x)}, 6 + 1,
-           {{"min", float_attr(-1)}, {"max", float_attr(1)}});
+           {{"min", Attribute::of_float(-1)}, {"max", Attribute::of_float(1)}});
   TestGraph now;
   now.node(
       "Clip", "clip",
@@ -662,7 +641,7 @@ TEST(ElementwiseKernel, BitShiftByTheWidthOrMoreGivesZero) {
   g.node("BitShift", "shift",
          {g.constant("x", Tensor::from_vector<uint8_t>({3}, {1, 1, 255})),
           g.constant("s", Tensor::from_vector<uint8_t>({3}, {7, 8, 200}))},
-         11, {{"direction", string_attr("LEFT")}});
+         11, {{"direction", Attribute::of_string("LEFT")}});
   EXPECT_EQ(values_of<uint8_t>(g.run()), std::vector<uint8_t>({128, 0, 0}));
 }
 
@@ -717,15 +696,15 @@ TEST(ElementwiseKernel, WhereSelectsStrings) {
 TEST(ElementwiseKernel, ActivationAttributesOverrideDefaults) {
   Tensor x = f32({3}, {-2, 0.5f, 3});
   TestGraph leaky;
-  leaky.node("LeakyRelu", "leaky", {leaky.constant("x", x)}, 16, {{"alpha", float_attr(0.5f)}});
+  leaky.node("LeakyRelu", "leaky", {leaky.constant("x", x)}, 16, {{"alpha", Attribute::of_float(0.5f)}});
   expect_near_all(leaky.run(), {-1, 0.5f, 3}, 0);
   TestGraph hard;
   hard.node("HardSigmoid", "hard", {hard.constant("x", x)}, 6 + 1,
-            {{"alpha", float_attr(0.25f)}, {"beta", float_attr(0.25f)}});
+            {{"alpha", Attribute::of_float(0.25f)}, {"beta", Attribute::of_float(0.25f)}});
   expect_near_all(hard.run(), {0, 0.375f, 1}, 0);
   TestGraph thresholded;
   thresholded.node("ThresholdedRelu", "t", {thresholded.constant("x", x)}, 10,
-                   {{"alpha", float_attr(0.5f)}});
+                   {{"alpha", Attribute::of_float(0.5f)}});
   expect_near_all(thresholded.run(), {0, 0, 3}, 0);
 }
 
@@ -733,7 +712,7 @@ TEST(ElementwiseKernel, IsInfHonoursItsDirectionAttributes) {
   float inf = std::numeric_limits<float>::infinity();
   TestGraph g;
   g.node("IsInf", "isinf", {g.constant("x", f32({3}, {-inf, inf, 1}))}, 10,
-         {{"detect_positive", int_attr(0)}});
+         {{"detect_positive", Attribute::of_int(0)}});
   EXPECT_EQ(values_of<bool>(g.run()), std::vector<bool>({true, false, false}));
 }
 
@@ -742,12 +721,12 @@ TEST(ElementwiseKernel, ShrinkSaturatesIntegerResults) {
   TestGraph unsigned_graph;
   unsigned_graph.node("Shrink", "s",
                       {unsigned_graph.constant("x", Tensor::from_vector<uint8_t>({2}, {1, 0}))}, 9,
-                      {{"bias", float_attr(2)}});
+                      {{"bias", Attribute::of_float(2)}});
   EXPECT_EQ(values_of<uint8_t>(unsigned_graph.run()), (std::vector<uint8_t>{0, 0}));
   TestGraph signed_graph;
   signed_graph.node("Shrink", "s",
                     {signed_graph.constant("x", Tensor::from_vector<int8_t>({2}, {-5, 1}))}, 9,
-                    {{"bias", float_attr(0.5f)}, {"lambd", float_attr(2)}});
+                    {{"bias", Attribute::of_float(0.5f)}, {"lambd", Attribute::of_float(2)}});
   EXPECT_EQ(values_of<int8_t>(signed_graph.run()), (std::vector<int8_t>{-4, 0}));
 }
 
@@ -762,11 +741,11 @@ TEST(ElementwiseKernel, EinsumBatchedDiagonalAndImplicitOutput) {
   // "...ii->...i" takes each batch entry's diagonal; "ji" without "->" is the transpose ("ij").
   TestGraph diagonal;
   diagonal.node("Einsum", "e", {diagonal.constant("x", f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}))},
-                12, {{"equation", string_attr("...ii->...i")}});
+                12, {{"equation", Attribute::of_string("...ii->...i")}});
   EXPECT_EQ(values_of<float>(diagonal.run()), (std::vector<float>{1, 4, 5, 8}));
   TestGraph implicit;
   implicit.node("Einsum", "e", {implicit.constant("x", f32({2, 3}, {1, 2, 3, 4, 5, 6}))}, 12,
-                {{"equation", string_attr("ji")}});
+                {{"equation", Attribute::of_string("ji")}});
   EXPECT_EQ(values_of<float>(implicit.run()), (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
@@ -774,7 +753,7 @@ TEST(ElementwiseErrors, EinsumOutputLetterMustComeFromAnInput) {
   TestGraph g;
   g.node("Einsum", "e",
          {g.constant("a", f32({2, 2}, {1, 2, 3, 4})), g.constant("b", f32({2, 2}, {1, 2, 3, 4}))},
-         12, {{"equation", string_attr("ij,jk->il")}});
+         12, {{"equation", Attribute::of_string("ij,jk->il")}});
   EXPECT_EQ(
       error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
       "Einsum 'e' (opset 12): attribute 'equation' = 'ij,jk->il' has output letter 'l', which "
@@ -786,7 +765,7 @@ TEST(ElementwiseErrors, EinsumEllipsesMustCoverEquallyManyDims) {
   g.node("Einsum", "e",
          {g.constant("a", f32({1, 2, 2}, {1, 2, 3, 4})),
           g.constant("b", f32({1, 1, 2, 2}, {1, 2, 3, 4}))},
-         12, {{"equation", string_attr("...ij,...jk->...ik")}});
+         12, {{"equation", Attribute::of_string("...ij,...jk->...ik")}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Einsum 'e' (opset 12): attribute 'equation' = '...ij,...jk->...ik' has '...' covering "
             "1 dims in one input and 2 in input 1 (every '...' must cover the same number)");

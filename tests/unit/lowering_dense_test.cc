@@ -73,34 +73,6 @@ HalideCache& avx2_cache() {
   return cache;
 }
 
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute float_attr(float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  return attribute;
-}
-
-Attribute ints_attr(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute string_attr(const std::string& value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = value;
-  return attribute;
-}
-
 Dim sym(const char* name) { return Dim::symbol(name); }
 
 Tensor random_tensor(const std::vector<int64_t>& shape, float low = -1, float high = 1,
@@ -378,10 +350,10 @@ TEST(LoweringGemm, EveryTransposeCombinationWithAlphaAndBeta) {
       c.node("Gemm",
              {a, c.constant("b", random_tensor(b_shape, -1, 1, 2)),
               c.constant("c", random_tensor({11}, -1, 1, 3))},
-             {{"transA", int_attr(trans_a)},
-              {"transB", int_attr(trans_b)},
-              {"alpha", float_attr(0.5f)},
-              {"beta", float_attr(2.0f)}});
+             {{"transA", Attribute::of_int(trans_a)},
+              {"transB", Attribute::of_int(trans_b)},
+              {"alpha", Attribute::of_float(0.5f)},
+              {"beta", Attribute::of_float(2.0f)}});
       c.expect_matches({{"a", random_tensor(a_shape)}}, summed(20));
     }
   }
@@ -395,7 +367,7 @@ TEST(LoweringGemm, EachFormOfCBroadcasts) {
     c.node("Gemm",
            {c.input("a", {5, 16}), c.constant("b", random_tensor({16, 9}, -1, 1, 2)),
             c.constant("c", random_tensor(form, -1, 1, 3))},
-           {{"beta", float_attr(0.25f)}});
+           {{"beta", Attribute::of_float(0.25f)}});
     c.expect_matches({{"a", random_tensor({5, 16})}}, summed(16));
   }
   Case c(13);  // C omitted (opset 11+)
@@ -406,7 +378,7 @@ TEST(LoweringGemm, EachFormOfCBroadcasts) {
 TEST(LoweringGemm, RunTimeCAndTransposedRunTimeB) {
   Case c(13);
   c.node("Gemm", {c.input("a", {7, 12}), c.input("b", {10, 12}), c.input("c", {7, 1})},
-         {{"transB", int_attr(1)}, {"alpha", float_attr(-1.5f)}});
+         {{"transB", Attribute::of_int(1)}, {"alpha", Attribute::of_float(-1.5f)}});
   c.expect_matches({{"a", random_tensor({7, 12})},
                     {"b", random_tensor({10, 12}, -1, 1, 4)},
                     {"c", random_tensor({7, 1}, -1, 1, 5)}},
@@ -450,10 +422,10 @@ INSTANTIATE_TEST_SUITE_P(
         UnaryCase{"Exp", -5, 2, {}}, UnaryCase{"Log", 0.01f, 50, {}}, UnaryCase{"Sqrt", 0, 9, {}},
         UnaryCase{"Neg", -3, 3, {}}, UnaryCase{"Abs", -3, 3, {}},
         UnaryCase{"Reciprocal", 0.5f, 4, {}},
-        UnaryCase{"LeakyRelu", -3, 3, {{"alpha", float_attr(0.2f)}}},
-        UnaryCase{"HardSigmoid", -5, 5, {{"alpha", float_attr(0.3f)}, {"beta", float_attr(0.4f)}}},
+        UnaryCase{"LeakyRelu", -3, 3, {{"alpha", Attribute::of_float(0.2f)}}},
+        UnaryCase{"HardSigmoid", -5, 5, {{"alpha", Attribute::of_float(0.3f)}, {"beta", Attribute::of_float(0.4f)}}},
         UnaryCase{"Softplus", -20, 20, {}}, UnaryCase{"Erf", -3, 3, {}},
-        UnaryCase{"Elu", -3, 3, {{"alpha", float_attr(0.7f)}}}, UnaryCase{"Selu", -3, 3, {}},
+        UnaryCase{"Elu", -3, 3, {{"alpha", Attribute::of_float(0.7f)}}}, UnaryCase{"Selu", -3, 3, {}},
         UnaryCase{"Softsign", -3, 3, {}}, UnaryCase{"HardSwish", -4, 4, {}},
         UnaryCase{"Clip", -3, 3, {}}),
     [](const ::testing::TestParamInfo<UnaryCase>& info) { return std::string(info.param.op); });
@@ -486,7 +458,7 @@ TEST(LoweringElementwise, NaNPropagatesThroughSelectsAsInTheReference) {
 TEST(LoweringElementwise, ClipBoundsFromAttributesAndInputs) {
   {
     Case c(9);  // Clip-6: attributes, an absent one bounding nothing
-    c.node("Clip", {c.input("x", {40})}, {{"min", float_attr(-0.5f)}});
+    c.node("Clip", {c.input("x", {40})}, {{"min", Attribute::of_float(-0.5f)}});
     c.expect_matches({{"x", random_tensor({40})}}, kElementwise);
   }
   {
@@ -603,7 +575,7 @@ TEST(LoweringEpilogue, ClassifierHeadMatMulAddLogSoftmax) {
   Value* h = c.input("h", {sym("rows"), 128});
   Value* logits = c.node("MatMul", {h, c.constant("w", random_tensor({128, 32}))});
   Value* biased = c.node("Add", {logits, c.constant("b", random_tensor({32}, -1, 1, 2))});
-  c.node("LogSoftmax", {biased}, {{"axis", int_attr(-1)}});
+  c.node("LogSoftmax", {biased}, {{"axis", Attribute::of_int(-1)}});
   for (int64_t rows : {1, 17}) {
     SCOPED_TRACE(rows);
     c.expect_matches({{"h", random_tensor({rows, 128})}}, summed(128));
@@ -617,7 +589,7 @@ TEST(LoweringEpilogue, GemmSoftmaxOverAnOddN) {
   c.node("Softmax", {c.node("Gemm",
                             {h, c.constant("w", random_tensor({21, 40})),
                              c.constant("b", random_tensor({21}, -1, 1, 2))},
-                            {{"transB", int_attr(1)}})});
+                            {{"transB", Attribute::of_int(1)}})});
   c.expect_matches({{"h", random_tensor({8, 40}, -3, 3)}}, summed(40));
 }
 
@@ -636,7 +608,7 @@ TEST(LoweringNormalizer, SoftmaxAndLogSoftmaxAlongTheLastAxis) {
 
 TEST(LoweringNormalizer, Opset11AxisOneOfAMatrixIsTheLastAxis) {
   Case c(11);
-  c.node("LogSoftmax", {c.input("x", {sym("seq"), 30})}, {{"axis", int_attr(1)}});
+  c.node("LogSoftmax", {c.input("x", {sym("seq"), 30})}, {{"axis", Attribute::of_int(1)}});
   c.expect_matches({{"x", random_tensor({4, 30}, -5, 5)}}, kElementwise);
 }
 
@@ -649,7 +621,7 @@ TEST(LoweringNormalizer, ElementwisePrologueFeedsTheRows) {
 
 TEST(LoweringNormalizer, OtherAxesAreUnsupported) {
   Case c;
-  c.node("Softmax", {c.input("x", {3, 4})}, {{"axis", int_attr(0)}});
+  c.node("Softmax", {c.input("x", {3, 4})}, {{"axis", Attribute::of_int(0)}});
   EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
             "Softmax 'Softmax_0' (opset 17): lowered along the last axis only (axis 0, rank 2)");
 }
@@ -661,10 +633,10 @@ TEST(LoweringConv, OneDimensionalWithGroupsDilationPaddingStride) {
   c.node("Conv",
          {c.input("x", {2, 4, sym("time")}), c.constant("w", random_tensor({6, 2, 3})),
           c.constant("b", random_tensor({6}, -1, 1, 2))},
-         {{"group", int_attr(2)},
-          {"dilations", ints_attr({2})},
-          {"pads", ints_attr({1, 2})},
-          {"strides", ints_attr({2})}});
+         {{"group", Attribute::of_int(2)},
+          {"dilations", Attribute::of_ints({2})},
+          {"pads", Attribute::of_ints({1, 2})},
+          {"strides", Attribute::of_ints({2})}});
   for (int64_t time : {19, 4}) {
     SCOPED_TRACE(time);
     c.expect_matches({{"x", random_tensor({2, 4, time})}}, summed(6));
@@ -675,9 +647,9 @@ TEST(LoweringConv, TwoDimensionalWithStridesPadsDilationsAndRelu) {
   Case c;
   Value* y =
       c.node("Conv", {c.input("x", {1, 3, 9, 11}), c.constant("w", random_tensor({5, 3, 3, 2}))},
-             {{"strides", ints_attr({2, 1})},
-              {"pads", ints_attr({1, 0, 1, 1})},
-              {"dilations", ints_attr({1, 2})}});
+             {{"strides", Attribute::of_ints({2, 1})},
+              {"pads", Attribute::of_ints({1, 0, 1, 1})},
+              {"dilations", Attribute::of_ints({1, 2})}});
   c.node("Relu", {y});
   c.expect_matches({{"x", random_tensor({1, 3, 9, 11})}}, summed(18));
   EXPECT_EQ(c.lower().kind(), "halide conv+relu [M=5,C=3,k=2x3]");
@@ -686,16 +658,16 @@ TEST(LoweringConv, TwoDimensionalWithStridesPadsDilationsAndRelu) {
 TEST(LoweringConv, DepthwiseOneChannelPerGroup) {
   Case c;
   c.node("Conv", {c.input("x", {1, 8, 30}), c.constant("w", random_tensor({8, 1, 5}))},
-         {{"group", int_attr(8)}, {"pads", ints_attr({2, 2})}});
+         {{"group", Attribute::of_int(8)}, {"pads", Attribute::of_ints({2, 2})}});
   c.expect_matches({{"x", random_tensor({1, 8, 30})}}, summed(5));
 }
 
 TEST(LoweringConv, SameUpperPadsFromKnownInputSize) {
   Case c;
   c.node("Conv", {c.input("x", {1, 2, 6}), c.constant("w", random_tensor({3, 2, 2}))},
-         {{"auto_pad", string_attr("SAME_UPPER")},
-          {"strides", ints_attr({2})},
-          {"dilations", ints_attr({2})}});
+         {{"auto_pad", Attribute::of_string("SAME_UPPER")},
+          {"strides", Attribute::of_ints({2})},
+          {"dilations", Attribute::of_ints({2})}});
   c.expect_matches({{"x", random_tensor({1, 2, 6})}}, summed(4));
 }
 
@@ -706,7 +678,7 @@ TEST(LoweringConv, ChannelVectorizedStridedWithAChannelTail) {
   c.node("Conv",
          {c.input("x", {2, 3, sym("time")}), c.constant("w", random_tensor({40, 3, 7})),
           c.constant("b", random_tensor({40}, -1, 1, 2))},
-         {{"strides", ints_attr({3})}, {"pads", ints_attr({2, 1})}});
+         {{"strides", Attribute::of_ints({3})}, {"pads", Attribute::of_ints({2, 1})}});
   for (int64_t time : {13, 70}) {
     SCOPED_TRACE(time);
     c.expect_matches({{"x", random_tensor({2, 3, time})}}, summed(21));
@@ -718,12 +690,12 @@ TEST(LoweringConv, ChannelVectorizedGroupedAndTwoDimensional) {
   Case grouped;
   grouped.node("Conv",
                {grouped.input("x", {1, 4, 11}), grouped.constant("w", random_tensor({32, 2, 3}))},
-               {{"group", int_attr(2)}, {"pads", ints_attr({1, 1})}});
+               {{"group", Attribute::of_int(2)}, {"pads", Attribute::of_ints({1, 1})}});
   grouped.expect_matches({{"x", random_tensor({1, 4, 11})}}, summed(6));
   Case two_d;
   two_d.node("Conv",
              {two_d.input("x", {1, 3, 7, 9}), two_d.constant("w", random_tensor({24, 3, 3, 3}))},
-             {{"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}});
+             {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}});
   two_d.expect_matches({{"x", random_tensor({1, 3, 7, 9})}}, summed(27));
 }
 
@@ -738,7 +710,7 @@ TEST(LoweringConv, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
   c.node("Conv",
          {c.input("x", {1, 129, sym("time")}), c.constant("w", random_tensor({128, 129, 3})),
           c.constant("b", random_tensor({128}))},
-         {{"pads", ints_attr({1, 1})}});
+         {{"pads", Attribute::of_ints({1, 1})}});
   c.expect_matches({{"x", random_tensor({1, 129, 4})}}, summed(387), cache);
   auto* block = dynamic_cast<HalideBlock*>(&c.lower(cache));
   ASSERT_TRUE(block);
@@ -752,7 +724,7 @@ TEST(LoweringConv, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
 
 TEST(LoweringReduce, MeanOverTheLastAxisKeepsDims) {
   Case c(13);
-  c.node("ReduceMean", {c.input("x", {sym("seq"), 3, 100})}, {{"axes", ints_attr({-1})}});
+  c.node("ReduceMean", {c.input("x", {sym("seq"), 3, 100})}, {{"axes", Attribute::of_ints({-1})}});
   c.expect_matches({{"x", random_tensor({4, 3, 100})}}, summed(100));
 }
 
@@ -761,13 +733,13 @@ TEST(LoweringReduce, SumOverInnerAndOuterAxesWithoutKeepdims) {
   c.node("ReduceSum",
          {c.input("x", {5, sym("n"), 21}),
           c.constant("axes", Tensor::from_vector<int64_t>({2}, {0, 2}))},
-         {{"keepdims", int_attr(0)}});
+         {{"keepdims", Attribute::of_int(0)}});
   c.expect_matches({{"x", random_tensor({5, 7, 21})}}, summed(105));
 }
 
 TEST(LoweringReduce, MaxOverAnOuterAxisVectorizesTheKeptOne) {
   Case c(13);
-  c.node("ReduceMax", {c.input("x", {sym("seq"), 6, 50})}, {{"axes", ints_attr({1})}});
+  c.node("ReduceMax", {c.input("x", {sym("seq"), 6, 50})}, {{"axes", Attribute::of_ints({1})}});
   c.expect_matches({{"x", random_tensor({3, 6, 50})}}, kElementwise);
   c.expect_matches({{"x", random_tensor({2, 6, 50}, -1, 1, 9)}}, kElementwise);
 }

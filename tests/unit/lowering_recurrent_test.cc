@@ -55,37 +55,6 @@ HalideCache& cache_for(const std::string& target) {
 
 // ---- building one node -------------------------------------------------------------------------
 
-Attribute int_attr(int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = value;
-  return a;
-}
-Attribute float_attr(float value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = value;
-  return a;
-}
-Attribute string_attr(const std::string& value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = value;
-  return a;
-}
-Attribute strings_attr(std::vector<std::string> values) {
-  Attribute a;
-  a.kind = Attribute::Kind::kStrings;
-  a.strings = std::move(values);
-  return a;
-}
-Attribute floats_attr(std::vector<float> values) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloats;
-  a.floats = std::move(values);
-  return a;
-}
-
 // A recurrent node and the data it runs on; defaults: a forward LSTM, seq 5, batch 1, input 8,
 // hidden 16, with B.
 struct Case {
@@ -227,9 +196,9 @@ std::unique_ptr<Built> build(const Case& c) {
   }
   built->node = built->graph.add_node(c.op, "node", values, outputs, 14);
   std::map<std::string, Attribute> attributes = c.attributes;
-  attributes.emplace("hidden_size", int_attr(c.hidden));
-  if (c.direction != "forward") attributes.emplace("direction", string_attr(c.direction));
-  if (c.layout != 0) attributes.emplace("layout", int_attr(c.layout));
+  attributes.emplace("hidden_size", Attribute::of_int(c.hidden));
+  if (c.direction != "forward") attributes.emplace("direction", Attribute::of_string(c.direction));
+  if (c.layout != 0) attributes.emplace("layout", Attribute::of_int(c.layout));
   for (auto& [name, attribute] : attributes) built->node->set_attr(name, attribute);
   if (c.quantize) set_activation_quant(*built->node, *c.quantize);
   return built;
@@ -393,14 +362,14 @@ TEST(LowerRecurrent, LstmHidden100PadsTheHiddenTile) {
 
 TEST(LowerRecurrent, LstmClip) {
   Case c;
-  c.attributes["clip"] = float_attr(0.4f);
+  c.attributes["clip"] = Attribute::of_float(0.4f);
   c.initial_h = c.initial_c = true;
   expect_matches_reference(c);
 }
 
 TEST(LowerRecurrent, LstmInputForget) {
   Case c;
-  c.attributes["input_forget"] = int_attr(1);
+  c.attributes["input_forget"] = Attribute::of_int(1);
   c.initial_c = true;
   expect_matches_reference(c);
 }
@@ -416,16 +385,16 @@ TEST(LowerRecurrent, LstmPeepholesWithInputForgetAndClip) {
   Case c;
   c.peepholes = true;
   c.initial_c = true;
-  c.attributes["input_forget"] = int_attr(1);
-  c.attributes["clip"] = float_attr(1.5f);
+  c.attributes["input_forget"] = Attribute::of_int(1);
+  c.attributes["clip"] = Attribute::of_float(1.5f);
   expect_matches_reference(c);
 }
 
 TEST(LowerRecurrent, LstmCustomActivationsWithAlphaBeta) {
   Case c;
-  c.attributes["activations"] = strings_attr({"HardSigmoid", "LeakyRelu", "ScaledTanh"});
-  c.attributes["activation_alpha"] = floats_attr({0.3f, 0.05f, 1.5f});
-  c.attributes["activation_beta"] = floats_attr({0.4f, 0.8f});
+  c.attributes["activations"] = Attribute::of_strings({"HardSigmoid", "LeakyRelu", "ScaledTanh"});
+  c.attributes["activation_alpha"] = Attribute::of_floats({0.3f, 0.05f, 1.5f});
+  c.attributes["activation_beta"] = Attribute::of_floats({0.4f, 0.8f});
   expect_matches_reference(c);
 }
 
@@ -433,7 +402,7 @@ TEST(LowerRecurrent, LstmBidirectionalDirectionsHaveTheirOwnActivations) {
   Case c;
   c.direction = "bidirectional";
   c.attributes["activations"] =
-      strings_attr({"sigmoid", "tanh", "tanh", "HardSigmoid", "Softsign", "Elu"});
+      Attribute::of_strings({"sigmoid", "tanh", "tanh", "HardSigmoid", "Softsign", "Elu"});
   expect_matches_reference(c);
 }
 
@@ -568,8 +537,8 @@ TEST(LowerRecurrent, AnnotatedLayoutsComeFromTheNodesAnnotations) {
   Case c;
   c.layout = 1;
   std::unique_ptr<Built> built = build(c);
-  built->node->set_attr("rnnc.y_layout", string_attr("batch_seq_dirhidden"));
-  built->node->set_attr("rnnc.x_layout", string_attr("seq_batch_input"));
+  built->node->set_attr("rnnc.y_layout", Attribute::of_string("batch_seq_dirhidden"));
+  built->node->set_attr("rnnc.x_layout", Attribute::of_string("seq_batch_input"));
   RecurrentLayouts layouts = annotated_recurrent_layouts(*built->node);
   EXPECT_EQ(layouts.x, "seq_batch_input");
   EXPECT_EQ(layouts.y, "batch_seq_dirhidden");
@@ -593,7 +562,7 @@ TEST(LowerRecurrent, GruResetBeforeLinear) { expect_matches_reference(gru()); }
 
 TEST(LowerRecurrent, GruLinearBeforeReset) {
   Case c = gru();
-  c.attributes["linear_before_reset"] = int_attr(1);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
   expect_matches_reference(c);
 }
 
@@ -601,7 +570,7 @@ TEST(LowerRecurrent, GruHidden7Batch5LinearBeforeReset) {
   Case c = gru();
   c.hidden = 7;
   c.batch = 5;
-  c.attributes["linear_before_reset"] = int_attr(1);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
   expect_matches_reference(c);
 }
 
@@ -627,24 +596,24 @@ TEST(LowerRecurrent, GruBidirectionalSequenceLens) {
 TEST(LowerRecurrent, GruReverseLinearBeforeResetWithClip) {
   Case c = gru();
   c.direction = "reverse";
-  c.attributes["linear_before_reset"] = int_attr(1);
-  c.attributes["clip"] = float_attr(0.7f);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
+  c.attributes["clip"] = Attribute::of_float(0.7f);
   c.initial_h = true;
   expect_matches_reference(c);
 }
 
 TEST(LowerRecurrent, GruCustomActivations) {
   Case c = gru();
-  c.attributes["activations"] = strings_attr({"HardSigmoid", "Affine"});
-  c.attributes["activation_alpha"] = floats_attr({0.25f, 0.9f});
-  c.attributes["activation_beta"] = floats_attr({0.45f, 0.1f});
+  c.attributes["activations"] = Attribute::of_strings({"HardSigmoid", "Affine"});
+  c.attributes["activation_alpha"] = Attribute::of_floats({0.25f, 0.9f});
+  c.attributes["activation_beta"] = Attribute::of_floats({0.45f, 0.1f});
   expect_matches_reference(c);
 }
 
 TEST(LowerRecurrent, GruWithoutBias) {
   Case c = gru();
   c.bias = false;
-  c.attributes["linear_before_reset"] = int_attr(1);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
   expect_matches_reference(c);
 }
 
@@ -673,7 +642,7 @@ TEST(LowerRecurrent, RnnBidirectionalHidden128) {
 
 TEST(LowerRecurrent, RnnSchemaDefaultActivationsTanhTanh) {
   Case c = rnn();
-  c.attributes["activations"] = strings_attr({"Tanh", "Tanh"});
+  c.attributes["activations"] = Attribute::of_strings({"Tanh", "Tanh"});
   expect_matches_reference(c);
 }
 
@@ -682,16 +651,16 @@ class LowerRecurrentActivation : public ::testing::TestWithParam<std::string> {}
 
 TEST_P(LowerRecurrentActivation, RnnMatchesReference) {
   Case c = rnn();
-  c.attributes["activations"] = strings_attr({GetParam()});
+  c.attributes["activations"] = Attribute::of_strings({GetParam()});
   const std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> parameters = {
       {"Affine", {{0.7f}, {0.2f}}},      {"LeakyRelu", {{0.1f}, {}}},
       {"ThresholdedRelu", {{0.3f}, {}}}, {"ScaledTanh", {{1.3f}, {0.6f}}},
       {"HardSigmoid", {{0.3f}, {0.4f}}}, {"Elu", {{0.8f}, {}}},
   };
   if (auto it = parameters.find(GetParam()); it != parameters.end()) {
-    if (!it->second.first.empty()) c.attributes["activation_alpha"] = floats_attr(it->second.first);
+    if (!it->second.first.empty()) c.attributes["activation_alpha"] = Attribute::of_floats(it->second.first);
     if (!it->second.second.empty())
-      c.attributes["activation_beta"] = floats_attr(it->second.second);
+      c.attributes["activation_beta"] = Attribute::of_floats(it->second.second);
   }
   c.initial_h = true;
   expect_matches_reference(c);
@@ -706,7 +675,7 @@ INSTANTIATE_TEST_SUITE_P(EveryActivation, LowerRecurrentActivation,
 TEST(LowerRecurrent, ActivationsAtExtremeInputs) {
   for (const char* activation : {"Sigmoid", "Tanh", "Softplus", "Elu"}) {
     Case c = rnn();
-    c.attributes["activations"] = strings_attr({activation});
+    c.attributes["activations"] = Attribute::of_strings({activation});
     std::unique_ptr<Built> built = build(c);
     float* x = built->inputs[0].data<float>();
     const float values[] = {-200.0f, -90.0f, -30.0f, -1e-3f, 0.0f,
@@ -841,7 +810,7 @@ TEST(LowerRecurrentQuant, LstmStaticActivations4Bits) {
 
 TEST(LowerRecurrentQuant, GruLinearBeforeReset) {
   Case c = gru();
-  c.attributes["linear_before_reset"] = int_attr(1);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
   c.hidden = 64;
   c.batch = 5;
   expect_quantized_matches_reference(c);
@@ -1043,7 +1012,7 @@ TEST(LowerRecurrentQuant, OverflowModeCountsBothGruProducts) {
     c.seq = 4;
     c.batch = 3;
     c.hidden = 24;
-    if (linear_before_reset) c.attributes["linear_before_reset"] = int_attr(1);
+    if (linear_before_reset) c.attributes["linear_before_reset"] = Attribute::of_int(1);
     c.quantize = dynamic_u8();
     std::unique_ptr<Built> built = build(c);
     SCOPED_TRACE(linear_before_reset ? "linear_before_reset" : "reset before linear");
@@ -1085,7 +1054,7 @@ TEST(LowerRecurrent, MultiTileStepsAgreeInBothTileOrders) {
   Case gru_lbr = gru(lstm);
   gru_lbr.peepholes = false;
   gru_lbr.initial_c = false;
-  gru_lbr.attributes["linear_before_reset"] = int_attr(1);
+  gru_lbr.attributes["linear_before_reset"] = Attribute::of_int(1);
   Case rnn_case = rnn(gru_lbr);
   rnn_case.attributes.clear();
   rnn_case.hidden = 160;  // five tiles of 32
@@ -1292,7 +1261,7 @@ TEST(LowerRecurrent, Avx2TargetCompilesAndAgreesWithHost) {
     c.batch = 3;
     c.direction = "bidirectional";
     c.sequence_lens = {5, 1, 0};
-    if (c.op == "GRU") c.attributes["linear_before_reset"] = int_attr(1);
+    if (c.op == "GRU") c.attributes["linear_before_reset"] = Attribute::of_int(1);
     std::unique_ptr<Built> built = build(c);
     SCOPED_TRACE(c.op);
     std::vector<Tensor> host = run_lowered(*built, "host");
@@ -1308,7 +1277,7 @@ TEST(LowerRecurrent, LayersWithEqualShapesShareCompiledPipelines) {
   Case first;
   first.hidden = 24;
   first.input = 24;
-  first.attributes["clip"] = float_attr(2.25f);
+  first.attributes["clip"] = Attribute::of_float(2.25f);
   Case second = first;
   second.seed = 2;  // other weights, same shapes and attributes
   std::unique_ptr<Built> a = build(first), b = build(second);

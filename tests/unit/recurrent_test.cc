@@ -27,41 +27,6 @@ TensorType typed(DType dtype, Shape shape) {
   return type;
 }
 
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute float_attr(float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  return attribute;
-}
-
-Attribute string_attr(const std::string& value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = value;
-  return attribute;
-}
-
-Attribute strings_attr(std::vector<std::string> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kStrings;
-  attribute.strings = std::move(values);
-  return attribute;
-}
-
-Attribute floats_attr(std::vector<float> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloats;
-  attribute.floats = std::move(values);
-  return attribute;
-}
-
 // One recurrent node whose inputs are graph inputs of the given types (an empty Shape with
 // kUndefined dtype marks an omitted input), named like the ONNX formal parameters.
 struct RecurrentGraph {
@@ -118,7 +83,7 @@ std::string inference_error(RecurrentGraph& graph) {
 
 TEST(RecurrentShapeInference, LstmKeepsSymbolicSeqAndBatch) {
   RecurrentGraph g("LSTM", {f32({sym("seq"), sym("batch"), 8}), f32({1, 64, 8}), f32({1, 64, 16})},
-                   {{"hidden_size", int_attr(16)}});
+                   {{"hidden_size", Attribute::of_int(16)}});
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f32[seq, 1, batch, 16]");
   EXPECT_EQ(g.output_type(1), "f32[1, batch, 16]");
@@ -130,9 +95,9 @@ TEST(RecurrentShapeInference, LstmBidirectionalLayout1PutsBatchFirst) {
                    {f32({sym("batch"), sym("seq"), 8}), f32({2, 64, 8}), f32({2, 64, 16}),
                     f32({2, 128}), typed(DType::kInt32, {sym("batch")}), f32({sym("batch"), 2, 16}),
                     f32({sym("batch"), 2, 16}), f32({2, 48})},
-                   {{"hidden_size", int_attr(16)},
-                    {"direction", string_attr("bidirectional")},
-                    {"layout", int_attr(1)}});
+                   {{"hidden_size", Attribute::of_int(16)},
+                    {"direction", Attribute::of_string("bidirectional")},
+                    {"layout", Attribute::of_int(1)}});
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f32[batch, seq, 2, 16]");
   EXPECT_EQ(g.output_type(1), "f32[batch, 2, 16]");
@@ -152,7 +117,7 @@ TEST(RecurrentShapeInference, GruHiddenSizeOmittedComesFromR) {
 
 TEST(RecurrentShapeInference, RnnHiddenSizeOmittedWithKnownR) {
   RecurrentGraph g("RNN", {f32({sym("seq"), 3, 5}), f32({2, 7, 5}), f32({2, 7, 7})},
-                   {{"direction", string_attr("bidirectional")}});
+                   {{"direction", Attribute::of_string("bidirectional")}});
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f32[seq, 2, 3, 7]");
   EXPECT_EQ(g.output_type(1), "f32[2, 3, 7]");
@@ -162,7 +127,7 @@ TEST(RecurrentShapeInference, KnownBatchOfInitialStateRefinesSymbolicBatch) {
   RecurrentGraph g("GRU",
                    {f32({sym("seq"), sym("batch"), 8}), f32({1, 48, 8}), f32({1, 48, 16}), kOmitted,
                     kOmitted, f32({1, 4, 16})},
-                   {{"hidden_size", int_attr(16)}});
+                   {{"hidden_size", Attribute::of_int(16)}});
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f32[seq, 1, 4, 16]");
 }
@@ -170,7 +135,7 @@ TEST(RecurrentShapeInference, KnownBatchOfInitialStateRefinesSymbolicBatch) {
 TEST(RecurrentShapeInference, XOfUnknownRankStillGivesOutputRanks) {
   TensorType x;
   x.dtype = DType::kFloat32;  // no shape: rank unknown
-  RecurrentGraph g("LSTM", {x, f32({1, 64, 8}), f32({1, 64, 16})}, {{"hidden_size", int_attr(16)}});
+  RecurrentGraph g("LSTM", {x, f32({1, 64, 8}), f32({1, 64, 16})}, {{"hidden_size", Attribute::of_int(16)}});
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f32[?, 1, ?, 16]");
   EXPECT_EQ(g.output_type(1), "f32[1, ?, 16]");
@@ -178,7 +143,7 @@ TEST(RecurrentShapeInference, XOfUnknownRankStillGivesOutputRanks) {
 
 TEST(RecurrentShapeInference, OmittedOutputsAreLeftOut) {
   RecurrentGraph g("RNN", {f32({sym("seq"), sym("batch"), 8}), f32({1, 16, 8}), f32({1, 16, 16})},
-                   {{"hidden_size", int_attr(16)}}, 14, {"", "Y_h"});
+                   {{"hidden_size", Attribute::of_int(16)}}, 14, {"", "Y_h"});
   infer_graph(g.graph);
   EXPECT_EQ(g.node->output(0), nullptr);
   EXPECT_EQ(g.output_type(1), "f32[1, batch, 16]");
@@ -188,7 +153,7 @@ TEST(RecurrentShapeInference, Float16AndOpset7) {
   RecurrentGraph g("LSTM",
                    {typed(DType::kFloat16, {5, 2, 3}), typed(DType::kFloat16, {1, 16, 3}),
                     typed(DType::kFloat16, {1, 16, 4})},
-                   {{"hidden_size", int_attr(4)}}, 7);
+                   {{"hidden_size", Attribute::of_int(4)}}, 7);
   infer_graph(g.graph);
   EXPECT_EQ(g.output_type(0), "f16[5, 1, 2, 4]");
 }
@@ -204,19 +169,19 @@ RecurrentGraph lstm_with(std::map<size_t, TensorType> replaced,
     if (types.size() <= index) types.resize(index + 1, kOmitted);
     types[index] = type;
   }
-  if (!attributes.count("hidden_size")) attributes["hidden_size"] = int_attr(16);
+  if (!attributes.count("hidden_size")) attributes["hidden_size"] = Attribute::of_int(16);
   return RecurrentGraph("LSTM", types, attributes, opset);
 }
 
 TEST(RecurrentErrors, HiddenSizeMustBePositive) {
-  RecurrentGraph g = lstm_with({}, {{"hidden_size", int_attr(0)}});
+  RecurrentGraph g = lstm_with({}, {{"hidden_size", Attribute::of_int(0)}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): attribute 'hidden_size' = 0, must be > 0");
 }
 
 TEST(RecurrentErrors, WeightShapeNamesEveryExpectedDim) {
   RecurrentGraph g =
-      lstm_with({{1, f32({1, 40, 8})}, {2, f32({1, 512, 128})}}, {{"hidden_size", int_attr(128)}});
+      lstm_with({{1, f32({1, 40, 8})}, {2, f32({1, 512, 128})}}, {{"hidden_size", Attribute::of_int(128)}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): input 'W' has shape [1, 40, 8], expected "
             "[num_directions=1, 4*hidden_size=512, input_size=8]");
@@ -230,7 +195,7 @@ TEST(RecurrentErrors, RecurrenceWeightShape) {
 }
 
 TEST(RecurrentErrors, WeightsMustMatchDirectionCount) {
-  RecurrentGraph g = lstm_with({}, {{"direction", string_attr("bidirectional")}});
+  RecurrentGraph g = lstm_with({}, {{"direction", Attribute::of_string("bidirectional")}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): input 'W' has shape [1, 64, 8], expected "
             "[num_directions=2, 4*hidden_size=64, input_size=8]");
@@ -259,7 +224,7 @@ TEST(RecurrentErrors, InitialStateBatchMustMatchX) {
 
 TEST(RecurrentErrors, InitialCellStateInLayout1) {
   RecurrentGraph g =
-      lstm_with({{0, f32({2, 5, 8})}, {6, f32({1, 2, 16})}}, {{"layout", int_attr(1)}});
+      lstm_with({{0, f32({2, 5, 8})}, {6, f32({1, 2, 16})}}, {{"layout", Attribute::of_int(1)}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): input 'initial_c' has shape [1, 2, 16], expected "
             "[batch_size=2, num_directions=1, hidden_size=16]");
@@ -295,45 +260,45 @@ TEST(RecurrentErrors, WeightElementTypeMustMatchX) {
 }
 
 TEST(RecurrentErrors, UnknownDirection) {
-  RecurrentGraph g = lstm_with({}, {{"direction", string_attr("backward")}});
+  RecurrentGraph g = lstm_with({}, {{"direction", Attribute::of_string("backward")}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): attribute 'direction' = 'backward', must be one of "
             "forward, reverse, bidirectional");
 }
 
 TEST(RecurrentErrors, LayoutValueAndOpset) {
-  RecurrentGraph value = lstm_with({}, {{"layout", int_attr(2)}});
+  RecurrentGraph value = lstm_with({}, {{"layout", Attribute::of_int(2)}});
   EXPECT_EQ(inference_error(value),
             "LSTM 'lstm_1' (opset 14): attribute 'layout' = 2, must be 0 or 1");
-  RecurrentGraph old = lstm_with({}, {{"layout", int_attr(1)}}, 13);
+  RecurrentGraph old = lstm_with({}, {{"layout", Attribute::of_int(1)}}, 13);
   EXPECT_EQ(inference_error(old),
             "LSTM 'lstm_1' (opset 13): attribute 'layout' exists only from opset 14");
 }
 
 TEST(RecurrentErrors, ClipAndInputForgetValues) {
-  RecurrentGraph clip = lstm_with({}, {{"clip", float_attr(-1.0f)}});
+  RecurrentGraph clip = lstm_with({}, {{"clip", Attribute::of_float(-1.0f)}});
   EXPECT_EQ(inference_error(clip), "LSTM 'lstm_1' (opset 14): attribute 'clip' = -1, must be > 0");
-  RecurrentGraph input_forget = lstm_with({}, {{"input_forget", int_attr(2)}});
+  RecurrentGraph input_forget = lstm_with({}, {{"input_forget", Attribute::of_int(2)}});
   EXPECT_EQ(inference_error(input_forget),
             "LSTM 'lstm_1' (opset 14): attribute 'input_forget' = 2, must be 0 or 1");
 }
 
 TEST(RecurrentErrors, ActivationCountPerDirection) {
-  RecurrentGraph forward = lstm_with({}, {{"activations", strings_attr({"Sigmoid", "Tanh"})}});
+  RecurrentGraph forward = lstm_with({}, {{"activations", Attribute::of_strings({"Sigmoid", "Tanh"})}});
   EXPECT_EQ(inference_error(forward),
             "LSTM 'lstm_1' (opset 14): attribute 'activations' has 2 entries, expected 3 (f, g, "
             "h for direction 'forward')");
   RecurrentGraph gru("GRU", {f32({5, 2, 8}), f32({2, 48, 8}), f32({2, 48, 16})},
-                     {{"hidden_size", int_attr(16)},
-                      {"direction", string_attr("bidirectional")},
-                      {"activations", strings_attr({"Sigmoid", "Tanh"})}});
+                     {{"hidden_size", Attribute::of_int(16)},
+                      {"direction", Attribute::of_string("bidirectional")},
+                      {"activations", Attribute::of_strings({"Sigmoid", "Tanh"})}});
   EXPECT_EQ(inference_error(gru),
             "GRU 'gru_1' (opset 14): attribute 'activations' has 2 entries, expected 4 (f, g for "
             "forward, then for reverse)");
 }
 
 TEST(RecurrentErrors, UnknownActivationName) {
-  RecurrentGraph g = lstm_with({}, {{"activations", strings_attr({"Sigmoid", "Swish", "Tanh"})}});
+  RecurrentGraph g = lstm_with({}, {{"activations", Attribute::of_strings({"Sigmoid", "Swish", "Tanh"})}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): attribute 'activations'[1] = 'Swish' is not a recurrent "
             "activation (one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
@@ -341,14 +306,14 @@ TEST(RecurrentErrors, UnknownActivationName) {
 }
 
 TEST(RecurrentErrors, ActivationNamesAreCaseInsensitive) {
-  RecurrentGraph g = lstm_with({}, {{"activations", strings_attr({"sigmoid", "TANH", "tanh"})}});
+  RecurrentGraph g = lstm_with({}, {{"activations", Attribute::of_strings({"sigmoid", "TANH", "tanh"})}});
   EXPECT_NO_THROW(infer_graph(g.graph));
 }
 
 TEST(RecurrentErrors, UnconsumedActivationAlpha) {
   // Only LeakyRelu takes an alpha, so a second value has no activation to go to.
-  RecurrentGraph g = lstm_with({}, {{"activations", strings_attr({"Sigmoid", "LeakyRelu", "Tanh"})},
-                                    {"activation_alpha", floats_attr({0.1f, 0.2f})}});
+  RecurrentGraph g = lstm_with({}, {{"activations", Attribute::of_strings({"Sigmoid", "LeakyRelu", "Tanh"})},
+                                    {"activation_alpha", Attribute::of_floats({0.1f, 0.2f})}});
   EXPECT_EQ(inference_error(g),
             "LSTM 'lstm_1' (opset 14): attribute 'activation_alpha' has 2 values, but only 1 of "
             "the activations take one (values are consumed, in order, only by the activations "
@@ -359,11 +324,11 @@ TEST(RecurrentErrors, RnnAcceptsItsSchemaDefaultActivationsForOneDirection) {
   // RNN's schema default is ["Tanh", "Tanh"] even for one direction; exporters write it out.
   RecurrentGraph g(
       "RNN", {f32({5, 2, 8}), f32({1, 16, 8}), f32({1, 16, 16})},
-      {{"hidden_size", int_attr(16)}, {"activations", strings_attr({"Tanh", "Tanh"})}});
+      {{"hidden_size", Attribute::of_int(16)}, {"activations", Attribute::of_strings({"Tanh", "Tanh"})}});
   EXPECT_NO_THROW(infer_graph(g.graph));
   RecurrentGraph other(
       "RNN", {f32({5, 2, 8}), f32({1, 16, 8}), f32({1, 16, 16})},
-      {{"hidden_size", int_attr(16)}, {"activations", strings_attr({"Relu", "Tanh"})}});
+      {{"hidden_size", Attribute::of_int(16)}, {"activations", Attribute::of_strings({"Relu", "Tanh"})}});
   EXPECT_EQ(inference_error(other),
             "RNN 'rnn_1' (opset 14): attribute 'activations' has 2 entries, expected 1 (f for "
             "direction 'forward')");
@@ -373,7 +338,7 @@ TEST(RecurrentErrors, TooManyInputs) {
   RecurrentGraph g("GRU",
                    {f32({5, 2, 8}), f32({1, 48, 8}), f32({1, 48, 16}), kOmitted, kOmitted, kOmitted,
                     f32({1, 2, 16})},
-                   {{"hidden_size", int_attr(16)}});
+                   {{"hidden_size", Attribute::of_int(16)}});
   EXPECT_EQ(inference_error(g), "GRU 'gru_1' (opset 14): has 7 inputs, expected 3 to 6");
 }
 
@@ -390,7 +355,7 @@ std::string rnn_run_error(const std::vector<int32_t>& lens) {
   RecurrentGraph g("RNN",
                    {f32({sym("seq"), sym("batch"), 2}), f32({1, 2, 2}), f32({1, 2, 2}), kOmitted,
                     typed(DType::kInt32, {sym("batch")})},
-                   {{"hidden_size", int_attr(2)}});
+                   {{"hidden_size", Attribute::of_int(2)}});
   infer_graph(g.graph);
   std::map<std::string, Tensor> inputs = {
       {"X", filled({3, 2, 2}, 0.5f)},
@@ -418,7 +383,7 @@ TEST(RecurrentRunErrors, SymbolicBatchesThatDisagree) {
   RecurrentGraph g("GRU",
                    {f32({sym("seq"), sym("batch"), 2}), f32({1, 6, 2}), f32({1, 6, 2}), kOmitted,
                     kOmitted, f32({1, sym("other_batch"), 2})},
-                   {{"hidden_size", int_attr(2)}});
+                   {{"hidden_size", Attribute::of_int(2)}});
   infer_graph(g.graph);
   std::map<std::string, Tensor> inputs = {{"X", filled({3, 2, 2}, 0.5f)},
                                           {"W", filled({1, 6, 2}, 0.1f)},

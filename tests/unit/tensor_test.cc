@@ -24,27 +24,6 @@ constexpr int64_t kIntMax = 2147483647;
 
 Dim sym(const std::string& name) { return Dim::symbol(name); }
 
-Attribute int_attr(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attr(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute string_attr(std::string value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = std::move(value);
-  return attribute;
-}
-
 Attribute tensor_attr(Tensor value) {
   Attribute attribute;
   attribute.kind = Attribute::Kind::kTensor;
@@ -141,7 +120,7 @@ TEST(TensorReshapeShape, ZeroCopiesAnInputDimUnlessAllowZero) {
   TestGraph keep;
   Value* empty = keep.input("x", DType::kFloat32, {0, 3});
   keep.node("Reshape", "r", 14, {empty, keep.constant("shape", i64s({3, 0}))},
-            {{"allowzero", int_attr(1)}});
+            {{"allowzero", Attribute::of_int(1)}});
   EXPECT_EQ(keep.type(), "f32[3, 0]");
 }
 
@@ -154,7 +133,7 @@ TEST(TensorReshapeShape, ShapeFromAShapeChainKeepsItsDims) {
                           {shape, g.constant("starts", i64s({0})), g.constant("ends", i64s({2}))})
                        ->output(0);
   Value* target = g.node("Concat", "target", 13, {leading, g.constant("rest", i64s({-1}))},
-                         {{"axis", int_attr(0)}})
+                         {{"axis", Attribute::of_int(0)}})
                       ->output(0);
   g.node("Reshape", "r", 14, {x, target});
   EXPECT_EQ(g.type(), "f32[seq, batch, 512]");
@@ -165,7 +144,7 @@ TEST(TensorConcatShape, SymbolicAxisDimsAdd) {
   Value* a = g.input("a", DType::kFloat32, {sym("seq"), 4});
   Value* b = g.input("b", DType::kFloat32, {sym("seq"), 4});
   Value* c = g.input("c", DType::kFloat32, {3, 4});
-  g.node("Concat", "c", 13, {a, b, c}, {{"axis", int_attr(0)}});
+  g.node("Concat", "c", 13, {a, b, c}, {{"axis", Attribute::of_int(0)}});
   EXPECT_EQ(g.type(), "f32[2*seq + 3, 4]");
 }
 
@@ -173,7 +152,7 @@ TEST(TensorConcatShape, KnownDimFillsASymbolicOneOffTheAxis) {
   TestGraph g;
   Value* a = g.input("a", DType::kFloat32, {sym("n"), 2});
   Value* b = g.input("b", DType::kFloat32, {5, 3});
-  g.node("Concat", "c", 13, {a, b}, {{"axis", int_attr(-1)}});
+  g.node("Concat", "c", 13, {a, b}, {{"axis", Attribute::of_int(-1)}});
   EXPECT_EQ(g.type(), "f32[5, 5]");
 }
 
@@ -215,14 +194,14 @@ TEST(TensorSliceShape, AttributeFormBeforeOpset10) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), 8});
   g.node("Slice", "s", 9, {x},
-         {{"starts", ints_attr({1, 2})}, {"ends", ints_attr({kInt64Max, 6})}});
+         {{"starts", Attribute::of_ints({1, 2})}, {"ends", Attribute::of_ints({kInt64Max, 6})}});
   EXPECT_EQ(g.type(), "f32[seq - 1, 4]");
 }
 
 TEST(TensorTransposeShape, PermutesSymbolicDims) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), sym("batch"), 40});
-  g.node("Transpose", "t", 13, {x}, {{"perm", ints_attr({1, 0, 2})}});
+  g.node("Transpose", "t", 13, {x}, {{"perm", Attribute::of_ints({1, 0, 2})}});
   EXPECT_EQ(g.type(), "f32[batch, seq, 40]");
   TestGraph reversed;
   Value* y = reversed.input("y", DType::kFloat32, {sym("seq"), sym("batch"), 40});
@@ -237,7 +216,7 @@ TEST(TensorSqueezeShape, AxesInputFromOpset13AttributeBefore) {
   EXPECT_EQ(input_form.type(), "f32[seq, 40]");
   TestGraph attribute_form;
   Value* y = attribute_form.input("y", DType::kFloat32, {sym("seq"), 1, 40});
-  attribute_form.node("Squeeze", "s", 11, {y}, {{"axes", ints_attr({1})}});
+  attribute_form.node("Squeeze", "s", 11, {y}, {{"axes", Attribute::of_ints({1})}});
   EXPECT_EQ(attribute_form.type(), "f32[seq, 40]");
 }
 
@@ -262,11 +241,11 @@ TEST(TensorUnsqueezeShape, InsertsOnesAtOutputPositions) {
 TEST(TensorFlattenShape, MultipliesSymbolicDims) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), sym("batch"), 4, 8});
-  g.node("Flatten", "f", 13, {x}, {{"axis", int_attr(2)}});
+  g.node("Flatten", "f", 13, {x}, {{"axis", Attribute::of_int(2)}});
   EXPECT_EQ(g.type(), "f32[batch*seq, 32]");
   TestGraph whole;
   Value* y = whole.input("y", DType::kFloat32, {sym("seq"), 3});
-  whole.node("Flatten", "f", 13, {y}, {{"axis", int_attr(2)}});
+  whole.node("Flatten", "f", 13, {y}, {{"axis", Attribute::of_int(2)}});
   EXPECT_EQ(whole.type(), "f32[3*seq, 1]");
 }
 
@@ -296,8 +275,8 @@ TEST(TensorPadShape, AddsPadsToSymbolicDims) {
 TEST(TensorSplitShape, EvenSplitOfASymbolicMultiple) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {4, sym("seq")});
-  Value* doubled = g.node("Concat", "c", 13, {x, x}, {{"axis", int_attr(1)}})->output(0);
-  g.node("Split", "s", 13, {doubled}, {{"axis", int_attr(1)}}, 2);
+  Value* doubled = g.node("Concat", "c", 13, {x, x}, {{"axis", Attribute::of_int(1)}})->output(0);
+  g.node("Split", "s", 13, {doubled}, {{"axis", Attribute::of_int(1)}}, 2);
   EXPECT_EQ(g.type(0), "f32[4, seq]");
   EXPECT_EQ(g.type(1), "f32[4, seq]");
 }
@@ -305,7 +284,7 @@ TEST(TensorSplitShape, EvenSplitOfASymbolicMultiple) {
 TEST(TensorSplitShape, NumOutputsLeavesTheLastChunkSmaller) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {7, sym("batch")});
-  g.node("Split", "s", 18, {x}, {{"num_outputs", int_attr(3)}}, 3);
+  g.node("Split", "s", 18, {x}, {{"num_outputs", Attribute::of_int(3)}}, 3);
   EXPECT_EQ(g.type(0), "f32[3, batch]");
   EXPECT_EQ(g.type(2), "f32[1, batch]");
 }
@@ -314,14 +293,14 @@ TEST(TensorGatherShape, IndicesReplaceTheAxis) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), sym("batch"), 40});
   Value* indices = g.input("i", DType::kInt64, {5, 2});
-  g.node("Gather", "g", 13, {x, indices}, {{"axis", int_attr(1)}});
+  g.node("Gather", "g", 13, {x, indices}, {{"axis", Attribute::of_int(1)}});
   EXPECT_EQ(g.type(), "f32[seq, 5, 2, 40]");
 }
 
 TEST(TensorRangeShape, ZeroToASymbolicLimit) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), 40});
-  Value* shape = g.node("Shape", "shape", 15, {x}, {{"end", int_attr(1)}})->output(0);
+  Value* shape = g.node("Shape", "shape", 15, {x}, {{"end", Attribute::of_int(1)}})->output(0);
   Value* length =
       g.node("Squeeze", "length", 13, {shape, g.constant("axes", i64s({0}))})->output(0);
   g.node("Range", "r", 13,
@@ -333,7 +312,7 @@ TEST(TensorRangeShape, ZeroToASymbolicLimit) {
 TEST(TensorShapeShape, StartAndEndSliceTheDimsValue) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), sym("batch"), 40});
-  Node* shape = g.node("Shape", "shape", 15, {x}, {{"start", int_attr(-2)}});
+  Node* shape = g.node("Shape", "shape", 15, {x}, {{"start", Attribute::of_int(-2)}});
   EXPECT_EQ(g.type(), "i64[2]");
   EXPECT_EQ(shape_to_string(*shape->output(0)->symbolic_value), "[batch, 40]");
 }
@@ -361,8 +340,8 @@ TEST(TensorCastShape, Int32RoundTripKeepsTheDimsValue) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("seq"), 40});
   Value* shape = g.node("Shape", "shape", 13, {x})->output(0);
-  Value* narrow = g.node("Cast", "narrow", 13, {shape}, {{"to", int_attr(6)}})->output(0);
-  Value* wide = g.node("Cast", "wide", 13, {narrow}, {{"to", int_attr(7)}})->output(0);
+  Value* narrow = g.node("Cast", "narrow", 13, {shape}, {{"to", Attribute::of_int(6)}})->output(0);
+  Value* wide = g.node("Cast", "wide", 13, {narrow}, {{"to", Attribute::of_int(7)}})->output(0);
   g.node("ConstantOfShape", "zeros", 13, {wide});
   EXPECT_EQ(g.type(), "f32[seq, 40]");
 }
@@ -381,12 +360,12 @@ TEST(TensorDimsValue, PyTorchShapeGatherUnsqueezeConcatConstantOfShape) {
         opset >= 13
             ? g.node("Unsqueeze", "unsqueeze", opset, {batch, g.constant("axes", i64s({0}))})
                   ->output(0)
-            : g.node("Unsqueeze", "unsqueeze", opset, {batch}, {{"axes", ints_attr({0})}})
+            : g.node("Unsqueeze", "unsqueeze", opset, {batch}, {{"axes", Attribute::of_ints({0})}})
                   ->output(0);
     Value* dims =
         g.node("Concat", "dims", opset,
                {g.constant("first", i64s({1})), batch_1d, g.constant("last", i64s({128}))},
-               {{"axis", int_attr(0)}})
+               {{"axis", Attribute::of_int(0)}})
             ->output(0);
     g.node("ConstantOfShape", "zeros", opset, {dims}, {{"value", tensor_attr(f32({1}, {0.0f}))}});
     EXPECT_EQ(g.type(), "f32[1, batch, 128]") << "opset " << opset;
@@ -419,7 +398,7 @@ TEST(TensorInferenceErrors, ConcatOffAxisDimMismatch) {
   TestGraph g;
   Value* a = g.input("a", DType::kFloat32, {2, 3});
   Value* b = g.input("b", DType::kFloat32, {3, 5});
-  g.node("Concat", "c", 13, {a, b}, {{"axis", int_attr(1)}});
+  g.node("Concat", "c", 13, {a, b}, {{"axis", Attribute::of_int(1)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Concat 'c' (opset 13): input 1 has shape [3, 5], expected [2, ?] (all dims but axis "
             "1 equal)");
@@ -428,7 +407,7 @@ TEST(TensorInferenceErrors, ConcatOffAxisDimMismatch) {
 TEST(TensorInferenceErrors, ConcatAxisOutOfRange) {
   TestGraph g;
   Value* a = g.input("a", DType::kFloat32, {2, 3});
-  g.node("Concat", "c", 13, {a, a}, {{"axis", int_attr(2)}});
+  g.node("Concat", "c", 13, {a, a}, {{"axis", Attribute::of_int(2)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Concat 'c' (opset 13): attribute 'axis' = 2 is out of range for rank 2 (valid: [-2, "
             "1])");
@@ -456,7 +435,7 @@ TEST(TensorInferenceErrors, SqueezeOfANonUnitDim) {
 TEST(TensorInferenceErrors, SqueezeAxesAttributeAfterOpset13) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {1, 3});
-  g.node("Squeeze", "s", 13, {x}, {{"axes", ints_attr({0})}});
+  g.node("Squeeze", "s", 13, {x}, {{"axes", Attribute::of_ints({0})}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Squeeze 's' (opset 13): attribute 'axes' became input 1 in opset 13");
 }
@@ -472,7 +451,7 @@ TEST(TensorInferenceErrors, UnsqueezeRepeatedAxis) {
 TEST(TensorInferenceErrors, TransposePermIsNotAPermutation) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3, 4});
-  g.node("Transpose", "t", 13, {x}, {{"perm", ints_attr({0, 2, 2})}});
+  g.node("Transpose", "t", 13, {x}, {{"perm", Attribute::of_ints({0, 2, 2})}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Transpose 't' (opset 13): attribute 'perm' = [0, 2, 2] is not a permutation of the "
             "axes of [2, 3, 4]");
@@ -481,7 +460,7 @@ TEST(TensorInferenceErrors, TransposePermIsNotAPermutation) {
 TEST(TensorInferenceErrors, GatherConstantIndexOutOfRange) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {3, 4});
-  g.node("Gather", "g", 13, {x, g.constant("i", i64s({-4, -5}))}, {{"axis", int_attr(1)}});
+  g.node("Gather", "g", 13, {x, g.constant("i", i64s({-4, -5}))}, {{"axis", Attribute::of_int(1)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Gather 'g' (opset 13): input 1 'indices' element 1 = -5 is out of range for axis 1 of "
             "size 4 (valid: [-4, 3])");
@@ -490,7 +469,7 @@ TEST(TensorInferenceErrors, GatherConstantIndexOutOfRange) {
 TEST(TensorInferenceErrors, SplitSizesThatDoNotSum) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("n"), 6});
-  g.node("Split", "s", 13, {x, g.constant("split", i64s({2, 3}))}, {{"axis", int_attr(1)}}, 2);
+  g.node("Split", "s", 13, {x, g.constant("split", i64s({2, 3}))}, {{"axis", Attribute::of_int(1)}}, 2);
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Split 's' (opset 13): 'split' [2, 3] sums to 5 but dim 1 of [n, 6] is 6");
 }
@@ -506,7 +485,7 @@ TEST(TensorInferenceErrors, SplitUnevenWithoutSizes) {
 TEST(TensorInferenceErrors, SplitNumOutputsThatLeavesANegativeChunk) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {5});
-  g.node("Split", "s", 18, {x}, {{"num_outputs", int_attr(4)}}, 4);
+  g.node("Split", "s", 18, {x}, {{"num_outputs", Attribute::of_int(4)}}, 4);
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Split 's' (opset 18): attribute 'num_outputs' = 4 cannot split dim 0 of size 5: "
             "chunks of 2 leave -1 for the last output");
@@ -523,7 +502,7 @@ TEST(TensorInferenceErrors, PadThatMakesADimNegative) {
 TEST(TensorInferenceErrors, FlattenAxisBeyondTheRank) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3});
-  g.node("Flatten", "f", 13, {x}, {{"axis", int_attr(3)}});
+  g.node("Flatten", "f", 13, {x}, {{"axis", Attribute::of_int(3)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Flatten 'f' (opset 13): attribute 'axis' = 3 is out of range for rank 2 (valid: [-2, "
             "2])");
@@ -532,7 +511,7 @@ TEST(TensorInferenceErrors, FlattenAxisBeyondTheRank) {
 TEST(TensorInferenceErrors, CastToANonType) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2});
-  g.node("Cast", "c", 13, {x}, {{"to", int_attr(42)}});
+  g.node("Cast", "c", 13, {x}, {{"to", Attribute::of_int(42)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Cast 'c' (opset 13): attribute 'to' = 42 is not an ONNX data type");
 }
@@ -540,7 +519,7 @@ TEST(TensorInferenceErrors, CastToANonType) {
 TEST(TensorInferenceErrors, CastToFloat8IsUnsupportedNotInvalid) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2});
-  g.node("Cast", "c", 19, {x}, {{"to", int_attr(17)}});
+  g.node("Cast", "c", 19, {x}, {{"to", Attribute::of_int(17)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kUnsupported),
             "Cast 'c' (opset 19): attribute 'to' = 17 (float8, int4, uint4 or float4) is not "
             "supported");
@@ -551,7 +530,7 @@ TEST(TensorInferenceErrors, ConstantWithTwoValues) {
   Attribute one;
   one.kind = Attribute::Kind::kFloat;
   one.f = 1;
-  g.node("Constant", "k", 13, {}, {{"value_float", one}, {"value_int", int_attr(1)}});
+  g.node("Constant", "k", 13, {}, {{"value_float", one}, {"value_int", Attribute::of_int(1)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Constant 'k' (opset 13): needs exactly one value attribute, got 2 ('value_float', "
             "'value_int')");
@@ -598,7 +577,7 @@ TEST(TensorKernelErrors, ConstantOfShapeNegativeDim) {
 TEST(TensorKernelErrors, CastOfANonNumericString) {
   TestGraph g;
   Value* x = g.input("x", DType::kString, {2});
-  g.node("Cast", "c", 13, {x}, {{"to", int_attr(1)}});
+  g.node("Cast", "c", 13, {x}, {{"to", Attribute::of_int(1)}});
   Tensor text(DType::kString, {2});
   text.strings() = {"1.5", "abc"};
   EXPECT_EQ(error_of(
@@ -639,7 +618,7 @@ TEST(TensorReshapeKernel, AllowZeroKeepsAZeroDim) {
   TestGraph zero;
   Value* x = zero.input("x", DType::kFloat32, {0, 3});
   zero.node("Reshape", "r", 14, {x, zero.constant("shape", i64s({3, 0}))},
-            {{"allowzero", int_attr(1)}});
+            {{"allowzero", Attribute::of_int(1)}});
   EXPECT_EQ(zero.run({{"x", Tensor(DType::kFloat32, {0, 3})}})[0].shape(),
             (std::vector<int64_t>{3, 0}));
 
@@ -660,7 +639,7 @@ std::vector<float> pad_1d(std::vector<float> data, std::vector<int64_t> pads, co
   Value* x = g.input("x", DType::kFloat32, {n});
   g.node("Pad", "p", 13,
          {x, g.constant("pads", i64s(pads)), g.constant("value", Tensor::scalar<float>(-1))},
-         {{"mode", string_attr(mode)}});
+         {{"mode", Attribute::of_string(mode)}});
   return values_of<float>(g.run({{"x", f32({n}, data)}})[0]);
 }
 
@@ -680,7 +659,7 @@ TEST(TensorGatherKernel, NegativeIndicesCountFromTheEnd) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3});
   g.node("Gather", "g", 13, {x, g.constant("i", i64({2, 2}, {-1, 0, -3, 2}))},
-         {{"axis", int_attr(1)}});
+         {{"axis", Attribute::of_int(1)}});
   Tensor out = g.run({{"x", f32({2, 3}, {10, 20, 30, 40, 50, 60})}})[0];
   EXPECT_EQ(out.shape(), (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{30, 10, 10, 30, 60, 40, 40, 60}));
@@ -689,7 +668,7 @@ TEST(TensorGatherKernel, NegativeIndicesCountFromTheEnd) {
 TEST(TensorSplitKernel, UnevenNumOutputsGivesTheRestToTheLast) {
   TestGraph g;
   Value* x = g.input("x", DType::kInt64, {7});
-  g.node("Split", "s", 18, {x}, {{"num_outputs", int_attr(3)}}, 3);
+  g.node("Split", "s", 18, {x}, {{"num_outputs", Attribute::of_int(3)}}, 3);
   std::vector<Tensor> parts = g.run({{"x", i64s({1, 2, 3, 4, 5, 6, 7})}});
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(values_of<int64_t>(parts[0]), (std::vector<int64_t>{1, 2, 3}));
@@ -700,7 +679,7 @@ TEST(TensorSplitKernel, UnevenNumOutputsGivesTheRestToTheLast) {
 Tensor cast(const Tensor& input, DType to, int opset = 13) {
   TestGraph g;
   Value* x = g.input("x", input.dtype(), shape_from_values(input.shape()));
-  g.node("Cast", "c", opset, {x}, {{"to", int_attr(static_cast<int64_t>(to))}});
+  g.node("Cast", "c", opset, {x}, {{"to", Attribute::of_int(static_cast<int64_t>(to))}});
   return g.run({{"x", input}})[0];
 }
 
@@ -789,7 +768,7 @@ TEST(TensorScatterElementsKernel, ReductionsApplyInIndexOrder) {
   Value* data = g.input("data", DType::kFloat32, {4});
   Value* indices = g.input("indices", DType::kInt64, {3});
   Value* updates = g.input("updates", DType::kFloat32, {3});
-  g.node("ScatterElements", "s", 18, {data, indices, updates}, {{"reduction", string_attr("max")}});
+  g.node("ScatterElements", "s", 18, {data, indices, updates}, {{"reduction", Attribute::of_string("max")}});
   Tensor out = g.run({{"data", f32({4}, {1, 5, 1, 1})},
                       {"indices", i64s({1, 1, -1})},
                       {"updates", f32({3}, {7, 3, 9})}})[0];
@@ -824,7 +803,7 @@ TEST(TensorScatterNDKernel, ReductionsCombineRepeatedTuplesInOrder) {
   g.node("ScatterND", "s", 18,
          {data, g.constant("indices", i64({3, 2}, {0, 1, 0, 1, 1, 0})),
           g.constant("updates", i64({3}, {-5, 9, 4}))},
-         {{"reduction", string_attr("min")}});
+         {{"reduction", Attribute::of_string("min")}});
   Tensor out = g.run({{"data", i64({2, 2}, {1, 2, 3, 4})}})[0];
   EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{1, -5, 3, 4}));
 }
@@ -834,7 +813,7 @@ TEST(TensorScatterNDErrors, ReductionNeedsItsOpset) {
   Value* data = g.input("data", DType::kFloat32, {4});
   g.node("ScatterND", "s", 13,
          {data, g.constant("indices", i64({1, 1}, {0})), g.constant("updates", f32({1}, {1}))},
-         {{"reduction", string_attr("mul")}});
+         {{"reduction", Attribute::of_string("mul")}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "ScatterND 's' (opset 13): attribute 'reduction' = 'mul' is not valid at this opset "
             "(none; add, mul from 16; max, min from 18)");
@@ -880,7 +859,7 @@ TEST(TensorGatherNDKernel, BatchDimsPickPerBatchEntry) {
   TestGraph g;
   Value* data = g.input("data", DType::kInt32, {2, 2, 2});
   g.node("GatherND", "g", 12, {data, g.constant("indices", i64({2, 1, 2}, {0, 1, -1, 0}))},
-         {{"batch_dims", int_attr(1)}});
+         {{"batch_dims", Attribute::of_int(1)}});
   EXPECT_EQ(g.type(), "i32[2, 1]");
   Tensor out =
       g.run({{"data", Tensor::from_vector<int32_t>({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
@@ -891,7 +870,7 @@ TEST(TensorGatherNDShape, SymbolicDimsCarryOver) {
   TestGraph g;
   Value* data = g.input("data", DType::kFloat32, {sym("batch"), 5, sym("feature")});
   Value* indices = g.input("indices", DType::kInt64, {sym("batch"), sym("n"), 1});
-  g.node("GatherND", "g", 13, {data, indices}, {{"batch_dims", int_attr(1)}});
+  g.node("GatherND", "g", 13, {data, indices}, {{"batch_dims", Attribute::of_int(1)}});
   EXPECT_EQ(g.type(), "f32[batch, n, feature]");
 }
 
@@ -899,7 +878,7 @@ TEST(TensorGatherNDErrors, BatchDimsNeedOpset12) {
   TestGraph g;
   Value* data = g.input("data", DType::kFloat32, {2, 3});
   Value* indices = g.input("indices", DType::kInt64, {2, 1});
-  g.node("GatherND", "g", 11, {data, indices}, {{"batch_dims", int_attr(1)}});
+  g.node("GatherND", "g", 11, {data, indices}, {{"batch_dims", Attribute::of_int(1)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "GatherND 'g' (opset 11): attribute 'batch_dims' needs opset 12 or later");
 }
@@ -919,7 +898,7 @@ TEST(TensorGatherNDErrors, IndicesMustBeInt64) {
 TEST(TensorDepthToSpaceShape, SpatialDimsGrowByTheBlock) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {sym("batch"), 8, sym("h"), 3});
-  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", Attribute::of_int(2)}});
   EXPECT_EQ(g.type(), "f32[batch, 2, 2*h, 6]");
 }
 
@@ -928,13 +907,13 @@ TEST(TensorDepthToSpaceKernel, CrdTakesDepthInnermost) {
   // (i*2 + j)*2 + c in DCR.
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {1, 8, 1, 1});
-  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}, {"mode", string_attr("CRD")}});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", Attribute::of_int(2)}, {"mode", Attribute::of_string("CRD")}});
   Tensor out = g.run({{"x", f32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
   EXPECT_EQ(out.shape(), (std::vector<int64_t>{1, 2, 2, 2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
   TestGraph dcr;
   Value* y = dcr.input("x", DType::kFloat32, {1, 8, 1, 1});
-  dcr.node("DepthToSpace", "d", 13, {y}, {{"blocksize", int_attr(2)}});
+  dcr.node("DepthToSpace", "d", 13, {y}, {{"blocksize", Attribute::of_int(2)}});
   Tensor out_dcr = dcr.run({{"x", f32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7})}})[0];
   EXPECT_EQ(values_of<float>(out_dcr), (std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7}));
 }
@@ -943,13 +922,13 @@ TEST(TensorDepthToSpaceErrors, ModeNeedsOpset11AndAKnownValue) {
   TestGraph old;
   Value* x = old.input("x", DType::kFloat32, {1, 4, 2, 2});
   old.node("DepthToSpace", "d", 10, {x},
-           {{"blocksize", int_attr(2)}, {"mode", string_attr("CRD")}});
+           {{"blocksize", Attribute::of_int(2)}, {"mode", Attribute::of_string("CRD")}});
   EXPECT_EQ(error_of([&] { old.infer(); }, ErrorKind::kInvalidModel),
             "DepthToSpace 'd' (opset 10): attribute 'mode' needs opset 11 or later");
   TestGraph bad;
   Value* y = bad.input("x", DType::kFloat32, {1, 4, 2, 2});
   bad.node("DepthToSpace", "d", 13, {y},
-           {{"blocksize", int_attr(2)}, {"mode", string_attr("RCD")}});
+           {{"blocksize", Attribute::of_int(2)}, {"mode", Attribute::of_string("RCD")}});
   EXPECT_EQ(error_of([&] { bad.infer(); }, ErrorKind::kInvalidModel),
             "DepthToSpace 'd' (opset 13): attribute 'mode' = 'RCD', expected DCR or CRD");
 }
@@ -957,7 +936,7 @@ TEST(TensorDepthToSpaceErrors, ModeNeedsOpset11AndAKnownValue) {
 TEST(TensorDepthToSpaceErrors, ChannelsMustBeAMultipleOfTheBlockArea) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {1, 6, 2, 2});
-  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", int_attr(2)}});
+  g.node("DepthToSpace", "d", 13, {x}, {{"blocksize", Attribute::of_int(2)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "DepthToSpace 'd' (opset 13): input 0 channels C (blocksize^2) 6 is not a multiple "
             "of 4");
@@ -971,7 +950,7 @@ TEST(TensorSpaceToDepthErrors, BlocksizeIsRequiredAndSpatialDimsMustDivide) {
             "SpaceToDepth 's' (opset 13): attribute 'blocksize' is required");
   TestGraph uneven;
   Value* y = uneven.input("x", DType::kFloat32, {1, 1, 4, 5});
-  uneven.node("SpaceToDepth", "s", 13, {y}, {{"blocksize", int_attr(2)}});
+  uneven.node("SpaceToDepth", "s", 13, {y}, {{"blocksize", Attribute::of_int(2)}});
   EXPECT_EQ(error_of([&] { uneven.infer(); }, ErrorKind::kInvalidModel),
             "SpaceToDepth 's' (opset 13): input 0 width W 5 is not a multiple of 2");
 }
@@ -982,7 +961,7 @@ TEST(TensorTriluKernel, LowerWithNegativeKOnABatchOfMatrices) {
   TestGraph g;
   Value* x = g.input("x", DType::kInt32, {2, 2, 3});
   g.node("Trilu", "t", 14, {x, g.constant("k", Tensor::scalar<int64_t>(-1))},
-         {{"upper", int_attr(0)}});
+         {{"upper", Attribute::of_int(0)}});
   EXPECT_EQ(g.type(), "i32[2, 2, 3]");
   Tensor out = g.run(
       {{"x", Tensor::from_vector<int32_t>({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}})[0];
@@ -1002,7 +981,7 @@ TEST(TensorEyeLikeKernel, DiagonalAboveTheMainOneInAnotherType) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3});
   g.node("EyeLike", "e", 9, {x},
-         {{"k", int_attr(1)}, {"dtype", int_attr(static_cast<int64_t>(DType::kInt64))}});
+         {{"k", Attribute::of_int(1)}, {"dtype", Attribute::of_int(static_cast<int64_t>(DType::kInt64))}});
   EXPECT_EQ(g.type(), "i64[2, 3]");
   Tensor out = g.run({{"x", f32({2, 3}, {0, 0, 0, 0, 0, 0})}})[0];
   EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{0, 1, 0, 0, 0, 1}));
@@ -1011,7 +990,7 @@ TEST(TensorEyeLikeKernel, DiagonalAboveTheMainOneInAnotherType) {
 TEST(TensorEyeLikeErrors, StringsAreNotAllowed) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 2});
-  g.node("EyeLike", "e", 9, {x}, {{"dtype", int_attr(static_cast<int64_t>(DType::kString))}});
+  g.node("EyeLike", "e", 9, {x}, {{"dtype", Attribute::of_int(static_cast<int64_t>(DType::kString))}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "EyeLike 'e' (opset 9): attribute 'dtype' = 8 is not a numeric type or bool (not "
             "bfloat16 or string)");
@@ -1025,7 +1004,7 @@ TEST(TensorOneHotKernel, NegativeAndOutOfRangeIndicesAlongAxisZero) {
   g.node("OneHot", "o", 11,
          {indices, g.constant("depth", Tensor::scalar<int64_t>(3)),
           g.constant("values", i64s({-1, 5}))},
-         {{"axis", int_attr(0)}});
+         {{"axis", Attribute::of_int(0)}});
   EXPECT_EQ(g.type(), "i64[3, 4]");
   // 1.7 truncates to 1; -1 is the last row; 3 and -4 are outside [-3, 2]: all off.
   Tensor out = g.run({{"indices", f32({4}, {1.7f, -1, 3, -4})}})[0];
@@ -1058,7 +1037,7 @@ TEST(TensorCompressKernel, ShortConditionDropsTheRest) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3});
   Value* condition = g.input("condition", DType::kBool, {2});
-  g.node("Compress", "c", 11, {x, condition}, {{"axis", int_attr(-1)}});
+  g.node("Compress", "c", 11, {x, condition}, {{"axis", Attribute::of_int(-1)}});
   EXPECT_EQ(g.type(), "f32[2, ?]");
   Tensor keep(DType::kBool, {2});
   keep.data<bool>()[0] = false;
@@ -1072,7 +1051,7 @@ TEST(TensorCompressErrors, NegativeAxisNeedsOpset11) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {2, 3});
   Value* condition = g.input("condition", DType::kBool, {2});
-  g.node("Compress", "c", 9, {x, condition}, {{"axis", int_attr(-1)}});
+  g.node("Compress", "c", 9, {x, condition}, {{"axis", Attribute::of_int(-1)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "Compress 'c' (opset 9): attribute 'axis' = -1 is negative, which needs opset 11 or "
             "later");
@@ -1084,7 +1063,7 @@ TEST(TensorReverseSequenceKernel, BatchFirstWithLengthsZeroToFull) {
   TestGraph g;
   Value* x = g.input("x", DType::kInt64, {3, 3});
   g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({0, 2, 3}))},
-         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(1)}});
+         {{"batch_axis", Attribute::of_int(0)}, {"time_axis", Attribute::of_int(1)}});
   Tensor out = g.run({{"x", i64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}})[0];
   EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{1, 2, 3, 5, 4, 6, 9, 8, 7}));
 }
@@ -1093,7 +1072,7 @@ TEST(TensorReverseSequenceErrors, AxesMustBeZeroAndOne) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {3, 3});
   g.node("ReverseSequence", "r", 10, {x, g.constant("lens", i64s({1, 1, 1}))},
-         {{"batch_axis", int_attr(0)}, {"time_axis", int_attr(0)}});
+         {{"batch_axis", Attribute::of_int(0)}, {"time_axis", Attribute::of_int(0)}});
   EXPECT_EQ(error_of([&] { g.infer(); }, ErrorKind::kInvalidModel),
             "ReverseSequence 'r' (opset 10): attributes 'batch_axis' and 'time_axis' are both 0");
 }
@@ -1101,7 +1080,7 @@ TEST(TensorReverseSequenceErrors, AxesMustBeZeroAndOne) {
 TEST(TensorUniqueKernel, UnsortedKeepsFirstOccurrenceOrder) {
   TestGraph g;
   Value* x = g.input("x", DType::kFloat32, {6});
-  g.node("Unique", "u", 11, {x}, {{"sorted", int_attr(0)}}, 4);
+  g.node("Unique", "u", 11, {x}, {{"sorted", Attribute::of_int(0)}}, 4);
   EXPECT_EQ(g.type(2), "i64[6]");
   std::vector<Tensor> out = g.run({{"x", f32({6}, {2, 1, 1, 3, 4, 3})}});
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{2, 1, 3, 4}));
