@@ -32,6 +32,7 @@
 #include "lowering/recurrent_pipelines.h"
 #include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc {
 namespace {
@@ -258,16 +259,7 @@ Case rnn(Case c = {}) {
   return c;
 }
 
-std::string error_message(const std::function<void()>& action, ErrorKind kind) {
-  try {
-    action();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was raised";
-  return "";
-}
+using testing::error_message;
 
 // ---- LSTM --------------------------------------------------------------------------------------
 

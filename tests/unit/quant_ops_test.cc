@@ -15,6 +15,7 @@
 #include "ir/graph.h"
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc {
 namespace {
@@ -67,18 +68,7 @@ class OneNodeGraph {
   Node* node_ = nullptr;
 };
 
-// The message of the rnnc::Error `fn` throws, after checking its kind.
-template <typename Fn>
-std::string error_message(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was raised";
-  return "";
-}
+using testing::error_message;
 
 std::vector<double> values(const Tensor& tensor) {
   std::vector<double> out;

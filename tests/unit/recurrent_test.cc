@@ -12,6 +12,7 @@
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "tests/support/compare.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc {
 namespace {
@@ -63,17 +64,7 @@ const TensorType kOmitted{};
 
 TensorType f32(Shape shape) { return typed(DType::kFloat32, std::move(shape)); }
 
-// The message of the rnnc::Error `action` raises, after checking its kind.
-std::string error_message(const std::function<void()>& action, ErrorKind kind) {
-  try {
-    action();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was raised";
-  return "";
-}
+using testing::error_message;
 
 std::string inference_error(RecurrentGraph& graph) {
   return error_message([&] { infer_graph(graph.graph); }, ErrorKind::kInvalidModel);
