@@ -11,22 +11,10 @@
 #include <filesystem>
 
 #include "ir/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace rnnc {
 namespace {
-
-class TempCacheDir {
- public:
-  TempCacheDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("rnnc_cache_test_" + std::to_string(::getpid()) + "_" + std::to_string(count_++))) {}
-  ~TempCacheDir() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-  static inline int count_ = 0;
-};
 
 // out(x) = in(x) * factor, with factor baked in at compile time.
 HalideCache::CompileFn scale_by(float factor) {
@@ -49,7 +37,7 @@ std::vector<float> run_scale(const CompiledPipeline& pipeline, std::vector<float
 }
 
 TEST(HalideCache, CompilesOnceThenLoadsFromDisk) {
-  TempCacheDir dir;
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   {
     HalideCache cache(dir.path());
     CompiledPipeline first = cache.get("scale by 3", scale_by(3.0f));
@@ -71,14 +59,14 @@ TEST(HalideCache, CompilesOnceThenLoadsFromDisk) {
 }
 
 TEST(HalideCache, DifferentKeysAreDifferentKernels) {
-  TempCacheDir dir;
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   HalideCache cache(dir.path());
   EXPECT_EQ(run_scale(cache.get("scale by 2", scale_by(2.0f)), {1}), std::vector<float>{2});
   EXPECT_EQ(run_scale(cache.get("scale by 5", scale_by(5.0f)), {1}), std::vector<float>{5});
 }
 
 TEST(HalideCache, GenericAvx2TargetCompilesAndRuns) {
-  TempCacheDir dir;
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   HalideCache cache(dir.path(), "avx2");
   EXPECT_FALSE(cache.target().has_feature(Halide::Target::AVX512));
   EXPECT_TRUE(cache.target().has_feature(Halide::Target::AVX2));
@@ -88,7 +76,7 @@ TEST(HalideCache, GenericAvx2TargetCompilesAndRuns) {
 // A pipeline Halide rejects (here: it reads an image parameter its argument list lacks) is an
 // internal rnnc error naming the kernel, not a Halide exception escaping to the caller.
 TEST(HalideCache, HalideCompileErrorsBecomeInternalErrorsNamingTheKernel) {
-  TempCacheDir dir;
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   HalideCache cache(dir.path());
   try {
     cache.get("broken kernel", [](const std::string& object, const std::string& name,
@@ -122,7 +110,7 @@ TEST(HalideCache, BadTargetNamesTheProblem) {
 // A cache directory shared by hosts of different features (an NFS home, an image layer) never
 // serves one target's kernel to another: the key holds the exact feature list.
 TEST(HalideCache, TargetsWithDifferentFeaturesNeverShareKernels) {
-  TempCacheDir dir;
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   HalideCache v3(dir.path(), "x86-64-v3");
   EXPECT_FALSE(v3.get("scale by 2", scale_by(2.0f)).from_cache);
   HalideCache v4(dir.path(), "x86-64-v4");

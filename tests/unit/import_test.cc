@@ -11,6 +11,7 @@
 #include "ir/onnx_import.h"
 #include "ir/printer.h"
 #include "ir/reference/evaluator.h"
+#include "tests/support/temp_dir.h"
 
 namespace rnnc {
 namespace {
@@ -156,21 +157,6 @@ TEST(Import, Int64DoubleUint64AndStringEncodings) {
   EXPECT_EQ(strings.strings()[1], "");
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("rnnc_import_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-  static inline int counter_ = 0;
-};
-
 onnx::TensorProto external_tensor(const std::string& location, int64_t offset, int64_t length) {
   onnx::TensorProto t;
   t.set_name("w");
@@ -189,7 +175,7 @@ onnx::TensorProto external_tensor(const std::string& location, int64_t offset, i
 }
 
 TEST(Import, ExternalDataNextToTheModel) {
-  TempDir dir;
+  testing::TempDir dir("rnnc_import_test");
   float values[3] = {9.0f, 1.25f, -3.5f};
   std::ofstream(dir.path() + "/weights.bin", std::ios::binary)
       .write(reinterpret_cast<const char*>(values), sizeof(values));
@@ -202,7 +188,7 @@ TEST(Import, ExternalDataNextToTheModel) {
 }
 
 TEST(Import, ExternalDataErrorsNameTheTensorAndTheProblem) {
-  TempDir dir;
+  testing::TempDir dir("rnnc_import_test");
   std::ofstream(dir.path() + "/weights.bin", std::ios::binary) << std::string(8, '\0');
   expect_import_error(initializer_model(external_tensor("weights.bin", 4, 8)),
                       ErrorKind::kInvalidModel, "external data range offset=4 length=8 exceeds",

@@ -33,6 +33,7 @@
 #include "lowering/schedule_table.h"
 #include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
+#include "tests/support/temp_dir.h"
 
 namespace rnnc {
 namespace {
@@ -45,20 +46,8 @@ Tolerance summed(int64_t k) { return {1e-5, kSumAtol * static_cast<double>(k)}; 
 
 // One kernel cache per test process, in a directory removed at exit (ctest runs each test in its
 // own process, so nothing compiled by an older build is ever reused).
-class CacheDirectory {
- public:
-  CacheDirectory()
-      : path_(std::filesystem::temp_directory_path() /
-              ("rnnc_lowering_dense_test_" + std::to_string(::getpid()))) {}
-  ~CacheDirectory() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-CacheDirectory& cache_directory() {
-  static CacheDirectory directory;
+testing::TempDir& cache_directory() {
+  static testing::TempDir directory("rnnc_lowering_dense_test", /*create=*/false);
   return directory;
 }
 
