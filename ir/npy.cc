@@ -1,6 +1,7 @@
 #include "ir/npy.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -116,9 +117,13 @@ Tensor parse_npy(const void* data, size_t size, const std::string& what) {
 }
 
 Tensor read_npy(const std::string& path) {
+  std::error_code error;
   std::ifstream in(path, std::ios::binary);
-  if (!in) raise(ErrorKind::kIo, cat("cannot open '", path, "'"));
+  if (!std::filesystem::is_regular_file(path, error) || !in) {
+    raise(ErrorKind::kIo, cat("cannot open '", path, "'"));
+  }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) raise(ErrorKind::kIo, cat("cannot read '", path, "'"));
   return parse_npy(bytes.data(), bytes.size(), cat("'", path, "'"));
 }
 

@@ -20,10 +20,14 @@ namespace rnnc {
 namespace {
 
 std::string read_file_bytes(const std::string& path, const std::string& what) {
+  std::error_code error;
+  const bool regular = std::filesystem::is_regular_file(path, error);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) raise(ErrorKind::kIo, cat("cannot open ", what, " '", path, "'"));
-  // Sized once: a model's bytes are held a single time while they are parsed.
-  std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+  if (!regular || !in) raise(ErrorKind::kIo, cat("cannot open ", what, " '", path, "'"));
+  const std::streamoff size = in.tellg();
+  if (size < 0) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
+  // Sized once: the bytes are held a single time while they are parsed.
+  std::string bytes(static_cast<size_t>(size), '\0');
   in.seekg(0);
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!in) raise(ErrorKind::kIo, cat("cannot read ", what, " '", path, "'"));
@@ -56,7 +60,7 @@ void parse_message(Message& message, const void* data, size_t size, const std::s
 struct ModelFile {
   explicit ModelFile(const std::string& path) : path(path) {
     std::error_code error;
-    size = static_cast<size_t>(std::filesystem::file_size(path, error));
+    size = static_cast<size_t>(std::filesystem::file_size(path, error));  // fails for directories
     if (!error) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (error || fd < 0) raise(ErrorKind::kIo, cat("cannot open model file '", path, "'"));
   }

@@ -60,6 +60,13 @@ done
 
 expect_error "missing model file" "cannot open model file '$tmp/none.onnx'" \
   "$rnnc" run "$tmp/none.onnx" --random
+mkdir -p "$tmp/directory.onnx" "$tmp/directory.npy" "$tmp/directory.pb"
+expect_error "a directory as the model" "cannot open model file '$tmp/directory.onnx'" \
+  "$rnnc" info "$tmp/directory.onnx"
+expect_error "a directory as an .npy input" "cannot open '$tmp/directory.npy'" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$tmp/directory.npy"
+expect_error "a directory as a .pb input" "cannot open tensor file '$tmp/directory.pb'" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$tmp/directory.pb"
 head -c 1000 "$demo/lstm_demo.onnx" >"$tmp/truncated.onnx"
 expect_error "truncated model" "is not a valid ONNX protobuf (truncated or corrupt" \
   "$rnnc" info "$tmp/truncated.onnx"
