@@ -114,6 +114,22 @@ void InferenceContext::fail(const std::string& message) const {
   raise_invalid_model(cat(node_.describe(), ": ", message));
 }
 
+void InferenceContext::require_input_type(int i, const std::string& name,
+                                          const std::vector<DType>& allowed) const {
+  if (i < 0 || !has_input(static_cast<size_t>(i))) return;
+  const DType dtype = input_type(static_cast<size_t>(i)).dtype;
+  if (dtype == DType::kUndefined ||
+      std::find(allowed.begin(), allowed.end(), dtype) != allowed.end()) {
+    return;
+  }
+  std::string list;
+  for (DType type : allowed) {
+    list += (list.empty() ? "" : ", ") + std::string(dtype_onnx_name(type));
+  }
+  fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype), ", expected one of ",
+           list));
+}
+
 int64_t InferenceContext::normalize_axis(int64_t axis, int64_t rank, const std::string& what) const {
   if (axis < -rank || axis >= rank) {
     fail(cat(what, " = ", axis, " is out of range for rank ", rank, " (valid: [", -rank, ", ",

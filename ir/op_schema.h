@@ -37,6 +37,10 @@ class InferenceContext {
 
   // Reports an invalid model: "<node description>: <message>".
   [[noreturn]] void fail(const std::string& message) const;
+  // Fails "input <name> has element type T, expected one of A, B" when input `i` (-1: none) is
+  // given, of a known element type and not one of `allowed`. `name` is the input's name in the
+  // ONNX operator doc (X, W, y_scale, ...), not the value's name.
+  void require_input_type(int i, const std::string& name, const std::vector<DType>& allowed) const;
   // Normalizes a possibly negative axis against rank, failing with the attribute name if out of
   // range: normalize_axis(-1, 3, "axis") == 2.
   int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& what) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -314,15 +315,16 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Progr
     program->cache_->set_keep_objects(options.keep_objects);
     program->cache_->set_count_overflow(options.count_overflow);
   }
-  HeldConstantRelease release(*model->graph);
+  std::optional<HeldConstantRelease> release;
+  if (options.release_held_constants) release.emplace(*model->graph);
   for (const BlockSpec& spec : partition_graph(*model->graph)) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
     assign_block_io(*block, *model->graph);
     if (auto* recurrent = dynamic_cast<NodeConventionBlock*>(block.get())) recurrent->bind();
-    if (options.release_held_constants) release.after_lowering(*block);
+    if (release) release->after_lowering(*block);
     program->blocks_.push_back(std::move(block));
   }
-  program->released_constant_bytes_ = release.released_bytes();
+  if (release) program->released_constant_bytes_ = release->released_bytes();
   program->model_ = std::move(model);
   return program;
 }

@@ -75,9 +75,8 @@ int run_run(const Parsed& args) {
   // The imported graph: its inputs size the random inputs, and --reference runs it. The compiled
   // path loads the file itself and this copy is released first (it holds every weight).
   std::unique_ptr<Model> model = import_onnx_file(args.positional[0]);
-  const Graph& graph = *model->graph;
   std::vector<std::string> output_names;
-  for (const Value* output : graph.outputs()) output_names.push_back(output->name());
+  for (const Value* output : model->graph->outputs()) output_names.push_back(output->name());
 
   std::map<std::string, Tensor> inputs;
   for (const auto& text : args.all("input")) {
@@ -88,7 +87,7 @@ int run_run(const Parsed& args) {
   std::map<std::string, int64_t> dims = parse_dims(args);
   if (args.has("random")) {
     std::mt19937_64 rng(static_cast<uint64_t>(args.get_int("seed", 0)));
-    for (const Value* input : graph.inputs()) {
+    for (const Value* input : model->graph->inputs()) {
       if (!inputs.count(input->name()) && !input->is_constant()) {
         inputs[input->name()] = random_tensor(*input, dims, rng);
       }

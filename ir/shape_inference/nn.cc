@@ -24,24 +24,6 @@ std::vector<DType> float_types(bool with_bfloat16) {
   return types;
 }
 
-std::string dtype_list(const std::vector<DType>& types) {
-  std::string text;
-  for (size_t i = 0; i < types.size(); ++i) {
-    text += (i == 0 ? "" : ", ") + std::string(dtype_onnx_name(types[i]));
-  }
-  return text;
-}
-
-// `name` is the input's name in the ONNX operator doc (X, W, scale, ...), not the value's name.
-void check_dtype(const InferenceContext& context, size_t input, const char* name,
-                 const std::vector<DType>& allowed) {
-  DType dtype = context.input_type(input).dtype;
-  if (std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
-    context.fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype),
-                     ", expected one of ", dtype_list(allowed)));
-  }
-}
-
 void check_same_dtype(const InferenceContext& context, size_t input, const char* name,
                       size_t reference, const char* reference_name) {
   DType dtype = context.input_type(input).dtype;
@@ -167,7 +149,7 @@ const Shape* spatial_input_shape(const InferenceContext& context) {
 }
 
 void infer_conv(InferenceContext& context) {
-  check_dtype(context, 0, "X", float_types(false));
+  context.require_input_type(0, "X", float_types(false));
   check_same_dtype(context, 1, "W", 0, "X");
   if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
   DType dtype = context.input_type(0).dtype;
@@ -185,7 +167,7 @@ void infer_conv(InferenceContext& context) {
 // attribute output_shape (pads then follow from it), or in * stride under SAME_UPPER/SAME_LOWER.
 void infer_conv_transpose(InferenceContext& context) {
   const Node& node = context.node();
-  check_dtype(context, 0, "X", float_types(false));
+  context.require_input_type(0, "X", float_types(false));
   check_same_dtype(context, 1, "W", 0, "X");
   if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
   DType dtype = context.input_type(0).dtype;
@@ -283,8 +265,8 @@ void infer_cumsum(InferenceContext& context) {
     types.push_back(DType::kFloat16);
     types.push_back(DType::kBFloat16);
   }
-  check_dtype(context, 0, "x", types);
-  check_dtype(context, 1, "axis", {DType::kInt32, DType::kInt64});
+  context.require_input_type(0, "x", types);
+  context.require_input_type(1, "axis", {DType::kInt32, DType::kInt64});
   flag_attr(context, "exclusive", 0);
   flag_attr(context, "reverse", 0);
   DType dtype = context.input_type(0).dtype;
@@ -318,7 +300,7 @@ void infer_top_k(InferenceContext& context) {
       types.push_back(dtype);
     }
   }
-  check_dtype(context, 0, "X", types);
+  context.require_input_type(0, "X", types);
   require_opset_for_attribute(context, "largest", 11);
   require_opset_for_attribute(context, "sorted", 11);
   flag_attr(context, "largest", 1);
@@ -331,7 +313,7 @@ void infer_top_k(InferenceContext& context) {
   } else {
     if (node.has_attr("k")) context.fail("attribute 'k' became input K in opset 10");
     if (!context.has_input(1)) context.fail("input K is required");
-    check_dtype(context, 1, "K", {DType::kInt64});
+    context.require_input_type(1, "K", {DType::kInt64});
     if (const Shape* shape = shape_if_ranked(context, 1)) {
       if (shape->size() != 1 || ((*shape)[0].is_known() && (*shape)[0].value() != 1)) {
         context.fail(cat("input K has shape ", shape_to_string(*shape), ", expected [1]"));
@@ -370,7 +352,7 @@ void infer_top_k(InferenceContext& context) {
 // A float X for LRN, MeanVarianceNormalization and Det: its shape, or nullptr after setting an
 // unknown-rank output when its rank is unknown.
 const Shape* float_input_shape(const InferenceContext& context, bool with_bfloat16) {
-  check_dtype(context, 0, "X", float_types(with_bfloat16));
+  context.require_input_type(0, "X", float_types(with_bfloat16));
   const Shape* x = shape_if_ranked(context, 0);
   if (!x) context.set_output_unknown_rank(0, context.input_type(0).dtype);
   return x;
@@ -426,9 +408,9 @@ void infer_det(InferenceContext& context) {
 // MaxPool with these attributes maps back from: (in - 1) * stride + kernel - pad_begin - pad_end.
 void infer_max_unpool(InferenceContext& context) {
   const Node& node = context.node();
-  check_dtype(context, 0, "X", float_types(false));
-  check_dtype(context, 1, "I", {DType::kInt64});
-  if (context.has_input(2)) check_dtype(context, 2, "output_shape", {DType::kInt64});
+  context.require_input_type(0, "X", float_types(false));
+  context.require_input_type(1, "I", {DType::kInt64});
+  context.require_input_type(2, "output_shape", {DType::kInt64});
   if (!node.has_attr("kernel_shape")) context.fail("attribute 'kernel_shape' is required");
   DType dtype = context.input_type(0).dtype;
   const Shape* x = spatial_input_shape(context);
@@ -478,13 +460,14 @@ void infer_max_unpool(InferenceContext& context) {
 
 // NonMaxSuppression: selected_indices [?, 3] (batch, class, box), the count data-dependent.
 void infer_non_max_suppression(InferenceContext& context) {
-  check_dtype(context, 0, "boxes", {DType::kFloat32});
-  check_dtype(context, 1, "scores", {DType::kFloat32});
+  context.require_input_type(0, "boxes", {DType::kFloat32});
+  context.require_input_type(1, "scores", {DType::kFloat32});
   static const char* const kScalars[] = {"max_output_boxes_per_class", "iou_threshold",
                                          "score_threshold"};
   for (size_t i = 2; i < 5; ++i) {
     if (!context.has_input(i)) continue;
-    check_dtype(context, i, kScalars[i - 2], {i == 2 ? DType::kInt64 : DType::kFloat32});
+    context.require_input_type(static_cast<int>(i), kScalars[i - 2],
+                               {i == 2 ? DType::kInt64 : DType::kFloat32});
     if (const Shape* shape = shape_if_ranked(context, i)) {
       bool scalar = shape->empty() || (shape->size() == 1 && (*shape)[0].is_known() &&
                                        (*shape)[0].value() == 1);
@@ -523,9 +506,9 @@ void infer_non_max_suppression(InferenceContext& context) {
 // (num_rois x C x output_height x output_width).
 void infer_roi_align(InferenceContext& context) {
   const Node& node = context.node();
-  check_dtype(context, 0, "X", float_types(false));
+  context.require_input_type(0, "X", float_types(false));
   check_same_dtype(context, 1, "rois", 0, "X");
-  check_dtype(context, 2, "batch_indices", {DType::kInt64});
+  context.require_input_type(2, "batch_indices", {DType::kInt64});
   std::string mode = node.attr_string("mode", "avg");
   if (mode != "avg" && mode != "max") {
     context.fail(cat("attribute 'mode' = '", mode, "', expected avg or max"));
@@ -567,7 +550,7 @@ void infer_pool(InferenceContext& context) {
     types.push_back(DType::kInt8);
     types.push_back(DType::kUInt8);
   }
-  check_dtype(context, 0, "X", types);
+  context.require_input_type(0, "X", types);
   DType dtype = context.input_type(0).dtype;
   require_opset_for_attribute(context, "ceil_mode", 10);
   require_opset_for_attribute(context, "dilations", is_max ? 10 : 19);
@@ -601,7 +584,7 @@ void infer_pool(InferenceContext& context) {
 
 // GlobalAveragePool and GlobalMaxPool: (N x C x D1 ... Dn) -> (N x C x 1 ... 1).
 void infer_global_pool(InferenceContext& context) {
-  check_dtype(context, 0, "X", float_types(false));
+  context.require_input_type(0, "X", float_types(false));
   DType dtype = context.input_type(0).dtype;
   const Shape* x = spatial_input_shape(context);
   if (!x) {
@@ -637,7 +620,9 @@ void infer_batch_norm(InferenceContext& context) {
   const Node& node = context.node();
   int opset = node.opset();
   static const char* const kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
-  for (size_t i = 0; i < 5; ++i) check_dtype(context, i, kNames[i], float_types(opset >= 14));
+  for (size_t i = 0; i < 5; ++i) {
+    context.require_input_type(static_cast<int>(i), kNames[i], float_types(opset >= 14));
+  }
   if (opset < 14) {
     for (size_t i = 1; i < 5; ++i) check_same_dtype(context, i, kNames[i], 0, "X");
   } else {
@@ -679,7 +664,7 @@ void infer_batch_norm(InferenceContext& context) {
 }
 
 void infer_instance_norm(InferenceContext& context) {
-  check_dtype(context, 0, "input", float_types(false));
+  context.require_input_type(0, "input", float_types(false));
   check_same_dtype(context, 1, "scale", 0, "input");
   check_same_dtype(context, 2, "B", 0, "input");
   DType dtype = context.input_type(0).dtype;
@@ -716,7 +701,7 @@ void check_broadcasts_to(const InferenceContext& context, size_t input, const ch
 
 void infer_layer_norm(InferenceContext& context) {
   const Node& node = context.node();
-  check_dtype(context, 0, "X", float_types(true));
+  context.require_input_type(0, "X", float_types(true));
   check_same_dtype(context, 1, "Scale", 0, "X");
   if (context.has_input(2)) check_same_dtype(context, 2, "B", 0, "X");
   int64_t stash_type = node.attr_int("stash_type", 1);
@@ -790,7 +775,7 @@ std::vector<bool> reduced_axes(const InferenceContext& context, const std::vecto
 
 void infer_reduce(InferenceContext& context) {
   const Node& node = context.node();
-  check_dtype(context, 0, "data", reduce_types(node));
+  context.require_input_type(0, "data", reduce_types(node));
   DType dtype = context.input_type(0).dtype;
   bool keepdims = flag_attr(context, "keepdims", 1) == 1;
   int since = axes_input_opset(node.op_type());
@@ -875,7 +860,7 @@ void infer_arg_extremum(InferenceContext& context) {
                   DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
     types.push_back(t);
   }
-  check_dtype(context, 0, "data", types);
+  context.require_input_type(0, "data", types);
   bool keepdims = flag_attr(context, "keepdims", 1) == 1;
   require_opset_for_attribute(context, "select_last_index", 12);
   flag_attr(context, "select_last_index", 0);
@@ -908,12 +893,12 @@ void infer_arg_extremum(InferenceContext& context) {
 void infer_dropout(InferenceContext& context) {
   const Node& node = context.node();
   int opset = node.opset();
-  check_dtype(context, 0, "data", float_types(opset >= 13));
+  context.require_input_type(0, "data", float_types(opset >= 13));
   if (opset < 12 && node.num_inputs() > 1) {
     context.fail("inputs ratio and training_mode need opset 12 or later (use attribute 'ratio')");
   }
-  if (context.has_input(1)) check_dtype(context, 1, "ratio", float_types(false));
-  if (context.has_input(2)) check_dtype(context, 2, "training_mode", {DType::kBool});
+  if (context.has_input(1)) context.require_input_type(1, "ratio", float_types(false));
+  if (context.has_input(2)) context.require_input_type(2, "training_mode", {DType::kBool});
   // Training mode draws a random mask: the kernel accepts only the deterministic ratio = 0.
   const Tensor* training = context.input_constant(2);
   if (training && training->numel() == 1 && training->get_int64(0) != 0) {

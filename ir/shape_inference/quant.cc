@@ -33,18 +33,6 @@ std::string dtype_list(const std::vector<DType>& types) {
   return text;
 }
 
-// `name` is the input's name in the ONNX operator doc (x, y_scale, a_zero_point, ...). Inputs of
-// not yet known element type pass.
-void check_dtype(const InferenceContext& context, size_t input, const char* name,
-                 const std::vector<DType>& allowed) {
-  DType dtype = context.input_type(input).dtype;
-  if (dtype == DType::kUndefined) return;
-  if (std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
-    context.fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype),
-                     ", expected one of ", dtype_list(allowed)));
-  }
-}
-
 void check_same_dtype(const InferenceContext& context, size_t input, const char* name,
                       size_t reference, const char* reference_name) {
   DType dtype = context.input_type(input).dtype;
@@ -189,10 +177,10 @@ void infer_quantize_linear(InferenceContext& context) {
   int opset = node.opset();
   check_linear_attributes(context, true);
   if (opset < 19) {
-    check_dtype(context, 0, "x", {DType::kFloat32, DType::kInt32});
-    check_dtype(context, 1, "y_scale", {DType::kFloat32});
+    context.require_input_type(0, "x", {DType::kFloat32, DType::kInt32});
+    context.require_input_type(1, "y_scale", {DType::kFloat32});
   } else {
-    check_dtype(context, 0, "x",
+    context.require_input_type(0, "x",
                 {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32});
     check_same_dtype(context, 1, "y_scale", 0, "x");
   }
@@ -203,7 +191,7 @@ void infer_quantize_linear(InferenceContext& context) {
   }
   DType out = DType::kUInt8;
   if (context.has_input(2)) {
-    check_dtype(context, 2, "y_zero_point", output_types);
+    context.require_input_type(2, "y_zero_point", output_types);
     out = context.input_type(2).dtype;
   }
   if (int64_t code = node.attr_int("output_dtype", 0); code != 0) {
@@ -237,11 +225,11 @@ void infer_dequantize_linear(InferenceContext& context) {
     input_types.push_back(DType::kInt16);
     input_types.push_back(DType::kUInt16);
   }
-  check_dtype(context, 0, "x", input_types);
+  context.require_input_type(0, "x", input_types);
   if (opset < 19) {
-    check_dtype(context, 1, "x_scale", {DType::kFloat32});
+    context.require_input_type(1, "x_scale", {DType::kFloat32});
   } else {
-    check_dtype(context, 1, "x_scale", {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+    context.require_input_type(1, "x_scale", {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   }
   if (context.has_input(2)) {
     check_same_dtype(context, 2, "x_zero_point", 0, "x");
@@ -263,7 +251,7 @@ void infer_dequantize_linear(InferenceContext& context) {
 
 // y (uint8, x's shape), y_scale (float scalar), y_zero_point (uint8 scalar).
 void infer_dynamic_quantize_linear(InferenceContext& context) {
-  check_dtype(context, 0, "x", {DType::kFloat32});
+  context.require_input_type(0, "x", {DType::kFloat32});
   set_same_shape_output(context, 0, DType::kUInt8);
   context.set_output(1, DType::kFloat32, {});
   context.set_output(2, DType::kUInt8, {});
@@ -358,8 +346,8 @@ void check_matrix_parameter(const InferenceContext& context, size_t input, const
 
 // Y = (A - a_zero_point) * (B - b_zero_point), int32.
 void infer_matmul_integer(InferenceContext& context) {
-  check_dtype(context, 0, "A", kEightBit);
-  check_dtype(context, 1, "B", kEightBit);
+  context.require_input_type(0, "A", kEightBit);
+  context.require_input_type(1, "B", kEightBit);
   if (context.has_input(2)) {
     check_same_dtype(context, 2, "a_zero_point", 0, "A");
     check_matrix_parameter(context, 2, "a_zero_point", 0, "A", true);
@@ -386,7 +374,7 @@ void check_scales(const InferenceContext& context, const std::vector<size_t>& in
     types.push_back(DType::kBFloat16);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check_dtype(context, inputs[i], names[i], types);
+    context.require_input_type(static_cast<int>(inputs[i]), names[i], types);
     if (i > 0) check_same_dtype(context, inputs[i], names[i], inputs[0], names[0]);
   }
 }
@@ -394,11 +382,11 @@ void check_scales(const InferenceContext& context, const std::vector<size_t>& in
 // y = saturate(round((a - a_zero_point) * (b - b_zero_point) * a_scale * b_scale / y_scale)
 //              + y_zero_point), typed as y_zero_point.
 void infer_qlinear_matmul(InferenceContext& context) {
-  check_dtype(context, 0, "a", kEightBit);
+  context.require_input_type(0, "a", kEightBit);
   check_same_dtype(context, 2, "a_zero_point", 0, "a");
-  check_dtype(context, 3, "b", kEightBit);
+  context.require_input_type(3, "b", kEightBit);
   check_same_dtype(context, 5, "b_zero_point", 3, "b");
-  check_dtype(context, 7, "y_zero_point", kEightBit);
+  context.require_input_type(7, "y_zero_point", kEightBit);
   check_scales(context, {1, 4, 6}, {"a_scale", "b_scale", "y_scale"}, context.node().opset() >= 21);
   check_same_shape(context, 2, "a_zero_point", 1, "a_scale");
   check_same_shape(context, 5, "b_zero_point", 4, "b_scale");
@@ -422,8 +410,8 @@ const ConvOperands kQLinearConvOperands = {0, "x", 3, "w"};
 
 // y = Conv(x - x_zero_point, w - w_zero_point), int32.
 void infer_conv_integer(InferenceContext& context) {
-  check_dtype(context, 0, "x", kEightBit);
-  check_dtype(context, 1, "w", kEightBit);
+  context.require_input_type(0, "x", kEightBit);
+  context.require_input_type(1, "w", kEightBit);
   if (context.has_input(2)) {
     check_same_dtype(context, 2, "x_zero_point", 0, "x");
     check_single_value(context, 2, "x_zero_point", "x is quantized per tensor");
@@ -445,13 +433,13 @@ void infer_conv_integer(InferenceContext& context) {
 // y = saturate(round((Conv(x - x_zero_point, w - w_zero_point) + B) * x_scale * w_scale /
 //                    y_scale) + y_zero_point), typed as y_zero_point.
 void infer_qlinear_conv(InferenceContext& context) {
-  check_dtype(context, 0, "x", kEightBit);
+  context.require_input_type(0, "x", kEightBit);
   check_same_dtype(context, 2, "x_zero_point", 0, "x");
-  check_dtype(context, 3, "w", kEightBit);
+  context.require_input_type(3, "w", kEightBit);
   check_same_dtype(context, 5, "w_zero_point", 3, "w");
-  check_dtype(context, 7, "y_zero_point", kEightBit);
+  context.require_input_type(7, "y_zero_point", kEightBit);
   check_scales(context, {1, 4, 6}, {"x_scale", "w_scale", "y_scale"}, false);
-  if (context.has_input(8)) check_dtype(context, 8, "B", {DType::kInt32});
+  if (context.has_input(8)) context.require_input_type(8, "B", {DType::kInt32});
   check_same_shape(context, 2, "x_zero_point", 1, "x_scale");
   check_same_shape(context, 5, "w_zero_point", 4, "w_scale");
   check_same_shape(context, 7, "y_zero_point", 6, "y_scale");

@@ -250,20 +250,6 @@ bool given(const InferenceContext& context, int input) {
            (*type.shape)[0].value() == 0);
 }
 
-void check_input_type(const InferenceContext& context, int input, const char* name,
-                      const std::vector<DType>& allowed) {
-  if (input < 0 || !context.has_input(static_cast<size_t>(input))) return;
-  DType dtype = context.input_type(static_cast<size_t>(input)).dtype;
-  if (std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
-    std::string list;
-    for (size_t i = 0; i < allowed.size(); ++i) {
-      list += (i == 0 ? "" : ", ") + std::string(dtype_onnx_name(allowed[i]));
-    }
-    context.fail(
-        cat("input '", name, "' has element type ", dtype_onnx_name(dtype), ", expected ", list));
-  }
-}
-
 void infer_resize(InferenceContext& context) {
   const Node& node = context.node();
   ResizeAttributes attributes = read_resize_attributes(node);
@@ -283,9 +269,9 @@ void infer_resize(InferenceContext& context) {
   if (node.op_type() == "Resize" && node.opset() < 11 && context.num_inputs() > 2) {
     context.fail("Resize-10 has inputs X and scales only");
   }
-  check_input_type(context, at.roi, "roi", {DType::kFloat32, DType::kFloat16, DType::kFloat64});
-  check_input_type(context, at.scales, "scales", {DType::kFloat32});
-  check_input_type(context, at.sizes, "sizes", {DType::kInt64});
+  context.require_input_type(at.roi, "roi", {DType::kFloat32, DType::kFloat16, DType::kFloat64});
+  context.require_input_type(at.scales, "scales", {DType::kFloat32});
+  context.require_input_type(at.sizes, "sizes", {DType::kInt64});
   DType dtype = context.input_type(0).dtype;
   if (dtype == DType::kString && attributes.mode != "nearest") {
     raise_unsupported(cat(node.describe(), ": ", attributes.mode,

@@ -15,20 +15,6 @@ const std::vector<DType> kSignalTypes = {DType::kFloat16, DType::kFloat32, DType
                                          DType::kBFloat16};
 const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
 
-void check_type(const InferenceContext& context, size_t input, const char* name,
-                const std::vector<DType>& allowed) {
-  if (!context.has_input(input)) return;
-  DType dtype = context.input_type(input).dtype;
-  if (std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
-    std::string list;
-    for (size_t i = 0; i < allowed.size(); ++i) {
-      list += (i == 0 ? "" : ", ") + std::string(dtype_onnx_name(allowed[i]));
-    }
-    context.fail(cat("input '", name, "' has element type ", dtype_onnx_name(dtype),
-                     ", expected one of ", list));
-  }
-}
-
 // A scalar input (a one-element vector is accepted too): its shape is checked, its value returned
 // when it is a constant.
 std::optional<double> scalar_input(const InferenceContext& context, size_t input,
@@ -69,7 +55,7 @@ Dim size_dim(const InferenceContext& context, const std::optional<double>& value
 }
 
 void infer_window(InferenceContext& context) {
-  check_type(context, 0, "size", kIndexTypes);
+  context.require_input_type(0, "size", kIndexTypes);
   int64_t periodic = context.node().attr_int("periodic", 1);
   if (periodic != 0 && periodic != 1) {
     context.fail(cat("attribute 'periodic' = ", periodic, ", must be 0 or 1"));
@@ -93,8 +79,8 @@ bool flag(const InferenceContext& context, const char* name, int64_t fallback) {
 
 void infer_dft(InferenceContext& context) {
   const Node& node = context.node();
-  check_type(context, 0, "input", kSignalTypes);
-  check_type(context, 1, "dft_length", kIndexTypes);
+  context.require_input_type(0, "input", kSignalTypes);
+  context.require_input_type(1, "dft_length", kIndexTypes);
   DType dtype = context.input_type(0).dtype;
   bool inverse = flag(context, "inverse", 0);
   bool onesided = flag(context, "onesided", 0);
@@ -108,7 +94,7 @@ void infer_dft(InferenceContext& context) {
   if (node.opset() < 20 && context.has_input(2)) {
     context.fail("input 2 'axis' exists from opset 20; before it 'axis' is an attribute");
   }
-  check_type(context, 2, "axis", {DType::kInt64});
+  context.require_input_type(2, "axis", {DType::kInt64});
   const Shape* x = context.input_type(0).shape ? &*context.input_type(0).shape : nullptr;
   std::optional<double> length = scalar_input(context, 1, "dft_length");
   std::optional<double> axis_value = node.opset() >= 20
@@ -152,10 +138,10 @@ void infer_dft(InferenceContext& context) {
 }
 
 void infer_stft(InferenceContext& context) {
-  check_type(context, 0, "signal", kSignalTypes);
-  check_type(context, 1, "frame_step", kIndexTypes);
-  check_type(context, 2, "window", kSignalTypes);
-  check_type(context, 3, "frame_length", kIndexTypes);
+  context.require_input_type(0, "signal", kSignalTypes);
+  context.require_input_type(1, "frame_step", kIndexTypes);
+  context.require_input_type(2, "window", kSignalTypes);
+  context.require_input_type(3, "frame_length", kIndexTypes);
   DType dtype = context.input_type(0).dtype;
   if (context.has_input(2) && context.input_type(2).dtype != dtype) {
     context.fail(cat("input 'window' is ", dtype_onnx_name(context.input_type(2).dtype),
@@ -210,11 +196,11 @@ void infer_stft(InferenceContext& context) {
 void infer_mel_weight_matrix(InferenceContext& context) {
   for (size_t i = 0; i < 3; ++i) {
     static const char* const kNames[] = {"num_mel_bins", "dft_length", "sample_rate"};
-    check_type(context, i, kNames[i], kIndexTypes);
+    context.require_input_type(static_cast<int>(i), kNames[i], kIndexTypes);
     scalar_input(context, i, kNames[i]);
   }
-  check_type(context, 3, "lower_edge_hertz", kSignalTypes);
-  check_type(context, 4, "upper_edge_hertz", kSignalTypes);
+  context.require_input_type(3, "lower_edge_hertz", kSignalTypes);
+  context.require_input_type(4, "upper_edge_hertz", kSignalTypes);
   scalar_input(context, 3, "lower_edge_hertz");
   scalar_input(context, 4, "upper_edge_hertz");
   DType dtype = output_datatype(context);

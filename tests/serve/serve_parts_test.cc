@@ -212,7 +212,8 @@ TEST(Metrics, PrometheusExposition) {
   EXPECT_TRUE(has("rnnc_serve_request_errors_total{model=\"a\\\"b\",code=\"INVALID_ARGUMENT\"} 1"))
       << text;
   EXPECT_TRUE(has("rnnc_serve_request_errors_total{model=\"\",code=\"NOT_FOUND\"} 1")) << text;
-  // Cumulative buckets, in seconds: 300 us falls in le=0.0005, 3 s in le=10.
+  // The two durations recorded above (0.0003 and 3 seconds) in cumulative buckets: the first
+  // counts from le=0.0005 on, the second from le=10 on.
   EXPECT_TRUE(has("rnnc_serve_request_duration_seconds_bucket{model=\"a\\\"b\",le=\"0.00025\"} 0"));
   EXPECT_TRUE(has("rnnc_serve_request_duration_seconds_bucket{model=\"a\\\"b\",le=\"0.0005\"} 1"));
   EXPECT_TRUE(has("rnnc_serve_request_duration_seconds_bucket{model=\"a\\\"b\",le=\"2.5\"} 1"));
