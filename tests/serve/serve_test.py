@@ -183,14 +183,15 @@ try:
             sc.rest_outputs(response_headers, data)["log_probs"], demo_want[k])
     check("REST sequence (string sequence_id) on the demo LSTM equals one stream", same)
 
-    def silero_stream(sequence_id, chunks, cancel_after=None, model="silero"):
-        """One ModelStreamInfer call carrying a whole sequence; [outputs per chunk]."""
+    def silero_stream(sequence_id, chunks, cancel_after=None, model="silero", end=True):
+        """One ModelStreamInfer call carrying a sequence (ended by its last chunk unless `end` is
+        False); [outputs per chunk]."""
         requests = []
         for k, piece in enumerate(chunks):
             requests.append(sc.grpc_request(
                 pb2, model, {"input": piece},
                 parameters={"sequence_id": sequence_id, "sequence_start": k == 0,
-                            "sequence_end": k == len(chunks) - 1}))
+                            "sequence_end": end and k == len(chunks) - 1}))
         results = []
         call = stub.ModelStreamInfer(iter(requests))
         for response in call:
@@ -331,11 +332,12 @@ try:
           all(np.array_equal(g, w[0]) for g, w in zip(got, want)))
 
     # A client that goes away mid-stream: its sequence stays until the idle timeout, the others
-    # are untouched and the server keeps serving.
+    # are untouched and the server keeps serving. The victim's requests never end the sequence:
+    # the stream sends them ahead, so the server may run all of them before the cancel arrives.
     victim = [rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32) for _ in range(6)]
     bystander = [rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32) for _ in range(6)]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        cut = pool.submit(silero_stream, 9001, victim, cancel_after=2)
+        cut = pool.submit(silero_stream, 9001, victim, cancel_after=2, end=False)
         whole = pool.submit(silero_stream, 9002, bystander)
         cut.result()
         bystander_got = whole.result()
