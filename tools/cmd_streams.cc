@@ -33,7 +33,10 @@ struct Settings {
   bool batching = true;
   int max_batch = 64;
   double max_wait_ms = 2;
+  // Batching on: the threads of each batched run (ModelOptions::threads); off: the threads
+  // running the streams' sessions (each session's run on one thread).
   int threads = 1;
+  int concurrent_runs = 1;  // batching on: batched runs at once (BatcherOptions::threads)
   double frame_ms = 10;
   int64_t chunk_frames = 16;
   double seconds = 5;
@@ -150,7 +153,7 @@ Trial run_batched(const std::shared_ptr<const CompiledModel>& model,
   options.state = settings.state;
   options.max_batch = settings.max_batch;
   options.max_wait_us = static_cast<int64_t>(settings.max_wait_ms * 1000);
-  options.threads = settings.threads;
+  options.threads = settings.concurrent_runs;
   options.queue_capacity = static_cast<size_t>(std::max(streams * 4, 64));
   std::mutex mutex;
   const double period = settings.period_ms();
@@ -311,10 +314,12 @@ int run_streams(const Parsed& args) {
   settings.max_batch = static_cast<int>(args.get_int("max-batch", settings.max_batch));
   settings.max_wait_ms = parse_number(args, "max-wait-ms", settings.max_wait_ms, 0);
   settings.threads = static_cast<int>(args.get_int("threads", 1));
+  settings.concurrent_runs = static_cast<int>(args.get_int("concurrent-runs", 1));
   settings.frame_ms = parse_number(args, "frame-ms", settings.frame_ms, 0.001);
   settings.chunk_frames = args.get_int("chunk-frames", settings.chunk_frames);
   settings.seconds = parse_number(args, "seconds", settings.seconds, 0.01);
   if (settings.threads < 1) raise_invalid_input("--threads must be >= 1");
+  if (settings.concurrent_runs < 1) raise_invalid_input("--concurrent-runs must be >= 1");
   if (settings.max_batch < 1) raise_invalid_input("--max-batch must be >= 1");
   if (settings.chunk_frames < 1) raise_invalid_input("--chunk-frames must be >= 1");
   for (const std::string& text : args.all("state")) {
@@ -338,6 +343,7 @@ int run_streams(const Parsed& args) {
   if (find_max && !args.has("p99-ms")) raise_invalid_input("--find-max needs --p99-ms X");
 
   ModelOptions options;
+  options.threads = settings.batching ? settings.threads : 1;
   options.target = args.get("target");
   options.cache_dir = args.get("cache-dir");
   options.quantization_config = args.get("quantize");
@@ -378,9 +384,11 @@ int run_streams(const Parsed& args) {
             << " ms per stream), " << settings.seconds << " s, batching " << batching;
   if (settings.batching) {
     std::cout << " (max batch " << settings.max_batch << ", max wait " << settings.max_wait_ms
-              << " ms)";
+              << " ms, " << settings.concurrent_runs << " run(s) at once of " << settings.threads
+              << " thread(s))\n";
+  } else {
+    std::cout << ", " << settings.threads << " thread(s)\n";
   }
-  std::cout << ", " << settings.threads << " thread(s)\n";
   const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 0));
   if (!find_max) {
     print_header();
@@ -436,7 +444,8 @@ const Command kStreamsCommand{
         {"batching", "on|off", "cross-stream batching (default on)"},
         {"max-batch", "B", "batching on: chunks per batched run (default 64)"},
         {"max-wait-ms", "MS", "batching on: the longest a chunk waits for others (default 2)"},
-        {"threads", "N", "batched runs at once (on), or threads running sessions (off); default 1"},
+        {"threads", "N", "batching on: threads inside each batched run (the executor and the kernels' parallel loops); off: threads running the streams' sessions; default 1"},
+        {"concurrent-runs", "K", "batching on: batched runs at once, each on --threads threads (default 1: one run at a time reads the weights once for the most streams)"},
         {"frame-ms", "MS", "one frame's duration (default 10)"},
         {"chunk-frames", "N", "frames per chunk (default 16); binds --time-dim"},
         {"time-dim", "NAME", "the input dim holding a chunk's frames (default seq)"},

@@ -291,7 +291,8 @@ struct BatcherOptions {
   // of the batch receives whole). Tensors not named take the derived axis.
   std::map<std::string, int> batch_axes;
   // Batched runs at once, each on a thread of the batcher's own (and each using the model's
-  // ModelOptions::threads inside), >= 1.
+  // ModelOptions::threads inside), >= 1. To use more cores, raise ModelOptions::threads first:
+  // runs at once split the ready chunks into smaller batches, each reading the weights.
   int threads = 1;
 };
 
