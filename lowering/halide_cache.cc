@@ -14,7 +14,9 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <vector>
 
 #include "ir/error.h"
 #include "lowering/cache_location.h"
@@ -141,15 +143,40 @@ const std::string& build_identity() {
   return identity;
 }
 
-std::string hash_hex(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    hash ^= c;
+namespace {
+
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+
+uint64_t fnv1a(uint64_t hash, const char* data, size_t size) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
     hash *= 1099511628211ull;
   }
+  return hash;
+}
+
+std::string as_hex(uint64_t hash) {
   char out[17];
   std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(hash));
   return out;
+}
+
+}  // namespace
+
+std::string hash_hex(const std::string& text) {
+  return as_hex(fnv1a(kFnvOffset, text.data(), text.size()));
+}
+
+std::string hash_file_hex(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::vector<char> piece(1 << 20);
+  uint64_t hash = kFnvOffset;
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    hash = fnv1a(hash, piece.data(), static_cast<size_t>(in.gcount()));
+  }
+  return in.eof() ? as_hex(hash) : "";
 }
 
 void CompiledPipeline::call(void** args) const {

@@ -7,8 +7,7 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "ir/onnx_export.h"
-#include "ir/onnx_import.h"
+#include "ir/clone.h"
 #include "ir/reference/evaluator.h"
 
 namespace rnnc::quant {
@@ -89,7 +88,7 @@ class ErrorMeter {
  public:
   ErrorMeter(const Model& float_model, const Config& config, const std::vector<Sample>& samples,
              const std::vector<Sample>& calibration, const std::string& inputs_text)
-      : bytes_(export_onnx_bytes(float_model)),
+      : float_model_(float_model),
         config_(config),
         samples_(samples),
         calibration_(calibration) {
@@ -125,7 +124,7 @@ class ErrorMeter {
   // The error of the model with each candidate at its precision (absent: configured).
   ErrorMeasurement measure(const std::map<const Node*, Precision>& precisions) {
     ++evaluations_;
-    std::unique_ptr<Model> model = import_onnx_bytes(bytes_.data(), bytes_.size());
+    std::unique_ptr<Model> model = clone_model(float_model_);
     Config config = config_;
     config.decided.clear();
     for (const auto& [node, precision] : precisions) {
@@ -160,7 +159,7 @@ class ErrorMeter {
     std::string name;
     double range;
   };
-  std::string bytes_;
+  const Model& float_model_;  // each trial quantizes a clone (sharing the float weights)
   const Config& config_;
   const std::vector<Sample>& samples_;
   const std::vector<Sample>& calibration_;
@@ -174,8 +173,7 @@ std::vector<Node*> candidates(Model& model, const Config& config,
                               const std::vector<Sample>& calibration) {
   Graph& graph = *model.graph;
   name_quantizable_nodes(model);
-  const std::string bytes = export_onnx_bytes(model);
-  std::unique_ptr<Model> copy = import_onnx_bytes(bytes.data(), bytes.size());
+  std::unique_ptr<Model> copy = clone_model(model);
   Config plain = config;
   plain.decided.clear();
   const Report report = quantize_model(*copy, plain, calibration);

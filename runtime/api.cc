@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <sstream>
 
 #include "graph_opt/pipeline.h"
@@ -199,6 +200,16 @@ auto memory_errors_as_rnnc(const char* what, Body&& body) -> decltype(body()) {
   }
 }
 
+// Compiling frees most of what it allocates (the imported graph, float weights a quantized model
+// replaces, the quantization guard's trial programs and their activations), but glibc keeps freed
+// heap pages resident until the heap is trimmed: without a trim the process would carry the load's
+// peak as resident memory for its lifetime. Called once a load has finished.
+void return_freed_memory_to_os() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 Plan to_plan(RunPlan plan) {
   return plan == RunPlan::kPipeline   ? Plan::kPipeline
          : plan == RunPlan::kParallel ? Plan::kParallel
@@ -338,26 +349,25 @@ CompiledModel::~CompiledModel() = default;
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path,
                                                          const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
-    std::string hash;
-    if (!options.quantization_config.empty()) {
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      hash = hash_hex(bytes.str());
-    }
-    return std::shared_ptr<const CompiledModel>(
+    // Unreadable files get import's error below.
+    const std::string hash = options.quantization_config.empty() ? "" : hash_file_hex(path);
+    auto model = std::shared_ptr<const CompiledModel>(
         new CompiledModel(compile(import_onnx_file(path), options, hash)));
+    return_freed_memory_to_os();
+    return model;
   });
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load_bytes(const void* data, size_t size,
                                                                const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
-    return std::shared_ptr<const CompiledModel>(
+    auto model = std::shared_ptr<const CompiledModel>(
         new CompiledModel(compile(import_onnx_bytes(data, size), options,
                                   options.quantization_config.empty()
                                       ? ""
                                       : hash_hex(std::string(static_cast<const char*>(data), size)))));
+    return_freed_memory_to_os();
+    return model;
   });
 }
 

@@ -103,6 +103,29 @@ std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inpu
   }
   for (const Value* value : graph.initializers()) scope.values[value] = *value->constant();
 
+  // Each node output is dropped once the last node that reads it (directly, or from inside one of
+  // its subgraphs) has run, unless the graph returns it: a graph of large intermediates (a
+  // quantized model's dequantized weights) holds only those still to be read.
+  std::unordered_map<const Value*, size_t> last_read;
+  {
+    size_t index = 0;
+    for (const auto& node : graph.nodes()) {
+      for (const Value* input : node->inputs()) {
+        if (input) last_read[input] = index;
+      }
+      for (const Graph* subgraph : node->subgraphs()) {
+        for (const Value* captured : captured_values(*subgraph)) last_read[captured] = index;
+      }
+      ++index;
+    }
+    for (const Value* output : graph.outputs()) last_read.erase(output);
+  }
+  std::vector<std::vector<const Value*>> drop_after(graph.nodes().size());
+  for (const auto& [value, index] : last_read) {
+    if (value->producer() && value->owner() == &graph) drop_after[index].push_back(value);
+  }
+
+  size_t index = 0;
   for (const auto& node_ptr : graph.nodes()) {
     const Node& node = *node_ptr;
     std::vector<const Tensor*> inputs;
@@ -117,6 +140,7 @@ std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> graph_inpu
     for (size_t i = 0; i < node.num_outputs(); ++i) {
       if (const Value* out = node.output(i)) scope.values[out] = std::move(outputs[i]);
     }
+    for (const Value* value : drop_after[index++]) scope.values.erase(value);
   }
 
   std::vector<Tensor> outputs;
