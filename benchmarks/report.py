@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Turns one benchmark run into the committed docs: merges rnnc_bench's JSON (rnnc and ONNX
-Runtime, same process) with torch_runner.py's JSON (PyTorch) into docs/benchmarks.json, writes the
-tables to docs/benchmarks.md and a speedup-over-ONNX-Runtime bar chart to docs/benchmarks.png.
+Runtime, same process) with torch_runner.py's JSON (PyTorch) into docs/benchmarks-<cpu>.json,
+writes the tables as the run's CPU section of docs/benchmarks.md and a speedup-over-ONNX-Runtime
+bar chart to docs/benchmarks-<cpu>.png. <cpu> names the CPU kind (cpu_kind below: "amd-epyc",
+"intel-xeon"); a run replaces its own CPU's section and keeps the other CPUs' sections and the
+sections other tools measured (after KEPT_MARKER), so the report holds the latest run per CPU.
 
   /usr/bin/python3 benchmarks/report.py --bench B.json --torch T.json --out-dir docs \
       --command "scripts/bench.sh" --workloads models/workloads.json [--no-chart]
@@ -26,7 +29,7 @@ def parse_args():
     parser.add_argument("--workloads", help="models/workloads.json (model structure for the "
                         "bandwidth and floor tables)")
     parser.add_argument("--no-chart", action="store_true",
-                        help="skip benchmarks.png (no matplotlib needed)")
+                        help="skip the chart (no matplotlib needed)")
     return parser.parse_args()
 
 
@@ -286,7 +289,8 @@ def main():
                                                      median(result["onnxruntime"])),
             })
     os.makedirs(args.out_dir, exist_ok=True)
-    with open(os.path.join(args.out_dir, "benchmarks.json"), "w") as f:
+    title, slug = cpu_kind(meta["cpu"])
+    with open(os.path.join(args.out_dir, f"benchmarks-{slug}.json"), "w") as f:
         json.dump({"rnnc_bench": bench, "torch": torch_data, "ratios": merged_rows}, f, indent=1)
         f.write("\n")
     ratios = {(r["workload"], r["threads"]): r for r in merged_rows}
@@ -294,7 +298,7 @@ def main():
     blas = tm.get("blas", {})
     lines = []
     add = lines.append
-    add("# Benchmarks: rnnc against ONNX Runtime and PyTorch")
+    add(f"## {title}")
     add("")
     add(f"> **rnnc is measured through: {meta['rnnc_engine']}.** The public API "
         "(`rnnc::CompiledModel` + `Session`) on the oneTBB executor; at 1 thread the sequential "
@@ -303,7 +307,8 @@ def main():
         "ratios below 1 mean rnnc is faster.")
     add("")
     add(f"Produced by `{args.command}` on {meta['date_utc']} (raw results: "
-        "[benchmarks.json](benchmarks.json), chart: [benchmarks.png](benchmarks.png)).")
+        f"[benchmarks-{slug}.json](benchmarks-{slug}.json), chart: "
+        f"[benchmarks-{slug}.png](benchmarks-{slug}.png)).")
     add("")
     add(f"- Machine: {meta['cpu']}, {meta['cores']} cores, {meta['kernel']} (a shared KVM guest: "
         "noisy; compare ratios from one run, not absolute times across runs). Load average "
@@ -588,27 +593,72 @@ def main():
     add("Workloads, their shapes and what each stands for: "
         "[models/README.md](../models/README.md).")
     add("")
-    path = os.path.join(args.out_dir, "benchmarks.md")
-    # Sections measured by other tools (rnnc streams) follow KEPT_MARKER; a new report keeps them.
-    kept = ""
+    # The run's section: its headings one level below the CPU's "## title".
+    section = [lines[0]] + ["#" + line if line.startswith("##") else line for line in lines[1:]]
+    write_cpu_section(os.path.join(args.out_dir, "benchmarks.md"), slug, "\n".join(section))
+
+    if not args.no_chart:
+        write_chart(args, meta, workloads, threads_list, by_key, torch_by_key, slug)
+
+
+KEPT_MARKER = "<!-- Measured by other tools; report.py keeps everything below this line. -->"
+HEADER = """# Benchmarks: rnnc against ONNX Runtime and PyTorch
+
+One section per CPU kind, each the latest `scripts/bench.sh` run on that CPU: a run rewrites its
+own CPU's section and keeps the others, so figures from different CPUs sit side by side but come
+from different sittings (compare ratios within a section, not times across sections). Sections
+measured by other tools follow the CPU sections.
+"""
+
+
+def cpu_kind(model_name):
+    """The CPU kind a /proc/cpuinfo model name belongs to, as (title, slug): "Intel(R) Xeon(R)
+    Processor" is ("Intel Xeon", "intel-xeon"), "AMD EPYC 9B14" ("AMD EPYC 9B14", "amd-epyc-9b14")."""
+    words = []
+    for word in model_name.replace("(R)", " ").replace("(TM)", " ").split():
+        if word in ("@", "CPU", "Processor") or word.endswith("GHz"):
+            continue
+        words.append(word)
+    title = " ".join(words) or "unknown CPU"
+    slug = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-")
+    return title, "-".join(part for part in slug.split("-") if part)
+
+
+def cpu_marker(slug, end=False):
+    return f"<!-- cpu section {'end' if end else 'begin'}: {slug} -->"
+
+
+def write_cpu_section(path, slug, text):
+    """Replaces (or adds, in slug order) the CPU's section of the report at `path`."""
+    sections, kept = {}, ""
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
         if KEPT_MARKER in old:
-            kept = old[old.index(KEPT_MARKER):]
+            old, kept = old[:old.index(KEPT_MARKER)], old[old.index(KEPT_MARKER):]
+        start = 0
+        while True:
+            begin = old.find("<!-- cpu section begin: ", start)
+            if begin < 0:
+                break
+            name = old[begin:].split(": ", 1)[1].split(" -->", 1)[0]
+            end = old.find(cpu_marker(name, end=True), begin)
+            if end < 0:
+                raise SystemExit(f"report.py: {path}: the section of {name} has no end marker")
+            body = old[begin + len(cpu_marker(name)):end].strip("\n")
+            sections[name] = body
+            start = end
+    sections[slug] = text.strip("\n")
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write(HEADER)
+        f.write("\n")
+        for name in sorted(sections):
+            f.write(f"{cpu_marker(name)}\n{sections[name]}\n{cpu_marker(name, end=True)}\n\n")
         if kept:
-            f.write("\n" + kept)
-
-    if not args.no_chart:
-        write_chart(args, meta, workloads, threads_list, by_key, torch_by_key)
+            f.write(kept)
 
 
-KEPT_MARKER = "<!-- Measured by other tools; report.py keeps everything below this line. -->"
-
-
-def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
+def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key, slug):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -681,7 +731,7 @@ def write_chart(args, meta, workloads, threads_list, by_key, torch_by_key):
     fig.text(0.01, 0.01, f"{meta['cpu']}, {meta['cores']} cores; {meta['date_utc']}; "
              f"`{args.command}`", fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(os.path.join(args.out_dir, "benchmarks.png"), dpi=110)
+    fig.savefig(os.path.join(args.out_dir, f"benchmarks-{slug}.png"), dpi=110)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 # One command for the benchmark report: installs what is missing (Debian packages with --python,
 # ONNX Runtime from npm), builds rnnc_bench (Release), generates the workloads, runs rnnc and ONNX
 # Runtime in one process and PyTorch in another at each thread count, and writes
-#   docs/benchmarks.md    the tables (command, machine, versions, medians and spreads, ratios,
-#                         the machine bounds measured at the start of the run)
-#   docs/benchmarks.json  the raw results of both runs plus the derived ratios
-#   docs/benchmarks.png   speedup over ONNX Runtime per workload
+#   docs/benchmarks.md          this CPU's section of the report (command, machine, versions,
+#                               medians and spreads, ratios, the machine bounds measured at the
+#                               start of the run); other CPUs' sections are kept (report.py)
+#   docs/benchmarks-<cpu>.json  the raw results of both runs plus the derived ratios
+#   docs/benchmarks-<cpu>.png   speedup over ONNX Runtime per workload
+# <cpu> is the CPU kind from /proc/cpuinfo's model name: amd-epyc, intel-xeon, ...
 #   scripts/bench.sh      from the repository root or anywhere
 # Environment: BUILD_DIR (default build-bench), MODELS_DIR (default build/models), THREADS
 # (default 1,2), BUDGET (timed seconds per engine per workload, default 1.5), ROUNDS (timing rounds
@@ -62,7 +64,7 @@ step "report into $out"
 /usr/bin/python3 "$root/benchmarks/report.py" --bench "$run/rnnc_bench.json" \
   --torch "$run/torch.json" --out-dir "$out" --command "$command" \
   --workloads "$models/workloads.json"
-echo "bench.sh: wrote $out/benchmarks.md, $out/benchmarks.json, $out/benchmarks.png" >&2
+echo "bench.sh: wrote this CPU's section of $out/benchmarks.md and $out/benchmarks-<cpu>.{json,png}" >&2
 if [[ $status -ne 0 ]]; then
   echo "bench.sh: FAILED: an engine disagreed with ONNX Runtime or a run failed (see above)" >&2
 fi

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The machine bounds end to end: rnnc_bench --bounds-quick's JSON holds positive rates for every
-working set and the FMA peak, and report.py renders them as the "## Machine bounds" section with a
+working set and the FMA peak, and report.py renders them as the "### Machine bounds" section with a
 floor row for the smoke LSTM stack; the same JSON without "machine_bounds" (as written before
 the bounds existed) still renders, without the section. Paired rounds: every timed engine has one
 median per round, and with round medians set to known values the report's paired-rounds cell is
-their round-by-round ratio (median, lowest, highest), and "-" when the round counts differ.
+their round-by-round ratio (median, lowest, highest), and "-" when the round counts differ. CPU
+sections: runs on two CPU kinds into one directory leave one section per CPU (a CPU's second run
+replaces its first), named JSON files per CPU, and the other tools' sections after them untouched.
 
   report_bounds_test.py REPORT_PY BENCH_JSON WORKLOADS_JSON OUT_DIR
 """
@@ -47,8 +49,8 @@ def main():
             fail(f"fma: {key} = {bounds['fma'][key]}, expected > 0")
 
     markdown = render(report_py, bench_json, workloads, os.path.join(out_dir, "with_bounds"))
-    for expected in ("## Machine bounds", "| stream read 32 KiB | L1 |", "| stream read 256 KiB | L2 |",
-                     "| float32 FMA | peak compute |", "### Floor of the batch-1 LSTM stacks",
+    for expected in ("### Machine bounds", "| stream read 32 KiB | L1 |", "| stream read 256 KiB | L2 |",
+                     "| float32 FMA | peak compute |", "#### Floor of the batch-1 LSTM stacks",
                      "| smoke_lstm64_l2 |", "R reads alone", "fastest: "):
         if expected not in markdown:
             fail(f"'{expected}' not in the report with machine bounds")
@@ -71,10 +73,39 @@ def main():
     with open(old_json, "w") as f:
         json.dump(bench, f)
     markdown = render(report_py, old_json, workloads, os.path.join(out_dir, "without_bounds"))
-    if "## Machine bounds" in markdown:
+    if "### Machine bounds" in markdown:
         fail("a JSON without machine_bounds rendered a Machine bounds section")
     check_paired_rounds(report_py, bench, workloads, out_dir)
+    check_cpu_sections(report_py, bench, workloads, out_dir)
     print("report_bounds_test: ok")
+
+
+def check_cpu_sections(report_py, bench, workloads, out_dir):
+    shared = os.path.join(out_dir, "cpus")
+    os.makedirs(shared, exist_ok=True)
+    kept = ("<!-- Measured by other tools; report.py keeps everything below this line. -->\n\n"
+            "## Stream batcher\n\nkept text\n")
+    with open(os.path.join(shared, "benchmarks.md"), "w") as f:
+        f.write(kept)
+    runs = [("AMD EPYC", "2026-01-01T00:00:00Z"), ("Intel(R) Xeon(R) Processor", "2026-01-02T00:00:00Z"),
+            ("AMD EPYC", "2026-01-03T00:00:00Z")]
+    for cpu, date in runs:
+        bench["meta"]["cpu"], bench["meta"]["date_utc"] = cpu, date
+        path = os.path.join(out_dir, "cpu.json")
+        with open(path, "w") as f:
+            json.dump(bench, f)
+        markdown = render(report_py, path, workloads, shared)
+    for heading, count in (("\n## AMD EPYC\n", 1), ("\n## Intel Xeon\n", 1),
+                           ("2026-01-03T00:00:00Z", 1), ("2026-01-02T00:00:00Z", 1),
+                           ("2026-01-01T00:00:00Z", 0), ("# Benchmarks:", 1)):
+        if markdown.count(heading) != count:
+            fail(f"CPU sections: {heading.strip()!r} appears {markdown.count(heading)} times, "
+                 f"expected {count}")
+    if not markdown.endswith(kept) or markdown.index("## AMD EPYC") > markdown.index("## Intel Xeon"):
+        fail("CPU sections: the other tools' sections moved or the CPU sections are out of order")
+    for name in ("benchmarks-amd-epyc.json", "benchmarks-intel-xeon.json"):
+        if not os.path.exists(os.path.join(shared, name)):
+            fail(f"CPU sections: {name} was not written")
 
 
 def check_paired_rounds(report_py, bench, workloads, out_dir):
