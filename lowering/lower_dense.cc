@@ -565,7 +565,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   ConvAxis ax_h = two_d ? axes[0] : ConvAxis{};
 
   const ArchTable& arch = arch_table(cache.target());
-  ConvSchedule schedule = choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel);
+  std::optional<int64_t> output_width;
+  if (shape.back().is_known()) output_width = shape.back().value();
+  ConvSchedule schedule =
+      choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, output_width);
   LayoutMap w_layout(w_shape, schedule.w_layout);
 
   // Loop dims (ow, oh, m, n): no merging, the kernel indexes each. A 1-D conv has an extent-1 oh.

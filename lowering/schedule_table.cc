@@ -97,7 +97,7 @@ std::string ConvSchedule::to_string() const {
 }
 
 ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
-                                  int64_t kernel_width) {
+                                  int64_t kernel_width, std::optional<int64_t> output_width) {
   require_float32(dtype, "Conv");
   ConvSchedule schedule;
   schedule.lanes = arch.lanes;
@@ -110,6 +110,14 @@ ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t ou
                                               (out_channels + arch.lanes - 1) / arch.lanes);
     schedule.mr = static_cast<int>(vectors) * arch.lanes;
     schedule.positions = arch.conv_positions;
+    if (output_width) {
+      schedule.positions =
+          static_cast<int>(std::clamp<int64_t>(*output_width, 1, arch.conv_positions));
+    }
+  } else if (output_width && *output_width < int64_t{schedule.lanes} * schedule.vectors) {
+    // One vector of positions, the narrowest power of two that holds them (1: scalar code).
+    schedule.vectors = 1;
+    while (schedule.lanes > 1 && schedule.lanes / 2 >= *output_width) schedule.lanes /= 2;
   }
   if (schedule.mr > 1) {
     schedule.w_layout.kind = Layout::Kind::kTiled;

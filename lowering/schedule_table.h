@@ -98,7 +98,11 @@ struct ConvSchedule {
   Layout w_layout;  // W [M, C/group, k...]: tiled(d0, mr) so a tile's weights are adjacent
   std::string to_string() const;
 };
+// output_width: the output's innermost extent where the graph fixes it (a specialized shape). A
+// tile is then no wider than the output, so a conv over one to a few positions (Silero's encoder
+// tail and decoder) does not compute, and for sigmoid epilogues evaluate, a whole tile of padding.
 ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
-                                  int64_t kernel_width);
+                                  int64_t kernel_width,
+                                  std::optional<int64_t> output_width = std::nullopt);
 
 }  // namespace rnnc

@@ -246,6 +246,26 @@ TEST(LoweringSchedule, GemmTileAndWeightLayoutFollowTheTargetAndN) {
             std::string::npos);
 }
 
+TEST(LoweringSchedule, ConvTileNoWiderThanAStaticOutput) {
+  const ArchTable& avx512 =
+      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const DType f32 = DType::kFloat32;
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3).to_string(),
+            "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3, 2).to_string(),
+            "conv channels mr=32 positions=2 lanes=16 W tiled(d0, 32)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3, 100).to_string(),
+            "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 1, 1).to_string(),
+            "conv mr=1 vectors=2 lanes=16 unrolled-taps W native");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 1, 1, 1).to_string(),
+            "conv mr=1 vectors=1 lanes=1 unrolled-taps W native");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 3, 5).to_string(),
+            "conv mr=3 vectors=1 lanes=8 unrolled-taps W tiled(d0, 3)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 3, 20).to_string(),
+            "conv mr=3 vectors=1 lanes=16 unrolled-taps W tiled(d0, 3)");
+}
+
 // ---- MatMul ------------------------------------------------------------------------------------
 
 TEST(LoweringMatMul, WeightsWithOddKAndN) {
@@ -686,6 +706,32 @@ TEST(LoweringConv, ChannelVectorizedGroupedAndTwoDimensional) {
              {two_d.input("x", {1, 3, 7, 9}), two_d.constant("w", random_tensor({24, 3, 3, 3}))},
              {{"strides", Attribute::of_ints({2, 2})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}});
   two_d.expect_matches({{"x", random_tensor({1, 3, 7, 9})}}, summed(27));
+}
+
+// A statically known output width narrower than a tile (Silero's encoder tail and decoder: 1-4
+// positions) narrows the tile to it: channels vectorized, positions = the width; positions
+// vectorized (fewer channels than a vector), the narrowest vector that holds them. Widths 1 to 7
+// with strides and pads, and a sigmoid epilogue over the one-position 1x1 decoder.
+TEST(LoweringConv, StaticNarrowOutputsNarrowTheTile) {
+  for (int64_t out_channels : {1, 3, 40}) {
+    for (int64_t width : {1, 2, 3, 5, 7}) {
+      SCOPED_TRACE(::testing::Message() << out_channels << " channels, " << width << " positions");
+      const int64_t time = 2 * (width - 1) + 3 - 2;  // stride 2, kernel 3, pads 1 + 1
+      Case c;
+      Value* y = c.node("Conv",
+                        {c.input("x", {1, 6, time}), c.constant("w", random_tensor({out_channels, 6, 3})),
+                         c.constant("b", random_tensor({out_channels}, -1, 1, 2))},
+                        {{"strides", Attribute::of_ints({2})}, {"pads", Attribute::of_ints({1, 1})}});
+      c.node("Relu", {y});
+      c.expect_matches({{"x", random_tensor({1, 6, time})}}, summed(18));
+    }
+  }
+  Case decoder;
+  decoder.node("Sigmoid", {decoder.node("Conv", {decoder.input("x", {1, 128, 1}),
+                                                 decoder.constant("w", random_tensor({1, 128, 1})),
+                                                 decoder.constant("b", random_tensor({1}))})});
+  decoder.expect_matches({{"x", random_tensor({1, 128, 1}, -2, 2)}}, summed(128));
+  EXPECT_EQ(decoder.lower().kind(), "halide conv+sigmoid [M=1,C=128,k=1]");
 }
 
 // A channel tile's weights are one contiguous vector per tap in the tiled layout: the compiled
