@@ -17,6 +17,9 @@
 //   y = Cast(x) {to = x's type}                   -> every reference to y reads x (PyTorch
 //                                                    exports write float-to-float casts; each
 //                                                    would run as a copy of its own)
+//   y = Slice(x, ...) keeping all of x in order   -> the same (steps 1 and y's shape x's, both
+//                                                    known: PyTorch writes x[:, a:b] as a Slice
+//                                                    per axis, the whole-axis one a copy of x)
 //
 // Graph outputs are the model's interface, so their names never change. When y is a graph
 // output (of the main graph or of a nested one):
@@ -64,11 +67,15 @@ bool forward_input(Graph& graph, Node* node, PassStats& stats) {
     identity->output(0)->type = y->type;
     graph.replace_all_uses(y, identity->output(0));
     graph.remove_node(node);
-    ++stats[op == "Cast" ? "no-op casts turned into Identity" : "dropouts turned into Identity"];
+    ++stats[op == "Cast"    ? "no-op casts turned into Identity"
+            : op == "Slice" ? "whole slices turned into Identity"
+                            : "dropouts turned into Identity"];
     return true;
   }
-  ++stats[op == "Identity" ? "identities removed" : op == "Cast" ? "no-op casts removed"
-                                                                   : "dropouts removed"];
+  ++stats[op == "Identity" ? "identities removed"
+           : op == "Cast"   ? "no-op casts removed"
+           : op == "Slice"  ? "whole slices removed"
+                            : "dropouts removed"];
   graph.replace_all_uses(y, x);
   graph.remove_node(node);
   if (is_output) graph.rename_value(x, name);
@@ -124,6 +131,26 @@ bool remove_noop_cast(Graph& graph, Node* cast, PassStats& stats) {
   return forward_input(graph, cast, stats);
 }
 
+// y = Slice(x, starts, ends, axes, steps) with y's shape x's (both known) and every step 1 ->
+// x: a slice in order that keeps every index of every axis keeps all of x.
+bool remove_whole_slice(Graph& graph, Node* slice, PassStats& stats) {
+  const Value* x = slice->input(0);
+  const Value* y = slice->output(0);
+  if (!x || !y || !x->type.shape || !y->type.shape || !shape_is_known(*x->type.shape) ||
+      !shape_is_known(*y->type.shape) ||
+      shape_values(*x->type.shape) != shape_values(*y->type.shape)) {
+    return false;
+  }
+  if (const Value* steps = slice->input(4)) {
+    if (!steps->is_constant()) return false;
+    const Tensor& values = *steps->constant();
+    for (int64_t i = 0; i < values.numel(); ++i) {
+      if (values.get_int64(i) != 1) return false;
+    }
+  }
+  return forward_input(graph, slice, stats);
+}
+
 struct Rule {
   const char* op_type;
   bool (*apply)(Graph& graph, Node* node, PassStats& stats);
@@ -135,6 +162,7 @@ constexpr Rule kRules[] = {
     {"Dropout",            remove_dropout},          // y, mask = Dropout(x)    -> x, true
     {"LayerNormalization", drop_unused_statistics},  // Y, Mean, InvStdDev = .. -> Y
     {"Cast",               remove_noop_cast},        // y = Cast(x) {to=type x} -> x
+    {"Slice",              remove_whole_slice},      // y = Slice(x) keeping x  -> x
 };
 // clang-format on
 
