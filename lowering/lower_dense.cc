@@ -567,6 +567,15 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   const ArchTable& arch = arch_table(cache.target());
   std::optional<int64_t> output_width;
   if (shape.back().is_known()) output_width = shape.back().value();
+  // The spatial extents (width, then height) of input and output where the graph fixes them:
+  // compiled in, the padded copy of a short row (Silero's 3-6 positions) is a few stores, where
+  // run-time extents made it a memset call per channel row.
+  std::vector<std::optional<int64_t>> static_in(2), static_out(2);
+  for (int d = 0; d < (two_d ? 2 : 1); ++d) {
+    const size_t axis = static_cast<size_t>(rank - 1 - d);
+    if (sx[axis].is_known()) static_in[static_cast<size_t>(d)] = sx[axis].value();
+    if (shape[axis].is_known()) static_out[static_cast<size_t>(d)] = shape[axis].value();
+  }
   ConvSchedule schedule =
       choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, output_width);
   LayoutMap w_layout(w_shape, schedule.w_layout);
@@ -617,6 +626,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     key += view_to_string(argument.view) + "\n";
   }
   key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
+  for (size_t d = 0; d < 2; ++d) {
+    key += cat(" static in ", static_in[d] ? cat(*static_in[d]) : "?", " out ",
+               static_out[d] ? cat(*static_out[d]) : "?");
+  }
 
   block->check_limits();
   const HalideBlock& spec = *block;
@@ -627,6 +640,9 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     std::vector<Var> vars = {ow, oh, m, batch};
     BuiltPipeline built;
     Halide::ImageParam x_image = make_image_param("x", DType::kFloat32, spec.arguments_[0].view);
+    for (size_t d = 0; d < 2; ++d) {
+      if (static_in[d]) x_image.dim(static_cast<int>(d)).set_extent(static_cast<int>(*static_in[d]));
+    }
     Halide::ImageParam w_image = make_image_param("w", DType::kFloat32, spec.arguments_[1].view);
     pin_shape(w_image, w_layout.physical_shape());
     built.arguments = {x_image, w_image};
@@ -686,6 +702,13 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     };
     Func out("out");
     out(vars) = Halide::cast<float>(group_expr(group, result, leaf));
+    auto pin_static_extents = [&]() {
+      for (size_t d = 0; d < 2; ++d) {
+        if (static_out[d]) {
+          out.output_buffer().dim(static_cast<int>(d)).set_extent(static_cast<int>(*static_out[d]));
+        }
+      }
+    };
     auto schedule_padded = [&]() {
       padded.compute_at(out, batch).vectorize(iw, lanes, TailStrategy::GuardWithIf);
       padded.update().vectorize(interior.x, lanes, TailStrategy::GuardWithIf);
@@ -719,6 +742,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       // (first channel min(mo * mr, M - mr)) and every W load became a 16-lane gather (Silero's
       // encoder convs ran 3-5x slower).
       out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));
+      pin_static_extents();
       built.output = out;
       return built;
     }
@@ -737,6 +761,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     schedule_padded();
     pin_output_mins(out);
     out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));  // as above
+    pin_static_extents();
     built.output = out;
     return built;
   });
