@@ -52,25 +52,37 @@ Expr horner(const float (&coefficients)[5], const Expr& s, float d) {
   return value;
 }
 
+// p / q for Q's values (q >= 1). kEstimate: the hardware estimate of 1 / q (12 to 14 bits)
+// refined by one Newton step, r (2 - q r); a vector divide issues at a fraction of a multiply's
+// rate on the x86 cores rnnc targets, and every gate activation divides once.
+Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
+  if (quotient == Quotient::kExact) return p / q;
+  Expr r = Halide::fast_inverse(q);
+  return p * (r * (2.0f - q * r));
+}
+
 }  // namespace
 
 // |x| > 9 is handled by clamping t = x^2 to 81 rather than x to [-9, 9]: the quotient is then
 // (x / 9) tanh_fit(9), larger in magnitude than tanh_fit(9), and the output clamp takes it to
 // +-1 (also for x = +-inf: inf * P / Q = inf). One min instead of a min and a max on the path
 // from each gate's pre-activation to h, which every recurrent step waits on.
-Expr tanh_f32(Expr x) {
+Expr tanh_f32(Expr x, Quotient quotient) {
   Expr t = min(x * x, 81.0f);
   // The fit overshoots 1 by up to 2e-7 just below |x| = 9; tanh's range is [-1, 1].
-  return clamp(x * horner(kTanhP, t, 1.0f) / horner(kTanhQ, t, 1.0f), -1.0f, 1.0f);
+  return clamp(quotient_of(x * horner(kTanhP, t, 1.0f), horner(kTanhQ, t, 1.0f), quotient), -1.0f,
+               1.0f);
 }
 
 // sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 it is 0
 // rather than e^x (< 4e-8): gates multiply it into states, where only absolute error matters.
 // tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4), with P and Q evaluated at x^2 (clamped to
 // 18^2 as tanh_f32 clamps it to 9^2).
-Expr sigmoid_f32(const Expr& x) {
+Expr sigmoid_f32(const Expr& x, Quotient quotient) {
   Expr s = min(x * x, 324.0f);
-  Expr tanh_half = clamp(x * 0.5f * horner(kTanhP, s, 2.0f) / horner(kTanhQ, s, 2.0f), -1.0f, 1.0f);
+  Expr tanh_half = clamp(
+      quotient_of(x * 0.5f * horner(kTanhP, s, 2.0f), horner(kTanhQ, s, 2.0f), quotient), -1.0f,
+      1.0f);
   return 0.5f + 0.5f * tanh_half;
 }
 

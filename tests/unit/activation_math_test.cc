@@ -1,5 +1,6 @@
 // lowering/activation_math: the vectorized tanh, sigmoid and exp against libm in double, over
-// dense grids, at the bounds the header states. JIT-compiled for the host, vectorized as the
+// dense grids, at the bounds the header states, with either quotient (a divide, or the reciprocal
+// estimate and a Newton step). JIT-compiled for the host, vectorized as the
 // recurrent kernels use them (16 lanes with AVX-512), so FMA contraction is what they get.
 #include "lowering/activation_math.h"
 
@@ -13,7 +14,8 @@ namespace rnnc {
 namespace {
 
 // f over `xs`, vectorized by 16 lanes.
-std::vector<float> evaluate(Halide::Expr (*f)(Halide::Expr), const std::vector<float>& xs) {
+template <typename F>
+std::vector<float> evaluate(F f, const std::vector<float>& xs) {
   Halide::Buffer<float> in(static_cast<int>(xs.size()));
   for (size_t i = 0; i < xs.size(); ++i) in(static_cast<int>(i)) = xs[i];
   Halide::Var i("i");
@@ -24,7 +26,22 @@ std::vector<float> evaluate(Halide::Expr (*f)(Halide::Expr), const std::vector<f
   return std::vector<float>(result.data(), result.data() + xs.size());
 }
 
-Halide::Expr sigmoid(Halide::Expr x) { return sigmoid_f32(x); }
+class ActivationQuotient : public ::testing::TestWithParam<Quotient> {
+ protected:
+  Quotient quotient() const { return GetParam(); }
+  std::vector<float> tanh_of(const std::vector<float>& xs) const {
+    return evaluate([&](Halide::Expr x) { return tanh_f32(x, quotient()); }, xs);
+  }
+  std::vector<float> sigmoid_of(const std::vector<float>& xs) const {
+    return evaluate([&](Halide::Expr x) { return sigmoid_f32(x, quotient()); }, xs);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Both, ActivationQuotient,
+                         ::testing::Values(Quotient::kExact, Quotient::kEstimate),
+                         [](const auto& info) {
+                           return info.param == Quotient::kExact ? "Exact" : "Estimate";
+                         });
 
 // Every 1/1024 on [-lo, hi], plus tiny magnitudes down to 1e-30 of both signs.
 std::vector<float> grid(float lo, float hi) {
@@ -51,38 +68,38 @@ Errors errors(const std::vector<float>& xs, const std::vector<float>& ys, double
   return e;
 }
 
-TEST(ActivationMath, TanhWithinFiveTenthsOfAMicroAbsoluteAndRelative) {
+TEST_P(ActivationQuotient, TanhWithinFiveTenthsOfAMicroAbsoluteAndRelative) {
   const std::vector<float> xs = grid(-20, 20);
-  const std::vector<float> ys = evaluate(tanh_f32, xs);
+  const std::vector<float> ys = tanh_of(xs);
   const Errors e = errors(xs, ys, [](double x) { return std::tanh(x); });
   std::printf("[ tanh     ] max abs error %.3g, max rel error %.3g\n", e.abs, e.rel);
   EXPECT_LT(e.abs, 5e-7);
   EXPECT_LT(e.rel, 5e-7);
 }
 
-TEST(ActivationMath, TanhIsOddBoundedAndSaturates) {
+TEST_P(ActivationQuotient, TanhIsOddBoundedAndSaturates) {
   const std::vector<float> xs = grid(-20, 20);
-  const std::vector<float> ys = evaluate(tanh_f32, xs);
+  const std::vector<float> ys = tanh_of(xs);
   std::vector<float> negated(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) negated[i] = -xs[i];
-  const std::vector<float> ys_negated = evaluate(tanh_f32, negated);
+  const std::vector<float> ys_negated = tanh_of(negated);
   for (size_t i = 0; i < xs.size(); ++i) {
     ASSERT_EQ(ys_negated[i], -ys[i]) << "x = " << xs[i];
     ASSERT_LE(std::abs(ys[i]), 1.0f) << "x = " << xs[i];
   }
   const std::vector<float> extremes =
-      evaluate(tanh_f32, {9.0f, 50.0f, 1e30f, INFINITY, -9.0f, -1e30f, -INFINITY});
+      tanh_of({9.0f, 50.0f, 1e30f, INFINITY, -9.0f, -1e30f, -INFINITY});
   for (float y : extremes) EXPECT_NEAR(std::abs(y), 1.0f, 6e-8f);
 }
 
-TEST(ActivationMath, SigmoidWithinThreeTenthsOfAMicroAbsolute) {
+TEST_P(ActivationQuotient, SigmoidWithinThreeTenthsOfAMicroAbsolute) {
   const std::vector<float> xs = grid(-40, 40);
-  const std::vector<float> ys = evaluate(sigmoid, xs);
+  const std::vector<float> ys = sigmoid_of(xs);
   const Errors e = errors(xs, ys, [](double x) { return 1 / (1 + std::exp(-x)); });
   std::printf("[ sigmoid  ] max abs error %.3g\n", e.abs);
   EXPECT_LT(e.abs, 3e-7);
   for (float y : ys) ASSERT_TRUE(y >= 0.0f && y <= 1.0f) << y;
-  const std::vector<float> extremes = evaluate(sigmoid, {-1e30f, -INFINITY, 1e30f, INFINITY});
+  const std::vector<float> extremes = sigmoid_of({-1e30f, -INFINITY, 1e30f, INFINITY});
   EXPECT_NEAR(extremes[0], 0.0f, 1e-7f);
   EXPECT_NEAR(extremes[1], 0.0f, 1e-7f);
   EXPECT_NEAR(extremes[2], 1.0f, 1e-7f);
@@ -100,7 +117,7 @@ int simplified_multiplies(const Halide::Expr& e) {
       IRGraphVisitor::visit(op);
     }
   } count;
-  Halide::Internal::simplify(e).accept(&count);
+  Halide::Internal::common_subexpression_elimination(Halide::Internal::simplify(e)).accept(&count);
   return count.multiplies;
 }
 
@@ -114,6 +131,8 @@ TEST(ActivationMath, SigmoidHasTanhsHornerStepsAndTwoMultipliesMore) {
   EXPECT_EQ(tanh_multiplies, 10);  // x^2, 4 + 4 Horner steps, x P
   // ... plus x / 2 and the final (1 + tanh) / 2
   EXPECT_EQ(simplified_multiplies(sigmoid_f32(input)), tanh_multiplies + 2);
+  // The estimate's quotient p r (2 - q r): three multiplies where the divide was.
+  EXPECT_EQ(simplified_multiplies(tanh_f32(input, Quotient::kEstimate)), tanh_multiplies + 3);
 }
 
 TEST(ActivationMath, ExpWithinOneTenthOfAMicroRelative) {
