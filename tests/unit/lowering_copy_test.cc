@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "compiler/compile.h"
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/lower_copy.h"
@@ -575,7 +576,7 @@ TEST(LoweringCopy, CompiledModelRunsPadAndSliceAsCopyBlocks) {
 
   ProgramOptions options;
   options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto program = compile_model(std::move(model), options);
+  auto program = compile_program(std::move(model), options);
   EXPECT_THAT(program->describe(), HasSubstr("copy Pad"));
   EXPECT_THAT(program->describe(), HasSubstr("copy Slice"));
   EXPECT_TRUE(program->run(inputs).at(0).bitwise_equal(expected));
