@@ -7,8 +7,7 @@ Tensor random_tensor(const std::vector<int64_t>& shape, unsigned seed, float low
   return random_tensor(shape, rng, low, high);
 }
 
-Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng, float low,
-                     float high) {
+Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng, float low, float high) {
   std::uniform_real_distribution<float> uniform(low, high);
   Tensor tensor(DType::kFloat32, shape);
   for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = uniform(rng);
