@@ -82,7 +82,8 @@ Compiled compile(ModelSource source, const CompileOptions& options) {
     return true;
   };
   std::unique_ptr<Model> model = import_model(source);
-  for (const Value* output : model->graph->outputs()) compiled.model_outputs.push_back(output->name());
+  for (const Value* output : model->graph->outputs())
+    compiled.model_outputs.push_back(output->name());
   if (stop_after(Stage::kImport, model)) return compiled;
 
   if (options.expose_recurrent_state) compiled.state = expose_recurrent_state(*model);
@@ -96,8 +97,8 @@ Compiled compile(ModelSource source, const CompileOptions& options) {
   if (stop_after(Stage::kOptimize, model)) return compiled;
 
   if (!options.quantize.config.empty()) {
-    compiled.quantization = quantize(*model, options.quantize, compiled.specialization,
-                                     source_hash(source, *model));
+    compiled.quantization =
+        quantize(*model, options.quantize, compiled.specialization, source_hash(source, *model));
   }
   if (stop_after(Stage::kQuantize, model)) return compiled;
 

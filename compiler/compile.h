@@ -3,15 +3,15 @@
 // runtime, the shape specializer). Each caller asks for what it needs in CompileOptions and stops
 // where it wants (CompileOptions::stop_after); no caller runs a stage itself.
 //
-//   1. import         ONNX file or bytes (or a Model already in memory) -> Model     ir/
-//   2. expose state   forward LSTM/GRU/RNN state becomes graph inputs and outputs  compiler/expose_state.h
-//   3. specialize     fixed inputs -> constants, fixed dims -> sizes               graph_opt/specialize.cc
-//   4. optimize       graph_opt's default pipeline, once                          graph_opt/pipeline.h
-//   5. quantize       guard decision + int8 rewrite (when asked)                  compiler/quantize.h
-//   6. partition      graph_opt's lowering passes (quantized weights as annotated
-//                     constants, layout views, fusion groups), then BlockSpecs     lowering/partition.h
-//   7. lower          each BlockSpec -> ExecutionBlock (Halide, copy, reference)  lowering/program.h
-//   8. plan           the executor plans the runtime builds                       compiler/plan.h
+//   1. import        ONNX file or bytes, or a Model in memory -> Model       ir/onnx_import.h
+//   2. expose state  forward LSTM/GRU/RNN state as graph inputs and outputs  expose_state.h
+//   3. specialize    fixed inputs -> constants, fixed dims -> sizes          graph_opt/specialize
+//   4. optimize      graph_opt's default_pipeline(), once                    graph_opt/pipeline.h
+//   5. quantize      guard decision + integer rewrite, when asked            quantize.h
+//   6. partition     graph_opt's lowering_passes() (quantized weights as annotated constants,
+//                    layout views, fusion groups), then BlockSpecs           lowering/partition.h
+//   7. lower         each BlockSpec -> ExecutionBlock (Halide, copy, ref.)   lowering/program.h
+//   8. plan          the executor plans the runtime builds                   plan.h
 //
 // Why this order: state is exposed before anything folds, so the computation of a replaced
 // initial state becomes dead and optimize removes it. Specializing first lets optimize fold what
@@ -53,7 +53,16 @@ struct ModelSource {
   std::unique_ptr<Model> imported;
 };
 
-enum class Stage { kImport, kExposeState, kSpecialize, kOptimize, kQuantize, kPartition, kLower, kPlan };
+enum class Stage {
+  kImport,
+  kExposeState,
+  kSpecialize,
+  kOptimize,
+  kQuantize,
+  kPartition,
+  kLower,
+  kPlan
+};
 
 struct CompileOptions {
   Stage stop_after = Stage::kPlan;
@@ -76,15 +85,15 @@ struct CompileOptions {
 };
 
 struct Compiled {
-  std::unique_ptr<Model> model;      // when compile stopped before lowering; else null
-  std::unique_ptr<Program> program;  // lowered (stop_after kLower or kPlan)
+  std::unique_ptr<Model> model;            // when compile stopped before lowering; else null
+  std::unique_ptr<Program> program;        // lowered (stop_after kLower or kPlan)
   std::vector<std::string> model_outputs;  // the graph outputs as imported (before stage 2)
   std::vector<std::pair<std::string, std::string>> state;  // (state output, state input) pairs
-  PassContext specialization;        // what stage 3 fixed
-  std::vector<PassReport> optimize_reports;  // stage 4's passes
-  std::optional<Quantization> quantization;  // stage 5, when it quantized
-  std::string model_bytes;                   // CompileOptions::keep_model_bytes
-  RunPlanChoice plan;                        // stage 8
+  PassContext specialization;                              // what stage 3 fixed
+  std::vector<PassReport> optimize_reports;                // stage 4's passes
+  std::optional<Quantization> quantization;                // stage 5, when it quantized
+  std::string model_bytes;                                 // CompileOptions::keep_model_bytes
+  RunPlanChoice plan;                                      // stage 8
 };
 
 Compiled compile(ModelSource source, const CompileOptions& options);

@@ -9,9 +9,12 @@ namespace rnnc {
 
 const char* run_plan_name(RunPlan plan) {
   switch (plan) {
-    case RunPlan::kSequential: return "sequential";
-    case RunPlan::kParallel: return "parallel";
-    case RunPlan::kPipeline: return "pipeline";
+    case RunPlan::kSequential:
+      return "sequential";
+    case RunPlan::kParallel:
+      return "parallel";
+    case RunPlan::kPipeline:
+      return "pipeline";
   }
   return "?";
 }

@@ -44,9 +44,9 @@ std::string decision_key(const Model& model, const PassContext& specialization,
     key += cat(" ", name, "=", dtype_onnx_name(value.dtype()), ":");
     for (int64_t i = 0; i < value.numel(); ++i) key += cat(exact(value.get_double(i)), ",");
   }
-  key += cat("\nconfig ", config_text, "\nmax_error ", exact(config.guard.max_error),
-             "\ntime limit ", exact(config.guard.time_limit_seconds), "\ninputs ",
-             recipe.describe(*model.graph), "\n");
+  key +=
+      cat("\nconfig ", config_text, "\nmax_error ", exact(config.guard.max_error), "\ntime limit ",
+          exact(config.guard.time_limit_seconds), "\ninputs ", recipe.describe(*model.graph), "\n");
   return key;
 }
 
@@ -106,8 +106,8 @@ Quantization quantize(Model& model, const QuantizationOptions& options,
     result.float_model = import_onnx_bytes(bytes.data(), bytes.size());
   }
   quant::name_quantizable_nodes(model);
-  const bool cached = config.guard.enabled && result.samples.empty() &&
-                      !options.decision_cache_dir.empty();
+  const bool cached =
+      config.guard.enabled && result.samples.empty() && !options.decision_cache_dir.empty();
   if (!cached) {
     // Without the guard this lists the nodes and measures nothing.
     result.guard = quant::guard_search(model, config, result.samples, recipe);
@@ -127,9 +127,9 @@ Quantization quantize(Model& model, const QuantizationOptions& options,
           result.guard.summary() + (written ? "" : "; the decision could not be cached");
     }
   }
-  result.nodes = quant::quantize_model(
-      model, quant::apply_decisions(model, config, result.guard.precisions()), result.samples,
-      options.progress);
+  result.nodes =
+      quant::quantize_model(model, quant::apply_decisions(model, config, result.guard.precisions()),
+                            result.samples, options.progress);
   result.report = result.guard.to_markdown() + "\n" + result.nodes.to_markdown();
   return result;
 }

@@ -29,8 +29,8 @@ struct QuantizationOptions {
   // "" nothing is quantized; "default": the built-in scheme (quant/scheme.h); else the path of a
   // JSON config.
   std::string config;
-  bool guard = true;      // false: quantize as configured, unmeasured
-  double max_error = 0;   // the guard's budget; 0: the config's guard.max_error
+  bool guard = true;     // false: quantize as configured, unmeasured
+  double max_error = 0;  // the guard's budget; 0: the config's guard.max_error
   std::map<std::string, int64_t> generated_dims;  // sizes of symbolic dims in generated inputs
   // Calibration samples, read against the graph the quantizer sees (inputs fixed by the
   // specialization are gone from it); null or empty: the guard measures on generated inputs.

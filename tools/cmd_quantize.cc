@@ -70,7 +70,9 @@ int run_quantize(const Parsed& args) {
   // real data is better.
   quantize.calibration = [&](const Graph& graph) {
     std::vector<quant::Sample> samples;
-    for (const std::string& path : args.all("calibrate")) samples.push_back(read_sample(path, graph));
+    for (const std::string& path : args.all("calibrate")) {
+      samples.push_back(read_sample(path, graph));
+    }
     return samples;
   };
   quantize.keep_float_model = args.has("report") && args.has("calibrate");
