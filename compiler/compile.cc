@@ -1,8 +1,5 @@
 #include "compiler/compile.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "compiler/expose_state.h"
 #include "graph_opt/pipeline.h"
 #include "ir/error.h"
@@ -34,15 +31,11 @@ ModelSource ModelSource::model(std::unique_ptr<Model> model) {
 
 namespace {
 
-// The hash of the model's bytes, which the quantizer's decision cache is keyed by.
+// The hash of the model's bytes, which the quantizer's decision cache is keyed by; a file is
+// hashed in chunks, not read whole.
 std::string source_hash(const ModelSource& source, const Model& model) {
-  if (source.data) return hash_hex(std::string(static_cast<const char*>(source.data), source.size));
-  if (!source.path.empty()) {
-    std::ifstream in(source.path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    return hash_hex(bytes.str());
-  }
+  if (source.data) return hash_hex(source.data, source.size);
+  if (!source.path.empty()) return hash_hex_of_file(source.path);
   return hash_hex(export_onnx_bytes(model));
 }
 

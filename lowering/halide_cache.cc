@@ -14,6 +14,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "ir/error.h"
@@ -141,15 +142,43 @@ const std::string& build_identity() {
   return identity;
 }
 
-std::string hash_hex(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    hash ^= c;
+namespace {
+
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+
+uint64_t fnv1a(uint64_t hash, const unsigned char* data, size_t size) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
     hash *= 1099511628211ull;
   }
+  return hash;
+}
+
+std::string hex(uint64_t hash) {
   char out[17];
   std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(hash));
   return out;
+}
+
+}  // namespace
+
+std::string hash_hex(const std::string& text) { return hash_hex(text.data(), text.size()); }
+
+std::string hash_hex(const void* data, size_t size) {
+  return hex(fnv1a(kFnvOffset, static_cast<const unsigned char*>(data), size));
+}
+
+std::string hash_hex_of_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise(ErrorKind::kIo, cat("cannot read '", path, "'"));
+  uint64_t hash = kFnvOffset;
+  std::vector<char> chunk(size_t{1} << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hash = fnv1a(hash, reinterpret_cast<const unsigned char*>(chunk.data()),
+                 static_cast<size_t>(in.gcount()));
+  }
+  return hex(hash);
 }
 
 void CompiledPipeline::call(void** args) const {
