@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <sstream>
 
 #include "compiler/compile.h"
@@ -249,6 +250,10 @@ std::unique_ptr<CompiledModel::Impl> load_model(ModelSource source, const ModelO
   if (options.plan != Plan::kAuto) compile_options.plan.plan = to_run_plan(options.plan);
 
   Compiled compiled = compile(std::move(source), compile_options);
+  // What compiling freed (the imported tensors, float weights quantization replaced, constants
+  // blocks hold their own copies of) goes back to the system: glibc keeps freed heap memory
+  // resident otherwise, and only what runs should stay.
+  ::malloc_trim(0);
   impl->state = std::move(compiled.state);
   if (compiled.quantization) {
     impl->quantization_summary = std::move(compiled.quantization->summary);
