@@ -31,8 +31,9 @@ ModelSource ModelSource::model(std::unique_ptr<Model> model) {
 
 namespace {
 
-// The hash of the model's bytes, which the quantizer's decision cache is keyed by; a file is
-// hashed in chunks, not read whole.
+// The hash of the model's bytes, which the quantizer's decision cache is keyed by: the file
+// (hashed in chunks, not read whole) or the bytes given; for a model given in memory, its ONNX
+// form as quantization starts.
 std::string source_hash(const ModelSource& source, const Model& model) {
   if (source.data) return hash_hex(source.data, source.size);
   if (!source.path.empty()) return hash_hex_of_file(source.path);
@@ -98,8 +99,11 @@ Compiled compile(ModelSource source, const CompileOptions& options) {
   if (options.keep_model_bytes && options.keep_model_bytes(*model)) {
     compiled.model_bytes = export_onnx_bytes(*model);
   }
-  const std::vector<BlockSpec> blocks = partition_model(*model);
-  if (stop_after(Stage::kPartition, model)) return compiled;
+  std::vector<BlockSpec> blocks = partition_model(*model);
+  if (stop_after(Stage::kPartition, model)) {
+    compiled.blocks = std::move(blocks);
+    return compiled;
+  }
 
   compiled.program = lower_model(std::move(model), blocks, options.program);
   if (options.stop_after == Stage::kLower) return compiled;

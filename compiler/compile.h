@@ -86,6 +86,7 @@ struct CompileOptions {
 
 struct Compiled {
   std::unique_ptr<Model> model;            // when compile stopped before lowering; else null
+  std::vector<BlockSpec> blocks;           // stop_after kPartition: the partition of `model`
   std::unique_ptr<Program> program;        // lowered (stop_after kLower or kPlan)
   std::vector<std::string> model_outputs;  // the graph outputs as imported (before stage 2)
   std::vector<std::pair<std::string, std::string>> state;  // (state output, state input) pairs
