@@ -1,11 +1,10 @@
 // The compiler's pipeline (compiler/compile.h) as its entry points drive it: every compile runs
 // graph_opt's default pipeline once (graph_opt/pipeline.h default_pipeline_runs), on the float
-// and the quantized path, through the runtime's load and the offline quantizer; and a caller
-// that stops early gets the model, not a program.
+// and the quantized path, through the runtime's load, the offline quantizer and the ahead-of-time
+// exporter; and a caller that stops early gets the model, not a program.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
+#include "aot/export.h"
 #include "compiler/compile.h"
 #include "graph_opt/pipeline.h"
 #include "rnnc/rnnc.h"
@@ -48,6 +47,18 @@ TEST(CompilePipeline, OfflineQuantizerOptimizesOnce) {
   const QuantizeResult result = quantize_model(kDemo, dir.path() + "/demo_int8.onnx", options);
   EXPECT_EQ(default_pipeline_runs() - before, 1);
   EXPECT_GT(result.quantized_nodes, 0u);
+}
+
+TEST(CompilePipeline, AheadOfTimeExportOptimizesOnce) {
+  testing::TempDir dir("rnnc_compile_pipeline_test");
+  aot::ExportOptions options;
+  options.output_dir = dir.path();
+  options.compile.program.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  options.compile.expose_recurrent_state = true;
+  const int64_t before = default_pipeline_runs();
+  const aot::ExportResult result = aot::export_model(ModelSource::file(kDemo), options);
+  EXPECT_EQ(default_pipeline_runs() - before, 1);
+  EXPECT_GT(result.blocks, 0);
 }
 
 TEST(CompilePipeline, StopAfterQuantizeReturnsTheModel) {
