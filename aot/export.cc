@@ -17,7 +17,6 @@
 #include "ir/error.h"
 #include "lowering/aot_writer.h"
 #include "lowering/halide_cache.h"
-#include "lowering/program.h"
 
 namespace rnnc::aot {
 
@@ -256,7 +255,7 @@ std::string c_identifier(const std::string& name) {
   return id;
 }
 
-ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& options) {
+ExportResult export_model(ModelSource source, const ExportOptions& options) {
   using Clock = std::chrono::steady_clock;
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
@@ -278,12 +277,11 @@ ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& opt
   auto start = Clock::now();
   progress(cat("[1/5] optimizing and lowering (each distinct layer's kernels take ~1 s to "
                "compile on a cold kernel cache)"));
-  ProgramOptions program_options;
-  program_options.specialization = options.specialization;
-  program_options.cache_dir = options.cache_dir;
-  program_options.target = options.target;
-  program_options.keep_objects = true;
-  std::unique_ptr<Program> program = compile_model(std::move(model), program_options);
+  CompileOptions compile_options = options.compile;
+  compile_options.stop_after = Stage::kLower;  // the library runs its blocks in order
+  compile_options.program.keep_objects = true;
+  Compiled compiled = compile(std::move(source), compile_options);
+  std::unique_ptr<Program> program = std::move(compiled.program);
   const Graph& graph = *program->model().graph;
   ExportResult result;
   const KernelTarget& kernel_target = program->kernel_cache()->kernel_target();
@@ -299,7 +297,7 @@ ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& opt
   DriverWriter writer;
   std::map<std::string, std::string> state_input_to_output;
   std::set<std::string> state_outputs;
-  for (const auto& [output, input] : options.state) {
+  for (const auto& [output, input] : compiled.state) {
     state_input_to_output[input] = output;
     state_outputs.insert(output);
   }
@@ -340,8 +338,8 @@ ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& opt
   }
   for (const Value* output : graph.outputs()) {
     const bool state = state_outputs.count(output->name()) != 0;
-    const bool wanted = std::find(options.api_outputs.begin(), options.api_outputs.end(),
-                                  output->name()) != options.api_outputs.end();
+    const bool wanted = std::find(compiled.model_outputs.begin(), compiled.model_outputs.end(),
+                                  output->name()) != compiled.model_outputs.end();
     if (state && !wanted) continue;
     if (writer.slots.count(output)) {
       raise_unsupported(cat("ahead-of-time export: graph output '", output->name(),
@@ -351,7 +349,7 @@ ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& opt
     api_outputs.push_back({output, parameters.add(output->name()),
                            c_type(output->type.dtype, cat("output '", output->name(), "'"))});
   }
-  for (const auto& [output_name, input_name] : options.state) {
+  for (const auto& [output_name, input_name] : compiled.state) {
     const Value* output = graph.find_value(output_name);
     const Value* input = graph.find_value(input_name);
     if (!output || !input || !writer.slots.count(input)) continue;  // optimized away

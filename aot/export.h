@@ -1,6 +1,6 @@
 // Ahead-of-time export: a model -> a standalone C library (`rnnc compile`, docs/aot.md).
 //
-//   export_model(model) = compile_model (graph_opt, partition, Halide lowering; object files kept)
+//   export_model(model) = compile (compiler/compile.h: import through lower; object files kept)
 //                         -> each block writes its run as C (ExecutionBlock::write_aot)
 //                         -> <name>.h, <name>_driver.c, <name>.weights
 //                         -> cc driver + Halide standalone runtime + kernel objects -> lib<name>.a
@@ -20,24 +20,18 @@
 #include <utility>
 #include <vector>
 
-#include "graph_opt/pass.h"
-#include "ir/graph.h"
+#include "compiler/compile.h"
 
 namespace rnnc::aot {
 
 struct ExportOptions {
   std::string name = "model";  // C prefix and file stem: <name>.h, lib<name>.a, <name>.weights
   std::string output_dir;
-  std::string target;     // a name resolve_kernel_target accepts ("" = $RNNC_TARGET, else host)
-  std::string cache_dir;  // the kernel cache ("" = HalideCache's default)
-  PassContext specialization;
-  // Recurrent state pairs (state output, state input), as runtime/expose_state.h makes them: the
-  // context carries each output into its input from one step call to the next; neither is an
-  // argument of the run functions, unless `api_outputs` names the output.
-  std::vector<std::pair<std::string, std::string>> state;
-  // Graph outputs the run functions return even though they are state outputs (the model's own
-  // outputs before state was exposed). Other graph outputs are returned unless they are state.
-  std::vector<std::string> api_outputs;
+  // The compiler's options: specialization, target (ProgramOptions::target, a name
+  // resolve_kernel_target accepts), kernel cache, exposed state. With expose_recurrent_state the
+  // context carries each state output into its input from one step call to the next; neither is
+  // an argument of the run functions, unless the model had the output before state was exposed.
+  CompileOptions compile;
   std::string source;  // the model's file name, for the header's comment and the README
   std::function<void(const std::string&)> progress;  // one line per stage (the CLI prints them)
 };
@@ -51,7 +45,7 @@ struct ExportResult {
   std::string target;  // the target the kernels were compiled for: its name and features
 };
 
-ExportResult export_model(std::unique_ptr<Model> model, const ExportOptions& options);
+ExportResult export_model(ModelSource source, const ExportOptions& options);
 
 // A C identifier for `name` ("/lstm/Y" -> "lstm_Y"): letters, digits and '_', not starting with
 // a digit.

@@ -1,5 +1,6 @@
 #include "graph_opt/pipeline.h"
 
+#include <atomic>
 #include <chrono>
 #include <iomanip>
 
@@ -24,19 +25,29 @@ std::vector<PipelineStep> default_pipeline() {
   };
 }
 
+std::vector<PipelineStep> lowering_passes() {
+  return {
+      // Quantized weights become annotated float constants; what they fed folds after them.
+      {{"fold_quantized_weights", "fold_constants"}, /*max_rounds=*/8},
+      {{"dce"}},                   // the integer weights and scales no node reads any more
+      {{"eliminate_layout_ops"}},  // layout ops at LSTM/GRU/RNN become views
+      {{"fusion_groups"}},         // elementwise chains lowering fuses (last)
+  };
+}
+
 std::vector<PipelineStep> lowering_pipeline() {
   std::vector<PipelineStep> steps = default_pipeline();
-  // Quantized weights become annotated float constants before anything else folds them (the
-  // fold group's first pass, so scales computed by foldable nodes are seen in a later round).
-  for (PipelineStep& step : steps) {
-    if (step.passes.front() == "fold_constants") {
-      step.passes.insert(step.passes.begin(), "fold_quantized_weights");
-    }
-  }
-  steps.push_back({{"eliminate_layout_ops"}});  // layout ops at LSTM/GRU/RNN become views
-  steps.push_back({{"fusion_groups"}});         // elementwise chains lowering fuses (last)
+  for (PipelineStep& step : lowering_passes()) steps.push_back(std::move(step));
   return steps;
 }
+
+namespace {
+
+std::atomic<int64_t> default_pipeline_count{0};
+
+}  // namespace
+
+int64_t default_pipeline_runs() { return default_pipeline_count.load(); }
 
 namespace {
 
@@ -104,11 +115,12 @@ PassReport run_pass(Model& model, const PassInfo& pass, const OptimizeOptions& o
 }  // namespace
 
 std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options) {
-  std::vector<PipelineStep> steps;
+  std::vector<PipelineStep> steps = options.steps;
   if (!options.passes.empty()) {
     for (const auto& name : options.passes) steps.push_back({{name}});
-  } else {
+  } else if (steps.empty()) {
     steps = options.for_lowering ? lowering_pipeline() : default_pipeline();
+    ++default_pipeline_count;
   }
   for (const PipelineStep& step : steps) {
     for (const auto& name : step.passes) {

@@ -19,8 +19,9 @@ struct PipelineStep {
 };
 
 struct OptimizeOptions {
-  std::vector<std::string> passes;        // empty: default_pipeline() / lowering_pipeline()
-  bool for_lowering = false;              // run lowering_pipeline() (adds annotation passes)
+  std::vector<std::string> passes;        // run these, each once, in order
+  std::vector<PipelineStep> steps;        // else these (lowering_passes())
+  bool for_lowering = false;              // else lowering_pipeline(), or default_pipeline()
   bool print_after_all = false;
   std::set<std::string> print_after;      // pass names
   bool verify_each = true;                // the IR verifier after every pass
@@ -39,9 +40,18 @@ struct PassReport {
 
 // The compiler's story at the graph level, in order: what `rnnc optimize` writes back as ONNX.
 std::vector<PipelineStep> default_pipeline();
-// default_pipeline() plus the passes that only annotate for lowering (layout views, fusion
-// groups): their rnnc.* annotations are not ONNX, so `rnnc optimize` does not run them.
+// The passes that prepare an optimized graph for lowering: quantized weights become annotated
+// float constants, layout ops become views, elementwise chains fusion groups. Their rnnc.*
+// annotations are not ONNX, so `rnnc optimize` does not run them; the compiler runs them after
+// default_pipeline() and quantization (compiler/compile.h).
+std::vector<PipelineStep> lowering_passes();
+// default_pipeline() then lowering_passes() in one list: the graph-level steps of a compile that
+// quantizes nothing (tests run them on a model in one call).
 std::vector<PipelineStep> lowering_pipeline();
+
+// How many times optimize() has run default_pipeline() (alone or in lowering_pipeline()) in this
+// process, on any thread: a compile runs it once (tests/runtime/compile_pipeline_test.cc).
+int64_t default_pipeline_runs();
 
 // Runs the passes; an unknown pass name is kInvalidInput listing the known ones.
 std::vector<PassReport> optimize(Model& model, const OptimizeOptions& options);

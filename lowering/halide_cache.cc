@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <vector>
 
 #include "ir/error.h"
 #include "lowering/cache_location.h"
@@ -147,15 +146,15 @@ namespace {
 
 constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 
-uint64_t fnv1a(uint64_t hash, const char* data, size_t size) {
+uint64_t fnv1a(uint64_t hash, const unsigned char* data, size_t size) {
   for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
+    hash ^= data[i];
     hash *= 1099511628211ull;
   }
   return hash;
 }
 
-std::string as_hex(uint64_t hash) {
+std::string hex(uint64_t hash) {
   char out[17];
   std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(hash));
   return out;
@@ -163,20 +162,23 @@ std::string as_hex(uint64_t hash) {
 
 }  // namespace
 
-std::string hash_hex(const std::string& text) {
-  return as_hex(fnv1a(kFnvOffset, text.data(), text.size()));
+std::string hash_hex(const std::string& text) { return hash_hex(text.data(), text.size()); }
+
+std::string hash_hex(const void* data, size_t size) {
+  return hex(fnv1a(kFnvOffset, static_cast<const unsigned char*>(data), size));
 }
 
-std::string hash_file_hex(const std::string& path) {
+std::string hash_hex_of_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::vector<char> piece(1 << 20);
+  if (!in) raise(ErrorKind::kIo, cat("cannot read '", path, "'"));
   uint64_t hash = kFnvOffset;
+  std::vector<char> chunk(size_t{1} << 20);
   while (in) {
-    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    hash = fnv1a(hash, piece.data(), static_cast<size_t>(in.gcount()));
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hash = fnv1a(hash, reinterpret_cast<const unsigned char*>(chunk.data()),
+                 static_cast<size_t>(in.gcount()));
   }
-  return in.eof() ? as_hex(hash) : "";
+  return hex(hash);
 }
 
 void CompiledPipeline::call(void** args) const {

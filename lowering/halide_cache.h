@@ -117,8 +117,8 @@ void compile_runtime_object(const std::string& object_path, const KernelTarget& 
 
 // 64-bit FNV-1a of a string, as 16 hex digits (cache keys, file names).
 std::string hash_hex(const std::string& text);
-// hash_hex of a file's bytes, read in 1 MiB pieces (a model file is never held whole in memory);
-// "" if the file cannot be read.
-std::string hash_file_hex(const std::string& path);
+std::string hash_hex(const void* data, size_t size);
+// hash_hex of a file's bytes, read in chunks (a model file is not held in memory to hash it).
+std::string hash_hex_of_file(const std::string& path);
 
 }  // namespace rnnc

@@ -9,7 +9,6 @@
 
 #include <Halide.h>
 
-#include "graph_opt/pipeline.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
 #include "lowering/lower_concat.h"
@@ -303,12 +302,9 @@ class HeldConstantRelease {
 
 }  // namespace
 
-std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options) {
-  OptimizeOptions optimize_options;
-  optimize_options.context = options.specialization;
-  optimize_options.for_lowering = true;
-  optimize(*model, optimize_options);
-
+std::unique_ptr<Program> lower_program(std::unique_ptr<Model> model,
+                                       const std::vector<BlockSpec>& blocks,
+                                       const ProgramOptions& options) {
   auto program = std::unique_ptr<Program>(new Program());
   if (!options.reference_only) {
     program->cache_ = std::make_shared<HalideCache>(options.cache_dir, options.target);
@@ -317,7 +313,7 @@ std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const Progr
   }
   std::optional<HeldConstantRelease> release;
   if (options.release_held_constants) release.emplace(*model->graph);
-  for (const BlockSpec& spec : partition_graph(*model->graph)) {
+  for (const BlockSpec& spec : blocks) {
     std::unique_ptr<ExecutionBlock> block = lower_block(spec, program->cache_.get());
     assign_block_io(*block, *model->graph);
     if (auto* recurrent = dynamic_cast<NodeConventionBlock*>(block.get())) recurrent->bind();

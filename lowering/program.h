@@ -1,8 +1,9 @@
 // A compiled model: the optimized graph split into execution blocks, each lowered to Halide (or
 // running its reference kernels when lowering does not handle it), run in order.
 //
-//   compile_model(model) = optimize (graph_opt default pipeline) -> partition -> lower each block
+//   lower_program(model, blocks) = lower each BlockSpec of the partition, in order
 //
+// The compiler (compiler/compile.h) optimizes and partitions the model first.
 // The Program is immutable and run() may be called from several threads at once. The oneTBB
 // executor (runtime/) runs the same blocks with their plans; Program::run is the sequential plan.
 #pragma once
@@ -12,15 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "graph_opt/pass.h"
 #include "lowering/block.h"
+#include "lowering/partition.h"
 
 namespace rnnc {
 
 class HalideCache;
 
 struct ProgramOptions {
-  PassContext specialization;   // --fix / --dim
   std::string cache_dir;        // "" = HalideCache's default
   std::string target;           // "" = host (or $RNNC_TARGET)
   bool reference_only = false;  // every block on reference kernels (debugging)
@@ -51,13 +51,18 @@ class Program {
   size_t released_constant_bytes() const { return released_constant_bytes_; }
 
  private:
-  friend std::unique_ptr<Program> compile_model(std::unique_ptr<Model>, const ProgramOptions&);
+  friend std::unique_ptr<Program> lower_program(std::unique_ptr<Model>,
+                                                const std::vector<BlockSpec>&,
+                                                const ProgramOptions&);
   std::unique_ptr<Model> model_;
   std::shared_ptr<HalideCache> cache_;
   std::vector<std::unique_ptr<ExecutionBlock>> blocks_;
   size_t released_constant_bytes_ = 0;
 };
 
-std::unique_ptr<Program> compile_model(std::unique_ptr<Model> model, const ProgramOptions& options);
+// `blocks`: partition_graph of `model`'s graph (after graph_opt's lowering passes).
+std::unique_ptr<Program> lower_program(std::unique_ptr<Model> model,
+                                       const std::vector<BlockSpec>& blocks,
+                                       const ProgramOptions& options);
 
 }  // namespace rnnc

@@ -13,19 +13,18 @@
 #include <malloc.h>
 #include <sstream>
 
-#include "graph_opt/pipeline.h"
+#include "compiler/compile.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
+#include "lowering/cache_location.h"
 #include "lowering/halide_cache.h"
 #include "lowering/program.h"
 #include "quant/guard.h"
 #include "quant/quantize_model.h"
 #include "runtime/executor.h"
-#include "runtime/expose_state.h"
 #include "runtime/halide_tbb.h"
 #include "runtime/input_checker.h"
 #include "runtime/plan_chooser.h"
-#include "runtime/quantize_at_load.h"
 #include "runtime/shape_specializer.h"
 
 #define RNNC_INTERNAL __attribute__((visibility("hidden")))
@@ -173,13 +172,13 @@ Tensor fixed_input_tensor(const Value& input, const std::vector<int64_t>& values
 
 // The specialization ModelOptions or QuantizeOptions ask for, each fixed input checked against the
 // model's inputs.
-PassContext specialization_of(const Model& model, const std::map<std::string, int64_t>& fixed_dims,
+PassContext specialization_of(const Graph& graph, const std::map<std::string, int64_t>& fixed_dims,
                               const std::map<std::string, std::vector<int64_t>>& fixed_inputs) {
   PassContext context;
   context.fixed_dims = fixed_dims;
   for (const auto& [name, values] : fixed_inputs) {
     const Value* input = nullptr;
-    for (const Value* candidate : model.graph->inputs()) {
+    for (const Value* candidate : graph.inputs()) {
       if (candidate->name() == name) input = candidate;
     }
     if (!input) {
@@ -200,16 +199,6 @@ auto memory_errors_as_rnnc(const char* what, Body&& body) -> decltype(body()) {
   }
 }
 
-// Compiling frees most of what it allocates (the imported graph, float weights a quantized model
-// replaces, the quantization guard's trial programs and their activations), but glibc keeps freed
-// heap pages resident until the heap is trimmed: without a trim the process would carry the load's
-// peak as resident memory for its lifetime. Called once a load has finished.
-void return_freed_memory_to_os() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
 Plan to_plan(RunPlan plan) {
   return plan == RunPlan::kPipeline   ? Plan::kPipeline
          : plan == RunPlan::kParallel ? Plan::kParallel
@@ -222,75 +211,69 @@ RunPlan to_run_plan(Plan plan) {
                                    : RunPlan::kSequential;
 }
 
-// `model_bytes_hash` identifies the model's bytes (hash_hex), for the quantization decision cache.
-std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const ModelOptions& options,
-                                             const std::string& model_bytes_hash) {
+// Compiles `source` through the compiler's pipeline (compiler/compile.h) and builds the
+// executors its plan stage chose.
+std::unique_ptr<CompiledModel::Impl> load_model(ModelSource source, const ModelOptions& options) {
   if (options.threads < 1) {
     raise_invalid_input(cat("ModelOptions::threads = ", options.threads, ", must be >= 1"));
+  }
+  if (options.quantization_max_error != 0 &&
+      !(options.quantization_max_error > 0 && options.quantization_max_error <= 1)) {
+    raise_invalid_input(cat("ModelOptions::quantization_max_error = ",
+                            options.quantization_max_error,
+                            ", must be in (0, 1] (a fraction of each output's range)"));
   }
   // Kernels for features this CPU lacks would stop the process with an illegal instruction.
   if (!options.reference) check_host_runs(resolve_kernel_target(options.target));
   auto impl = std::make_unique<CompiledModel::Impl>();
-  ProgramOptions program_options;
+  CompileOptions compile_options;
+  compile_options.expose_recurrent_state = options.expose_recurrent_state;
+  compile_options.specialization = [&](const Graph& graph) {
+    return specialization_of(graph, options.fixed_dims, options.fixed_inputs);
+  };
+  compile_options.quantize.config = options.quantization_config;
+  compile_options.quantize.guard = options.quantization_guard;
+  compile_options.quantize.max_error = options.quantization_max_error;
+  compile_options.quantize.generated_dims = options.quantization_dims;
+  compile_options.quantize.decision_cache_dir = kernel_cache_directory(options.cache_dir);
+  // The model as partitioning gets it, for programs specialized to the dims runs bind.
+  if (options.specialize_shapes && !options.reference && options.max_specialized_shapes > 0) {
+    compile_options.keep_model_bytes = ShapeSpecializer::worth_keeping;
+  }
+  ProgramOptions& program_options = compile_options.program;
   program_options.cache_dir = options.cache_dir;
   program_options.target = options.target;
   program_options.reference_only = options.reference;
   program_options.count_overflow = options.count_overflow;
   program_options.release_held_constants = true;  // only what runs stays resident
-  program_options.specialization =
-      specialization_of(*model, options.fixed_dims, options.fixed_inputs);
-  if (options.expose_recurrent_state) impl->state = expose_recurrent_state(*model);
-  if (!options.quantization_config.empty()) {
-    // The quantizer sees the graph the program will run: specialized and optimized, so recurrent
-    // nodes in an If that graph_opt decides (Silero's LSTM: its If tests the state's first dim)
-    // are inlined and computed weights (Unsqueeze of a constant) are folded to initializers. The
-    // specialization is then done: compile_model gets none (it would not find the fixed inputs).
-    OptimizeOptions optimize_options;
-    optimize_options.context = std::move(program_options.specialization);
-    optimize(*model, optimize_options);
-    program_options.specialization = {};
-    LoadQuantization quantization = quantize_at_load(*model, options, model_bytes_hash);
-    impl->quantization_summary = std::move(quantization.summary);
-    impl->quantization_report = std::move(quantization.report);
+  compile_options.plan.threads = options.threads;
+  if (options.plan != Plan::kAuto) compile_options.plan.plan = to_run_plan(options.plan);
+
+  Compiled compiled = compile(std::move(source), compile_options);
+  // What compiling freed (the imported tensors, float weights quantization replaced, constants
+  // blocks hold their own copies of) goes back to the system: glibc keeps freed heap memory
+  // resident otherwise, and only what runs should stay.
+  ::malloc_trim(0);
+  impl->state = std::move(compiled.state);
+  if (compiled.quantization) {
+    impl->quantization_summary = std::move(compiled.quantization->summary);
+    impl->quantization_report = std::move(compiled.quantization->report);
   }
-  // The model as compile_model gets it, for programs specialized to the dims runs bind.
-  std::string specializer_bytes;
-  if (options.specialize_shapes && !options.reference && options.max_specialized_shapes > 0 &&
-      ShapeSpecializer::worth_keeping(*model)) {
-    specializer_bytes = export_onnx_bytes(*model);
-  }
-  impl->program = compile_model(std::move(model), program_options);
+  std::string specializer_bytes = std::move(compiled.model_bytes);
+  impl->program = std::move(compiled.program);
   if (HalideCache* cache = impl->program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());
   impl->threads = options.threads;
 
-  // The plan: kAuto is sequential on one thread; with more, sequential or the plan that overlaps
-  // work (pipeline for a chain of recurrent layers, else parallel), whichever runs each input
-  // shape faster (runtime/plan_chooser.h).
-  Plan plan = options.plan;
-  if (const char* forced = std::getenv("RNNC_PLAN"); plan == Plan::kAuto && forced && *forced) {
-    plan = parse_plan(forced);  // experiments: force the plan of every kAuto model in a process
-    if (plan != Plan::kAuto) impl->plan_note = "forced by RNNC_PLAN";
+  // The plan: one executor, or sequential and the plan that overlaps work, whichever runs each
+  // input shape faster (runtime/plan_chooser.h).
+  const std::vector<RunPlan>& candidates = compiled.plan.candidates;
+  impl->plan = candidates.size() > 1 ? Plan::kAuto : to_plan(candidates[0]);
+  impl->plan_note = compiled.plan.note;
+  for (RunPlan plan : candidates) {
+    impl->executors.push_back(std::make_unique<Executor>(*impl->program, plan, options.threads,
+                                                         options.flush_denormals));
   }
-  if (plan == Plan::kAuto && options.threads == 1) plan = Plan::kSequential;
-  impl->plan = plan;
-  if (plan == Plan::kAuto) {
-    auto sequential = std::make_unique<Executor>(*impl->program, RunPlan::kSequential,
-                                                 options.threads, options.flush_denormals);
-    auto pipeline = std::make_unique<Executor>(*impl->program, RunPlan::kPipeline, options.threads,
-                                               options.flush_denormals);
-    if (pipeline->chains().empty()) {
-      pipeline = std::make_unique<Executor>(*impl->program, RunPlan::kParallel, options.threads,
-                                            options.flush_denormals);
-    }
-    impl->plan_note = cat("per input shape: sequential or ", run_plan_name(pipeline->plan()),
-                          ", whichever its timed runs found faster");
-    impl->executors.push_back(std::move(sequential));
-    impl->executors.push_back(std::move(pipeline));
-    impl->chooser = std::make_unique<PlanChooser>();
-  } else {
-    impl->executors.push_back(std::make_unique<Executor>(*impl->program, to_run_plan(plan),
-                                                         options.threads, options.flush_denormals));
-  }
+  if (candidates.size() > 1) impl->chooser = std::make_unique<PlanChooser>();
 
   // Input checks and the public descriptions.
   const Graph& graph = *impl->program->model().graph;
@@ -329,7 +312,7 @@ std::unique_ptr<CompiledModel::Impl> compile(std::unique_ptr<Model> model, const
   }
   if (!specializer_bytes.empty() && impl->executors.size() == 1) {
     ShapeSpecializer::Settings settings;
-    settings.program = program_options;
+    settings.program = compile_options.program;
     settings.plan = impl->executors[0]->plan();
     settings.threads = options.threads;
     settings.flush_denormals = options.flush_denormals;
@@ -349,25 +332,16 @@ CompiledModel::~CompiledModel() = default;
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& path,
                                                          const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
-    // Unreadable files get import's error below.
-    const std::string hash = options.quantization_config.empty() ? "" : hash_file_hex(path);
-    auto model = std::shared_ptr<const CompiledModel>(
-        new CompiledModel(compile(import_onnx_file(path), options, hash)));
-    return_freed_memory_to_os();
-    return model;
+    return std::shared_ptr<const CompiledModel>(
+        new CompiledModel(load_model(ModelSource::file(path), options)));
   });
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load_bytes(const void* data, size_t size,
                                                                const ModelOptions& options) {
   return memory_errors_as_rnnc("loading a model", [&] {
-    auto model = std::shared_ptr<const CompiledModel>(
-        new CompiledModel(compile(import_onnx_bytes(data, size), options,
-                                  options.quantization_config.empty()
-                                      ? ""
-                                      : hash_hex(std::string(static_cast<const char*>(data), size)))));
-    return_freed_memory_to_os();
-    return model;
+    return std::shared_ptr<const CompiledModel>(
+        new CompiledModel(load_model(ModelSource::bytes(data, size), options)));
   });
 }
 
@@ -867,19 +841,6 @@ std::vector<CompiledModel::Output> CompiledModel::run(const std::vector<NamedTen
 QuantizeResult quantize_model(const std::string& input_path, const std::string& output_path,
                               const QuantizeOptions& options) {
   return memory_errors_as_rnnc("quantizing", [&] {
-    // Specialized and optimized first, as a load does, so recurrent nodes in an If that the
-    // fixed inputs or known shapes decide are inlined and computed weights folded to initializers.
-    auto load_optimized = [&] {
-      std::unique_ptr<Model> model = import_onnx_file(input_path);
-      OptimizeOptions optimize_options;
-      optimize_options.context =
-          specialization_of(*model, options.fixed_dims, options.fixed_inputs);
-      optimize(*model, optimize_options);
-      return model;
-    };
-    std::unique_ptr<Model> model = load_optimized();
-    const quant::Config config =
-        options.config.empty() ? quant::Config{} : quant::read_config_file(options.config);
     std::vector<quant::Sample> samples;
     for (size_t s = 0; s < options.calibration.size(); ++s) {
       quant::Sample& sample = samples.emplace_back();
@@ -893,20 +854,29 @@ QuantizeResult quantize_model(const std::string& input_path, const std::string& 
         sample[input.name] = Tensor::borrow(*dtype, input.tensor.shape, input.tensor.data);
       }
     }
-    quant::Config guarded = config;
-    guarded.guard.enabled = guarded.guard.enabled && options.guard;
-    if (options.max_error > 0) guarded.guard.max_error = options.max_error;
-    const quant::GuardResult guard = quant::guard_search(*model, guarded, samples, {});
-    quant::Report report = quant::quantize_model(
-        *model, quant::apply_decisions(*model, guarded, guard.precisions()), samples);
-    export_onnx_file(*model, output_path);
-    if (options.measure_error && !samples.empty()) {
+    // The compiler's stages through quantize (compiler/compile.h), as a load runs them.
+    CompileOptions compile_options;
+    compile_options.stop_after = Stage::kQuantize;
+    compile_options.specialization = [&](const Graph& graph) {
+      return specialization_of(graph, options.fixed_dims, options.fixed_inputs);
+    };
+    QuantizationOptions& quantize = compile_options.quantize;
+    quantize.config = options.config.empty() ? "default" : options.config;
+    quantize.guard = options.guard;
+    quantize.max_error = options.max_error > 0 ? options.max_error : 0;
+    quantize.calibration = [&](const Graph&) { return samples; };
+    quantize.keep_float_model = options.measure_error && !samples.empty();
+    Compiled compiled = compile(ModelSource::file(input_path), compile_options);
+    export_onnx_file(*compiled.model, output_path);
+    Quantization& quantization = *compiled.quantization;
+    quant::Report& report = quantization.nodes;
+    if (quantization.float_model) {
       // Both models through the reference evaluator: the quantized one computes with its
       // activations fake-quantized exactly as the integer kernels do.
-      std::unique_ptr<Model> float_model = load_optimized();
       std::unique_ptr<Model> reloaded = import_onnx_file(output_path);
-      quant::measure_error(*float_model, *reloaded, samples, report);
+      quant::measure_error(*quantization.float_model, *reloaded, samples, report);
     }
+    const quant::GuardResult& guard = quantization.guard;
     QuantizeResult result;
     result.nodes = report.nodes.size();
     for (const quant::NodeReport& entry : report.nodes) {

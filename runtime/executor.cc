@@ -18,15 +18,6 @@ namespace rnnc {
 
 namespace flow = oneapi::tbb::flow;
 
-const char* run_plan_name(RunPlan plan) {
-  switch (plan) {
-    case RunPlan::kSequential: return "sequential";
-    case RunPlan::kParallel: return "parallel";
-    case RunPlan::kPipeline: return "pipeline";
-  }
-  return "?";
-}
-
 namespace {
 
 // Time steps per pipeline message: a multiple of the projection GEMM's row tile (6 rows on both
@@ -145,38 +136,12 @@ Executor::Executor(const Program& program, RunPlan plan, int threads, bool flush
     }
   }
 
-  // Chains: consecutive chunkable blocks, each reading its predecessor's sequence output (and
-  // nothing else of it).
   chain_of_.assign(blocks.size(), -1);
   if (plan_ == RunPlan::kPipeline) {
-    std::vector<size_t> chain;
-    auto close = [&] {
-      if (chain.size() >= 2) {
-        for (size_t b : chain) chain_of_[b] = static_cast<int>(chains_.size());
-        chains_.push_back(chain);
-      }
-      chain.clear();
-    };
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const ExecutionBlock& block = *blocks[b];
-      if (!block.chunkable() || block.plan.sequence != AxisPlan::kPipeline) {
-        close();
-        continue;
-      }
-      bool continues = false;
-      if (!chain.empty()) {
-        const ExecutionBlock& previous = *blocks[chain.back()];
-        continues = block.sequence_input() && block.sequence_input() == previous.sequence_output();
-        for (const Value* value : block.inputs) {
-          const bool from_previous = std::find(previous.outputs.begin(), previous.outputs.end(),
-                                               value) != previous.outputs.end();
-          if (from_previous && value != previous.sequence_output()) continues = false;
-        }
-      }
-      if (!continues) close();
-      chain.push_back(b);
+    chains_ = pipeline_chains(program);
+    for (size_t c = 0; c < chains_.size(); ++c) {
+      for (size_t b : chains_[c]) chain_of_[b] = static_cast<int>(c);
     }
-    close();
   }
 }
 

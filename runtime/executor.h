@@ -29,12 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan.h"
 #include "lowering/program.h"
 
 namespace rnnc {
-
-enum class RunPlan { kSequential, kParallel, kPipeline };
-const char* run_plan_name(RunPlan plan);
 
 class Executor {
  public:

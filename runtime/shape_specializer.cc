@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "compiler/compile.h"
 #include "ir/onnx_import.h"
 #include "lowering/halide_cache.h"
 #include "runtime/halide_tbb.h"
@@ -107,22 +108,31 @@ const ShapeSpecializer::Specialized* ShapeSpecializer::specialized_for(
 
 void ShapeSpecializer::compile(Entry& entry) const {
   try {
-    std::unique_ptr<Model> model = import_onnx_bytes(model_bytes_.data(), model_bytes_.size());
-    ProgramOptions options = settings_.program;
-    for (size_t s = 0; s < symbols_.size(); ++s) {
-      options.specialization.fixed_dims[symbols_[s]] = entry.dims[s];
-    }
-    for (size_t i = 0; i < scalars_.size(); ++i) {
-      const Value* input = nullptr;
-      for (const Value* candidate : model->graph->inputs()) {
-        if (candidate->name() == scalars_[i]) input = candidate;
+    // The compiler's pipeline from the model's optimized (and quantized) bytes, with this key's
+    // dims and scalar inputs fixed; through lowering: the executor's plan is the generic one's.
+    CompileOptions options;
+    options.stop_after = Stage::kLower;
+    options.program = settings_.program;
+    options.specialization = [&](const Graph& graph) {
+      PassContext specialization;
+      for (size_t s = 0; s < symbols_.size(); ++s) {
+        specialization.fixed_dims[symbols_[s]] = entry.dims[s];
       }
-      RNNC_CHECK(input, "scalar input '", scalars_[i], "' is not an input of the model");
-      Tensor value(input->type.dtype, {});
-      value.set_double(0, static_cast<double>(entry.dims[symbols_.size() + i]));
-      options.specialization.fixed_inputs[scalars_[i]] = std::move(value);
-    }
-    std::unique_ptr<Program> program = compile_model(std::move(model), options);
+      for (size_t i = 0; i < scalars_.size(); ++i) {
+        const Value* input = nullptr;
+        for (const Value* candidate : graph.inputs()) {
+          if (candidate->name() == scalars_[i]) input = candidate;
+        }
+        RNNC_CHECK(input, "scalar input '", scalars_[i], "' is not an input of the model");
+        Tensor value(input->type.dtype, {});
+        value.set_double(0, static_cast<double>(entry.dims[symbols_.size() + i]));
+        specialization.fixed_inputs[scalars_[i]] = std::move(value);
+      }
+      return specialization;
+    };
+    std::unique_ptr<Program> program =
+        rnnc::compile(ModelSource::bytes(model_bytes_.data(), model_bytes_.size()), options)
+            .program;
     size_t generic_nodes = 0, special_nodes = 0;
     bool ignored = false;
     scan(*generic_.model().graph, generic_nodes, ignored);

@@ -4,9 +4,10 @@
 // A model's generic program keeps its dims symbolic, so the shape computations and Ifs that
 // depend on them run at every call (Silero VAD: Shape, Gather, Equal and If on the chunk size,
 // 15 reference blocks). When runs bind those dims (batch 1, 512 samples), graph_opt can fold all
-// of it. The specializer keeps the model as compile_model got it (ONNX bytes) and, for each new
-// set of bound dims and scalar integer input values, compiles it again with those dims and
-// inputs fixed, and runs of that shape use the result.
+// of it. The specializer keeps the model as the compiler's partition stage got it (optimized and,
+// when asked, quantized; ONNX bytes: CompileOptions::keep_model_bytes) and, for each new set of
+// bound dims and scalar integer input values, compiles it again with those dims and inputs
+// fixed, and runs of that shape use the result.
 //
 // The first run of a shape compiles it in its own thread, then runs it: from a warm kernel cache
 // that is graph_opt and a dlopen per kernel (milliseconds); a cold cache costs what loading the
@@ -59,7 +60,7 @@ class ShapeSpecializer {
   // depth) and at most kMaxWeightBytes of weights: the caller then keeps its bytes for create().
   static bool worth_keeping(const Model& model);
   // nullptr when `generic` holds no If, Shape or Size node. `model_bytes`: the model as
-  // compile_model got it; `symbols`: the symbolic dims of the graph inputs, then `scalars`: its
+  // the partition stage got it (Compiled::model_bytes); `symbols`: the symbolic dims of the graph inputs, then `scalars`: its
   // required scalar integer inputs, in the order a run's key (executor_for) lists their values.
   static std::unique_ptr<ShapeSpecializer> create(std::string model_bytes, const Program& generic,
                                                   std::vector<std::string> symbols,

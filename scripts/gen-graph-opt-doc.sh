@@ -18,13 +18,15 @@ out=${1:-$root/docs/graph_opt.md}
   echo
   echo "## Pipelines"
   echo
-  echo "\`rnnc optimize\` runs the default pipeline and writes standard ONNX; compiling a model"
-  echo "(\`rnnc run\`, \`rnnc plan\`) runs the lowering pipeline, which adds the passes whose results"
-  echo "are \`rnnc.*\` annotations for lowering. A group repeats until a round changes nothing (at"
-  echo "most 8 rounds). \`--passes a,b\` runs a list instead; \`--print-after-all\`, \`--stats\`."
+  echo "\`rnnc optimize\` runs the default pipeline and writes standard ONNX. Compiling a model"
+  echo "(compiler/compile.h: \`rnnc run\`, \`rnnc plan\`, \`rnnc compile\`) runs the default pipeline"
+  echo "once, then quantizes when asked, then runs the lowering passes, whose results are \`rnnc.*\`"
+  echo "annotations for lowering; \`lowering_pipeline()\` is the two in one list. A group repeats"
+  echo "until a round changes nothing (at most 8 rounds). \`--passes a,b\` runs a list instead;"
+  echo "\`--print-after-all\`, \`--stats\`."
   echo
   echo '```'
-  sed -n '/^std::vector<PipelineStep> default_pipeline() {/,/^}/p;/^std::vector<PipelineStep> lowering_pipeline() {/,/^}/p' \
+  sed -n '/^std::vector<PipelineStep> default_pipeline() {/,/^}/p;/^std::vector<PipelineStep> lowering_passes() {/,/^}/p;/^std::vector<PipelineStep> lowering_pipeline() {/,/^}/p' \
     "$root/graph_opt/pipeline.cc"
   echo '```'
   "$rnnc" optimize --list-passes | while IFS=$'\t' read -r pass summary; do

@@ -6,8 +6,6 @@
 
 #include "aot/export.h"
 #include "ir/error.h"
-#include "ir/onnx_import.h"
-#include "runtime/expose_state.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -19,22 +17,22 @@ int run_compile(const Parsed& args) {
   if (!args.has("o")) raise_invalid_input("give the output directory with -o DIR");
   const auto start = std::chrono::steady_clock::now();
   const std::string& path = args.positional[0];
-  std::unique_ptr<Model> model = import_onnx_file(path);
 
   aot::ExportOptions options;
   options.name = args.get("name", "model");
   options.output_dir = args.get("o");
-  options.target = args.get("target");
-  options.cache_dir = args.get("cache-dir");
-  options.specialization = parse_specialization(args, *model->graph);
+  options.compile.program.target = args.get("target");
+  options.compile.program.cache_dir = args.get("cache-dir");
+  options.compile.specialization = [&](const Graph& graph) {
+    return parse_specialization(args, graph);
+  };
   options.source = path.substr(path.find_last_of('/') + 1);
-  for (const Value* output : model->graph->outputs()) options.api_outputs.push_back(output->name());
   // As the runtime does by default (ModelOptions::expose_recurrent_state): the state of forward
   // recurrent nodes becomes state the context carries between step calls.
-  if (!args.has("no-state")) options.state = expose_recurrent_state(*model);
+  options.compile.expose_recurrent_state = !args.has("no-state");
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
 
-  const aot::ExportResult result = aot::export_model(std::move(model), options);
+  const aot::ExportResult result = aot::export_model(ModelSource::file(path), options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "compiled " << options.source << " in " << std::fixed << std::setprecision(1)

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "graph_opt/pipeline.h"
+#include "compiler/compile.h"
 #include "ir/npy.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
@@ -54,40 +54,40 @@ int run_quantize(const Parsed& args) {
   const std::string output = args.get("o");
   if (output.empty()) raise_invalid_input("give -o OUT.onnx");
   const std::string& input = args.positional[0];
-  // The quantizer rewrites the main graph's recurrent nodes: specialize and optimize first, so an
-  // If that graph_opt decides (with --fix/--dim, or on known shapes, as Silero's LSTM's If) is
-  // inlined and computed weights are folded to initializers.
-  OptimizeOptions optimize_options;
-  auto load_optimized = [&] {
-    std::unique_ptr<Model> model = import_onnx_file(input);
-    optimize_options.context = parse_specialization(args, *model->graph);
-    optimize(*model, optimize_options);
-    return model;
+  // The compiler's stages through quantize (compiler/compile.h): specialized and optimized first,
+  // so an If that graph_opt decides (with --fix/--dim, or on known shapes, as Silero's LSTM's If)
+  // is inlined and computed weights are folded to initializers the quantizer rewrites.
+  CompileOptions options;
+  options.stop_after = Stage::kQuantize;
+  options.specialization = [&](const Graph& graph) { return parse_specialization(args, graph); };
+  QuantizationOptions& quantize = options.quantize;
+  quantize.config = args.has("config") ? args.get("config") : "default";
+  quantize.guard = !args.has("no-guard");
+  quantize.max_error = parse_max_error(args);
+  // Samples are read against the optimized graph (inputs --fix removed are gone). The guard
+  // decides each node's precision on them, else on generated inputs (--dim sizes are compiled
+  // into the model by now; other dims take the default); its summary line says which, and that
+  // real data is better.
+  quantize.calibration = [&](const Graph& graph) {
+    std::vector<quant::Sample> samples;
+    for (const std::string& path : args.all("calibrate")) {
+      samples.push_back(read_sample(path, graph));
+    }
+    return samples;
   };
-  std::unique_ptr<Model> model = load_optimized();
-  quant::Config config =
-      args.has("config") ? quant::read_config_file(args.get("config")) : quant::Config{};
-  if (args.has("no-guard")) config.guard.enabled = false;
-  if (const double max_error = parse_max_error(args); max_error > 0) {
-    config.guard.max_error = max_error;
-  }
-  std::vector<quant::Sample> samples;
-  for (const std::string& path : args.all("calibrate")) {
-    samples.push_back(read_sample(path, *model->graph));
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  quant::Progress progress = [](const std::string& stage, size_t done, size_t total) {
+  quantize.keep_float_model = args.has("report") && args.has("calibrate");
+  quantize.progress = [](const std::string& stage, size_t done, size_t total) {
     std::cerr << "\rrnnc quantize: " << stage << " " << done << "/" << total
               << (done == total ? "\n" : "") << std::flush;
   };
-  // The guard decides each node's precision on the calibration samples, else on generated
-  // inputs (--dim sizes are compiled into the model by now; other dims take the default); its
-  // summary line says which, and that real data is better.
-  const quant::GuardResult guard = quant::guard_search(*model, config, samples, {});
-  quant::Report report = quant::quantize_model(
-      *model, quant::apply_decisions(*model, config, guard.precisions()), samples, progress);
-  export_onnx_file(*model, output);
+
+  const auto start = std::chrono::steady_clock::now();
+  Compiled compiled = compile(ModelSource::file(input), options);
+  export_onnx_file(*compiled.model, output);
+  Quantization& quantization = *compiled.quantization;
+  const quant::GuardResult& guard = quantization.guard;
+  quant::Report& report = quantization.nodes;
+  const std::vector<quant::Sample>& samples = quantization.samples;
 
   size_t quantized = 0;
   int64_t before = 0, after = 0;
@@ -105,12 +105,12 @@ int run_quantize(const Parsed& args) {
             << " s)\n";
 
   if (args.has("report")) {
-    if (!samples.empty()) {
+    if (quantization.float_model && !samples.empty()) {
       // Both models through the reference evaluator: the quantized one computes with its
       // activations fake-quantized exactly as the integer kernels do.
-      std::unique_ptr<Model> float_model = load_optimized();
       std::unique_ptr<Model> reloaded = import_onnx_file(output);
-      quant::measure_error(*float_model, *reloaded, samples, report, progress);
+      quant::measure_error(*quantization.float_model, *reloaded, samples, report,
+                           quantize.progress);
     }
     std::ofstream out(args.get("report"));
     if (!out) raise(ErrorKind::kIo, cat("cannot write report '", args.get("report"), "'"));

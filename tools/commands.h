@@ -8,7 +8,6 @@ namespace rnnc::cli {
 extern const Command kInfoCommand;
 extern const Command kRunCommand;
 extern const Command kOptimizeCommand;
-extern const Command kConformCommand;
 extern const Command kPlanCommand;
 extern const Command kCompileCommand;
 extern const Command kQuantizeCommand;

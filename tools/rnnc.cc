@@ -13,7 +13,6 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kInfoCommand,
     &rnnc::cli::kRunCommand,
     &rnnc::cli::kOptimizeCommand,
-    &rnnc::cli::kConformCommand,
     &rnnc::cli::kPlanCommand,
     &rnnc::cli::kCompileCommand,
     &rnnc::cli::kQuantizeCommand,

@@ -6,7 +6,7 @@
 
 #include "ir/error.h"
 #include "ir/onnx_import.h"
-#include "lowering/program.h"
+#include "compiler/compile.h"
 #include "tests/conformance/engine.h"
 
 namespace rnnc::conformance {
@@ -24,7 +24,7 @@ class CompiledEngine final : public Engine {
     try {
       ProgramOptions options;
       options.cache_dir = cache_dir_;
-      std::unique_ptr<Program> program = compile_model(import_onnx_file(test.model_path), options);
+      std::unique_ptr<Program> program = compile_program(import_onnx_file(test.model_path), options);
       std::map<std::string, Tensor> inputs;
       for (const auto& [name, tensor] : test.inputs) inputs[name] = tensor;
       result.outputs = program->run(inputs);

@@ -1,16 +1,16 @@
 #!/bin/sh
 # The conformance runner must fail on a wrong expected output: generate three Exp tests, replace
 # one test's expected output by its input (Exp has no fixed point, so every value now differs),
-# and check that `rnnc conform run` exits 1 naming that test as a mismatch.
-#   detects_mismatch.sh RNNC WORK_DIR
+# and check that `rnnc_conform run` exits 1 naming that test as a mismatch.
+#   detects_mismatch.sh RNNC_CONFORM WORK_DIR
 set -u
-rnnc=$1
+conform=$1
 dir=$2
 rm -rf "$dir"
-"$rnnc" conform gen --op Exp --profile smoke --count 3 --seed 1 --out "$dir" >/dev/null || exit 1
+"$conform" gen --op Exp --profile smoke --count 3 --seed 1 --out "$dir" >/dev/null || exit 1
 data="$dir/Exp_smoke_0001/test_data_set_0"
 cp "$data/input_0.pb" "$data/output_0.pb"
-out=$("$rnnc" conform run "$dir" 2>&1)
+out=$("$conform" run "$dir" 2>&1)
 status=$?
 if [ "$status" -ne 1 ]; then
   echo "expected exit status 1 from the run on a tampered suite, got $status:"

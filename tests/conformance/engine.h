@@ -8,7 +8,7 @@
 //   onnxruntime  ONNX Runtime, in a separate worker process (rnnc_conform_ort) so that an ORT
 //                abort (it aborts on layout=1 recurrent nodes) ends one test, not the run.
 // The optimized (Halide) path of issue 4 plugs in as one more Engine: implement run() by
-// compiling and executing the model, add it to make_engine(), and `rnnc conform run --engine=`
+// compiling and executing the model, add it to make_engine(), and `rnnc_conform run --engine=`
 // checks it against the same suite.
 #pragma once
 

@@ -536,7 +536,7 @@ GeneratedTest build(Draft& draft) {
   auto model = std::make_unique<Model>();
   model->ir_version = ir_version_for_opset(draft.opset);
   model->opsets[""] = draft.opset;
-  model->producer_name = "rnnc conform";
+  model->producer_name = "rnnc_conform";
   model->graph = std::make_unique<Graph>(draft.spec.op_type + "_test");
   Graph& graph = *model->graph;
 

@@ -1,4 +1,4 @@
-// rnnc_conform_ort: runs conformance tests in ONNX Runtime for `rnnc conform run --ort`, one per
+// rnnc_conform_ort: runs conformance tests in ONNX Runtime for `rnnc_conform run --ort`, one per
 // line of stdin (protocol in ort_engine.cc). A separate process because ONNX Runtime 1.30 aborts
 // the whole process on some valid models (LSTM/GRU/RNN with layout = 1); the runner restarts it.
 //

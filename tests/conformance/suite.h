@@ -5,7 +5,7 @@
 //   <dir>/<name>/test_data_set_0/output_<k>.pb   one per graph output: the expected values
 //   <dir>/<name>/conform.txt                     what the generator chose (TestMeta below)
 //
-// Any backend-test runner consumes the first three; conform.txt lets `rnnc conform run` report
+// Any backend-test runner consumes the first three; conform.txt lets `rnnc_conform run` report
 // per-op coverage and match engine disagreements against a list of known ones by their features.
 #pragma once
 

@@ -11,15 +11,9 @@
 #include "ir/graph.h"
 #include "ir/onnx_export.h"
 #include "rnnc/rnnc.h"
+#include "tests/support/random.h"
 
 namespace rnnc::testing {
-
-inline Tensor random_weights(std::vector<int64_t> shape, float scale, std::mt19937& rng) {
-  Tensor t(DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
 
 // x: f32[seq, batch, input] -> y: f32[seq, batch, hidden] through `layers` forward layers of
 // `op` (LSTM, GRU or RNN) with no initial state given (zeros), as exported models have it.
@@ -40,9 +34,12 @@ inline std::string stacked_recurrent_onnx(const std::string& op, int layers, int
   for (int l = 0; l < layers; ++l) {
     const int64_t in = l == 0 ? input : hidden;
     const std::string p = "l" + std::to_string(l);
-    Value* w = g.add_initializer(p + ".W", random_weights({1, gates * hidden, in}, scale, rng));
-    Value* r = g.add_initializer(p + ".R", random_weights({1, gates * hidden, hidden}, scale, rng));
-    Value* b = g.add_initializer(p + ".B", random_weights({1, 2 * gates * hidden}, scale, rng));
+    Value* w =
+        g.add_initializer(p + ".W", random_tensor({1, gates * hidden, in}, rng, -scale, scale));
+    Value* r =
+        g.add_initializer(p + ".R", random_tensor({1, gates * hidden, hidden}, rng, -scale, scale));
+    Value* b =
+        g.add_initializer(p + ".B", random_tensor({1, 2 * gates * hidden}, rng, -scale, scale));
     Node* node = g.add_node(op, p + ".rnn", {x, w, r, b}, {p + ".Y"}, 14);
     node->set_attr("hidden_size", Attribute::of_int(hidden));
     if (op == "GRU") node->set_attr("linear_before_reset", Attribute::of_int(1));

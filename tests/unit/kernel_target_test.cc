@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/compile.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "ir/text_parser.h"
@@ -312,7 +313,7 @@ std::string compile_and_scan(const std::string& target_name) {
     ProgramOptions options;
     options.cache_dir = dir.string();
     options.target = target_name;
-    compile_model(case_model(c), options);
+    compile_program(case_model(c), options);
   }
   std::string listings = scan_cache(dir.string(), target);
   fs::remove_all(dir);

@@ -10,13 +10,17 @@
 #include <limits>
 #include <random>
 
+#include "compiler/compile.h"
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/lower_copy.h"
 #include "lowering/program.h"
+#include "tests/support/random.h"
 
 namespace rnnc {
 namespace {
+
+using testing::random_tensor;
 
 using ::testing::HasSubstr;
 
@@ -40,14 +44,6 @@ Tensor f32(std::vector<int64_t> shape, std::vector<float> values) {
 Tensor iota_f32(std::vector<int64_t> shape) {
   Tensor tensor(DType::kFloat32, std::move(shape));
   for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = static_cast<float>(i);
-  return tensor;
-}
-
-// Small integers in [-100, 100] of any numeric dtype (bool: != 0; float16 exactly).
-Tensor random_tensor(DType dtype, std::vector<int64_t> shape, std::mt19937& rng) {
-  Tensor tensor(dtype, std::move(shape));
-  std::uniform_int_distribution<int> value(-100, 100);
-  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.set_double(i, value(rng));
   return tensor;
 }
 
@@ -575,7 +571,7 @@ TEST(LoweringCopy, CompiledModelRunsPadAndSliceAsCopyBlocks) {
 
   ProgramOptions options;
   options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto program = compile_model(std::move(model), options);
+  auto program = compile_program(std::move(model), options);
   EXPECT_THAT(program->describe(), HasSubstr("copy Pad"));
   EXPECT_THAT(program->describe(), HasSubstr("copy Slice"));
   EXPECT_TRUE(program->run(inputs).at(0).bitwise_equal(expected));

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "compiler/compile.h"
 #include "graph_opt/pipeline.h"
 #include "ir/error.h"
 #include "ir/onnx_export.h"
@@ -80,7 +81,7 @@ std::unique_ptr<Program> compiled(const Case& c, const std::string& target = "")
   options.cache_dir = cache_dir();
   options.target = target;
   options.keep_objects = true;
-  return compile_model(quantized_model(c), options);
+  return compile_program(quantized_model(c), options);
 }
 
 // Runs the case compiled and through the reference evaluator; returns the max abs difference.
@@ -233,7 +234,7 @@ TEST(LowerQuantizedGemm, QuantizedModelRoundTripsThroughOnnx) {
   const Tensor expected = evaluate(*reloaded->graph, c.inputs)[0];
   ProgramOptions options;
   options.cache_dir = cache_dir();
-  auto program = compile_model(std::move(reloaded), options);
+  auto program = compile_program(std::move(reloaded), options);
   EXPECT_NE(program->describe().find(" int8 [K=40,N=56]"), std::string::npos) << program->describe();
   const testing::Comparison comparison =
       testing::compare_tensors(program->run(c.inputs)[0], expected, kSameIntegers);
@@ -312,7 +313,7 @@ TEST(LowerQuantizedGemm, OverflowModeCountsClampsAndSumsBeyondTheDeclaredWidth) 
   ProgramOptions options;
   options.cache_dir = cache_dir();
   options.count_overflow = true;
-  auto program = compile_model(quantized_model(c), options);
+  auto program = compile_program(quantized_model(c), options);
   EXPECT_NE(program->describe().find(" int8 [K="), std::string::npos) << program->describe();
   const testing::Comparison comparison =
       testing::compare_tensors(program->run(run_inputs)[0], expected, kSameIntegers);

@@ -33,9 +33,12 @@
 #include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
 #include "tests/support/error_message.h"
+#include "tests/support/random.h"
 
 namespace rnnc {
 namespace {
+
+using testing::random_tensor;
 
 constexpr testing::Tolerance kTolerance{1e-4, 1e-5};
 
@@ -79,14 +82,6 @@ struct Case {
 };
 
 int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
-
-Tensor random_tensor(std::vector<int64_t> shape, float scale, std::mt19937& random) {
-  Tensor tensor(DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<float> uniform(-scale, scale);
-  float* data = tensor.data<float>();
-  for (int64_t i = 0; i < tensor.numel(); ++i) data[i] = uniform(random);
-  return tensor;
-}
 
 // Quantizes a [dirs, rows, cols] weight per row (one scale per row index, shared by the
 // directions, as DequantizeLinear's axis 1 gives) and returns the dequantized values' parameters;
@@ -144,17 +139,17 @@ std::unique_ptr<Built> build(const Case& c) {
   in.resize(c.op == "LSTM" ? 8 : 6);
   in[0] = random_tensor(c.layout == 0 ? std::vector<int64_t>{c.seq, c.batch, c.input}
                                       : std::vector<int64_t>{c.batch, c.seq, c.input},
-                        1.0f, random);
-  in[1] = random_tensor({dirs, g * c.hidden, c.input}, w_scale, random);
-  in[2] = random_tensor({dirs, g * c.hidden, c.hidden}, r_scale, random);
-  if (c.bias) in[3] = random_tensor({dirs, 2 * g * c.hidden}, 0.5f, random);
+                        random, -1.0f, 1.0f);
+  in[1] = random_tensor({dirs, g * c.hidden, c.input}, random, -w_scale, w_scale);
+  in[2] = random_tensor({dirs, g * c.hidden, c.hidden}, random, -r_scale, r_scale);
+  if (c.bias) in[3] = random_tensor({dirs, 2 * g * c.hidden}, random, -0.5f, 0.5f);
   if (!c.sequence_lens.empty()) {
     in[4] = Tensor::from_vector<int32_t>({c.batch}, c.sequence_lens);
   }
-  if (c.initial_h) in[5] = random_tensor(state, 1.0f, random);
+  if (c.initial_h) in[5] = random_tensor(state, random, -1.0f, 1.0f);
   if (c.op == "LSTM") {
-    if (c.initial_c) in[6] = random_tensor(state, 1.0f, random);
-    if (c.peepholes) in[7] = random_tensor({dirs, 3 * c.hidden}, 0.5f, random);
+    if (c.initial_c) in[6] = random_tensor(state, random, -1.0f, 1.0f);
+    if (c.peepholes) in[7] = random_tensor({dirs, 3 * c.hidden}, random, -0.5f, 0.5f);
   }
   std::shared_ptr<QuantParams> weight_quant[3];
   if (c.quantize) {

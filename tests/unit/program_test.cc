@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "compiler/compile.h"
 #include "ir/npy.h"
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
@@ -46,7 +47,7 @@ TEST(Program, DemoModelMatchesReferenceAndLowersItsLstms) {
   std::map<std::string, Tensor> inputs{
       {"features", read_npy(RNNC_SOURCE_DIR "/models/demo/input.npy")}};
   auto reference = evaluate(*import_onnx_file(path)->graph, inputs);
-  auto program = compile_model(import_onnx_file(path), test_options());
+  auto program = compile_program(import_onnx_file(path), test_options());
   EXPECT_GE(count_halide_blocks(*program), 2u) << program->describe();
   expect_close(program->run(inputs), reference, "demo");
   // Dynamic axes: another sequence length and batch through the same compiled program.
@@ -61,7 +62,7 @@ TEST(Program, PytorchExportsMatchReference) {
     std::string base = std::string(RNNC_SOURCE_DIR "/tests/data/graph_opt/") + name;
     std::map<std::string, Tensor> inputs{{"x", read_npy(base + "_input.npy")}};
     auto reference = evaluate(*import_onnx_file(base + ".onnx")->graph, inputs);
-    auto program = compile_model(import_onnx_file(base + ".onnx"), test_options());
+    auto program = compile_program(import_onnx_file(base + ".onnx"), test_options());
     EXPECT_GE(count_halide_blocks(*program), 1u) << name << "\n" << program->describe();
     expect_close(program->run(inputs), reference, name);
   }
@@ -86,11 +87,12 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
     // The cases feed the weights as inputs; a deployment compiles them in: fix every input but X.
     ProgramOptions options = test_options();
     std::map<std::string, Tensor> runtime_inputs;
+    PassContext specialization;
     for (const auto& [input, tensor] : inputs) {
       if (input == model->graph->inputs()[0]->name()) runtime_inputs[input] = tensor;
-      else options.specialization.fixed_inputs[input] = tensor;
+      else specialization.fixed_inputs[input] = tensor;
     }
-    auto program = compile_model(std::move(model), options);
+    auto program = compile_program(std::move(model), options, specialization);
     EXPECT_GE(count_halide_blocks(*program), 1u) << name << "\n" << program->describe();
     expect_close(program->run(runtime_inputs), reference, name);
     ++cases;
@@ -112,11 +114,11 @@ TEST(Program, ReleasesTheGraphCopyOfConstantsItsBlocksHold) {
   const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";
   std::map<std::string, Tensor> inputs{
       {"features", read_npy(RNNC_SOURCE_DIR "/models/demo/input.npy")}};
-  auto kept = compile_model(import_onnx_file(path), test_options());
+  auto kept = compile_program(import_onnx_file(path), test_options());
   EXPECT_EQ(kept->released_constant_bytes(), 0u);
   ProgramOptions options = test_options();
   options.release_held_constants = true;
-  auto released = compile_model(import_onnx_file(path), options);
+  auto released = compile_program(import_onnx_file(path), options);
 
   size_t recurrent_weight_bytes = 0;
   for (const auto& block : released->blocks()) {
@@ -149,7 +151,7 @@ TEST(Program, AReferenceOnlyProgramReleasesNothing) {
   ProgramOptions options = test_options();
   options.release_held_constants = true;
   options.reference_only = true;
-  auto program = compile_model(import_onnx_file(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx"),
+  auto program = compile_program(import_onnx_file(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx"),
                                options);
   EXPECT_EQ(program->released_constant_bytes(), 0u);
   for (const Value* value : program->model().graph->initializers()) {
@@ -165,10 +167,10 @@ TEST(Program, BlocksReportCompileTimeOrCacheHits) {
                        ("rnnc_program_test_cache_" + std::to_string(::getpid())))
                           .string();
   std::filesystem::remove_all(options.cache_dir);
-  auto cold = compile_model(import_onnx_file(path), options);
+  auto cold = compile_program(import_onnx_file(path), options);
   EXPECT_FALSE(cold->blocks().front()->from_cache);
   EXPECT_GT(cold->blocks().front()->compile_ms, 0);
-  auto warm = compile_model(import_onnx_file(path), options);
+  auto warm = compile_program(import_onnx_file(path), options);
   for (const auto& block : warm->blocks()) {
     if (block->kind().rfind("halide", 0) != 0) continue;
     EXPECT_TRUE(block->from_cache) << block->kind();

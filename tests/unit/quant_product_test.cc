@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "compiler/compile.h"
 #include "ir/quantization.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
@@ -176,8 +177,9 @@ graph main(%x: f32[seq, 12], %w: f32[12, 7], %bias: f32[7]) {
   annotate(*model);
   ProgramOptions options;
   options.cache_dir = (std::filesystem::temp_directory_path() / "rnnc_quant_product_test").string();
-  options.specialization.fixed_inputs = {{"w", w}, {"bias", bias}};
-  auto program = compile_model(std::move(model), options);
+  PassContext specialization;
+  specialization.fixed_inputs = {{"w", w}, {"bias", bias}};
+  auto program = compile_program(std::move(model), options, specialization);
   const std::string plan = program->describe();
   EXPECT_NE(plan.find("reference MatMul"), std::string::npos) << plan;
   const Tensor actual = program->run({{"x", x}})[0];

@@ -1,7 +1,7 @@
-// rnnc conform: the generated ONNX conformance suite (tests/conformance/).
-//   rnnc conform gen --op LSTM --profile full --count 500 --out DIR [--seed N]
-//   rnnc conform run DIR [--ort --findings FILE] [--report FILE.md]
-//   rnnc conform specs [--op OP]
+// rnnc_conform's command: the generated ONNX conformance suite (tests/conformance/).
+//   rnnc_conform gen --op LSTM --profile full --count 500 --out DIR [--seed N]
+//   rnnc_conform run DIR [--ort --findings FILE] [--report FILE.md]
+//   rnnc_conform specs [--op OP]
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "tests/conformance/generator.h"
 #include "tests/conformance/runner.h"
 #include "tests/conformance/spec.h"
-#include "tools/commands.h"
+#include "tools/cli.h"
 
 namespace rnnc::cli {
 
@@ -62,7 +62,7 @@ std::vector<const OpSpec*> selected_specs(const std::string& ops) {
     const OpSpec* spec = find_spec(op);
     if (!spec) {
       raise_invalid_input(
-          cat("--op: no conformance spec for '", op, "' (rnnc conform specs lists them)"));
+          cat("--op: no conformance spec for '", op, "' (rnnc_conform specs lists them)"));
     }
     specs.push_back(spec);
   }
@@ -254,13 +254,14 @@ int run_conform(const Parsed& args) {
 
 }  // namespace
 
+extern const Command kConformCommand;
 const Command kConformCommand{
-    "conform",
-    "rnnc conform gen --op OP[,OP...]|all [--profile smoke|full] [--count N] --out DIR "
+    "rnnc_conform",
+    "rnnc_conform gen --op OP[,OP...]|all [--profile smoke|full] [--count N] --out DIR "
     "[--seed N]\n"
-    "       rnnc conform run DIR [--compiled] [--ort --findings FILE] [--op OPS] "
+    "       rnnc_conform run DIR [--compiled] [--ort --findings FILE] [--op OPS] "
     "[--report FILE.md]\n"
-    "       rnnc conform specs [--op OP]",
+    "       rnnc_conform specs [--op OP]",
     "The generated ONNX conformance suite (tests/conformance).\n"
     "gen writes tests in the ONNX backend layout (DIR/<op>_<profile>_<index>/model.onnx,\n"
     "test_data_set_0/{input,output}_*.pb) with expected outputs from the reference evaluator;\n"

@@ -1,4 +1,4 @@
-#include "runtime/expose_state.h"
+#include "compiler/expose_state.h"
 
 #include <algorithm>
 #include <set>
