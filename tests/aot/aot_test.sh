@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
-# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot) give the JIT path's outputs
-# (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same order of work -
-# for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
+# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), a PyTorch stacked
+# LSTM with initial states and an int8 model `rnnc quantize` wrote gives the JIT path's outputs
+# (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same time loop and
+# copy code (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
 # oneTBB, protobuf or ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
@@ -68,9 +69,69 @@ for seq in 17 7 1; do
   same "wide $seq: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
 done
 
+# Libraries compiled here (not by CMake): `rnnc compile MODEL`, then examples/aot/main.c built
+# against the library with the C compiler alone.
+compile_example() {  # compile_example NAME MODEL: $tmp/NAME/lib NAME.a and $tmp/aot_example_NAME
+  local name=$1 model=$2
+  run "$name: rnnc compile" "$rnnc" compile "$model" -o "$tmp/$name" --name "$name" \
+    --cache-dir "$cache"
+  run "$name: cc" cc -std=gnu11 -O2 -DAOT_HEADER="\"$name.h\"" -DAOT_MODEL="${name}_model" \
+    "$src/examples/aot/main.c" -I"$tmp/$name" "$tmp/$name/lib$name.a" -lm -lpthread -ldl \
+    -o "$tmp/aot_example_$name"
+}
+
+# PyTorch's export of a 2-layer LSTM called with (h0, c0): Slice blocks cut each layer's initial
+# state out of h0 / c0, Concat blocks stack the final states; the library runs them (the copy
+# kernels librnnc runs, lowering/core/copy_kernels.h) around the recurrent blocks. Batch 1 and 3.
+pt=$src/tests/data/aot/lstm_initial_states.onnx
+compile_example pt "$pt"
+for shape in "7 1" "5 3"; do
+  set -- $shape
+  dir=$tmp/pt_$1_$2
+  mkdir -p "$dir/in"
+  run "pytorch stack $1x$2: AOT run" "$tmp/aot_example_pt" "$tmp/pt/pt.weights" --dim seq=$1 \
+    --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+  run "pytorch stack $1x$2: JIT run" "$rnnc" run "$pt" --input "x=$dir/in/x.npy" \
+    --input "h0=$dir/in/h0.npy" --input "c0=$dir/in/c0.npy" --output-dir "$dir/jit" \
+    --cache-dir "$cache"
+  for output in y h_n c_n; do
+    same "pytorch stack $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+if grep -q "rn_slice_copy" "$tmp/pt/pt_driver.c" && grep -q "rn_concat" "$tmp/pt/pt_driver.c"; then
+  pass
+else
+  fail "the PyTorch stack's driver runs no Slice or no Concat copy"
+fi
+
+# A model `rnnc quantize` wrote (int8 LSTM products): the library runs the integer kernels the
+# runtime runs, with the int8 weights, scales and column sums from its weight file.
+run "int8: rnnc quantize" "$rnnc" quantize "$src/models/smoke/smoke_lstm64_l2.onnx" \
+  -o "$tmp/lstm_q.onnx"
+compile_example q "$tmp/lstm_q.onnx"
+if grep -q "L.quantized = 1" "$tmp/q/q_driver.c"; then
+  pass
+else
+  fail "the quantized model's library has no quantized recurrent block"
+fi
+for shape in "17 1" "9 3"; do
+  set -- $shape
+  dir=$tmp/q_$1_$2
+  mkdir -p "$dir/in" "$dir/chunked"
+  run "int8 $1x$2: AOT run" "$tmp/aot_example_q" "$tmp/q/q.weights" --dim seq=$1 \
+    --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+  run "int8 $1x$2: JIT run" "$rnnc" run "$tmp/lstm_q.onnx" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  same "int8 $1x$2: AOT == JIT" "$dir/y.npy" "$dir/jit/y.pb"
+  run "int8 $1x$2: AOT stream" "$tmp/aot_example_q" "$tmp/q/q.weights" --dim seq=$1 \
+    --dim batch=$2 --chunk 4 --out "$dir/chunked"
+  same "int8 $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
+done
+
 # Linked with the C runtime only.
-for example in aot_example_demo aot_example_stack aot_example_wide; do
-  libs=$(ldd "$examples/$example" | awk '{print $1}')
+for example in "$examples/aot_example_demo" "$examples/aot_example_stack" \
+    "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_q"; do
+  libs=$(ldd "$example" | awk '{print $1}')
   if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
     fail "$example links: $libs"
   elif [[ -z $sanitizers ]] && grep -vqE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|pthread|dl)\.so\.[0-9]+)$' <<<"$libs"; then
