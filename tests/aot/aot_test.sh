@@ -128,6 +128,19 @@ for shape in "17 1" "9 3"; do
   same "int8 $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
 done
 
+# View blocks (Flatten, Identity): the library copies the elements the runtime's view aliases.
+node=/usr/share/libonnx-testdata/data/node
+for case in "flatten test_flatten_axis1 a b" "identity test_identity x y"; do
+  set -- $case
+  compile_example "$1" "$node/$2/model.onnx"
+  mkdir -p "$tmp/$1_run/in"
+  run "$1: AOT run" "$tmp/aot_example_$1" "$tmp/$1/$1.weights" --save-inputs "$tmp/$1_run/in" \
+    --out "$tmp/$1_run"
+  run "$1: JIT run" "$rnnc" run "$node/$2/model.onnx" --input "$3=$tmp/$1_run/in/$3.npy" \
+    --output-dir "$tmp/$1_run/jit" --cache-dir "$cache"
+  same "$1: AOT == JIT" "$tmp/$1_run/$4.npy" "$tmp/$1_run/jit/$4.pb"
+done
+
 # Linked with the C runtime only.
 for example in "$examples/aot_example_demo" "$examples/aot_example_stack" \
     "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_q"; do
