@@ -80,29 +80,36 @@ compile_example() {  # compile_example NAME MODEL: $tmp/NAME/lib NAME.a and $tmp
     -o "$tmp/aot_example_$name"
 }
 
-# PyTorch's export of a 2-layer LSTM called with (h0, c0): Slice blocks cut each layer's initial
-# state out of h0 / c0, Concat blocks stack the final states; the library runs them (the copy
-# kernels librnnc runs, lowering/core/copy_kernels.h) around the recurrent blocks. Batch 1 and 3.
-pt=$src/tests/data/aot/lstm_initial_states.onnx
-compile_example pt "$pt"
-for shape in "7 1" "5 3"; do
-  set -- $shape
-  dir=$tmp/pt_$1_$2
-  mkdir -p "$dir/in"
-  run "pytorch stack $1x$2: AOT run" "$tmp/aot_example_pt" "$tmp/pt/pt.weights" --dim seq=$1 \
-    --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
-  run "pytorch stack $1x$2: JIT run" "$rnnc" run "$pt" --input "x=$dir/in/x.npy" \
-    --input "h0=$dir/in/h0.npy" --input "c0=$dir/in/c0.npy" --output-dir "$dir/jit" \
-    --cache-dir "$cache"
-  for output in y h_n c_n; do
-    same "pytorch stack $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+# PyTorch's exports of a 2-layer LSTM called with (h0, c0) and of a 2-layer bidirectional GRU
+# called with h0 (tests/data/aot/make_models.py): Slice blocks cut each layer's initial state out
+# of h0 / c0, Concat blocks stack the final states; the library runs them (the copy kernels
+# librnnc runs, lowering/core/copy_kernels.h) around the recurrent blocks (forward, and the GRU's
+# reversed direction with linear_before_reset). Batch 1 and 3, every output.
+for case in "pt lstm_initial_states x,h0,c0 y,h_n,c_n" "gru gru_bidirectional x,h0 y,h_n"; do
+  set -- $case
+  name=$1 model=$src/tests/data/aot/$2.onnx inputs=${3//,/ } outputs=${4//,/ }
+  compile_example "$name" "$model"
+  for shape in "7 1" "5 3"; do
+    set -- $shape
+    dir=$tmp/${name}_$1_$2
+    mkdir -p "$dir/in"
+    run "$name $1x$2: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" --dim seq=$1 \
+      --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+    jit_inputs=()
+    for input in $inputs; do jit_inputs+=(--input "$input=$dir/in/$input.npy"); done
+    run "$name $1x$2: JIT run" "$rnnc" run "$model" "${jit_inputs[@]}" --output-dir "$dir/jit" \
+      --cache-dir "$cache"
+    for output in $outputs; do
+      same "$name $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+    done
   done
+  if grep -q "rn_slice_copy" "$tmp/$name/${name}_driver.c" &&
+      grep -q "rn_concat" "$tmp/$name/${name}_driver.c"; then
+    pass
+  else
+    fail "$name: the driver runs no Slice or no Concat copy"
+  fi
 done
-if grep -q "rn_slice_copy" "$tmp/pt/pt_driver.c" && grep -q "rn_concat" "$tmp/pt/pt_driver.c"; then
-  pass
-else
-  fail "the PyTorch stack's driver runs no Slice or no Concat copy"
-fi
 
 # A model `rnnc quantize` wrote (int8 LSTM products): the library runs the integer kernels the
 # runtime runs, with the int8 weights, scales and column sums from its weight file.
@@ -143,7 +150,8 @@ done
 
 # Linked with the C runtime only.
 for example in "$examples/aot_example_demo" "$examples/aot_example_stack" \
-    "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_q"; do
+    "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_gru" \
+    "$tmp/aot_example_q"; do
   libs=$(ldd "$example" | awk '{print $1}')
   if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
     fail "$example links: $libs"
