@@ -135,6 +135,27 @@ for shape in "17 1" "9 3"; do
   same "int8 $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
 done
 
+# The demo model as `rnnc quantize` writes it: int8 LSTMs and the int8 GEMM of its head (a Halide
+# block of integer products), on its stored input, whole and streamed in chunks of 7.
+run "demo int8: rnnc quantize" "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q.onnx"
+compile_example dq "$tmp/demo_q.onnx"
+if grep -q "halide matmul+add int8" "$tmp/dq/dq_driver.c" &&
+    grep -q "L.quantized = 1" "$tmp/dq/dq_driver.c"; then
+  pass
+else
+  fail "the quantized demo's library has no int8 GEMM or no int8 LSTM"
+fi
+mkdir -p "$tmp/dq_run/chunked"
+run "demo int8: AOT run" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq=50 --dim batch=1 \
+  --input "features=$demo/input.npy" --out "$tmp/dq_run"
+run "demo int8: JIT run" "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy" \
+  --output-dir "$tmp/dq_run/jit" --cache-dir "$cache"
+same "demo int8: AOT == JIT" "$tmp/dq_run/log_probs.npy" "$tmp/dq_run/jit/log_probs.pb"
+run "demo int8: AOT stream" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --chunk 7 --out "$tmp/dq_run/chunked"
+same "demo int8: AOT stream == JIT run" "$tmp/dq_run/chunked/log_probs.npy" \
+  "$tmp/dq_run/jit/log_probs.pb"
+
 # View blocks (Flatten, Identity): the library copies the elements the runtime's view aliases.
 node=/usr/share/libonnx-testdata/data/node
 for case in "flatten test_flatten_axis1 a b" "identity test_identity x y"; do
