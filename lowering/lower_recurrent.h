@@ -3,7 +3,7 @@
 // (docs/ops/recurrent.md) up to float32 rounding.
 //
 //   per direction:  XW = input_projection(X, Wt, bias)      one GEMM over all (t, b) rows
-//                   for s in 0 .. max(sequence_lens) - 1:   C++ time loop
+//                   for s in 0 .. max(sequence_lens) - 1:   the C time loop, core/recurrent_loop.h
 //                     h, c = recurrent_step(R, XW, step_time(s), h, c)
 //                     Y[step_time(s)[b], d, b] = h[b]       for the entries still running
 //
@@ -97,7 +97,8 @@ class RecurrentBlock : public ExecutionBlock {
   struct ChunkState;
 
   // The time loop's description (lowering/core/recurrent_loop.h) with this block's sizes,
-  // schedule, pipelines and marshaled weights; its run fields empty. The AOT driver prints it.
+  // schedule, pipelines and marshaled weights; its run fields empty. write_aot prints its numbers
+  // into the AOT driver.
   rn_recurrent compiled_loop() const;
   // Checks the inputs, binds the outputs (recycled when possible) and fills the run fields; the
   // sequence lengths go into the workspace.

@@ -209,9 +209,9 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     text +=
         cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, Axis::kBatch), ";\n");
   }
-  std::string y_elements = "0";
-  for (Axis axis : y_axes_) y_elements += "*" + sizes.size(axis);
-  if (!y_axes_.empty()) y_elements = y_elements.substr(2);
+  std::string y_elements;  // Y's element count, to clear it when an entry is short
+  for (Axis axis : y_axes_) y_elements += (y_elements.empty() ? "" : "*") + sizes.size(axis);
+  if (y_elements.empty()) y_elements = "0";
   const std::string scratch = writer.fresh("scratch");
   text += checks;
   text += cat("  {\n    void* ", scratch, " = ", writer.scratch("rn_recurrent_block_bytes(&L)"),

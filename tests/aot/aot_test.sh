@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
-# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), a PyTorch stacked
-# LSTM with initial states and an int8 model `rnnc quantize` wrote gives the JIT path's outputs
-# (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same time loop and
-# copy code (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
-# oneTBB, protobuf or ONNX; rnnc compile's errors name what it cannot export.
+# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
+# LSTM with initial states and bidirectional GRU, int8 models `rnnc quantize` wrote and view blocks
+# gives the JIT path's outputs (`rnnc run`, the runtime) bit for bit - same kernels for the same
+# target, same time loop and copy code (lowering/core/) - for whole runs, batched runs and streams
+# in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or ONNX; rnnc compile's
+# errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
 # forbidden libraries are looked for.
