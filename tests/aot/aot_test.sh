@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
-# LSTM with initial states and bidirectional GRU, int8 models `rnnc quantize` wrote and view blocks
-# gives the JIT path's outputs (`rnnc run`, the runtime) bit for bit - same kernels for the same
-# target, same time loop and copy code (lowering/core/) - for whole runs, batched runs and streams
-# in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or ONNX; rnnc compile's
-# errors name what it cannot export.
+# LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
+# quantize` wrote and view blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for
+# bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
+# runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
+# protobuf or ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
 # forbidden libraries are looked for.
@@ -112,6 +112,30 @@ for case in "pt lstm_initial_states x,h0,c0 y,h_n,c_n" "gru gru_bidirectional x,
   fi
 done
 
+# A bidirectional LSTM with peepholes whose constant sequence_lens [5, 2, 0] stops the entries at
+# different steps (the reverse direction starts each at its own last step): seq 6 and 5, every
+# output; at seq 4 an entry's length is out of range, which the library reports as the runtime
+# does.
+sl=$src/tests/data/aot/lstm_sequence_lens.onnx
+compile_example sl "$sl"
+for seq in 6 5; do
+  dir=$tmp/sl_$seq
+  mkdir -p "$dir/in"
+  run "sequence_lens seq $seq: AOT run" "$tmp/aot_example_sl" "$tmp/sl/sl.weights" --dim seq=$seq \
+    --save-inputs "$dir/in" --out "$dir"
+  run "sequence_lens seq $seq: JIT run" "$rnnc" run "$sl" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y y_h y_c; do
+    same "sequence_lens seq $seq: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+err=$("$tmp/aot_example_sl" "$tmp/sl/sl.weights" --dim seq=4 --out "$tmp" 2>&1)
+if [[ $? -ne 0 && $err == *"input 'sequence_lens'[0] = 5, must be in [0, seq_length = 4]"* ]]; then
+  pass
+else
+  fail "sequence_lens beyond seq: expected the library's error, got: $err"
+fi
+
 # A model `rnnc quantize` wrote (int8 LSTM products): the library runs the integer kernels the
 # runtime runs, with the int8 weights, scales and column sums from its weight file.
 run "int8: rnnc quantize" "$rnnc" quantize "$src/models/smoke/smoke_lstm64_l2.onnx" \
@@ -173,7 +197,7 @@ done
 # Linked with the C runtime only.
 for example in "$examples/aot_example_demo" "$examples/aot_example_stack" \
     "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_gru" \
-    "$tmp/aot_example_q"; do
+    "$tmp/aot_example_sl" "$tmp/aot_example_q"; do
   libs=$(ldd "$example" | awk '{print $1}')
   if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
     fail "$example links: $libs"

@@ -47,3 +47,34 @@ torch.onnx.export(
     output_names=["y", "h_n"],
     dynamic_axes={"x": {0: "seq", 1: "batch"}, "h0": {1: "batch"}, "y": {0: "seq", 1: "batch"},
                   "h_n": {1: "batch"}})
+
+# lstm_sequence_lens.onnx: one bidirectional LSTM (input 8, hidden 16, peepholes) over a batch of
+# 3 whose sequence_lens is the constant [5, 2, 0]: the entries stop at different steps, the
+# reverse direction starts each entry at its own last step, Y stays zero past each length.
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(25)
+hidden, inputs, dirs = 16, 8, 2
+
+
+def weight(name, *shape):
+    return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+
+graph = helper.make_graph(
+    [helper.make_node("LSTM", ["x", "W", "R", "B", "sequence_lens", "", "", "P"],
+                      ["y", "y_h", "y_c"], hidden_size=hidden, direction="bidirectional")],
+    "lstm_sequence_lens",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 3, inputs])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", dirs, 3, hidden]),
+     helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [dirs, 3, hidden]),
+     helper.make_tensor_value_info("y_c", TensorProto.FLOAT, [dirs, 3, hidden])],
+    [weight("W", dirs, 4 * hidden, inputs), weight("R", dirs, 4 * hidden, hidden),
+     weight("B", dirs, 8 * hidden), weight("P", dirs, 3 * hidden),
+     numpy_helper.from_array(np.array([5, 2, 0], dtype=np.int32), "sequence_lens")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(here, "lstm_sequence_lens.onnx"))
