@@ -181,8 +181,39 @@ run "demo int8: AOT stream" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq
 same "demo int8: AOT stream == JIT run" "$tmp/dq_run/chunked/log_probs.npy" \
   "$tmp/dq_run/jit/log_probs.pb"
 
-# View blocks (Flatten, Identity): the library copies the elements the runtime's view aliases.
 node=/usr/share/libonnx-testdata/data/node
+# Pad and Slice blocks, their operands fixed to the ONNX test cases' own (--fix, so they are
+# constants in the library; the JIT run reads them as inputs): a constant pad, a Slice with
+# negative steps.
+for case in "constant_pad pads=1 value=2" "slice_neg_steps starts=1 ends=2 axes=3 steps=4"; do
+  set -- $case
+  name=$1; shift
+  fixes=() operands=()
+  for fix in "$@"; do
+    file=$node/test_$name/test_data_set_0/input_${fix#*=}.pb
+    fixes+=(--fix "${fix%=*}=@$file")
+    operands+=(--input "${fix%=*}=$file")
+  done
+  model=$node/test_$name/model.onnx
+  run "$name: rnnc compile" "$rnnc" compile "$model" "${fixes[@]}" -o "$tmp/$name" --name "$name" \
+    --cache-dir "$cache"
+  run "$name: cc" cc -std=gnu11 -O2 -DAOT_HEADER="\"$name.h\"" -DAOT_MODEL="${name}_model" \
+    "$src/examples/aot/main.c" -I"$tmp/$name" "$tmp/$name/lib$name.a" -lm -lpthread -ldl \
+    -o "$tmp/aot_example_$name"
+  mkdir -p "$tmp/${name}_run/in"
+  run "$name: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" \
+    --save-inputs "$tmp/${name}_run/in" --out "$tmp/${name}_run"
+  run "$name: JIT run" "$rnnc" run "$model" "${operands[@]}" --input "x=$tmp/${name}_run/in/x.npy" \
+    --output-dir "$tmp/${name}_run/jit" --cache-dir "$cache"
+  same "$name: AOT == JIT" "$tmp/${name}_run/y.npy" "$tmp/${name}_run/jit/y.pb"
+  if grep -qE "rn_(pad|slice)_copy\(&" "$tmp/$name/${name}_driver.c"; then
+    pass
+  else
+    fail "$name: the driver runs no Pad or Slice copy"
+  fi
+done
+
+# View blocks (Flatten, Identity): the library copies the elements the runtime's view aliases.
 for case in "flatten test_flatten_axis1 a b" "identity test_identity x y"; do
   set -- $case
   compile_example "$1" "$node/$2/model.onnx"
