@@ -5,7 +5,7 @@
  * so everything here is static to one model's driver, and two models' libraries link into one
  * program without clashing. It holds what does not depend on the model: the weight file check
  * (docs/aot.md has the format), the context's memory (value buffers, per-block scratch, carried
- * state), Halide buffer binding, the Halide error hook, and the drivers' side of the recurrent and
+ * state), Halide buffer binding, the Halide error hook, and each driver's side of the recurrent and
  * copy blocks. The time loop and the copy kernels themselves are librnnc's (lowering/core/),
  * pasted before this text.
  *
@@ -178,16 +178,21 @@ static void rn_halide_error(void* user_context, const char* message) {
   snprintf(rn_halide_message, sizeof rn_halide_message, "%s", message ? message : "");
 }
 
+/* The message Halide reported on this thread, without its trailing newline. */
+static const char* rn_halide_error_text(void) {
+  size_t n = strlen(rn_halide_message);
+  while (n > 0 && (rn_halide_message[n - 1] == '\n' || rn_halide_message[n - 1] == ' ')) {
+    rn_halide_message[--n] = 0;
+  }
+  return rn_halide_message;
+}
+
 static int rn_call(rn_ctx* ctx, int (*pipeline)(void**), void** args, const char* what) {
   rn_halide_message[0] = 0;
   int status = pipeline(args);
   if (status != 0) {
-    size_t n = strlen(rn_halide_message);
-    while (n > 0 && (rn_halide_message[n - 1] == '\n' || rn_halide_message[n - 1] == ' ')) {
-      rn_halide_message[--n] = 0;
-    }
     return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: Halide error %d: %s", what, status,
-                   rn_halide_message);
+                   rn_halide_error_text());
   }
   return RNNC_AOT_OK;
 }
@@ -312,7 +317,7 @@ static int rn_recurrent_block(rn_ctx* ctx, rn_recurrent* L, const char* name,
     if (status != 0) {
       return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: %s: Halide error %d: %s", name,
                      state.failed_pipeline == 1 ? "the input projection" : "the step", status,
-                     rn_halide_message);
+                     rn_halide_error_text());
     }
     rn_recurrent_finish(L, d, &state);
   }
