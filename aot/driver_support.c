@@ -289,31 +289,21 @@ static int rn_recurrent_block(rn_ctx* ctx, rn_recurrent* L, const char* name,
   }
   int64_t* lengths = (int64_t*)next;
   next += RN_ALIGN(8 * (batch > 0 ? batch : 1));
-  int64_t steps = 0, short_entry = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t length = seq;
-    if (sequence_lens) {
-      length = sequence_lens_bits == 32 ? ((const int32_t*)sequence_lens)[b]
-                                        : ((const int64_t*)sequence_lens)[b];
-      if (length < 0 || length > seq) {
-        return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
-                       "%s: input 'sequence_lens'[%lld] = %lld, must be in [0, seq_length = %lld]",
-                       name, (long long)b, (long long)length, (long long)seq);
-      }
-    }
-    lengths[b] = length;
-    if (length > steps) steps = length;
-    if (length < seq) short_entry = 1;
+  const int64_t bad = rn_recurrent_lengths(L, sequence_lens, sequence_lens_bits, lengths);
+  if (bad >= 0) {
+    const int64_t length = sequence_lens_bits == 32 ? ((const int32_t*)sequence_lens)[bad]
+                                                    : ((const int64_t*)sequence_lens)[bad];
+    return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                   "%s: input 'sequence_lens'[%lld] = %lld, must be in [0, seq_length = %lld]",
+                   name, (long long)bad, (long long)length, (long long)seq);
   }
-  L->lengths = lengths;
-  L->steps = steps;
-  if (L->y && short_entry) memset(L->y, 0, (size_t)(4 * y_elements));
+  if (L->y && rn_recurrent_has_short_entry(L)) memset(L->y, 0, (size_t)(4 * y_elements));
   for (int d = 0; d < L->directions; ++d) {
     rn_recurrent_state state;
     rn_recurrent_start(L, d, next, &state);
     next += RN_ALIGN(rn_recurrent_direction_bytes(L));
     rn_halide_message[0] = 0;
-    const int status = rn_recurrent_advance(L, d, &state, 0, steps);
+    const int status = rn_recurrent_advance(L, d, &state, 0, L->steps);
     if (status != 0) {
       return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: %s: Halide error %d: %s", name,
                      state.failed_pipeline == 1 ? "the input projection" : "the step", status,

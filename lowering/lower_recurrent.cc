@@ -730,9 +730,10 @@ rn_recurrent RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
   }
 
   int64_t* lengths = workspace.allocate<int64_t>(run.batch);
-  std::fill_n(lengths, run.batch, run.seq);
-  run.lengths = lengths;
-  if (const Tensor* lens = input(kSequenceLens, constant_sequence_lens_)) {
+  const void* lens_data = nullptr;
+  int lens_bits = 0;
+  const Tensor* lens = input(kSequenceLens, constant_sequence_lens_);
+  if (lens) {
     if (!is_integer(lens->dtype())) {
       raise_invalid_model(cat(describe_, ": input 'sequence_lens' has element type ",
                               dtype_onnx_name(lens->dtype()), ", expected int32"));
@@ -741,17 +742,20 @@ rn_recurrent RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
       fail(cat("input 'sequence_lens' has shape ", shape_text(lens->shape()), ", expected [",
                run.batch, "] (batch_size)"));
     }
-    for (int64_t b = 0; b < run.batch; ++b) {
-      int64_t length = lens->get_int64(b);
-      if (length < 0 || length > run.seq) {
-        fail(cat("input 'sequence_lens'[", b, "] = ", length,
-                 ", must be in [0, seq_length = ", run.seq, "]"));
-      }
-      lengths[b] = length;
+    if (lens->dtype() == DType::kInt32 || lens->dtype() == DType::kInt64) {
+      lens_data = lens->raw_data();
+      lens_bits = lens->dtype() == DType::kInt32 ? 32 : 64;
+    } else {  // other integer types, widened (the time loop reads int32 or int64)
+      int64_t* wide = workspace.allocate<int64_t>(run.batch);
+      for (int64_t b = 0; b < run.batch; ++b) wide[b] = lens->get_int64(b);
+      lens_data = wide;
+      lens_bits = 64;
     }
   }
-  run.steps = 0;
-  for (int64_t b = 0; b < run.batch; ++b) run.steps = std::max(run.steps, lengths[b]);
+  if (const int64_t bad = rn_recurrent_lengths(&run, lens_data, lens_bits, lengths); bad >= 0) {
+    fail(cat("input 'sequence_lens'[", bad, "] = ", lens->get_int64(bad),
+             ", must be in [0, seq_length = ", run.seq, "]"));
+  }
 
   // Outputs in node output order; only those the node has. The previous run's tensors are
   // reused when their shapes still fit (a fresh tensor is zeros; Y must be zero past each entry's
@@ -765,9 +769,7 @@ rn_recurrent RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
     const SlotShape shape = layout_shape(i == 0 ? y_axes_ : i == 1 ? y_h_axes_ : y_c_axes_, sizes);
     const bool fresh = Tensor::recycle(io.outputs[i], DType::kFloat32, shape.dims, shape.rank);
     float* data = io.outputs[i].data<float>();
-    if (!fresh && i == 0 && run.steps * run.batch > 0 &&
-        std::any_of(lengths, lengths + run.batch,
-                    [&](int64_t length) { return length < run.seq; })) {
+    if (!fresh && i == 0 && run.steps * run.batch > 0 && rn_recurrent_has_short_entry(&run)) {
       std::memset(data, 0, io.outputs[i].nbytes());
     }
     (i == 0 ? run.y : i == 1 ? run.y_h : run.y_c) = data;

@@ -59,6 +59,30 @@ RN_CORE_API int64_t rn_recurrent_projected_rows(const rn_recurrent* layer, int64
   return layer->quantized && rows > 1 && rows < layer->gemm_rows ? layer->gemm_rows : rows;
 }
 
+RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequence_lens, int bits,
+                                         int64_t* lengths) {
+  int64_t steps = 0;
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    int64_t length = layer->seq;
+    if (sequence_lens) {
+      length = bits == 32 ? ((const int32_t*)sequence_lens)[b] : ((const int64_t*)sequence_lens)[b];
+      if (length < 0 || length > layer->seq) return b;
+    }
+    lengths[b] = length;
+    if (length > steps) steps = length;
+  }
+  layer->lengths = lengths;
+  layer->steps = steps;
+  return -1;
+}
+
+RN_CORE_API int rn_recurrent_has_short_entry(const rn_recurrent* layer) {
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    if (layer->lengths[b] < layer->seq) return 1;
+  }
+  return 0;
+}
+
 RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer) {
   const int64_t n = layer->gates * layer->padded, rows = layer->seq * layer->batch;
   const int64_t pb = rn_loop_padded_batch(layer);

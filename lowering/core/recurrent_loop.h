@@ -90,6 +90,15 @@ typedef struct rn_recurrent_state {
   int failed_pipeline; /* after a failed call: 1 the projection, 2 the step */
 } rn_recurrent_state;
 
+/* Reads each entry's length into `lengths` (batch entries): sequence_lens' int32 or int64 entries
+ * (`bits`), or seq for every entry when sequence_lens is NULL; then points layer->lengths at them
+ * and sets layer->steps. Returns -1, or the first entry outside [0, seq] (layer unchanged). */
+RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequence_lens, int bits,
+                                         int64_t* lengths);
+
+/* Whether an entry stops before seq (layer->lengths set): Y past its length must be zero. */
+RN_CORE_API int rn_recurrent_has_short_entry(const rn_recurrent* layer);
+
 /* Bytes one direction of a run needs (64-byte aligned memory, any contents). */
 RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer);
 
