@@ -5,8 +5,9 @@
  * so everything here is static to one model's driver, and two models' libraries link into one
  * program without clashing. It holds what does not depend on the model: the weight file check
  * (docs/aot.md has the format), the context's memory (value buffers, per-block scratch, carried
- * state), Halide buffer binding, the Halide error hook, and the recurrent time loop the recurrent
- * blocks call (lowering/recurrent_block_aot.cc; the C twin of RecurrentBlock::run).
+ * state), Halide buffer binding, the Halide error hook, and each driver's side of the recurrent and
+ * copy blocks. The time loop and the copy kernels themselves are librnnc's (lowering/core/),
+ * pasted before this text.
  *
  * Nothing here allocates in steady state: buffers grow to the largest run seen and stay. */
 
@@ -177,16 +178,21 @@ static void rn_halide_error(void* user_context, const char* message) {
   snprintf(rn_halide_message, sizeof rn_halide_message, "%s", message ? message : "");
 }
 
+/* The message Halide reported on this thread, without its trailing newline. */
+static const char* rn_halide_error_text(void) {
+  size_t n = strlen(rn_halide_message);
+  while (n > 0 && (rn_halide_message[n - 1] == '\n' || rn_halide_message[n - 1] == ' ')) {
+    rn_halide_message[--n] = 0;
+  }
+  return rn_halide_message;
+}
+
 static int rn_call(rn_ctx* ctx, int (*pipeline)(void**), void** args, const char* what) {
   rn_halide_message[0] = 0;
   int status = pipeline(args);
   if (status != 0) {
-    size_t n = strlen(rn_halide_message);
-    while (n > 0 && (rn_halide_message[n - 1] == '\n' || rn_halide_message[n - 1] == ' ')) {
-      rn_halide_message[--n] = 0;
-    }
     return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: Halide error %d: %s", what, status,
-                   rn_halide_message);
+                   rn_halide_error_text());
   }
   return RNNC_AOT_OK;
 }
@@ -258,222 +264,52 @@ static int rn_check_shape(rn_ctx* ctx, int rank, const int64_t* got, const int64
   return RNNC_AOT_OK;
 }
 
-/* ---- copy blocks ----------------------------------------------------------------------------- */
-
-/* Concat (lowering/lower_concat.cc): each of the `outer` slabs of the output is the parts' slabs
- * one after another. */
-static void rn_concat(void* destination, int64_t outer, int count, const void* const* parts,
-                      const int64_t* slab_bytes) {
-  uint8_t* out = (uint8_t*)destination;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int i = 0; i < count; ++i) {
-      if (slab_bytes[i] == 0) continue;
-      memcpy(out, (const uint8_t*)parts[i] + o * slab_bytes[i], (size_t)slab_bytes[i]);
-      out += slab_bytes[i];
-    }
-  }
-}
-
 /* ---- recurrent blocks ------------------------------------------------------------------------ */
 
-typedef struct rn_recurrent_direction {
-  int reverse, peepholes, linear_before_reset;
-  int (*step)(void**);
-  int (*batched_step)(void**);
-  const float *wt, *bias, *r, *peephole_weights, *rbh;
-} rn_recurrent_direction;
-
-/* One LSTM / GRU / RNN block: its compiled shape (lowering/recurrent_pipelines.h layouts) and one
- * run's buffers, with element strides of the slots in their layouts (0: a squeezed dir). */
-typedef struct rn_recurrent {
-  const char* name;
-  int (*projection)(void**);
-  int lstm, directions;
-  int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
-  int64_t wt_panel; /* columns per panel of each direction's wt (ni, k, no): projection_panel */
-  rn_recurrent_direction dir[2];
-  const float* x;
-  int64_t seq, batch, x_seq_stride, x_batch_stride;
-  const void* sequence_lens; /* NULL: every entry runs seq steps */
-  int sequence_lens_bits;
-  const float* initial_h; /* NULL: zeros */
-  int64_t h0_dir, h0_batch;
-  const float* initial_c;
-  int64_t c0_dir, c0_batch;
-  float* y; /* NULL: not needed */
-  int64_t y_seq, y_dir, y_batch, y_elements;
-  float* y_h;
-  int64_t y_h_dir, y_h_batch;
-  float* y_c;
-  int64_t y_c_dir, y_c_batch;
-} rn_recurrent;
-
-static int64_t rn_round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
+/* Scratch of one recurrent block (RecurrentBlock::write_aot): the sequence lengths, then each
+ * direction's memory for the time loop (lowering/core/recurrent_loop.h, pasted above). */
+static int64_t rn_recurrent_block_bytes(const rn_recurrent* L) {
+  return RN_ALIGN(8 * (L->batch > 0 ? L->batch : 1)) +
+         L->directions * RN_ALIGN(rn_recurrent_direction_bytes(L));
 }
 
-static int64_t rn_padded_batch(const rn_recurrent* L) {
-  return rn_round_up(L->batch, L->batch > 1 ? L->batch_tile : 1);
-}
-
-static int64_t rn_recurrent_direction_bytes(const rn_recurrent* L) {
-  const int64_t n = L->gates * L->padded, rows = L->seq * L->batch, pb = rn_padded_batch(L);
-  return RN_ALIGN(4 * n * (rows + L->gemm_rows)) +
-         4 * RN_ALIGN(4 * L->padded * pb) + RN_ALIGN(4 * pb);
-}
-
-static int64_t rn_recurrent_scratch_bytes(const rn_recurrent* L) {
-  return RN_ALIGN(8 * (L->batch > 0 ? L->batch : 1)) + L->directions * rn_recurrent_direction_bytes(L);
-}
-
-static const halide_type_code_t rn_float = halide_type_float, rn_int = halide_type_int;
-
-/* RecurrentBlock::run (lowering/lower_recurrent.cc) in C: the same buffers, calls and copies. */
-static int rn_recurrent_run(rn_ctx* ctx, const rn_recurrent* L, void* scratch) {
+/* RecurrentBlock::run for the driver: reads sequence_lens (NULL: every entry runs seq steps; 32- or
+ * 64-bit), zeroes Y when an entry is short (Y stays zero past its length), and runs every
+ * direction through the shared time loop. */
+static int rn_recurrent_block(rn_ctx* ctx, rn_recurrent* L, const char* name,
+                              const void* sequence_lens, int sequence_lens_bits,
+                              int64_t y_elements, void* scratch) {
   uint8_t* next = (uint8_t*)scratch;
-  const int64_t seq = L->seq, batch = L->batch, n = L->gates * L->padded, rows = seq * batch;
-  const int64_t hidden = L->hidden, padded = L->padded, tile = L->tile, tiles = padded / tile;
-  const int64_t widest = n > L->input ? n : L->input;
+  const int64_t seq = L->seq, batch = L->batch, rows = seq * batch;
+  const int64_t n = L->gates * L->padded, widest = n > L->input ? n : L->input;
   if ((rows + L->gemm_rows) * widest * 4 > INT32_MAX) {
     return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
-                   "%s: seq_length * batch_size = %lld rows give buffers beyond 2 GB", L->name,
+                   "%s: seq_length * batch_size = %lld rows give buffers beyond 2 GB", name,
                    (long long)rows);
   }
   int64_t* lengths = (int64_t*)next;
   next += RN_ALIGN(8 * (batch > 0 ? batch : 1));
-  int64_t steps = 0, short_entry = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t length = seq;
-    if (L->sequence_lens) {
-      length = L->sequence_lens_bits == 32 ? ((const int32_t*)L->sequence_lens)[b]
-                                           : ((const int64_t*)L->sequence_lens)[b];
-      if (length < 0 || length > seq) {
-        return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
-                       "%s: input 'sequence_lens'[%lld] = %lld, must be in [0, seq_length = %lld]",
-                       L->name, (long long)b, (long long)length, (long long)seq);
-      }
-    }
-    lengths[b] = length;
-    if (length > steps) steps = length;
-    if (length < seq) short_entry = 1;
+  const int64_t bad = rn_recurrent_lengths(L, sequence_lens, sequence_lens_bits, lengths);
+  if (bad >= 0) {
+    const int64_t length = sequence_lens_bits == 32 ? ((const int32_t*)sequence_lens)[bad]
+                                                    : ((const int64_t*)sequence_lens)[bad];
+    return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
+                   "%s: input 'sequence_lens'[%lld] = %lld, must be in [0, seq_length = %lld]",
+                   name, (long long)bad, (long long)length, (long long)seq);
   }
-  /* Y stays zero past each entry's length. */
-  if (L->y && short_entry) memset(L->y, 0, (size_t)(4 * L->y_elements));
-
-  const int64_t pb = rn_padded_batch(L);
+  if (L->y && rn_recurrent_has_short_entry(L)) memset(L->y, 0, (size_t)(4 * y_elements));
   for (int d = 0; d < L->directions; ++d) {
-    const rn_recurrent_direction* part = &L->dir[d];
-    float* xw = (float*)next;
-    next += RN_ALIGN(4 * n * (rows + L->gemm_rows));
-    float *h[2], *c[2];
-    for (int i = 0; i < 2; ++i) {
-      h[i] = (float*)next;
-      next += RN_ALIGN(4 * padded * pb);
-      c[i] = (float*)next;
-      next += RN_ALIGN(4 * padded * pb);
+    rn_recurrent_state state;
+    rn_recurrent_start(L, d, next, &state);
+    next += RN_ALIGN(rn_recurrent_direction_bytes(L));
+    rn_halide_message[0] = 0;
+    const int status = rn_recurrent_advance(L, d, &state, 0, L->steps);
+    if (status != 0) {
+      return rn_fail(ctx, RNNC_AOT_ERROR_KERNEL, "%s: %s: Halide error %d: %s", name,
+                     state.failed_pipeline == 1 ? "the input projection" : "the step", status,
+                     rn_halide_error_text());
     }
-    int32_t* step_time = (int32_t*)next;
-    next += RN_ALIGN(4 * pb);
-    for (int64_t b = 0; b < batch; ++b) {
-      if (L->initial_h) {
-        memcpy(h[0] + b * padded, L->initial_h + d * L->h0_dir + b * L->h0_batch,
-               (size_t)(4 * hidden));
-      }
-      if (L->initial_c) {
-        memcpy(c[0] + b * padded, L->initial_c + d * L->c0_dir + b * L->c0_batch,
-               (size_t)(4 * hidden));
-      }
-    }
-    for (int64_t b = 0; b < pb; ++b) step_time[b] = -1;
-    int current = 0;
-
-    if (steps > 0) {
-      /* The input projection of every row: x (k, m), wt (ni, k, no), bias (n) -> xw (n, m). */
-      halide_buffer_t xb, wb, bb, xwb;
-      halide_dimension_t xd[2], wd[3], bd[1], xwd[2];
-      const int64_t panel = L->wt_panel;
-      rn_buffer_init(&xb, xd, L->x, rn_float, 32, 2,
-                     (const int64_t[]){L->input, 1, rows, L->input});
-      rn_buffer_init(&wb, wd, part->wt, rn_float, 32, 3,
-                     (const int64_t[]){panel, 1, L->input, panel, n / panel, L->input * panel});
-      rn_buffer_init(&bb, bd, part->bias, rn_float, 32, 1, (const int64_t[]){n, 1});
-      rn_buffer_init(&xwb, xwd, xw, rn_float, 32, 2,
-                     (const int64_t[]){n, 1, rows, n});
-      void* projection_args[] = {&xb, &wb, &bb, &xwb};
-      RN_TRY(rn_call(ctx, L->projection, projection_args, L->name));
-
-      /* The step (argument order: lowering/recurrent_pipelines.h). */
-      const int64_t g = L->gates;
-      const int64_t b_stride = L->x_batch_stride / L->input * n;
-      const int64_t t_stride = L->x_seq_stride / L->input * n;
-      halide_buffer_t rb, xws, tb, hin, hint, hout, cin, cout, pb_buf, rbh;
-      halide_dimension_t rd[4], xwsd[5], td[1], hind[2], hintd[3], houtd[3], cind[3], coutd[3],
-          pd[3], rbhd[2];
-      rn_buffer_init(&rb, rd, part->r, rn_float, 32, 4,
-                     (const int64_t[]){tile, 1, g, tile, hidden, g * tile, tiles, hidden * g * tile});
-      rn_buffer_init(&xws, xwsd, xw, rn_float, 32, 5,
-                     (const int64_t[]){tile, 1, g, tile, tiles, g * tile, batch, b_stride, seq,
-                                       t_stride});
-      rn_buffer_init(&tb, td, step_time, rn_int, 32, 1, (const int64_t[]){pb, 1});
-      const int64_t tiles_spec[] = {tile, 1, tiles, tile, pb, padded};
-      rn_buffer_init(&hin, hind, h[0], rn_float, 32, 2, (const int64_t[]){padded, 1, pb, padded});
-      rn_buffer_init(&hint, hintd, h[0], rn_float, 32, 3, tiles_spec);
-      rn_buffer_init(&hout, houtd, h[1], rn_float, 32, 3, tiles_spec);
-      rn_buffer_init(&cin, cind, c[0], rn_float, 32, 3, tiles_spec);
-      rn_buffer_init(&cout, coutd, c[1], rn_float, 32, 3, tiles_spec);
-      rn_buffer_init(&pb_buf, pd, part->peephole_weights, rn_float, 32, 3,
-                     (const int64_t[]){tile, 1, tiles, tile, 3, padded});
-      rn_buffer_init(&rbh, rbhd, part->rbh, rn_float, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
-      void* args[10];
-      int count = 0;
-      args[count++] = &rb;
-      args[count++] = &xws;
-      args[count++] = &tb;
-      args[count++] = &hin;
-      args[count++] = &hint;
-      if (L->lstm) args[count++] = &cin;
-      if (part->peepholes) args[count++] = &pb_buf;
-      if (part->linear_before_reset) args[count++] = &rbh;
-      args[count++] = &hout;
-      if (L->lstm) args[count++] = &cout;
-      int (*step)(void**) = batch > 1 ? part->batched_step : part->step;
-
-      /* Every step walks the tiles forward: the steps also take tile-reversed views on odd
-       * steps (lower_recurrent.cc), which pays for int8 steps only, and rnnc compile exports
-       * float ones. */
-      for (int64_t s = 0; s < steps; ++s) {
-        for (int64_t b = 0; b < batch; ++b) {
-          const int64_t length = lengths[b];
-          step_time[b] = s >= length ? -1 : (int32_t)(part->reverse ? length - 1 - s : s);
-        }
-        hin.host = (uint8_t*)h[current];
-        hint.host = (uint8_t*)h[current];
-        hout.host = (uint8_t*)h[1 - current];
-        cin.host = (uint8_t*)c[current];
-        cout.host = (uint8_t*)c[1 - current];
-        RN_TRY(rn_call(ctx, step, args, L->name));
-        current = 1 - current;
-        if (L->y) {
-          for (int64_t b = 0; b < batch; ++b) {
-            const int32_t t = step_time[b];
-            if (t >= 0) {
-              memcpy(L->y + t * L->y_seq + d * L->y_dir + b * L->y_batch, h[current] + b * padded,
-                     (size_t)(4 * hidden));
-            }
-          }
-        }
-      }
-    }
-    for (int64_t b = 0; b < batch; ++b) {
-      if (L->y_h) {
-        memcpy(L->y_h + d * L->y_h_dir + b * L->y_h_batch, h[current] + b * padded,
-               (size_t)(4 * hidden));
-      }
-      if (L->y_c) {
-        memcpy(L->y_c + d * L->y_c_dir + b * L->y_c_batch, c[current] + b * padded,
-               (size_t)(4 * hidden));
-      }
-    }
+    rn_recurrent_finish(L, d, &state);
   }
   return RNNC_AOT_OK;
 }

@@ -20,7 +20,7 @@
 
 namespace rnnc::aot {
 
-extern const char* const kDriverSupport;  // aot/driver_support.c (driver_support.cc, generated)
+extern const char* const kDriverSupport;  // lowering/core/ and aot/driver_support.c (generated)
 
 namespace fs = std::filesystem;
 
@@ -523,6 +523,7 @@ typedef struct rnnc_aot_model {
     << "#include <HalideRuntime.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"" << name
     << ".h\"\n\n"
     << "#define rn_ctx " << name << "_context\n"
+    << "#define RN_CORE_API static\n"
     << "#define RN_MODEL_NAME " << c_string_literal(name) << "\n"
     << "#define RN_NUM_DIMS " << writer.dim_names.size() << "\n"
     << "#define RN_NUM_VALUES " << writer.intermediates.size() << "\n"

@@ -28,8 +28,9 @@ void ExecutionBlock::write_aot(AotWriter&, const AotBlockIO&) const {
   std::string names;
   for (const Node* node : nodes) names += cat(names.empty() ? "" : ", ", node->describe());
   raise_unsupported(cat("ahead-of-time export: ", names.empty() ? kind() : names,
-                        " runs as '", kind(), "', which needs rnnc's C++ at run time; only "
-                        "Halide and copy blocks compile into a standalone library"));
+                        " runs as '", kind(), "', which needs rnnc's C++ at run time; Halide, "
+                        "recurrent, view and copy (Concat, Slice, Pad) blocks compile into a "
+                        "standalone library"));
 }
 
 }  // namespace rnnc

@@ -184,12 +184,15 @@ std::string hash_hex_of_file(const std::string& path) {
 void CompiledPipeline::call(void** args) const {
   g_halide_error.clear();
   int status = argv_entry(args);
-  if (status != 0) {
-    std::string message = g_halide_error;
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-    raise(ErrorKind::kInternal, cat("Halide pipeline ", function_name, " failed (error ", status,
-                                    "): ", message));
-  }
+  if (status != 0) raise_error(status);
+}
+
+void CompiledPipeline::raise_error(int status) const {
+  std::string message = g_halide_error;
+  g_halide_error.clear();
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  raise(ErrorKind::kInternal,
+        cat("Halide pipeline ", function_name, " failed (error ", status, "): ", message));
 }
 
 HalideCache::HalideCache(std::string dir, std::string target)

@@ -42,6 +42,9 @@ struct CompiledPipeline {
 
   // Calls the pipeline; a nonzero Halide error code becomes an rnnc internal error naming it.
   void call(void** args) const;
+  // Raises that error for a call made elsewhere (the C time loop, lowering/core/) that returned
+  // `status`, with the message Halide reported on this thread.
+  [[noreturn]] void raise_error(int status) const;
 };
 
 class HalideCache {

@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "lowering/aot_writer.h"
+#include "lowering/core/copy_kernels.h"
+
 namespace rnnc {
 
 namespace {
@@ -42,22 +45,20 @@ class ConcatBlock : public ExecutionBlock {
     Tensor::recycle(io.outputs[0], dtype_, shape, rank_);
     Tensor& out = io.outputs[0];
     // Row-major: each of the `outer` slabs of the output is the inputs' slabs one after another.
-    const size_t element = dtype_size(dtype_);
+    const int64_t element = static_cast<int64_t>(dtype_size(dtype_));
     int64_t outer = 1, inner = 1;
     for (size_t k = 0; k < axis_; ++k) outer *= shape[k];
     for (size_t k = axis_ + 1; k < rank_; ++k) inner *= shape[k];
-    auto* destination = static_cast<uint8_t*>(out.raw_data());
-    for (int64_t o = 0; o < outer; ++o) {
-      for (size_t i = 0; i < count; ++i) {
-        const size_t slab = static_cast<size_t>(parts[i]->dim(axis_) * inner) * element;
-        if (slab == 0) continue;
-        std::memcpy(destination, static_cast<const uint8_t*>(parts[i]->raw_data()) + o * slab, slab);
-        destination += slab;
-      }
+    const void* sources[64];
+    int64_t slabs[64];
+    for (size_t i = 0; i < count; ++i) {
+      sources[i] = parts[i]->raw_data();
+      slabs[i] = parts[i]->dim(axis_) * inner * element;
     }
+    rn_concat(out.raw_data(), outer, static_cast<int>(count), sources, slabs);
   }
 
-  // The same slab copies in C (rn_concat, aot/driver_support.c), shapes checked as run() does.
+  // The same rn_concat in the driver, shapes checked as run() does.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     if (io.outputs.empty()) return;
     std::string parts, slabs, checks;

@@ -9,6 +9,9 @@
 //          following the mode; the interior of every output row is one memcpy, the border is read
 //          through the table. Modes constant, edge, reflect and wrap.
 //
+// The plans and copies are the C execution core's (core/copy_kernels.h), which ahead-of-time
+// libraries run too (write_aot: with constant operands only).
+//
 // Operands (starts/ends/axes/steps, pads/constant_value/axes) may be constants or run-time int32 /
 // int64 tensors; they are read every run. The output is recycled across runs, and the only scratch
 // (Pad's tables) comes from the block's workspace, so steady-state runs do not touch the heap.

@@ -146,76 +146,8 @@ std::optional<Tensor> constant_input(const Node& node, size_t index) {
   return std::nullopt;
 }
 
-// ---- Halide buffer descriptors over rnnc memory ------------------------------------------------
-
-// A halide_buffer_t over existing memory, dims innermost first as {extent, stride} pairs.
-class BufferView {
- public:
-  BufferView(const void* host, halide_type_t type,
-             std::initializer_list<std::pair<int64_t, int64_t>> dims) {
-    buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host));
-    buffer_.type = type;
-    buffer_.dimensions = static_cast<int32_t>(dims.size());
-    buffer_.dim = dims_;
-    int i = 0;
-    for (const auto& [extent, stride] : dims) {
-      RNNC_CHECK(extent <= std::numeric_limits<int32_t>::max() &&
-                     stride <= std::numeric_limits<int32_t>::max(),
-                 "buffer dim beyond int32 (checked when the run began)");
-      dims_[i++] =
-          halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
-    }
-  }
-  BufferView(const BufferView&) = delete;
-  BufferView& operator=(const BufferView&) = delete;
-
-  halide_buffer_t* get() { return &buffer_; }
-  void set_host(const void* host) {
-    buffer_.host = static_cast<uint8_t*>(const_cast<void*>(host));
-    if (reversed_) buffer_.host -= last_offset();  // the stride is negative: -offset is ahead
-  }
-
-  // Makes set_reversed walk dim `d` backwards.
-  void set_reversible_dim(int d) { reversible_dim_ = d; }
-  // Reversed, the view's index i along the reversible dim is the memory's extent - 1 - i: the host
-  // points at the dim's last element and the stride is negated.
-  void set_reversed(bool reversed) {
-    if (reversed == reversed_) return;
-    if (buffer_.host) buffer_.host += last_offset();
-    halide_dimension_t& dim = dims_[reversible_dim_];
-    dim.stride = -dim.stride;
-    reversed_ = reversed;
-  }
-
- private:
-  // The byte offset of the reversible dim's last element, along its current stride.
-  int64_t last_offset() const {
-    const halide_dimension_t& dim = dims_[reversible_dim_];
-    return static_cast<int64_t>(dim.extent - 1) * dim.stride * buffer_.type.bytes();
-  }
-
-  halide_buffer_t buffer_{};
-  halide_dimension_t dims_[5]{};
-  int reversible_dim_ = 0;
-  bool reversed_ = false;
-};
-
 // Halide buffers (without the LargeBuffers feature) must stay below 2 GB.
 constexpr int64_t kMaxBufferBytes = std::numeric_limits<int32_t>::max();
-
-const halide_type_t kF32(halide_type_float, 32);
-const halide_type_t kI32(halide_type_int, 32);
-const halide_type_t kI8(halide_type_int, 8);
-const halide_type_t kI16(halide_type_int, 16);
-
-// The element type of a quantized cell's packed weights.
-halide_type_t weight_type(const RecurrentQuant& quant) {
-  return quant.wide_operands() ? kI16 : kI8;
-}
-
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
 
 // ---- slot layouts ------------------------------------------------------------------------------
 
@@ -664,7 +596,7 @@ std::string RecurrentBlock::kind() const {
              " h=", hidden_size_, " in=", input_size_);
 }
 
-void RecurrentBlock::add_overflow(const int32_t counts[4]) const {
+void RecurrentBlock::add_overflow(const int64_t counts[4]) const {
   for (int i = 0; i < 4; ++i) overflow_[i].fetch_add(counts[i], std::memory_order_relaxed);
 }
 
@@ -682,7 +614,63 @@ std::vector<OverflowCounts> RecurrentBlock::overflow_counts() const {
   return {counts};
 }
 
-RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
+rn_recurrent RecurrentBlock::compiled_loop() const {
+  rn_recurrent loop;
+  std::memset(&loop, 0, sizeof loop);
+  const RecurrentCell& first = directions_[0].cell;
+  loop.projection = projection_.argv_entry;
+  loop.lstm = op_ == RecurrentOp::kLstm;
+  loop.directions = num_directions();
+  loop.hidden = hidden_size_;
+  loop.input = input_size_;
+  loop.gates = static_cast<int64_t>(first.gates.size());
+  loop.padded = schedule_.padded_hidden;
+  loop.tile = schedule_.hidden_tile;
+  loop.gemm_rows = schedule_.gemm_rows;
+  loop.batch_tile = batched_schedule_.batch_tile;
+  loop.wt_panel = projection_panel(schedule_);
+  loop.alternate_tiles = schedule_.alternate_tiles;
+  if (first.quant) {
+    loop.quantized = 1;
+    loop.weight_bits = first.quant->wide_operands() ? 16 : 8;
+    loop.zero_points = first.quant->weight_zero_points;
+    loop.count_overflow = first.quant->count_overflow;
+    loop.lane = first.quant->lane();
+    loop.w_ko = packed_ko(first.quant->input_widths);
+    loop.r_ko = packed_ko(first.quant->state_widths);
+  } else {
+    loop.lane = 1;
+    loop.w_ko = loop.r_ko = 1;
+  }
+  for (size_t d = 0; d < directions_.size(); ++d) {
+    const Direction& part = directions_[d];
+    rn_recurrent_direction& out = loop.dir[d];
+    out.reverse = part.reverse;
+    out.peepholes = part.cell.peepholes;
+    out.linear_before_reset = part.cell.linear_before_reset;
+    out.step = part.step.argv_entry;
+    out.batched_step = part.batched_step.argv_entry;
+    out.bias = part.bias.data<float>();
+    out.peephole_weights = part.cell.peepholes ? part.peepholes.data<float>() : nullptr;
+    out.rbh = part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr;
+    if (part.cell.quant) {
+      out.wq = part.wq.raw_data();
+      out.rq = part.rq.raw_data();
+      out.w_scale = part.w_scale.data<float>();
+      out.r_scale = part.r_scale.data<float>();
+      out.w_colsum = part.w_colsum.data<int32_t>();
+      out.r_colsum = part.r_colsum.data<int32_t>();
+      out.w_zero = part.w_zero.data<int32_t>();
+      out.r_zero = part.r_zero.data<int32_t>();
+    } else {
+      out.wt = part.wt.data<float>();
+      out.r = part.r.data<float>();
+    }
+  }
+  return loop;
+}
+
+rn_recurrent RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
   auto input = [&](size_t i, const std::optional<Tensor>& constant) -> const Tensor* {
     if (i < io.inputs.size() && io.inputs[i]) return io.inputs[i];
     return constant ? &*constant : nullptr;
@@ -697,24 +685,25 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
                             ", expected float (the lowered element type)"));
   }
   // seq_length and batch_size from X's dims at their axes in X's layout.
-  Run run;
+  rn_recurrent run = compiled_loop();
   run.x = x->data<float>();
   if (x->rank() != static_cast<int64_t>(x_axes_.size()) ||
       x->dim(static_cast<int64_t>(x_position(Axis::kInput))) != input_size_) {
     fail(cat("input 'X' has shape ", shape_text(x->shape()), ", expected rank 3 with input_size ",
              input_size_));
   }
-  run.seq_length = x->dim(static_cast<int64_t>(x_position(Axis::kSeq)));
-  run.batch_size = x->dim(static_cast<int64_t>(x_position(Axis::kBatch)));
+  run.seq = x->dim(static_cast<int64_t>(x_position(Axis::kSeq)));
+  run.batch = x->dim(static_cast<int64_t>(x_position(Axis::kBatch)));
   const int64_t dirs = num_directions(), hidden = hidden_size_;
-  const int64_t n_extent =
-      static_cast<int64_t>(directions_[0].cell.gates.size()) * schedule_.padded_hidden;
-  const int64_t rows = run.seq_length * run.batch_size;
+  const int64_t n_extent = run.gates * run.padded;
+  const int64_t rows = run.seq * run.batch;
   if ((rows + schedule_.gemm_rows) * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
     raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
                           " rows give buffers beyond the Halide lowering's 2 GB limit"));
   }
-  const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
+  const AxisSizes sizes{run.seq, run.batch, dirs, hidden, input_size_};
+  run.x_seq_stride = layout_stride(x_axes_, sizes, Axis::kSeq);
+  run.x_batch_stride = layout_stride(x_axes_, sizes, Axis::kBatch);
   auto state_input = [&](size_t index, const char* name, const std::optional<Tensor>& constant,
                          const Axes& axes) -> const float* {
     const SlotShape state_shape = layout_shape(axes, sizes);
@@ -732,33 +721,41 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
     return tensor->data<float>();
   };
   run.initial_h = state_input(kInitialH, "initial_h", constant_initial_h_, initial_h_axes_);
+  run.h0_dir = layout_stride(initial_h_axes_, sizes, Axis::kDir);
+  run.h0_batch = layout_stride(initial_h_axes_, sizes, Axis::kBatch);
   if (op_ == RecurrentOp::kLstm) {
     run.initial_c = state_input(kInitialC, "initial_c", constant_initial_c_, initial_c_axes_);
+    run.c0_dir = layout_stride(initial_c_axes_, sizes, Axis::kDir);
+    run.c0_batch = layout_stride(initial_c_axes_, sizes, Axis::kBatch);
   }
 
-  run.sequence_lens = workspace.allocate<int64_t>(run.batch_size);
-  std::fill_n(run.sequence_lens, run.batch_size, run.seq_length);
-  if (const Tensor* lens = input(kSequenceLens, constant_sequence_lens_)) {
+  int64_t* lengths = workspace.allocate<int64_t>(run.batch);
+  const void* lens_data = nullptr;
+  int lens_bits = 0;
+  const Tensor* lens = input(kSequenceLens, constant_sequence_lens_);
+  if (lens) {
     if (!is_integer(lens->dtype())) {
       raise_invalid_model(cat(describe_, ": input 'sequence_lens' has element type ",
                               dtype_onnx_name(lens->dtype()), ", expected int32"));
     }
-    if (lens->rank() != 1 || lens->dim(0) != run.batch_size) {
+    if (lens->rank() != 1 || lens->dim(0) != run.batch) {
       fail(cat("input 'sequence_lens' has shape ", shape_text(lens->shape()), ", expected [",
-               run.batch_size, "] (batch_size)"));
+               run.batch, "] (batch_size)"));
     }
-    for (int64_t b = 0; b < run.batch_size; ++b) {
-      int64_t length = lens->get_int64(b);
-      if (length < 0 || length > run.seq_length) {
-        fail(cat("input 'sequence_lens'[", b, "] = ", length,
-                 ", must be in [0, seq_length = ", run.seq_length, "]"));
-      }
-      run.sequence_lens[b] = length;
+    if (lens->dtype() == DType::kInt32 || lens->dtype() == DType::kInt64) {
+      lens_data = lens->raw_data();
+      lens_bits = lens->dtype() == DType::kInt32 ? 32 : 64;
+    } else {  // other integer types, widened (the time loop reads int32 or int64)
+      int64_t* wide = workspace.allocate<int64_t>(run.batch);
+      for (int64_t b = 0; b < run.batch; ++b) wide[b] = lens->get_int64(b);
+      lens_data = wide;
+      lens_bits = 64;
     }
   }
-  run.steps = 0;
-  for (int64_t b = 0; b < run.batch_size; ++b)
-    run.steps = std::max(run.steps, run.sequence_lens[b]);
+  if (const int64_t bad = rn_recurrent_lengths(&run, lens_data, lens_bits, lengths); bad >= 0) {
+    fail(cat("input 'sequence_lens'[", bad, "] = ", lens->get_int64(bad),
+             ", must be in [0, seq_length = ", run.seq, "]"));
+  }
 
   // Outputs in node output order; only those the node has. The previous run's tensors are
   // reused when their shapes still fit (a fresh tensor is zeros; Y must be zero past each entry's
@@ -772,227 +769,43 @@ RecurrentBlock::Run RecurrentBlock::begin(BlockIO& io, Workspace& workspace) con
     const SlotShape shape = layout_shape(i == 0 ? y_axes_ : i == 1 ? y_h_axes_ : y_c_axes_, sizes);
     const bool fresh = Tensor::recycle(io.outputs[i], DType::kFloat32, shape.dims, shape.rank);
     float* data = io.outputs[i].data<float>();
-    if (!fresh && i == 0 && run.steps * run.batch_size > 0 &&
-        std::any_of(run.sequence_lens, run.sequence_lens + run.batch_size,
-                    [&](int64_t length) { return length < run.seq_length; })) {
+    if (!fresh && i == 0 && run.steps * run.batch > 0 && rn_recurrent_has_short_entry(&run)) {
       std::memset(data, 0, io.outputs[i].nbytes());
     }
     (i == 0 ? run.y : i == 1 ? run.y_h : run.y_c) = data;
   }
+  run.y_seq = layout_stride(y_axes_, sizes, Axis::kSeq);
+  run.y_dir = layout_stride(y_axes_, sizes, Axis::kDir);
+  run.y_batch = layout_stride(y_axes_, sizes, Axis::kBatch);
+  run.y_h_dir = layout_stride(y_h_axes_, sizes, Axis::kDir);
+  run.y_h_batch = layout_stride(y_h_axes_, sizes, Axis::kBatch);
+  run.y_c_dir = layout_stride(y_c_axes_, sizes, Axis::kDir);
+  run.y_c_batch = layout_stride(y_c_axes_, sizes, Axis::kBatch);
   return run;
 }
 
-RecurrentBlock::DirectionRun RecurrentBlock::start_direction(const Run& run, int direction,
-                                                             Workspace& workspace) const {
-  const Direction& part = directions_.at(static_cast<size_t>(direction));
-  const int64_t dirs = num_directions(), hidden = hidden_size_, padded = schedule_.padded_hidden;
-  const int64_t n_extent = static_cast<int64_t>(part.cell.gates.size()) * padded;
-  const int64_t rows = run.seq_length * run.batch_size;
-  const AxisSizes sizes{run.seq_length, run.batch_size, dirs, hidden, input_size_};
-  DirectionRun state;
-  // One row tile of slack for a call projecting a few rows as a padded tile (projected_rows).
-  // Every row a step reads is written by the projection first.
-  state.xw = workspace.allocate_uninitialized<float>(n_extent * (rows + schedule_.gemm_rows));
-  state.batched = run.batch_size > 1;
-  state.padded_batch = round_up(run.batch_size, state.batched ? batched_schedule_.batch_tile : 1);
-  for (int i = 0; i < 2; ++i) {
-    state.h[i] = workspace.allocate<float>(padded * state.padded_batch);
-    state.c[i] = workspace.allocate<float>(padded * state.padded_batch);
-  }
-  const int64_t d = direction;
-  for (int64_t b = 0; b < run.batch_size; ++b) {
-    if (run.initial_h) {
-      std::copy_n(run.initial_h + d * layout_stride(initial_h_axes_, sizes, Axis::kDir) +
-                      b * layout_stride(initial_h_axes_, sizes, Axis::kBatch),
-                  hidden, state.h[0] + b * padded);
-    }
-    if (run.initial_c) {
-      std::copy_n(run.initial_c + d * layout_stride(initial_c_axes_, sizes, Axis::kDir) +
-                      b * layout_stride(initial_c_axes_, sizes, Axis::kBatch),
-                  hidden, state.c[0] + b * padded);
-    }
-  }
-  state.step_time = workspace.allocate<int32_t>(state.padded_batch);
-  std::fill_n(state.step_time, state.padded_batch, -1);
+rn_recurrent_state RecurrentBlock::start_direction(const rn_recurrent& run, int direction,
+                                                   Workspace& workspace) const {
+  // Every byte is written by rn_recurrent_start or by a projection before a step reads it.
+  void* memory = workspace.allocate_uninitialized<uint8_t>(rn_recurrent_direction_bytes(&run));
+  rn_recurrent_state state;
+  rn_recurrent_start(&run, direction, memory, &state);
   return state;
 }
 
-void RecurrentBlock::project_rows(const Run& run, int direction, const DirectionRun& state,
-                                  int64_t row_begin, int64_t row_end) const {
-  const Direction& part = directions_.at(static_cast<size_t>(direction));
-  const int64_t n_extent = static_cast<int64_t>(part.cell.gates.size()) * schedule_.padded_hidden;
-  const int64_t rows = row_end - row_begin;
-  if (rows <= 0) return;
-  const int64_t panel = projection_panel(schedule_);
-  BufferView x_buffer(run.x + row_begin * input_size_, kF32,
-                      {{input_size_, 1}, {rows, input_size_}});
-  BufferView wt_buffer(part.cell.quant ? nullptr : part.wt.data<float>(), kF32,
-                       {{panel, 1}, {input_size_, panel}, {n_extent / panel, input_size_ * panel}});
-  BufferView bias_buffer(part.bias.data<float>(), kF32, {{n_extent, 1}});
-  const int64_t written = projected_rows(schedule_, part.cell.quant.has_value(), rows);
-  BufferView xw_buffer(state.xw + row_begin * n_extent, kF32, {{n_extent, 1}, {written, n_extent}});
-  if (!part.cell.quant) {
-    void* args[] = {x_buffer.get(), wt_buffer.get(), bias_buffer.get(), xw_buffer.get()};
-    projection_.call(args);
-    return;
+void RecurrentBlock::advance(const rn_recurrent& run, int direction, rn_recurrent_state& state,
+                             int64_t step_begin, int64_t step_end) const {
+  const int status = rn_recurrent_advance(&run, direction, &state, step_begin, step_end);
+  if (run.count_overflow) {
+    add_overflow(state.overflow);
+    std::fill_n(state.overflow, 4, 0);
   }
-  // Argument order: recurrent_pipelines.h.
-  const int64_t lane = part.cell.quant->lane();
-  const int64_t ko = packed_ko(part.cell.quant->input_widths);
-  BufferView wq_buffer(
-      part.wq.raw_data(), weight_type(*part.cell.quant),
-      {{lane, 1}, {panel, lane}, {ko, lane * panel}, {n_extent / panel, lane * panel * ko}});
-  BufferView scale_buffer(part.w_scale.data<float>(), kF32, {{n_extent, 1}});
-  BufferView colsum_buffer(part.w_colsum.data<int32_t>(), kI32, {{n_extent, 1}});
-  BufferView zero_buffer(part.w_zero.data<int32_t>(), kI32, {{n_extent, 1}});
-  void* args[8];
-  size_t count = 0;
-  for (BufferView* buffer : {&x_buffer, &wq_buffer, &scale_buffer, &colsum_buffer}) {
-    args[count++] = buffer->get();
-  }
-  if (part.cell.quant->weight_zero_points) args[count++] = zero_buffer.get();
-  args[count++] = bias_buffer.get();
-  args[count++] = xw_buffer.get();
-  int32_t overflow[4] = {};
-  BufferView overflow_buffer(overflow, kI32, {{4, 1}});
-  if (part.cell.quant->count_overflow) args[count++] = overflow_buffer.get();
-  projection_.call(args);
-  if (part.cell.quant->count_overflow) add_overflow(overflow);
-}
-
-void RecurrentBlock::advance(const Run& run, int direction, DirectionRun& state, int64_t step_begin,
-                             int64_t step_end) const {
-  const Direction& part = directions_.at(static_cast<size_t>(direction));
-  const int64_t seq = run.seq_length, batch = run.batch_size, dirs = num_directions();
-  const int64_t hidden = hidden_size_, padded = schedule_.padded_hidden, d = direction;
-  const int64_t gates = static_cast<int64_t>(part.cell.gates.size()), n_extent = gates * padded;
-  const bool lstm = op_ == RecurrentOp::kLstm;
-  step_end = std::min(step_end, run.steps);
-  if (step_begin >= step_end) return;
-  const AxisSizes sizes{seq, batch, dirs, hidden, input_size_};
-  // Y's strides, looked up once rather than per step.
-  const int64_t y_seq = layout_stride(y_axes_, sizes, Axis::kSeq);
-  const int64_t y_batch = layout_stride(y_axes_, sizes, Axis::kBatch);
-  const int64_t y_dir_offset = d * layout_stride(y_axes_, sizes, Axis::kDir);
-
-  // The input projection of the rows these steps read: every row for a whole run (a reverse
-  // direction or sequence_lens read rows out of order), the chunk's time rows for a chunked run
-  // (forward, all entries full length, seq outermost in X: chunkable()).
-  if (step_begin == 0 && step_end == run.steps) {
-    project_rows(run, direction, state, 0, seq * batch);
-  } else {
-    project_rows(run, direction, state, step_begin * batch, step_end * batch);
-  }
-
-  const CompiledPipeline& step = state.batched ? part.batched_step : part.step;
-  const int64_t tile = schedule_.hidden_tile, tiles = padded / tile;
-  BufferView r_buffer(
-      part.cell.quant ? nullptr : part.r.data<float>(), kF32,
-      {{tile, 1}, {gates, tile}, {hidden, gates * tile}, {tiles, hidden * gates * tile}});
-  // XW's rows are X's rows, in X's (seq, batch) order.
-  const int64_t b_stride = layout_stride(x_axes_, sizes, Axis::kBatch) / input_size_ * n_extent;
-  const int64_t t_stride = layout_stride(x_axes_, sizes, Axis::kSeq) / input_size_ * n_extent;
-  BufferView xw_buffer(
-      state.xw, kF32,
-      {{tile, 1}, {gates, tile}, {tiles, gates * tile}, {batch, b_stride}, {seq, t_stride}});
-  BufferView time_buffer(state.step_time, kI32, {{state.padded_batch, 1}});
-  const std::initializer_list<std::pair<int64_t, int64_t>> state_tiles = {
-      {tile, 1}, {tiles, tile}, {state.padded_batch, padded}};
-  BufferView h_in(state.h[0], kF32, {{padded, 1}, {state.padded_batch, padded}});
-  BufferView h_in_tiles(state.h[0], kF32, state_tiles);
-  BufferView h_out(state.h[1], kF32, state_tiles);
-  BufferView c_in(state.c[0], kF32, state_tiles);
-  BufferView c_out(state.c[1], kF32, state_tiles);
-  BufferView peepholes(part.cell.peepholes ? part.peepholes.data<float>() : nullptr, kF32,
-                       {{tile, 1}, {tiles, tile}, {3, padded}});
-  BufferView rbh(part.cell.linear_before_reset ? part.rbh.data<float>() : nullptr, kF32,
-                 {{tile, 1}, {tiles, tile}});
-  const bool quantized = part.cell.quant.has_value();
-  const int64_t lane = quantized ? part.cell.quant->lane() : 1;
-  const int64_t ko = quantized ? packed_ko(part.cell.quant->state_widths) : 1;
-  BufferView rq_buffer(quantized ? part.rq.raw_data() : nullptr,
-                       quantized ? weight_type(*part.cell.quant) : kI8,
-                       {{lane, 1},
-                        {tile, lane},
-                        {gates, lane * tile},
-                        {ko, lane * tile * gates},
-                        {tiles, lane * tile * gates * ko}});
-  const std::initializer_list<std::pair<int64_t, int64_t>> row_tiles = {
-      {tile, 1}, {gates, tile}, {tiles, gates * tile}};
-  BufferView r_scale(quantized ? part.r_scale.data<float>() : nullptr, kF32, row_tiles);
-  BufferView r_colsum(quantized ? part.r_colsum.data<int32_t>() : nullptr, kI32, row_tiles);
-  BufferView r_zero(quantized ? part.r_zero.data<int32_t>() : nullptr, kI32, row_tiles);
-  // Argument order: recurrent_pipelines.h.
-  void* args[14];
-  size_t count = 0;
-  if (quantized) {
-    for (BufferView* buffer : {&rq_buffer, &r_scale, &r_colsum}) args[count++] = buffer->get();
-    if (part.cell.quant->weight_zero_points) args[count++] = r_zero.get();
-  } else {
-    args[count++] = r_buffer.get();
-  }
-  for (BufferView* buffer : {&xw_buffer, &time_buffer, &h_in, &h_in_tiles}) {
-    args[count++] = buffer->get();
-  }
-  if (lstm) args[count++] = c_in.get();
-  if (part.cell.peepholes) args[count++] = peepholes.get();
-  if (part.cell.linear_before_reset) args[count++] = rbh.get();
-  args[count++] = h_out.get();
-  if (lstm) args[count++] = c_out.get();
-  const bool count_overflow = quantized && part.cell.quant->count_overflow;
-  int32_t overflow[4] = {};
-  BufferView overflow_buffer(overflow, kI32, {{4, 1}});
-  if (count_overflow) args[count++] = overflow_buffer.get();
-
-  // With alternate_tiles, odd steps walk the hidden tiles backwards: every per-tile view, by its
-  // tile dim (h_in, read whole for R . h, keeps its order).
-  const std::pair<BufferView*, int> tile_dims[] = {
-      {&r_buffer, 3}, {&rq_buffer, 4}, {&r_scale, 2},    {&r_colsum, 2},
-      {&r_zero, 2},   {&xw_buffer, 2}, {&h_in_tiles, 1}, {&c_in, 1},
-      {&h_out, 1},    {&c_out, 1},     {&peepholes, 1},  {&rbh, 1}};
-  for (const auto& [view, dim] : tile_dims) view->set_reversible_dim(dim);
-
-  int& current = state.current;
-  for (int64_t s = step_begin; s < step_end; ++s) {
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t length = run.sequence_lens[b];
-      state.step_time[b] =
-          s >= length ? -1 : static_cast<int32_t>(part.reverse ? length - 1 - s : s);
-    }
-    h_in.set_host(state.h[current]);
-    h_in_tiles.set_host(state.h[current]);
-    h_out.set_host(state.h[1 - current]);
-    c_in.set_host(state.c[current]);
-    c_out.set_host(state.c[1 - current]);
-    const bool backwards = schedule_.alternate_tiles && s % 2 == 1;
-    for (const auto& [view, dim] : tile_dims) view->set_reversed(backwards);
-    step.call(args);
-    if (count_overflow) add_overflow(overflow);
-    current = 1 - current;
-    if (run.y) {
-      for (int64_t b = 0; b < batch; ++b) {
-        const int32_t t = state.step_time[b];
-        if (t >= 0)
-          std::copy_n(state.h[current] + b * padded, hidden,
-                      run.y + y_dir_offset + t * y_seq + b * y_batch);
-      }
-    }
-  }
-}
-
-void RecurrentBlock::finish(const Run& run, int direction, const DirectionRun& state) const {
-  const int64_t padded = schedule_.padded_hidden, d = direction;
-  const AxisSizes sizes{run.seq_length, run.batch_size, num_directions(), hidden_size_,
-                        input_size_};
-  auto offset = [&](const Axes& axes, int64_t b) {
-    return d * layout_stride(axes, sizes, Axis::kDir) +
-           b * layout_stride(axes, sizes, Axis::kBatch);
-  };
-  const float* h = state.h[state.current];
-  const float* c = state.c[state.current];
-  for (int64_t b = 0; b < run.batch_size; ++b) {
-    if (run.y_h) std::copy_n(h + b * padded, hidden_size_, run.y_h + offset(y_h_axes_, b));
-    if (run.y_c) std::copy_n(c + b * padded, hidden_size_, run.y_c + offset(y_c_axes_, b));
+  if (status != 0) {
+    const Direction& part = directions_.at(static_cast<size_t>(direction));
+    const CompiledPipeline& failed = state.failed_pipeline == 1 ? projection_
+                                     : run.batch > 1            ? part.batched_step
+                                                                : part.step;
+    failed.raise_error(status);
   }
 }
 
@@ -1000,11 +813,11 @@ void RecurrentBlock::run(BlockIO& io) const {
   Workspace local;
   Workspace& workspace = io.workspace ? *io.workspace : local;
   workspace.reset();
-  const Run run = begin(io, workspace);
+  const rn_recurrent run = begin(io, workspace);
   for (int d = 0; d < num_directions(); ++d) {
-    DirectionRun state = start_direction(run, d, workspace);
+    rn_recurrent_state state = start_direction(run, d, workspace);
     advance(run, d, state, 0, run.steps);
-    finish(run, d, state);
+    rn_recurrent_finish(&run, d, &state);
   }
 }
 
@@ -1012,8 +825,8 @@ void RecurrentBlock::run(BlockIO& io) const {
 
 struct RecurrentBlock::ChunkState : BlockRunState {
   Workspace local;  // when the BlockIO brings no workspace
-  Run run;
-  DirectionRun directions[2];  // chunked runs use [0] (forward only); parts one per direction
+  rn_recurrent run;
+  rn_recurrent_state directions[2];  // chunked runs use [0] (forward only); parts one per direction
 };
 
 bool RecurrentBlock::chunkable() const {
@@ -1044,9 +857,9 @@ void RecurrentBlock::begin_parts(BlockIO& io) const {
 
 void RecurrentBlock::run_part(BlockIO& io, int part) const {
   ChunkState& state = chunk_state(io);
-  DirectionRun& direction = state.directions[part];
+  rn_recurrent_state& direction = state.directions[part];
   advance(state.run, part, direction, 0, state.run.steps);
-  finish(state.run, part, direction);
+  rn_recurrent_finish(&state.run, part, &direction);
 }
 
 int64_t RecurrentBlock::begin_chunks(BlockIO& io) const {
@@ -1056,7 +869,7 @@ int64_t RecurrentBlock::begin_chunks(BlockIO& io) const {
   workspace.reset();
   state.run = begin(io, workspace);
   state.directions[0] = start_direction(state.run, 0, workspace);
-  return state.run.seq_length;
+  return state.run.seq;
 }
 
 void RecurrentBlock::run_chunk(BlockIO& io, int64_t begin, int64_t end) const {
@@ -1066,7 +879,7 @@ void RecurrentBlock::run_chunk(BlockIO& io, int64_t begin, int64_t end) const {
 
 void RecurrentBlock::end_chunks(BlockIO& io) const {
   ChunkState& state = chunk_state(io);
-  finish(state.run, 0, state.directions[0]);
+  rn_recurrent_finish(&state.run, 0, &state.directions[0]);
 }
 
 }  // namespace rnnc

@@ -3,7 +3,7 @@
 // (docs/ops/recurrent.md) up to float32 rounding.
 //
 //   per direction:  XW = input_projection(X, Wt, bias)      one GEMM over all (t, b) rows
-//                   for s in 0 .. max(sequence_lens) - 1:   C++ time loop
+//                   for s in 0 .. max(sequence_lens) - 1:   the C time loop, core/recurrent_loop.h
 //                     h, c = recurrent_step(R, XW, step_time(s), h, c)
 //                     Y[step_time(s)[b], d, b] = h[b]       for the entries still running
 //
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "lowering/block.h"
+#include "lowering/core/recurrent_loop.h"
 #include "lowering/halide_cache.h"
 #include "lowering/recurrent_pipelines.h"
 
@@ -93,41 +94,22 @@ class RecurrentBlock : public ExecutionBlock {
  private:
   friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
                                                          const RecurrentLayouts& layouts);
-  // One run's shapes and buffers, shared by its directions.
-  struct Run {
-    const float* x = nullptr;
-    int64_t seq_length = 0, batch_size = 0;
-    int64_t steps = 0;                 // max(sequence_lens)
-    int64_t* sequence_lens = nullptr;  // batch_size entries, in the workspace
-    const float* initial_h = nullptr;  // nullptr: zeros
-    const float* initial_c = nullptr;
-    float* y = nullptr;  // nullptr when the node omits the output
-    float* y_h = nullptr;
-    float* y_c = nullptr;
-  };
-  // One direction's progress through a run: XW and the state (double-buffered), in the workspace.
-  struct DirectionRun {
-    float* xw = nullptr;
-    float* h[2] = {};
-    float* c[2] = {};
-    int current = 0;  // h[current], c[current] hold the state after the steps so far
-    int32_t* step_time = nullptr;
-    int64_t padded_batch = 0;
-    bool batched = false;
-  };
   struct ChunkState;
 
-  // Checks the inputs, binds the outputs (recycled when possible).
-  Run begin(BlockIO& io, Workspace& workspace) const;
-  DirectionRun start_direction(const Run& run, int direction, Workspace& workspace) const;
-  void project_rows(const Run& run, int direction, const DirectionRun& state, int64_t row_begin,
-                    int64_t row_end) const;
+  // The time loop's description (lowering/core/recurrent_loop.h) with this block's sizes,
+  // schedule, pipelines and marshaled weights; its run fields empty. write_aot prints its numbers
+  // into the AOT driver.
+  rn_recurrent compiled_loop() const;
+  // Checks the inputs, binds the outputs (recycled when possible) and fills the run fields; the
+  // sequence lengths go into the workspace.
+  rn_recurrent begin(BlockIO& io, Workspace& workspace) const;
+  rn_recurrent_state start_direction(const rn_recurrent& run, int direction,
+                                     Workspace& workspace) const;
   // Steps [step_begin, step_end), after projecting the rows they read.
-  void advance(const Run& run, int direction, DirectionRun& state, int64_t step_begin,
-               int64_t step_end) const;
-  void finish(const Run& run, int direction, const DirectionRun& state) const;
+  void advance(const rn_recurrent& run, int direction, rn_recurrent_state& state,
+               int64_t step_begin, int64_t step_end) const;
   ChunkState& chunk_state(BlockIO& io) const;
-  void add_overflow(const int32_t counts[4]) const;
+  void add_overflow(const int64_t counts[4]) const;
   int num_directions() const { return static_cast<int>(directions_.size()); }
 
   using Axes = std::vector<RecurrentAxis>;  // a slot's layout, outermost first

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/reference/evaluator.h"
+#include "lowering/aot_writer.h"
 #include "lowering/int_operands.h"
 
 namespace rnnc {
@@ -52,6 +53,54 @@ class ViewBlock : public ExecutionBlock {
       return;
     }
     out.alias(input, view.offset, view.shape, view.rank);
+  }
+
+  // In the driver every value has its own buffer, so the view is a copy of the same elements:
+  // the whole input (a re-labelling), or Gather's one contiguous sub-range.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty() || !io.outputs[0]) return;
+    const Value* data = node_.input(0);
+    const std::vector<std::string> input = writer.shape(data);
+    const std::vector<std::string> output = writer.shape(io.outputs[0]);
+    auto product = [](const std::vector<std::string>& shape, size_t first, size_t last) {
+      std::string text = "((int64_t)1)";
+      for (size_t k = first; k < last; ++k) text += "*" + shape[k];
+      return "(" + text + ")";
+    };
+    const size_t element = dtype_size(data->type.dtype);
+    const std::string out_numel = product(output, 0, output.size());
+    std::string text = "{\n";
+    std::string offset = "0";
+    if (node_.op_type() == "Gather") {
+      const int64_t rank = static_cast<int64_t>(input.size());
+      int64_t axis = node_.attr_int("axis", 0);
+      if (axis < -rank || axis >= rank) {
+        raise_invalid_model(cat(node_.describe(), ": attribute 'axis' = ", axis,
+                                " is out of range for rank ", rank));
+      }
+      if (axis < 0) axis += rank;
+      const std::string extent = input[static_cast<size_t>(axis)];
+      const std::string outer = product(input, 0, static_cast<size_t>(axis));
+      text += cat("  int64_t index = ", node_.input(1)->constant()->get_int64(0), "LL;\n",
+                  "  if (index < 0) index += ", extent, ";\n", "  if (index < 0 || index >= ",
+                  extent, " || ", outer,
+                  " != 1) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                  c_string_literal(cat(node_.describe(),
+                                       ": the index is out of range, or a dim before the axis is "
+                                       "not 1")),
+                  ");\n");
+      offset = cat("index*", product(input, static_cast<size_t>(axis) + 1, input.size()));
+    } else {
+      text += cat("  if (", product(input, 0, input.size()), " != ", out_numel,
+                  ") return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                  c_string_literal(cat(node_.describe(), ": the result's shape does not hold the "
+                                                         "input's elements")),
+                  ");\n");
+    }
+    text += cat("  if (", out_numel, " > 0) memcpy(", writer.value(io.outputs[0]),
+                ", (const uint8_t*)", writer.value(data), " + (", offset, ")*", element,
+                ", (size_t)(", out_numel, "*", element, "));\n}\n");
+    writer.code(text);
   }
 
  private:

@@ -1,10 +1,9 @@
-// RecurrentBlock::write_aot: the block's run() as C. The generated code fills an rn_recurrent
-// description (sizes, strides of the slots in their layouts, the marshaled weights from the
-// weight file, the pipelines' entry points) and calls the driver's rn_recurrent_run
-// (aot/driver_support.c), which is run()'s time loop written in C: per direction the input
-// projection over all rows, then one step call per time step with the double-buffered state,
-// Y rows copied out as in advance(), Y_h / Y_c as in finish(). Same pipelines, same buffers, same
-// order of floating-point work: the results are bitwise those of run().
+// RecurrentBlock::write_aot: the block's run() as C. The generated code fills the same
+// rn_recurrent that run() fills (lowering/core/recurrent_loop.h: the numbers from compiled_loop(),
+// the marshaled weights from the weight file, the slots from the driver's buffers) and calls the
+// driver's rn_recurrent_block (aot/driver_support.c), which reads sequence_lens and runs each
+// direction through the shared time loop. Same pipelines, same loop code, same buffers: the
+// results are bitwise those of run().
 #include "ir/error.h"
 #include "lowering/lower_recurrent.h"
 
@@ -72,44 +71,63 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     raise_invalid_model(
         cat(describe_, ": input 'X' has rank ", x_shape.size(), ", expected ", x_axes_.size()));
   }
-  for (const Direction& part : directions_) {
-    if (part.cell.quant) {
-      raise_unsupported(cat("ahead-of-time export: ", describe_,
-                            " runs integer (quantized) kernels, which rnnc compile does not export "
-                            "yet"));
-    }
+  const rn_recurrent loop = compiled_loop();
+  if (loop.count_overflow) {
+    raise_unsupported(
+        cat("ahead-of-time export: ", describe_, ": overflow mode has no ahead-of-time form"));
   }
   const int64_t dirs = num_directions();
   const AxisExprs sizes{"L.seq", "L.batch", cat("((int64_t)", dirs, ")"),
                         cat("((int64_t)", hidden_size_, ")"), cat("((int64_t)", input_size_, ")")};
   std::string text = "{\n  rn_recurrent L;\n  memset(&L, 0, sizeof L);\n";
-  text += cat("  L.name = ", c_string_literal(describe_), ";\n");
   text += cat("  L.projection = ", writer.pipeline(projection_), ";\n");
-  text += cat("  L.lstm = ", op_ == RecurrentOp::kLstm, ";\n");
-  text += cat("  L.hidden = ", hidden_size_, ";\n  L.input = ", input_size_, ";\n");
-  text += cat("  L.gates = ", directions_[0].cell.gates.size(), ";\n");
-  text +=
-      cat("  L.padded = ", schedule_.padded_hidden, ";\n  L.tile = ", schedule_.hidden_tile, ";\n");
-  text += cat("  L.wt_panel = ", projection_panel(schedule_), ";\n");
-  text += cat("  L.gemm_rows = ", schedule_.gemm_rows,
-              ";\n  L.batch_tile = ", batched_schedule_.batch_tile, ";\n");
-  text += cat("  L.directions = ", dirs, ";\n");
+  const std::pair<const char*, int64_t> numbers[] = {{"lstm", loop.lstm},
+                                                     {"directions", loop.directions},
+                                                     {"hidden", loop.hidden},
+                                                     {"input", loop.input},
+                                                     {"gates", loop.gates},
+                                                     {"padded", loop.padded},
+                                                     {"tile", loop.tile},
+                                                     {"gemm_rows", loop.gemm_rows},
+                                                     {"batch_tile", loop.batch_tile},
+                                                     {"wt_panel", loop.wt_panel},
+                                                     {"alternate_tiles", loop.alternate_tiles},
+                                                     {"quantized", loop.quantized},
+                                                     {"weight_bits", loop.weight_bits},
+                                                     {"zero_points", loop.zero_points},
+                                                     {"lane", loop.lane},
+                                                     {"w_ko", loop.w_ko},
+                                                     {"r_ko", loop.r_ko}};
+  for (const auto& [field, number] : numbers) text += cat("  L.", field, " = ", number, ";\n");
   for (size_t d = 0; d < directions_.size(); ++d) {
     const Direction& part = directions_[d];
     const std::string p = cat("  L.dir[", d, "].");
-    text += cat(p, "reverse = ", part.reverse, ";\n");
-    text += cat(p, "peepholes = ", part.cell.peepholes, ";\n");
-    text += cat(p, "linear_before_reset = ", part.cell.linear_before_reset, ";\n");
+    text += cat(p, "reverse = ", loop.dir[d].reverse, ";\n");
+    text += cat(p, "peepholes = ", loop.dir[d].peepholes, ";\n");
+    text += cat(p, "linear_before_reset = ", loop.dir[d].linear_before_reset, ";\n");
     text += cat(p, "step = ", writer.pipeline(part.step), ";\n");
     text += cat(p, "batched_step = ", writer.pipeline(part.batched_step), ";\n");
-    text += cat(p, "wt = (const float*)", writer.constant(part.wt), ";\n");
     text += cat(p, "bias = (const float*)", writer.constant(part.bias), ";\n");
-    text += cat(p, "r = (const float*)", writer.constant(part.r), ";\n");
     if (part.cell.peepholes) {
       text += cat(p, "peephole_weights = (const float*)", writer.constant(part.peepholes), ";\n");
     }
     if (part.cell.linear_before_reset) {
       text += cat(p, "rbh = (const float*)", writer.constant(part.rbh), ";\n");
+    }
+    if (!part.cell.quant) {
+      text += cat(p, "wt = (const float*)", writer.constant(part.wt), ";\n");
+      text += cat(p, "r = (const float*)", writer.constant(part.r), ";\n");
+      continue;
+    }
+    text += cat(p, "wq = ", writer.constant(part.wq), ";\n");
+    text += cat(p, "rq = ", writer.constant(part.rq), ";\n");
+    text += cat(p, "w_scale = (const float*)", writer.constant(part.w_scale), ";\n");
+    text += cat(p, "r_scale = (const float*)", writer.constant(part.r_scale), ";\n");
+    text += cat(p, "w_colsum = (const int32_t*)", writer.constant(part.w_colsum), ";\n");
+    text += cat(p, "r_colsum = (const int32_t*)", writer.constant(part.r_colsum), ";\n");
+    if (loop.zero_points) {
+      text += cat(p, "w_zero = (const int32_t*)", writer.constant(part.w_zero), ";\n");
+      text += cat(p, "r_zero = (const int32_t*)", writer.constant(part.r_zero), ";\n");
     }
   }
   // X: seq_length and batch_size from its dims at their axes in X's layout.
@@ -151,6 +169,8 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                   "));\n");
     return data;
   };
+  std::string lengths = "NULL";
+  int lengths_bits = 0;
   const auto sequence_lens = input_value(kSequenceLens);
   if (sequence_lens || constant_sequence_lens_) {
     const DType dtype =
@@ -159,9 +179,8 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
       raise_unsupported(cat("ahead-of-time export: ", describe_, ": sequence_lens of element type ",
                             dtype_onnx_name(dtype)));
     }
-    text += cat("  L.sequence_lens = ",
-                slot_data(sequence_lens, constant_sequence_lens_, {Axis::kBatch}, "sequence_lens"),
-                ";\n  L.sequence_lens_bits = ", dtype == DType::kInt32 ? 32 : 64, ";\n");
+    lengths = slot_data(sequence_lens, constant_sequence_lens_, {Axis::kBatch}, "sequence_lens");
+    lengths_bits = dtype == DType::kInt32 ? 32 : 64;
   }
   text += cat("  L.initial_h = (const float*)",
               slot_data(input_value(kInitialH), constant_initial_h_, initial_h_axes_, "initial_h"),
@@ -189,17 +208,16 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
     text += cat("  L.", field, "_dir = ", stride_expr(*output_axes[i], sizes, Axis::kDir), ";\n");
     text +=
         cat("  L.", field, "_batch = ", stride_expr(*output_axes[i], sizes, Axis::kBatch), ";\n");
-    if (i == 0) {
-      std::string numel;
-      for (Axis axis : y_axes_) numel += (numel.empty() ? "" : "*") + sizes.size(axis);
-      text += cat("  L.y_elements = ", numel, ";\n");
-    }
   }
+  std::string y_elements;  // Y's element count, to clear it when an entry is short
+  for (Axis axis : y_axes_) y_elements += (y_elements.empty() ? "" : "*") + sizes.size(axis);
+  if (y_elements.empty()) y_elements = "0";
   const std::string scratch = writer.fresh("scratch");
   text += checks;
-  text += cat("  {\n    void* ", scratch, " = ", writer.scratch("rn_recurrent_scratch_bytes(&L)"),
+  text += cat("  {\n    void* ", scratch, " = ", writer.scratch("rn_recurrent_block_bytes(&L)"),
               ";\n    if (!", scratch, ") return rn_out_of_memory(ctx);\n");
-  text += cat("    RN_TRY(rn_recurrent_run(ctx, &L, ", scratch, "));\n  }\n}\n");
+  text += cat("    RN_TRY(rn_recurrent_block(ctx, &L, ", c_string_literal(describe_), ", ", lengths,
+              ", ", lengths_bits, ", ", y_elements, ", ", scratch, "));\n  }\n}\n");
   writer.code(text);
 }
 

@@ -451,10 +451,6 @@ int projection_panel(const RecurrentSchedule& schedule) {
   return schedule.vector_width * schedule.gemm_vectors;
 }
 
-int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_t rows) {
-  return quantized && rows > 1 && rows < schedule.gemm_rows ? schedule.gemm_rows : rows;
-}
-
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule) {
   return cat("recurrent input projection f32 n=", cell.gates.size() * schedule.padded_hidden,
              " k=", cell.input_size, " ", schedule.key(),
@@ -507,8 +503,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   ImageParam bias(Halide::Float(32), 1, "bias");        // (n)
   Var n("n"), m("m"), k("k");
 
-  // Rows past X's last (projected_rows pads 2 to gemm_rows - 1 rows to one tile) read X's last
-  // row.
+  // Rows past X's last (rn_recurrent_projected_rows pads 2 to gemm_rows - 1 rows to one tile)
+  // read X's last row.
   Func rows("x_rows");
   rows(k, m) = x(k, min(m, x.dim(1).extent() - 1));
   QuantizedRows xq = quantize_rows(rows, k_extent, ko_extent * lane, quant.activations,
@@ -533,10 +529,10 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   for (const ImageParam& vector : {w_scale, w_colsum, w_zero, bias}) pin_dense(vector, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 
-  // Register tiles: gemm_rows rows or more (projected_rows pads 2 to gemm_rows - 1 rows to one
-  // tile) take whole tiles of gemm_vectors x gemm_rows accumulators, the last one shifted
-  // inward onto rows already computed. A single row (a streamed chunk of one step) is one row
-  // tile of up to 4 column panels (8 independent accumulators on AVX-512) instead of a padded
+  // Register tiles: gemm_rows rows or more (rn_recurrent_projected_rows pads 2 to gemm_rows - 1
+  // rows to one tile) take whole tiles of gemm_vectors x gemm_rows accumulators, the last one
+  // shifted inward onto rows already computed. A single row (a streamed chunk of one step) is one
+  // row tile of up to 4 column panels (8 independent accumulators on AVX-512) instead of a padded
   // tile: 6x fewer dot products. Each row streams all of W from L2, where a tile of 6 rows
   // streams it once: from 2 rows on, the padded tile costs less (docs/measurements.md).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");

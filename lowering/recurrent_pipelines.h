@@ -170,16 +170,16 @@ int projection_panel(const RecurrentSchedule& schedule);
 
 // The rows of XW a projection call writes for `rows` rows of X: exactly those, except that the
 // quantized projection takes 2 to gemm_rows - 1 rows as one row tile, padded (its rows past X's
-// last repeat X's last row).
-int64_t projected_rows(const RecurrentSchedule& schedule, bool quantized, int64_t rows);
+// last repeat X's last row). The time loop sizes its calls with rn_recurrent_projected_rows
+// (lowering/core/recurrent_loop.h).
 
 // Argument order of the projection pipeline's argv entry:
 //   float:     x (k, m), wt (ni, k, no: panels of P = projection_panel columns), bias (n),
-//              -> xw (n, m: projected_rows)
+//              -> xw (n, m: projected rows)
 //   quantized: x (k, m), wq (kl, ni, ko, no: int8 or int16, k = L ko + kl, K padded to
 //              L = lane(), n = no * P + ni in panels as Wt's),
 //              w_scale (n), w_colsum (n: int32, the sum of row n's wq), [w_zero (n: int32)],
-//              bias (n), -> xw (n, m: projected_rows), [overflow (4: int32, count_overflow)]
+//              bias (n), -> xw (n, m: projected rows), [overflow (4: int32, count_overflow)]
 std::string input_projection_key(const RecurrentCell& cell, const RecurrentSchedule& schedule);
 void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule& schedule,
                               const std::string& object_path, const std::string& function_name,

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
-# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot) give the JIT path's outputs
-# (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same order of work -
-# for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM,
-# oneTBB, protobuf or ONNX; rnnc compile's errors name what it cannot export.
+# model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
+# LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
+# quantize` wrote and view blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for
+# bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
+# runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
+# protobuf or ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
 # forbidden libraries are looked for.
@@ -68,9 +70,166 @@ for seq in 17 7 1; do
   same "wide $seq: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
 done
 
+# Libraries compiled here (not by CMake): `rnnc compile MODEL`, then examples/aot/main.c built
+# against the library with the C compiler alone.
+compile_example() {  # compile_example NAME MODEL: $tmp/NAME/lib NAME.a and $tmp/aot_example_NAME
+  local name=$1 model=$2
+  run "$name: rnnc compile" "$rnnc" compile "$model" -o "$tmp/$name" --name "$name" \
+    --cache-dir "$cache"
+  run "$name: cc" cc -std=gnu11 -O2 -DAOT_HEADER="\"$name.h\"" -DAOT_MODEL="${name}_model" \
+    "$src/examples/aot/main.c" -I"$tmp/$name" "$tmp/$name/lib$name.a" -lm -lpthread -ldl \
+    -o "$tmp/aot_example_$name"
+}
+
+# PyTorch's exports of a 2-layer LSTM called with (h0, c0) and of a 2-layer bidirectional GRU
+# called with h0 (tests/data/aot/make_models.py): Slice blocks cut each layer's initial state out
+# of h0 / c0, Concat blocks stack the final states; the library runs them (the copy kernels
+# librnnc runs, lowering/core/copy_kernels.h) around the recurrent blocks (forward, and the GRU's
+# reversed direction with linear_before_reset). Batch 1 and 3, every output.
+for case in "pt lstm_initial_states x,h0,c0 y,h_n,c_n" "gru gru_bidirectional x,h0 y,h_n"; do
+  set -- $case
+  name=$1 model=$src/tests/data/aot/$2.onnx inputs=${3//,/ } outputs=${4//,/ }
+  compile_example "$name" "$model"
+  for shape in "7 1" "5 3"; do
+    set -- $shape
+    dir=$tmp/${name}_$1_$2
+    mkdir -p "$dir/in"
+    run "$name $1x$2: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" --dim seq=$1 \
+      --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+    jit_inputs=()
+    for input in $inputs; do jit_inputs+=(--input "$input=$dir/in/$input.npy"); done
+    run "$name $1x$2: JIT run" "$rnnc" run "$model" "${jit_inputs[@]}" --output-dir "$dir/jit" \
+      --cache-dir "$cache"
+    for output in $outputs; do
+      same "$name $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+    done
+  done
+  if grep -q "rn_slice_copy" "$tmp/$name/${name}_driver.c" &&
+      grep -q "rn_concat" "$tmp/$name/${name}_driver.c"; then
+    pass
+  else
+    fail "$name: the driver runs no Slice or no Concat copy"
+  fi
+done
+
+# A bidirectional LSTM with peepholes whose constant sequence_lens [5, 2, 0] stops the entries at
+# different steps (the reverse direction starts each at its own last step): seq 6 and 5, every
+# output; at seq 4 an entry's length is out of range, which the library reports as the runtime
+# does.
+sl=$src/tests/data/aot/lstm_sequence_lens.onnx
+compile_example sl "$sl"
+for seq in 6 5; do
+  dir=$tmp/sl_$seq
+  mkdir -p "$dir/in"
+  run "sequence_lens seq $seq: AOT run" "$tmp/aot_example_sl" "$tmp/sl/sl.weights" --dim seq=$seq \
+    --save-inputs "$dir/in" --out "$dir"
+  run "sequence_lens seq $seq: JIT run" "$rnnc" run "$sl" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y y_h y_c; do
+    same "sequence_lens seq $seq: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+err=$("$tmp/aot_example_sl" "$tmp/sl/sl.weights" --dim seq=4 --out "$tmp" 2>&1)
+if [[ $? -ne 0 && $err == *"input 'sequence_lens'[0] = 5, must be in [0, seq_length = 4]"* ]]; then
+  pass
+else
+  fail "sequence_lens beyond seq: expected the library's error, got: $err"
+fi
+
+# A model `rnnc quantize` wrote (int8 LSTM products): the library runs the integer kernels the
+# runtime runs, with the int8 weights, scales and column sums from its weight file.
+run "int8: rnnc quantize" "$rnnc" quantize "$src/models/smoke/smoke_lstm64_l2.onnx" \
+  -o "$tmp/lstm_q.onnx"
+compile_example q "$tmp/lstm_q.onnx"
+if grep -q "L.quantized = 1" "$tmp/q/q_driver.c"; then
+  pass
+else
+  fail "the quantized model's library has no quantized recurrent block"
+fi
+for shape in "17 1" "9 3"; do
+  set -- $shape
+  dir=$tmp/q_$1_$2
+  mkdir -p "$dir/in" "$dir/chunked"
+  run "int8 $1x$2: AOT run" "$tmp/aot_example_q" "$tmp/q/q.weights" --dim seq=$1 \
+    --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
+  run "int8 $1x$2: JIT run" "$rnnc" run "$tmp/lstm_q.onnx" --input "x=$dir/in/x.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  same "int8 $1x$2: AOT == JIT" "$dir/y.npy" "$dir/jit/y.pb"
+  run "int8 $1x$2: AOT stream" "$tmp/aot_example_q" "$tmp/q/q.weights" --dim seq=$1 \
+    --dim batch=$2 --chunk 4 --out "$dir/chunked"
+  same "int8 $1x$2: AOT stream == JIT run" "$dir/chunked/y.npy" "$dir/jit/y.pb"
+done
+
+# The demo model as `rnnc quantize` writes it: int8 LSTMs and the int8 GEMM of its head (a Halide
+# block of integer products), on its stored input, whole and streamed in chunks of 7.
+run "demo int8: rnnc quantize" "$rnnc" quantize "$demo/lstm_demo.onnx" -o "$tmp/demo_q.onnx"
+compile_example dq "$tmp/demo_q.onnx"
+if grep -q "halide matmul+add int8" "$tmp/dq/dq_driver.c" &&
+    grep -q "L.quantized = 1" "$tmp/dq/dq_driver.c"; then
+  pass
+else
+  fail "the quantized demo's library has no int8 GEMM or no int8 LSTM"
+fi
+mkdir -p "$tmp/dq_run/chunked"
+run "demo int8: AOT run" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq=50 --dim batch=1 \
+  --input "features=$demo/input.npy" --out "$tmp/dq_run"
+run "demo int8: JIT run" "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy" \
+  --output-dir "$tmp/dq_run/jit" --cache-dir "$cache"
+same "demo int8: AOT == JIT" "$tmp/dq_run/log_probs.npy" "$tmp/dq_run/jit/log_probs.pb"
+run "demo int8: AOT stream" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --chunk 7 --out "$tmp/dq_run/chunked"
+same "demo int8: AOT stream == JIT run" "$tmp/dq_run/chunked/log_probs.npy" \
+  "$tmp/dq_run/jit/log_probs.pb"
+
+node=/usr/share/libonnx-testdata/data/node
+# Pad and Slice blocks, their operands fixed to the ONNX test cases' own (--fix, so they are
+# constants in the library; the JIT run reads them as inputs): a constant pad, a Slice with
+# negative steps.
+for case in "constant_pad pads=1 value=2" "slice_neg_steps starts=1 ends=2 axes=3 steps=4"; do
+  set -- $case
+  name=$1; shift
+  fixes=() operands=()
+  for fix in "$@"; do
+    file=$node/test_$name/test_data_set_0/input_${fix#*=}.pb
+    fixes+=(--fix "${fix%=*}=@$file")
+    operands+=(--input "${fix%=*}=$file")
+  done
+  model=$node/test_$name/model.onnx
+  run "$name: rnnc compile" "$rnnc" compile "$model" "${fixes[@]}" -o "$tmp/$name" --name "$name" \
+    --cache-dir "$cache"
+  run "$name: cc" cc -std=gnu11 -O2 -DAOT_HEADER="\"$name.h\"" -DAOT_MODEL="${name}_model" \
+    "$src/examples/aot/main.c" -I"$tmp/$name" "$tmp/$name/lib$name.a" -lm -lpthread -ldl \
+    -o "$tmp/aot_example_$name"
+  mkdir -p "$tmp/${name}_run/in"
+  run "$name: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" \
+    --save-inputs "$tmp/${name}_run/in" --out "$tmp/${name}_run"
+  run "$name: JIT run" "$rnnc" run "$model" "${operands[@]}" --input "x=$tmp/${name}_run/in/x.npy" \
+    --output-dir "$tmp/${name}_run/jit" --cache-dir "$cache"
+  same "$name: AOT == JIT" "$tmp/${name}_run/y.npy" "$tmp/${name}_run/jit/y.pb"
+  if grep -qE "rn_(pad|slice)_copy\(&" "$tmp/$name/${name}_driver.c"; then
+    pass
+  else
+    fail "$name: the driver runs no Pad or Slice copy"
+  fi
+done
+
+# View blocks (Flatten, Identity): the library copies the elements the runtime's view aliases.
+for case in "flatten test_flatten_axis1 a b" "identity test_identity x y"; do
+  set -- $case
+  compile_example "$1" "$node/$2/model.onnx"
+  mkdir -p "$tmp/$1_run/in"
+  run "$1: AOT run" "$tmp/aot_example_$1" "$tmp/$1/$1.weights" --save-inputs "$tmp/$1_run/in" \
+    --out "$tmp/$1_run"
+  run "$1: JIT run" "$rnnc" run "$node/$2/model.onnx" --input "$3=$tmp/$1_run/in/$3.npy" \
+    --output-dir "$tmp/$1_run/jit" --cache-dir "$cache"
+  same "$1: AOT == JIT" "$tmp/$1_run/$4.npy" "$tmp/$1_run/jit/$4.pb"
+done
+
 # Linked with the C runtime only.
-for example in aot_example_demo aot_example_stack aot_example_wide; do
-  libs=$(ldd "$examples/$example" | awk '{print $1}')
+for example in "$examples/aot_example_demo" "$examples/aot_example_stack" \
+    "$examples/aot_example_wide" "$tmp/aot_example_pt" "$tmp/aot_example_gru" \
+    "$tmp/aot_example_sl" "$tmp/aot_example_q"; do
+  libs=$(ldd "$example" | awk '{print $1}')
   if grep -qiE 'halide|llvm|tbb|protobuf|onnx|rnnc' <<<"$libs"; then
     fail "$example links: $libs"
   elif [[ -z $sanitizers ]] && grep -vqE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|pthread|dl)\.so\.[0-9]+)$' <<<"$libs"; then

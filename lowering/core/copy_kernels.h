@@ -1,0 +1,89 @@
+/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad), in C.
+ *
+ * One definition serves both executors: librnnc's copy blocks (lowering/lower_concat.cc,
+ * lower_copy.cc) read their operands, plan and copy with these functions, and `rnnc compile`
+ * pastes this file into every generated driver (aot/CMakeLists.txt), where the same plans and
+ * copies run over the driver's buffers. Tensors are row-major and dense; elements move as words
+ * of 1, 2, 4 or 8 bytes. A plan returns 0 for operands the kernel does not take (the runtime then
+ * runs the node's reference kernel, which computes the result or reports the error). Nothing here
+ * allocates: Pad's position tables are memory the caller hands over. */
+#ifndef RNNC_LOWERING_CORE_COPY_KERNELS_H_
+#define RNNC_LOWERING_CORE_COPY_KERNELS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef RN_CORE_API
+#define RN_CORE_API /* the AOT driver defines it as static */
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { RN_COPY_MAX_RANK = 8 };
+
+/* Concat: each of the `outer` slabs of the output is the parts' slabs one after another. */
+RN_CORE_API void rn_concat(void* destination, int64_t outer, int count, const void* const* parts,
+                           const int64_t* slab_bytes);
+
+/* Slice (opset >= 10): the output is a strided window of the input. Axes of extent 1 drop out and
+ * an axis whose walk spans the next one merges into it, so a window contiguous in the input is one
+ * row (one memcpy). */
+typedef struct rn_slice_plan {
+  int rank;
+  int64_t shape[RN_COPY_MAX_RANK]; /* the output's */
+  int64_t base;                    /* element offset of the window's first element */
+  int merged;                      /* rows are dims[merged - 1] elements */
+  int64_t dims[RN_COPY_MAX_RANK], walks[RN_COPY_MAX_RANK];
+  int64_t numel;
+} rn_slice_plan;
+
+/* The plan for an input of `rank` dims and n (starts, ends, axes, steps) entries, axes already
+ * normalized to [0, rank) and distinct. The spec's clamping; 0 for a zero step or a rank above 8.
+ */
+RN_CORE_API int rn_slice_plan_make(rn_slice_plan* plan, int rank, const int64_t* input_shape, int n,
+                                   const int64_t* starts, const int64_t* ends, const int64_t* axes,
+                                   const int64_t* steps);
+RN_CORE_API void rn_slice_copy(const rn_slice_plan* plan, int word_bytes, const void* input,
+                               void* output);
+
+/* Pad (opset >= 11): per axis, a table maps each output position to its input position (or to the
+ * fill) following the mode; a row's interior is one memcpy. */
+enum { RN_PAD_CONSTANT = 0, RN_PAD_EDGE = 1, RN_PAD_REFLECT = 2, RN_PAD_WRAP = 3 };
+
+typedef struct rn_pad_axis {
+  int64_t begin;                        /* the pad before */
+  int64_t interior_begin, interior_end; /* positions reading p - begin */
+  const int64_t* left;  /* positions [0, interior_begin): input position, or -1 for the fill */
+  const int64_t* right; /* positions [interior_end, size) */
+} rn_pad_axis;
+
+typedef struct rn_pad_plan {
+  int rank, mode;
+  int64_t shape[RN_COPY_MAX_RANK]; /* the output's */
+  int64_t input_shape[RN_COPY_MAX_RANK];
+  int64_t strides[RN_COPY_MAX_RANK];  /* the input's, in elements */
+  rn_pad_axis axes[RN_COPY_MAX_RANK]; /* axes 0 .. row_axis */
+  int row_axis;                       /* the innermost padded axis: rows run along it */
+  int64_t unit;                       /* elements per row position (the axes after it) */
+  int64_t table_entries;              /* int64 entries rn_pad_plan_tables fills */
+  int64_t numel;
+} rn_pad_plan;
+
+/* The plan for an input of `rank` dims (0: a scalar) padded by before[k] / after[k] on axis k
+ * (negative pads crop). 0 for pads beyond +-2^62, a negative extent, an edge / reflect / wrap pad
+ * of an empty axis, or a rank above 8. Then rn_pad_plan_tables with table_entries int64 entries of
+ * memory, then rn_pad_copy. */
+RN_CORE_API int rn_pad_plan_make(rn_pad_plan* plan, int mode, int rank, const int64_t* input_shape,
+                                 const int64_t* before, const int64_t* after);
+RN_CORE_API void rn_pad_plan_tables(rn_pad_plan* plan, int64_t* tables);
+/* `fill` holds the constant's bits in its low word_bytes bytes (little-endian). */
+RN_CORE_API void rn_pad_copy(const rn_pad_plan* plan, int word_bytes, const void* input,
+                             void* output, uint64_t fill);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RNNC_LOWERING_CORE_COPY_KERNELS_H_ */

@@ -1,0 +1,312 @@
+/* recurrent_loop.h: the time loop of a lowered recurrent block. */
+#include "lowering/core/recurrent_loop.h"
+
+#include <HalideRuntime.h>
+#include <string.h>
+
+#define RN_LOOP_ALIGN(bytes) ((((int64_t)(bytes)) + 63) / 64 * 64)
+
+/* A halide_buffer_t over existing memory, dims innermost first, that can walk one dim backwards
+ * (alternate_tiles): reversed, index i of that dim is extent - 1 - i in memory. */
+typedef struct rn_view {
+  halide_buffer_t buffer;
+  halide_dimension_t dims[5];
+  int reversible_dim, reversed;
+} rn_view;
+
+static void rn_view_init(rn_view* view, const void* host, halide_type_code_t code, int bits,
+                         int rank, const int64_t* extent_stride) {
+  memset(view, 0, sizeof *view);
+  view->buffer.host = (uint8_t*)host;
+  view->buffer.type.code = code;
+  view->buffer.type.bits = (uint8_t)bits;
+  view->buffer.type.lanes = 1;
+  view->buffer.dimensions = rank;
+  view->buffer.dim = view->dims;
+  for (int i = 0; i < rank; ++i) {
+    view->dims[i].extent = (int32_t)extent_stride[2 * i];
+    view->dims[i].stride = (int32_t)extent_stride[2 * i + 1];
+  }
+}
+
+/* The byte offset of the reversible dim's last element along its current stride. */
+static int64_t rn_view_last_offset(const rn_view* view) {
+  const halide_dimension_t* dim = &view->dims[view->reversible_dim];
+  return (int64_t)(dim->extent - 1) * dim->stride * ((view->buffer.type.bits + 7) / 8);
+}
+
+static void rn_view_set_host(rn_view* view, const void* host) {
+  view->buffer.host = (uint8_t*)host;
+  if (view->reversed) view->buffer.host -= rn_view_last_offset(view);
+}
+
+static void rn_view_set_reversed(rn_view* view, int reversed) {
+  if (reversed == view->reversed) return;
+  if (view->buffer.host) view->buffer.host += rn_view_last_offset(view);
+  view->dims[view->reversible_dim].stride = -view->dims[view->reversible_dim].stride;
+  view->reversed = reversed;
+}
+
+static int64_t rn_loop_round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+static int64_t rn_loop_padded_batch(const rn_recurrent* layer) {
+  return rn_loop_round_up(layer->batch, layer->batch > 1 ? layer->batch_tile : 1);
+}
+
+RN_CORE_API int64_t rn_recurrent_projected_rows(const rn_recurrent* layer, int64_t rows) {
+  return layer->quantized && rows > 1 && rows < layer->gemm_rows ? layer->gemm_rows : rows;
+}
+
+RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequence_lens, int bits,
+                                         int64_t* lengths) {
+  int64_t steps = 0;
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    int64_t length = layer->seq;
+    if (sequence_lens) {
+      length = bits == 32 ? ((const int32_t*)sequence_lens)[b] : ((const int64_t*)sequence_lens)[b];
+      if (length < 0 || length > layer->seq) return b;
+    }
+    lengths[b] = length;
+    if (length > steps) steps = length;
+  }
+  layer->lengths = lengths;
+  layer->steps = steps;
+  return -1;
+}
+
+RN_CORE_API int rn_recurrent_has_short_entry(const rn_recurrent* layer) {
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    if (layer->lengths[b] < layer->seq) return 1;
+  }
+  return 0;
+}
+
+RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer) {
+  const int64_t n = layer->gates * layer->padded, rows = layer->seq * layer->batch;
+  const int64_t pb = rn_loop_padded_batch(layer);
+  /* One row tile of slack for a call projecting a few rows as a padded tile. */
+  return RN_LOOP_ALIGN(4 * n * (rows + layer->gemm_rows)) +
+         4 * RN_LOOP_ALIGN(4 * layer->padded * pb) + RN_LOOP_ALIGN(4 * pb);
+}
+
+RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memory,
+                                    rn_recurrent_state* state) {
+  uint8_t* next = (uint8_t*)memory;
+  const int64_t n = layer->gates * layer->padded, rows = layer->seq * layer->batch;
+  const int64_t padded = layer->padded, pb = rn_loop_padded_batch(layer);
+  memset(state, 0, sizeof *state);
+  state->padded_batch = pb;
+  /* Every row a step reads is written by the projection first. */
+  state->xw = (float*)next;
+  next += RN_LOOP_ALIGN(4 * n * (rows + layer->gemm_rows));
+  for (int i = 0; i < 2; ++i) {
+    state->h[i] = (float*)next;
+    next += RN_LOOP_ALIGN(4 * padded * pb);
+    state->c[i] = (float*)next;
+    next += RN_LOOP_ALIGN(4 * padded * pb);
+  }
+  /* Padding lanes and padding batch entries stay zero: R . h reads them. */
+  memset(state->h[0], 0, (size_t)(4 * RN_LOOP_ALIGN(4 * padded * pb)));
+  state->step_time = (int32_t*)next;
+  for (int64_t b = 0; b < pb; ++b) state->step_time[b] = -1;
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    if (layer->initial_h) {
+      memcpy(state->h[0] + b * padded, layer->initial_h + d * layer->h0_dir + b * layer->h0_batch,
+             (size_t)(4 * layer->hidden));
+    }
+    if (layer->initial_c) {
+      memcpy(state->c[0] + b * padded, layer->initial_c + d * layer->c0_dir + b * layer->c0_batch,
+             (size_t)(4 * layer->hidden));
+    }
+  }
+}
+
+static const halide_type_code_t rn_f = halide_type_float, rn_i = halide_type_int;
+
+/* Projects X's rows [row_begin, row_end) into XW (argument order: recurrent_pipelines.h). */
+static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                int64_t row_begin, int64_t row_end) {
+  const rn_recurrent_direction* part = &layer->dir[d];
+  const int64_t n = layer->gates * layer->padded, rows = row_end - row_begin;
+  const int64_t panel = layer->wt_panel, input = layer->input;
+  if (rows <= 0) return 0;
+  rn_view x, wt, bias, xw, wq, scale, colsum, zero, overflow;
+  rn_view_init(&x, layer->x + row_begin * input, rn_f, 32, 2,
+               (const int64_t[]){input, 1, rows, input});
+  rn_view_init(&bias, part->bias, rn_f, 32, 1, (const int64_t[]){n, 1});
+  const int64_t written = rn_recurrent_projected_rows(layer, rows);
+  rn_view_init(&xw, state->xw + row_begin * n, rn_f, 32, 2, (const int64_t[]){n, 1, written, n});
+  void* args[8];
+  int count = 0;
+  int32_t counts[4] = {0, 0, 0, 0};
+  if (!layer->quantized) {
+    rn_view_init(&wt, part->wt, rn_f, 32, 3,
+                 (const int64_t[]){panel, 1, input, panel, n / panel, input * panel});
+    args[count++] = &x.buffer;
+    args[count++] = &wt.buffer;
+    args[count++] = &bias.buffer;
+    args[count++] = &xw.buffer;
+  } else {
+    const int64_t lane = layer->lane, ko = layer->w_ko;
+    rn_view_init(
+        &wq, part->wq, rn_i, layer->weight_bits, 4,
+        (const int64_t[]){lane, 1, panel, lane, ko, lane * panel, n / panel, lane * panel * ko});
+    rn_view_init(&scale, part->w_scale, rn_f, 32, 1, (const int64_t[]){n, 1});
+    rn_view_init(&colsum, part->w_colsum, rn_i, 32, 1, (const int64_t[]){n, 1});
+    rn_view_init(&zero, part->w_zero, rn_i, 32, 1, (const int64_t[]){n, 1});
+    rn_view_init(&overflow, counts, rn_i, 32, 1, (const int64_t[]){4, 1});
+    args[count++] = &x.buffer;
+    args[count++] = &wq.buffer;
+    args[count++] = &scale.buffer;
+    args[count++] = &colsum.buffer;
+    if (layer->zero_points) args[count++] = &zero.buffer;
+    args[count++] = &bias.buffer;
+    args[count++] = &xw.buffer;
+    if (layer->count_overflow) args[count++] = &overflow.buffer;
+  }
+  const int status = layer->projection(args);
+  if (status != 0) {
+    state->failed_pipeline = 1;
+    return status;
+  }
+  for (int i = 0; i < 4; ++i) state->overflow[i] += counts[i];
+  return 0;
+}
+
+RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                     int64_t step_begin, int64_t step_end) {
+  const rn_recurrent_direction* part = &layer->dir[d];
+  const int64_t seq = layer->seq, batch = layer->batch, hidden = layer->hidden;
+  const int64_t padded = layer->padded, tile = layer->tile, tiles = padded / tile;
+  const int64_t g = layer->gates, n = g * padded, pb = state->padded_batch;
+  if (step_end > layer->steps) step_end = layer->steps;
+  if (step_begin >= step_end) return 0;
+
+  /* A whole run projects every row (a reverse direction or short entries read rows out of
+   * order); a chunk its own time rows. */
+  const int status =
+      step_begin == 0 && step_end == layer->steps
+          ? rn_recurrent_project(layer, d, state, 0, seq * batch)
+          : rn_recurrent_project(layer, d, state, step_begin * batch, step_end * batch);
+  if (status != 0) return status;
+
+  /* XW's rows are X's rows, in X's (seq, batch) order. */
+  const int64_t b_stride = layer->x_batch_stride / layer->input * n;
+  const int64_t t_stride = layer->x_seq_stride / layer->input * n;
+  const int64_t lane = layer->lane, ko = layer->r_ko;
+  const int64_t tiles_spec[] = {tile, 1, tiles, tile, pb, padded};
+  const int64_t row_tiles[] = {tile, 1, g, tile, tiles, g * tile};
+  rn_view r, rq, r_scale, r_colsum, r_zero, xw, step_time, h_in, h_tiles, h_out, c_in, c_out,
+      peepholes, rbh, overflow;
+  int32_t counts[4] = {0, 0, 0, 0};
+  rn_view_init(&r, part->r, rn_f, 32, 4,
+               (const int64_t[]){tile, 1, g, tile, hidden, g * tile, tiles, hidden * g * tile});
+  rn_view_init(&rq, part->rq, rn_i, layer->quantized ? layer->weight_bits : 8, 5,
+               (const int64_t[]){lane, 1, tile, lane, g, lane * tile, ko, lane * tile * g, tiles,
+                                 lane * tile * g * ko});
+  rn_view_init(&r_scale, part->r_scale, rn_f, 32, 3, row_tiles);
+  rn_view_init(&r_colsum, part->r_colsum, rn_i, 32, 3, row_tiles);
+  rn_view_init(&r_zero, part->r_zero, rn_i, 32, 3, row_tiles);
+  rn_view_init(
+      &xw, state->xw, rn_f, 32, 5,
+      (const int64_t[]){tile, 1, g, tile, tiles, g * tile, batch, b_stride, seq, t_stride});
+  rn_view_init(&step_time, state->step_time, rn_i, 32, 1, (const int64_t[]){pb, 1});
+  rn_view_init(&h_in, state->h[0], rn_f, 32, 2, (const int64_t[]){padded, 1, pb, padded});
+  rn_view_init(&h_tiles, state->h[0], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&h_out, state->h[1], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&c_in, state->c[0], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&c_out, state->c[1], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&peepholes, part->peephole_weights, rn_f, 32, 3,
+               (const int64_t[]){tile, 1, tiles, tile, 3, padded});
+  rn_view_init(&rbh, part->rbh, rn_f, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
+  rn_view_init(&overflow, counts, rn_i, 32, 1, (const int64_t[]){4, 1});
+
+  void* args[16];
+  int count = 0;
+  if (layer->quantized) {
+    args[count++] = &rq.buffer;
+    args[count++] = &r_scale.buffer;
+    args[count++] = &r_colsum.buffer;
+    if (layer->zero_points) args[count++] = &r_zero.buffer;
+  } else {
+    args[count++] = &r.buffer;
+  }
+  args[count++] = &xw.buffer;
+  args[count++] = &step_time.buffer;
+  args[count++] = &h_in.buffer;
+  args[count++] = &h_tiles.buffer;
+  if (layer->lstm) args[count++] = &c_in.buffer;
+  if (part->peepholes) args[count++] = &peepholes.buffer;
+  if (part->linear_before_reset) args[count++] = &rbh.buffer;
+  args[count++] = &h_out.buffer;
+  if (layer->lstm) args[count++] = &c_out.buffer;
+  const int count_overflow = layer->quantized && layer->count_overflow;
+  if (count_overflow) args[count++] = &overflow.buffer;
+
+  /* With alternate_tiles, odd steps walk the hidden tiles backwards: every per-tile view, by its
+   * tile dim (h_in, read whole for R . h, keeps its order). */
+  struct {
+    rn_view* view;
+    int dim;
+  } const tile_dims[] = {{&r, 3},      {&rq, 4},    {&r_scale, 2},   {&r_colsum, 2},
+                         {&r_zero, 2}, {&xw, 2},    {&h_tiles, 1},   {&c_in, 1},
+                         {&h_out, 1},  {&c_out, 1}, {&peepholes, 1}, {&rbh, 1}};
+  const int tile_views = (int)(sizeof tile_dims / sizeof tile_dims[0]);
+  for (int i = 0; i < tile_views; ++i) tile_dims[i].view->reversible_dim = tile_dims[i].dim;
+
+  const rn_pipeline_entry step = batch > 1 ? part->batched_step : part->step;
+  const int64_t* lengths = layer->lengths;
+  int current = state->current;
+  for (int64_t s = step_begin; s < step_end; ++s) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t length = lengths[b];
+      state->step_time[b] = s >= length ? -1 : (int32_t)(part->reverse ? length - 1 - s : s);
+    }
+    rn_view_set_host(&h_in, state->h[current]);
+    rn_view_set_host(&h_tiles, state->h[current]);
+    rn_view_set_host(&h_out, state->h[1 - current]);
+    rn_view_set_host(&c_in, state->c[current]);
+    rn_view_set_host(&c_out, state->c[1 - current]);
+    const int backwards = layer->alternate_tiles && s % 2 == 1;
+    for (int i = 0; i < tile_views; ++i) rn_view_set_reversed(tile_dims[i].view, backwards);
+    const int step_status = step(args);
+    if (step_status != 0) {
+      state->current = current;
+      state->failed_pipeline = 2;
+      return step_status;
+    }
+    if (count_overflow) {
+      for (int i = 0; i < 4; ++i) state->overflow[i] += counts[i];
+    }
+    current = 1 - current;
+    if (layer->y) {
+      for (int64_t b = 0; b < batch; ++b) {
+        const int32_t t = state->step_time[b];
+        if (t >= 0) {
+          memcpy(layer->y + t * layer->y_seq + d * layer->y_dir + b * layer->y_batch,
+                 state->h[current] + b * padded, (size_t)(4 * hidden));
+        }
+      }
+    }
+  }
+  state->current = current;
+  return 0;
+}
+
+RN_CORE_API void rn_recurrent_finish(const rn_recurrent* layer, int d,
+                                     const rn_recurrent_state* state) {
+  const float* h = state->h[state->current];
+  const float* c = state->c[state->current];
+  for (int64_t b = 0; b < layer->batch; ++b) {
+    if (layer->y_h) {
+      memcpy(layer->y_h + d * layer->y_h_dir + b * layer->y_h_batch, h + b * layer->padded,
+             (size_t)(4 * layer->hidden));
+    }
+    if (layer->y_c) {
+      memcpy(layer->y_c + d * layer->y_c_dir + b * layer->y_c_batch, c + b * layer->padded,
+             (size_t)(4 * layer->hidden));
+    }
+  }
+}

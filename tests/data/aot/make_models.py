@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Writes, as PyTorch 1.13 exports them at opset 14 with dynamic seq and batch:
+  lstm_initial_states.onnx  torch.nn.LSTM(16, 32, num_layers=2) called with (h0, c0)
+  gru_bidirectional.onnx    torch.nn.GRU(16, 24, num_layers=2, bidirectional=True) called with h0
+The exports slice each layer's initial state out of h0 / c0 (Slice) and concatenate the final
+states into h_n / c_n (Concat), so the models have copy blocks around their recurrent blocks; the
+GRU's directions run in one block each, the backward one reversed, with linear_before_reset
+(tests/aot/aot_test.sh).
+
+  /usr/bin/python3 tests/data/aot/make_models.py   # rewrites the files beside it
+"""
+import os
+
+import torch
+
+torch.manual_seed(25)
+
+
+class Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(16, 32, num_layers=2)
+
+    def forward(self, x, h0, c0):
+        return self.rnn(x, (h0, c0))
+
+
+class Bidirectional(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.GRU(16, 24, num_layers=2, bidirectional=True)
+
+    def forward(self, x, h0):
+        return self.rnn(x, h0)
+
+
+here = os.path.dirname(os.path.abspath(__file__))
+out = os.path.join(here, "lstm_initial_states.onnx")
+torch.onnx.export(
+    Stack(), (torch.randn(5, 2, 16), torch.randn(2, 2, 32), torch.randn(2, 2, 32)), out,
+    opset_version=14, input_names=["x", "h0", "c0"], output_names=["y", "h_n", "c_n"],
+    dynamic_axes={"x": {0: "seq", 1: "batch"}, "h0": {1: "batch"}, "c0": {1: "batch"},
+                  "y": {0: "seq", 1: "batch"}, "h_n": {1: "batch"}, "c_n": {1: "batch"}})
+torch.onnx.export(
+    Bidirectional(), (torch.randn(5, 2, 16), torch.randn(4, 2, 24)),
+    os.path.join(here, "gru_bidirectional.onnx"), opset_version=14, input_names=["x", "h0"],
+    output_names=["y", "h_n"],
+    dynamic_axes={"x": {0: "seq", 1: "batch"}, "h0": {1: "batch"}, "y": {0: "seq", 1: "batch"},
+                  "h_n": {1: "batch"}})
+
+# lstm_sequence_lens.onnx: one bidirectional LSTM (input 8, hidden 16, peepholes) over a batch of
+# 3 whose sequence_lens is the constant [5, 2, 0]: the entries stop at different steps, the
+# reverse direction starts each entry at its own last step, Y stays zero past each length.
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(25)
+hidden, inputs, dirs = 16, 8, 2
+
+
+def weight(name, *shape):
+    return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+
+graph = helper.make_graph(
+    [helper.make_node("LSTM", ["x", "W", "R", "B", "sequence_lens", "", "", "P"],
+                      ["y", "y_h", "y_c"], hidden_size=hidden, direction="bidirectional")],
+    "lstm_sequence_lens",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 3, inputs])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", dirs, 3, hidden]),
+     helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [dirs, 3, hidden]),
+     helper.make_tensor_value_info("y_c", TensorProto.FLOAT, [dirs, 3, hidden])],
+    [weight("W", dirs, 4 * hidden, inputs), weight("R", dirs, 4 * hidden, hidden),
+     weight("B", dirs, 8 * hidden), weight("P", dirs, 3 * hidden),
+     numpy_helper.from_array(np.array([5, 2, 0], dtype=np.int32), "sequence_lens")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(here, "lstm_sequence_lens.onnx"))
