@@ -284,6 +284,7 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
   std::unique_ptr<Program> program = std::move(compiled.program);
   const Graph& graph = *program->model().graph;
   ExportResult result;
+  if (compiled.quantization) result.quantization = compiled.quantization->summary;
   const KernelTarget& kernel_target = program->kernel_cache()->kernel_target();
   result.target = cat(kernel_target.name, " [", kernel_target.features.to_string(), "]");
   result.blocks = static_cast<int>(program->blocks().size());

@@ -43,6 +43,7 @@ struct ExportResult {
   int blocks_compiled = 0;  // blocks whose kernels were compiled now (not from the cache)
   uint64_t weight_bytes = 0;
   std::string target;  // the target the kernels were compiled for: its name and features
+  std::string quantization;  // what the quantize stage did (its summary), when it ran
 };
 
 ExportResult export_model(ModelSource source, const ExportOptions& options);

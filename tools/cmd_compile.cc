@@ -5,7 +5,9 @@
 #include <iostream>
 
 #include "aot/export.h"
+#include "compiler/quantize.h"
 #include "ir/error.h"
+#include "lowering/cache_location.h"
 #include "tools/commands.h"
 
 namespace rnnc::cli {
@@ -30,9 +32,21 @@ int run_compile(const Parsed& args) {
   // As the runtime does by default (ModelOptions::expose_recurrent_state): the state of forward
   // recurrent nodes becomes state the context carries between step calls.
   options.compile.expose_recurrent_state = !args.has("no-state");
+  // Quantized as `rnnc run --quantize` quantizes at load, guard included: the library runs the
+  // int8 kernels the runtime would.
+  QuantizationOptions& quantize = options.compile.quantize;
+  quantize.config = args.get("quantize");
+  if (quantize.config.empty() && (args.has("no-guard") || args.has("max-error"))) {
+    raise_invalid_input("--no-guard and --max-error go with --quantize CONFIG");
+  }
+  quantize.guard = !args.has("no-guard");
+  quantize.max_error = parse_max_error(args);
+  quantize.generated_dims = parse_dims(args);
+  quantize.decision_cache_dir = kernel_cache_directory(args.get("cache-dir"));
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
 
   const aot::ExportResult result = aot::export_model(ModelSource::file(path), options);
+  if (!result.quantization.empty()) std::cerr << "rnnc compile: quantized: " << result.quantization << "\n";
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "compiled " << options.source << " in " << std::fixed << std::setprecision(1)
@@ -47,7 +61,7 @@ int run_compile(const Parsed& args) {
 const Command kCompileCommand{
     "compile",
     "rnnc compile MODEL -o DIR [--name NAME] [--fix NAME=VALUE]... [--dim NAME=N]... "
-    "[--target T] [--cache-dir DIR] [--no-state]",
+    "[--target T] [--cache-dir DIR] [--no-state] [--quantize CONFIG [--max-error F] [--no-guard]]",
     "Compile a model ahead of time into a standalone C library: DIR/NAME.h, DIR/libNAME.a\n"
     "(Halide kernels, Halide runtime, generated driver; links with -lm -lpthread -ldl only),\n"
     "DIR/NAME.weights and DIR/README.md. See docs/aot.md.",
@@ -66,6 +80,11 @@ const Command kCompileCommand{
         {"no-state", "",
          "do not carry recurrent state between step calls (keep initial states as the model has "
          "them)"},
+        {"quantize", "CONFIG",
+         "quantize as rnnc run --quantize does ('default' or a JSON config, docs/quant.md; the "
+         "guard keeps nodes that break the error budget wider); the library runs the int8 kernels"},
+        {"max-error", "F", "with --quantize: the error budget (as rnnc run; default 0.02)"},
+        {"no-guard", "", "with --quantize: quantize as configured without measuring the error"},
     },
     run_compile,
 };

@@ -72,10 +72,11 @@ done
 
 # Libraries compiled here (not by CMake): `rnnc compile MODEL`, then examples/aot/main.c built
 # against the library with the C compiler alone.
-compile_example() {  # compile_example NAME MODEL: $tmp/NAME/lib NAME.a and $tmp/aot_example_NAME
-  local name=$1 model=$2
+compile_example() {  # compile_example NAME MODEL [COMPILE OPTION]...: $tmp/NAME/libNAME.a and
+  local name=$1 model=$2  #   $tmp/aot_example_NAME
+  shift 2
   run "$name: rnnc compile" "$rnnc" compile "$model" -o "$tmp/$name" --name "$name" \
-    --cache-dir "$cache"
+    --cache-dir "$cache" "$@"
   run "$name: cc" cc -std=gnu11 -O2 -DAOT_HEADER="\"$name.h\"" -DAOT_MODEL="${name}_model" \
     "$src/examples/aot/main.c" -I"$tmp/$name" "$tmp/$name/lib$name.a" -lm -lpthread -ldl \
     -o "$tmp/aot_example_$name"
@@ -180,6 +181,28 @@ run "demo int8: AOT stream" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq
   --dim batch=1 --input "features=$demo/input.npy" --chunk 7 --out "$tmp/dq_run/chunked"
 same "demo int8: AOT stream == JIT run" "$tmp/dq_run/chunked/log_probs.npy" \
   "$tmp/dq_run/jit/log_probs.pb"
+
+# The demo quantized by `rnnc compile --quantize default` itself (the guard's decision, as `rnnc run
+# --quantize default` makes it at load, read from the same cache): the library equals that run.
+compile_example dqc "$demo/lstm_demo.onnx" --quantize default
+if grep -q "halide matmul+add int8" "$tmp/dqc/dqc_driver.c" &&
+    grep -q "L.quantized = 1" "$tmp/dqc/dqc_driver.c"; then
+  pass
+else
+  fail "rnnc compile --quantize default: the demo's library has no int8 GEMM or no int8 LSTM"
+fi
+mkdir -p "$tmp/dqc_run"
+run "demo --quantize: AOT run" "$tmp/aot_example_dqc" "$tmp/dqc/dqc.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --out "$tmp/dqc_run"
+run "demo --quantize: JIT run" "$rnnc" run "$demo/lstm_demo.onnx" --quantize default \
+  --input "features=$demo/input.npy" --output-dir "$tmp/dqc_run/jit" --cache-dir "$cache"
+same "demo --quantize: AOT == JIT" "$tmp/dqc_run/log_probs.npy" "$tmp/dqc_run/jit/log_probs.pb"
+err=$("$rnnc" compile "$demo/lstm_demo.onnx" -o "$tmp/bad" --no-guard 2>&1)
+if [[ $err == *"--no-guard and --max-error go with --quantize CONFIG"* ]]; then
+  pass
+else
+  fail "rnnc compile --no-guard without --quantize: got: $err"
+fi
 
 node=/usr/share/libonnx-testdata/data/node
 # Pad and Slice blocks, their operands fixed to the ONNX test cases' own (--fix, so they are
