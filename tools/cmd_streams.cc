@@ -445,7 +445,7 @@ const Command kStreamsCommand{
         {"max-batch", "B", "batching on: chunks per batched run (default 64)"},
         {"max-wait-ms", "MS", "batching on: the longest a chunk waits for others (default 2)"},
         {"threads", "N", "batching on: threads inside each batched run (the executor and the kernels' parallel loops); off: threads running the streams' sessions; default 1"},
-        {"concurrent-runs", "K", "batching on: batched runs at once, each on --threads threads (default 1: one run at a time reads the weights once for the most streams)"},
+        {"concurrent-runs", "K", "batching on: batched runs at once, each on --threads threads (default 1)"},
         {"frame-ms", "MS", "one frame's duration (default 10)"},
         {"chunk-frames", "N", "frames per chunk (default 16); binds --time-dim"},
         {"time-dim", "NAME", "the input dim holding a chunk's frames (default seq)"},

@@ -291,8 +291,9 @@ struct BatcherOptions {
   // of the batch receives whole). Tensors not named take the derived axis.
   std::map<std::string, int> batch_axes;
   // Batched runs at once, each on a thread of the batcher's own (and each using the model's
-  // ModelOptions::threads inside), >= 1. To use more cores, raise ModelOptions::threads first:
-  // runs at once split the ready chunks into smaller batches, each reading the weights.
+  // ModelOptions::threads inside), >= 1. Either spreads the work over more cores: runs at once
+  // each take their share of the ready chunks; a run on several threads splits each batch's
+  // steps (docs/benchmarks.md, "Stream batcher", measures both).
   int threads = 1;
 };
 
