@@ -46,7 +46,8 @@ std::unique_ptr<Graph> clone_graph(const Graph& source, Graph* parent, ValueMap&
   std::vector<std::pair<const Node*, Node*>> nodes;
   for (const auto& node : source.nodes()) {
     std::vector<std::string> output_names;
-    for (const Value* output : node->outputs()) output_names.push_back(output ? output->name() : "");
+    for (const Value* output : node->outputs())
+      output_names.push_back(output ? output->name() : "");
     Node* copy = graph->add_node(node->op_type(), node->name(), {}, output_names, node->opset(),
                                  node->domain());
     for (size_t i = 0; i < node->num_outputs(); ++i) {

@@ -291,6 +291,146 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
   return lower_recurrent(node, cache, onnx_recurrent_layouts(node));
 }
 
+namespace {
+
+// One direction's ONNX weights: W [G * H, I], R [G * H, H], B [2 * G * H] (Wb then Rb) and
+// P [3 * H] (LSTM peepholes i, o, f), rows of ONNX gate order; b and p may be null.
+struct NodeWeights {
+  const float* w;
+  const float* r;
+  const float* b;
+  const float* p;
+  int onnx_gates;
+};
+
+// Gate g of hidden unit j = jo * T + ji is column n = (jo * G + g) * T + ji of Wt, the bias and XW.
+int64_t column(int64_t g, int64_t j, int64_t gates, int64_t tile) {
+  return (j / tile * gates + g) * tile + j % tile;
+}
+
+// bias[n] = Wb + Rb of n's row (GRU linear_before_reset keeps the h gate's Rb apart, in rbh: rt
+// multiplies it). Padding columns are zero.
+void pack_bias(RecurrentBlock::Direction& part, const RecurrentSchedule& schedule,
+               const NodeWeights& weights) {
+  const RecurrentCell& cell = part.cell;
+  const int64_t hidden = cell.hidden_size, tile = schedule.hidden_tile;
+  const int64_t gates = static_cast<int64_t>(cell.gates.size());
+  part.bias = Tensor(DType::kFloat32, {gates * schedule.padded_hidden});
+  float* bias = part.bias.data<float>();
+  const float* b = weights.b;
+  for (int64_t g = 0; g < gates && b; ++g) {
+    const int onnx_gate = cell.gates[static_cast<size_t>(g)];
+    const bool fold_rb = !(cell.linear_before_reset && onnx_gate == kGruH);
+    for (int64_t j = 0; j < hidden; ++j) {
+      const int64_t row = onnx_gate * hidden + j;
+      bias[column(g, j, gates, tile)] =
+          b[row] + (fold_rb ? b[weights.onnx_gates * hidden + row] : 0.0f);
+    }
+  }
+  if (cell.linear_before_reset) {
+    part.rbh = Tensor(DType::kFloat32, {schedule.padded_hidden});
+    if (b) {
+      const float* rbh = b + (weights.onnx_gates + kGruH) * hidden;
+      std::copy(rbh, rbh + hidden, part.rbh.data<float>());
+    }
+  }
+}
+
+// Float products: Wt in column panels (ni, k, no), R as [jo][k][g][ji].
+void pack_float_weights(RecurrentBlock::Direction& part, const RecurrentSchedule& schedule,
+                        const NodeWeights& weights) {
+  const RecurrentCell& cell = part.cell;
+  const int64_t hidden = cell.hidden_size, input_size = cell.input_size;
+  const int64_t padded = schedule.padded_hidden, tile = schedule.hidden_tile;
+  const int64_t gates = static_cast<int64_t>(cell.gates.size()), panel = projection_panel(schedule);
+  part.wt = Tensor(DType::kFloat32, {gates * padded / panel, input_size, panel});
+  part.r = recurrent_weight_tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
+  float* wt = part.wt.data<float>();
+  float* rt = part.r.data<float>();
+  for (int64_t g = 0; g < gates; ++g) {
+    const int onnx_gate = cell.gates[static_cast<size_t>(g)];
+    for (int64_t j = 0; j < hidden; ++j) {
+      const int64_t jo = j / tile, ji = j % tile;
+      const int64_t n = column(g, j, gates, tile), row = onnx_gate * hidden + j;
+      for (int64_t k = 0; k < input_size; ++k) {
+        wt[((n / panel) * input_size + k) * panel + n % panel] = weights.w[row * input_size + k];
+      }
+      for (int64_t k = 0; k < hidden; ++k) {
+        rt[((jo * hidden + k) * gates + g) * tile + ji] = weights.r[row * hidden + k];
+      }
+    }
+  }
+}
+
+// Integer products (recurrent_pipelines.h): Wt as (kl, ni, ko, no), R as (kl, ji, g, ko, jo),
+// lane() consecutive k of one output innermost; per-output scale, column sum and zero point
+// indexed like XW's n. Padding is zero. first_row: the direction's first row in wq and rq.
+void pack_integer_weights(RecurrentBlock::Direction& part, const RecurrentSchedule& schedule,
+                          const IntegerWeight& wq, const IntegerWeight& rq, int64_t first_row) {
+  const RecurrentCell& cell = part.cell;
+  const int64_t hidden = cell.hidden_size, input_size = cell.input_size;
+  const int64_t padded = schedule.padded_hidden, tile = schedule.hidden_tile;
+  const int64_t gates = static_cast<int64_t>(cell.gates.size()), n_extent = gates * padded;
+  const int64_t panel = projection_panel(schedule);
+  const int64_t lane = cell.quant->lane();
+  const DType storage = cell.quant->wide_operands() ? DType::kInt16 : DType::kInt8;
+  const int64_t ko_input = packed_ko(cell.quant->input_widths);
+  const int64_t ko_hidden = packed_ko(cell.quant->state_widths);
+  part.wq = Tensor(storage, {n_extent / panel, ko_input, panel, lane});
+  part.rq = recurrent_weight_tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
+  for (Tensor* vector : {&part.w_scale, &part.r_scale})
+    *vector = Tensor(DType::kFloat32, {n_extent});
+  for (Tensor* vector : {&part.w_colsum, &part.w_zero, &part.r_colsum, &part.r_zero}) {
+    *vector = Tensor(DType::kInt32, {n_extent});
+  }
+  auto store = [&](Tensor& packed, int64_t at, int16_t q) {
+    if (storage == DType::kInt16) {
+      packed.data<int16_t>()[at] = q;
+    } else {
+      packed.data<int8_t>()[at] = static_cast<int8_t>(q);
+    }
+  };
+  for (int64_t g = 0; g < gates; ++g) {
+    const int onnx_gate = cell.gates[static_cast<size_t>(g)];
+    for (int64_t j = 0; j < hidden; ++j) {
+      const int64_t jo = j / tile, ji = j % tile;
+      const int64_t n = column(g, j, gates, tile);
+      const int64_t row = first_row + onnx_gate * hidden + j;
+      int32_t w_sum = 0, r_sum = 0;
+      for (int64_t k = 0; k < input_size; ++k) {
+        const int16_t q = wq.q[static_cast<size_t>(row * input_size + k)];
+        store(part.wq, (((n / panel) * ko_input + k / lane) * panel + n % panel) * lane + k % lane,
+              q);
+        w_sum += q;
+      }
+      for (int64_t k = 0; k < hidden; ++k) {
+        const int16_t q = rq.q[static_cast<size_t>(row * hidden + k)];
+        store(part.rq, ((((jo * ko_hidden) + k / lane) * gates + g) * tile + ji) * lane + k % lane,
+              q);
+        r_sum += q;
+      }
+      part.w_scale.data<float>()[n] = wq.scale[static_cast<size_t>(row)];
+      part.r_scale.data<float>()[n] = rq.scale[static_cast<size_t>(row)];
+      part.w_zero.data<int32_t>()[n] = wq.zero_point[static_cast<size_t>(row)];
+      part.r_zero.data<int32_t>()[n] = rq.zero_point[static_cast<size_t>(row)];
+      part.w_colsum.data<int32_t>()[n] = w_sum;
+      part.r_colsum.data<int32_t>()[n] = r_sum;
+    }
+  }
+}
+
+// LSTM peepholes [3][Hp] (i, o, f), padding zero.
+void pack_peepholes(RecurrentBlock::Direction& part, const RecurrentSchedule& schedule,
+                    const float* p) {
+  const int64_t hidden = part.cell.hidden_size, padded = schedule.padded_hidden;
+  part.peepholes = Tensor(DType::kFloat32, {3, padded});
+  for (int64_t q = 0; q < 3; ++q) {
+    std::copy(p + q * hidden, p + (q + 1) * hidden, part.peepholes.data<float>() + q * padded);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
                                                 const RecurrentLayouts& layouts) {
   auto block = std::make_unique<RecurrentBlock>();
@@ -444,118 +584,29 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
       choose_recurrent_schedule(block->directions_[0].cell, cache.target(), /*batched=*/true);
   const RecurrentSchedule& schedule = block->schedule_;
 
-  // Marshal the weights (layouts in recurrent_pipelines.h): gate g of hidden unit j = jo*T + ji
-  // is column n = (jo*G + g)*T + ji of Wt, bias and XW, and R is [jo][k][g][ji].
-  const int64_t padded = schedule.padded_hidden, tile = schedule.hidden_tile;
+  // Pack the weights (layouts in recurrent_pipelines.h) per direction.
   for (int d = 0; d < dirs; ++d) {
     RecurrentBlock::Direction& part = block->directions_[static_cast<size_t>(d)];
-    const RecurrentCell& cell = part.cell;
-    const int64_t gates = static_cast<int64_t>(cell.gates.size()), n_extent = gates * padded;
-    const float* w_d = w->data<float>() + d * onnx_gates * hidden * input_size;
-    const float* r_d = r->data<float>() + d * onnx_gates * hidden * hidden;
-    const float* b_d = b ? b->data<float>() + d * 2 * onnx_gates * hidden : nullptr;
-    // Float weights only for float products (the integer ones are packed below).
-    const bool float_weights = !cell.quant;
-    const int64_t panel = projection_panel(schedule);
-    if (float_weights) {
-      part.wt = Tensor(DType::kFloat32, {n_extent / panel, input_size, panel});
-      part.r = recurrent_weight_tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
+    const NodeWeights weights{w->data<float>() + d * onnx_gates * hidden * input_size,
+                              r->data<float>() + d * onnx_gates * hidden * hidden,
+                              b ? b->data<float>() + d * 2 * onnx_gates * hidden : nullptr,
+                              p ? p->data<float>() + d * 3 * hidden : nullptr, onnx_gates};
+    pack_bias(part, schedule, weights);
+    if (part.cell.quant) {
+      pack_integer_weights(part, schedule, *wq, *rq, d * onnx_gates * hidden);
+    } else {
+      pack_float_weights(part, schedule, weights);
     }
-    part.bias = Tensor(DType::kFloat32, {n_extent});
-    float* wt = float_weights ? part.wt.data<float>() : nullptr;
-    float* bias = part.bias.data<float>();
-    float* rt = float_weights ? part.r.data<float>() : nullptr;
-    for (int64_t g = 0; g < gates; ++g) {
-      const int onnx_gate = cell.gates[static_cast<size_t>(g)];
-      // GRU linear_before_reset: rt multiplies the h gate's Rb, so it stays out of the bias.
-      const bool fold_rb = !(linear_before_reset && onnx_gate == kGruH);
-      for (int64_t j = 0; j < hidden; ++j) {
-        const int64_t jo = j / tile, ji = j % tile;
-        const int64_t n = (jo * gates + g) * tile + ji, row = onnx_gate * hidden + j;
-        for (int64_t k = 0; k < input_size && float_weights; ++k) {
-          wt[((n / panel) * input_size + k) * panel + n % panel] = w_d[row * input_size + k];
-        }
-        for (int64_t k = 0; k < hidden && float_weights; ++k) {
-          rt[((jo * hidden + k) * gates + g) * tile + ji] = r_d[row * hidden + k];
-        }
-        if (b_d) bias[n] = b_d[row] + (fold_rb ? b_d[onnx_gates * hidden + row] : 0.0f);
-      }
-    }
-    if (cell.quant) {
-      // The integer layouts (recurrent_pipelines.h): Wt as (kl, ni, ko, no), R as
-      // (kl, ji, g, ko, jo), lane() consecutive k of one output innermost; per-output scale,
-      // column sum and zero point indexed like XW's n = (jo * G + g) * T + ji. Padding is zero.
-      const int64_t lane = cell.quant->lane();
-      const DType storage = cell.quant->wide_operands() ? DType::kInt16 : DType::kInt8;
-      const int64_t ko_input = packed_ko(cell.quant->input_widths);
-      const int64_t ko_hidden = packed_ko(cell.quant->state_widths);
-      part.wq = Tensor(storage, {n_extent / panel, ko_input, panel, lane});
-      part.rq = recurrent_weight_tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
-      for (Tensor* vector : {&part.w_scale, &part.r_scale}) {
-        *vector = Tensor(DType::kFloat32, {n_extent});
-      }
-      for (Tensor* vector : {&part.w_colsum, &part.w_zero, &part.r_colsum, &part.r_zero}) {
-        *vector = Tensor(DType::kInt32, {n_extent});
-      }
-      auto store = [&](Tensor& packed, int64_t at, int16_t q) {
-        if (storage == DType::kInt16) {
-          packed.data<int16_t>()[at] = q;
-        } else {
-          packed.data<int8_t>()[at] = static_cast<int8_t>(q);
-        }
-      };
-      for (int64_t g = 0; g < gates; ++g) {
-        const int onnx_gate = cell.gates[static_cast<size_t>(g)];
-        for (int64_t j = 0; j < hidden; ++j) {
-          const int64_t jo = j / tile, ji = j % tile;
-          const int64_t n = (jo * gates + g) * tile + ji;
-          const int64_t row = d * onnx_gates * hidden + onnx_gate * hidden + j;
-          int32_t w_sum = 0, r_sum = 0;
-          for (int64_t k = 0; k < input_size; ++k) {
-            const int16_t q = wq->q[static_cast<size_t>(row * input_size + k)];
-            store(part.wq,
-                  (((n / panel) * ko_input + k / lane) * panel + n % panel) * lane + k % lane, q);
-            w_sum += q;
-          }
-          for (int64_t k = 0; k < hidden; ++k) {
-            const int16_t q = rq->q[static_cast<size_t>(row * hidden + k)];
-            store(part.rq,
-                  ((((jo * ko_hidden) + k / lane) * gates + g) * tile + ji) * lane + k % lane, q);
-            r_sum += q;
-          }
-          part.w_scale.data<float>()[n] = wq->scale[static_cast<size_t>(row)];
-          part.r_scale.data<float>()[n] = rq->scale[static_cast<size_t>(row)];
-          part.w_zero.data<int32_t>()[n] = wq->zero_point[static_cast<size_t>(row)];
-          part.r_zero.data<int32_t>()[n] = rq->zero_point[static_cast<size_t>(row)];
-          part.w_colsum.data<int32_t>()[n] = w_sum;
-          part.r_colsum.data<int32_t>()[n] = r_sum;
-        }
-      }
-    }
-    if (p) {
-      part.peepholes = Tensor(DType::kFloat32, {3, padded});
-      const float* p_d = p->data<float>() + d * 3 * hidden;
-      for (int64_t q = 0; q < 3; ++q) {
-        std::copy(p_d + q * hidden, p_d + (q + 1) * hidden,
-                  part.peepholes.data<float>() + q * padded);
-      }
-    }
-    if (linear_before_reset) {
-      part.rbh = Tensor(DType::kFloat32, {padded});
-      if (b_d) {
-        const float* rbh = b_d + (onnx_gates + kGruH) * hidden;
-        std::copy(rbh, rbh + hidden, part.rbh.data<float>());
-      }
-    }
+    if (p) pack_peepholes(part, schedule, weights.p);
   }
 
   // Compile (or load) the pipelines.
   const RecurrentCell& first = block->directions_[0].cell;
-  block->projection_ = cache.get(
-      input_projection_key(first, schedule),
-      [&](const std::string& path, const std::string& name, const KernelTarget& target) {
-        compile_input_projection(first, schedule, path, name, target);
-      });
+  block->projection_ =
+      cache.get(input_projection_key(first, schedule),
+                [&](const std::string& path, const std::string& name, const KernelTarget& target) {
+                  compile_input_projection(first, schedule, path, name, target);
+                });
   block->compile_ms = block->projection_.compile_ms;
   block->from_cache = block->projection_.from_cache;
   for (RecurrentBlock::Direction& part : block->directions_) {

@@ -91,6 +91,19 @@ class RecurrentBlock : public ExecutionBlock {
   // Overflow mode (HalideCache::count_overflow, quantized nodes): the kernels' counts so far.
   std::vector<OverflowCounts> overflow_counts() const override;
 
+  // One direction's cell, pipelines and weights, packed by lower_recurrent.
+  struct Direction {
+    bool reverse = false;
+    RecurrentCell cell;
+    CompiledPipeline step;          // batch_size 1
+    CompiledPipeline batched_step;  // batch_size > 1: batch_tile entries per weight load
+    // Marshaled weights (recurrent_pipelines.h layouts).
+    Tensor wt, bias, r, peepholes, rbh;  // float32, 64-byte aligned
+    // Integer products (cell.quant): int8 or int16 weights (RecurrentQuant::wide_operands),
+    // per-output float scales, int32 column sums and zero points.
+    Tensor wq, w_scale, w_colsum, w_zero, rq, r_scale, r_colsum, r_zero;
+  };
+
  private:
   friend std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& cache,
                                                          const RecurrentLayouts& layouts);
@@ -117,18 +130,6 @@ class RecurrentBlock : public ExecutionBlock {
   size_t x_position(RecurrentAxis axis) const {
     return static_cast<size_t>(std::find(x_axes_.begin(), x_axes_.end(), axis) - x_axes_.begin());
   }
-
-  struct Direction {
-    bool reverse = false;
-    RecurrentCell cell;
-    CompiledPipeline step;          // batch_size 1
-    CompiledPipeline batched_step;  // batch_size > 1: batch_tile entries per weight load
-    // Marshaled weights (recurrent_pipelines.h layouts).
-    Tensor wt, bias, r, peepholes, rbh;  // float32, 64-byte aligned
-    // Integer products (cell.quant): int8 or int16 weights (RecurrentQuant::wide_operands),
-    // per-output float scales, int32 column sums and zero points.
-    Tensor wq, w_scale, w_colsum, w_zero, rq, r_scale, r_colsum, r_zero;
-  };
 
   std::string describe_;          // the node, for error messages
   std::vector<bool> has_output_;  // per node output: Y, Y_h (, Y_c)

@@ -1,5 +1,6 @@
-// The Halide pipelines an LSTM, GRU or RNN node is lowered to, and the table their schedules come
-// from. lower_recurrent.h marshals the weights into the layouts below and runs the time loop.
+// The Halide pipelines an LSTM, GRU or RNN node is lowered to (their schedule, RecurrentSchedule,
+// is chosen in schedule_table.h). lower_recurrent.h marshals the weights into the layouts below
+// and runs the time loop.
 //
 // Two pipelines per direction:
 //   input projection  XW[m, n] = X[m, :] . Wt[:, n] + bias[n] for every row m = (t, b) of X at
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "ir/quantization.h"
+#include "lowering/schedule_table.h"
 
 namespace Halide {
 struct Target;
@@ -132,33 +134,6 @@ struct RecurrentCell {
   std::string step_key() const;
 };
 
-// Loop shapes, from one table keyed by the target's vector width (recurrent_pipelines.cc).
-struct RecurrentSchedule {
-  int vector_width = 8;             // floats per vector: 16 with AVX-512, 8 with AVX2
-  int hidden_tile = 8;              // T: hidden units per step tile (a multiple of vector_width)
-  int padded_hidden = 8;            // Hp: hidden_size rounded up to hidden_tile
-  int batch_tile = 1;               // batch entries per step tile (the batch is padded to it)
-  int gemm_vectors = 1;             // projection tile: vectors along n ...
-  int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
-  bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
-  // The projection's weights stream from L3 or DRAM (over 1 MiB at their storage width): tiles
-  // of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once per 6-row
-  // tile, and the next panel is prefetched while this one is multiplied.
-  bool stream_weights = false;
-  bool parallel_tiles = false;      // R above ~1 MiB: the step's hidden tiles are a parallel loop
-  bool single_entry = false;        // the step runs batch_size 1 only (its batch extent is 1)
-  // The runtime may pass the step views that walk the hidden tiles backwards (negative tile-dim
-  // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
-  bool alternate_tiles = false;
-  int step_k_split = 1;  // the quantized step's dot products as this many partial sums
-
-  std::string key() const;
-};
-
-// batched: the schedule of the step for batch_size > 1, which differs only in batch_tile (the
-// projection and the weight layouts are shared).
-RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
-                                            bool batched = false);
 
 // The float projection's column panel: P = vector_width * gemm_vectors columns of Wt, one
 // register tile wide. Wt is stored panel by panel, (ni, k, no) with n = no * P + ni, so a panel

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "lowering/recurrent_pipelines.h"
 
 namespace rnnc {
 
@@ -106,8 +107,8 @@ ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t ou
   schedule.unroll_taps = kernel_width <= arch.conv_unroll_taps;
   if (out_channels >= arch.lanes) {
     schedule.channels_vectorized = true;
-    const int64_t vectors = std::min<int64_t>(arch.conv_channel_vectors,
-                                              (out_channels + arch.lanes - 1) / arch.lanes);
+    const int64_t vectors =
+        std::min<int64_t>(arch.conv_channel_vectors, (out_channels + arch.lanes - 1) / arch.lanes);
     schedule.mr = static_cast<int>(vectors) * arch.lanes;
     schedule.positions = arch.conv_positions;
     if (output_width) {
@@ -124,6 +125,133 @@ ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t ou
     schedule.w_layout.dim = 0;
     schedule.w_layout.tile = schedule.mr;
   }
+  return schedule;
+}
+
+// ---- recurrent cells ---------------------------------------------------------------------------
+
+namespace {
+
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+}  // namespace
+
+std::string RecurrentSchedule::key() const {
+  return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
+             " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
+             gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
+             parallel_tiles ? " parallel_tiles" : "", single_entry ? " single_entry" : "",
+             alternate_tiles ? " alternate_tiles" : "",
+             step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string());
+}
+
+// ---- the schedule table ------------------------------------------------------------------------
+
+namespace {
+
+// One row per vector width.
+//   Step: per batch entry and k, a tile reads G * T floats of R into G * T / V vector
+//   accumulators held in registers across the k loop. R streams from L2; about 256 bytes per k
+//   keep enough independent FMA chains in flight to take it as fast as L2 delivers. The batched
+//   step spends the rest of the register file on batch entries: each R vector loaded serves
+//   batch_tile entries (AVX2 has no registers left for it). A quantized batch-1 step's
+//   G * T / V accumulators are as many chains of dependent vpdpbusd over a short k loop; it
+//   splits each into integer_step_split partial sums over interleaved k (AVX-512: 8 chains for
+//   an LSTM).
+//   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
+//   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
+//   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
+//   operands byte by byte (vpinsrb). A W over 1 MiB (read from L3 or DRAM at every call) takes
+//   16 x 1 tiles with the next panel prefetched instead: 6-row tiles fetch each panel in their
+//   first row tile and leave memory idle in the others (docs/lowering.md "Streamed weights").
+//   The measurements behind each choice: docs/measurements.md, "Schedule tables".
+struct ScheduleRow {
+  int vector_width;
+  int step_floats;         // G * T: R floats per k iteration and batch entry
+  int integer_step_split;  // partial sums per accumulator in the quantized batch-1 step
+  int batch_tile;          // batch entries per tile in the batched step
+  int gemm_vectors;
+  int integer_gemm_vectors;  // the quantized projection's
+  int gemm_rows;
+  int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
+  // Above this many bytes of W (at its storage width) the projection streams it (stream_weights)
+  // in tiles of streamed_rows rows x 1 vector (0: never; AVX2 has too few registers).
+  int streamed_weight_bytes;
+  int streamed_rows;
+  // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams
+  // its weights for hundreds of microseconds, and with a second thread free (a model of 2+
+  // threads whose other blocks are idle) both cores' bandwidth serves it. Below, a step is
+  // short enough that a parallel loop's hand-off would cost more than it saves.
+  int parallel_step_bytes;
+};
+
+constexpr ScheduleRow kScheduleTable[] = {
+    // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
+    {16, 64, 2, 4, 4, 2, 6, 512 * 1024, 1024 * 1024, 16, 1024 * 1024},
+    // AVX2: 8 step accumulators, 12 + 2 in the projection
+    {8, 64, 1, 1, 2, 2, 6, 512 * 1024, 0, 0, 1024 * 1024},
+};
+
+// Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
+constexpr double kMaxExtraPadding = 1.15;
+
+}  // namespace
+
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+                                            bool batched) {
+  const int vector_width = target.natural_vector_size(Halide::Float(32));
+  const ScheduleRow* row = &kScheduleTable[std::size(kScheduleTable) - 1];
+  for (const ScheduleRow& candidate : kScheduleTable) {
+    if (candidate.vector_width == vector_width) row = &candidate;
+  }
+  RecurrentSchedule schedule;
+  schedule.vector_width = row->vector_width;
+  const int v = schedule.vector_width, hidden = cell.hidden_size;
+  const int gates = static_cast<int>(cell.gates.size());
+
+  // Largest tile (more accumulators, fewer tiles) whose padding stays near the minimum.
+  const int min_padded = round_up(hidden, v);
+  const int max_vectors = std::max(1, row->step_floats / (gates * v));
+  schedule.hidden_tile = v;
+  for (int vectors = 1; vectors <= max_vectors; ++vectors) {
+    int tile = vectors * v;
+    if (tile > min_padded) break;
+    if (round_up(hidden, tile) <= min_padded * kMaxExtraPadding) schedule.hidden_tile = tile;
+  }
+  schedule.padded_hidden = round_up(hidden, schedule.hidden_tile);
+  schedule.batch_tile = batched ? row->batch_tile : 1;
+  schedule.single_entry = !batched;
+  schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
+  // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
+  // hidden order, so its tiles cannot be visited backwards.
+  schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);
+
+  // Projection tile: as many vectors along n as divide N / V (N has no tail).
+  const int n_vectors = gates * schedule.padded_hidden / v;
+  schedule.gemm_vectors = 1;
+  for (int vectors = cell.quant ? row->integer_gemm_vectors : row->gemm_vectors; vectors >= 1;
+       --vectors) {
+    if (n_vectors % vectors == 0) {
+      schedule.gemm_vectors = vectors;
+      break;
+    }
+  }
+  schedule.gemm_rows = row->gemm_rows;
+  const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
+  schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
+  const double storage_bytes = cell.quant ? cell.quant->input_widths.storage_bits / 8.0 : 4.0;
+  if (row->streamed_rows > 0 && storage_bytes * gates * schedule.padded_hidden * cell.input_size >
+                                    row->streamed_weight_bytes) {
+    schedule.stream_weights = true;
+    schedule.gemm_columns_outer = true;
+    schedule.gemm_vectors = 1;
+    schedule.gemm_rows = row->streamed_rows;
+  }
+  const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
+  const double step_bytes =
+      weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);
+  schedule.parallel_tiles =
+      step_bytes > row->parallel_step_bytes && schedule.padded_hidden / schedule.hidden_tile >= 4;
   return schedule;
 }
 

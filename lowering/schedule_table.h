@@ -1,7 +1,7 @@
-// The per-architecture threshold table the dense, elementwise and reduction schedules are chosen
-// from, and the choosers. A schedule is a function of the element type, the dims known at lowering
-// time (weights' K and N, a kernel's size; sequence and batch are run-time) and the target's row of
-// this one table: nothing is tuned per model.
+// The per-architecture threshold tables the dense, convolution, elementwise, reduction and
+// recurrent schedules are chosen from, and the choosers. A schedule is a function of the element
+// type, the dims known at lowering time (weights' K and N, a kernel's size; sequence and batch are
+// run-time) and the target's row of this one table: nothing is tuned per model.
 //
 // The schedules here are single-threaded (no Halide .parallel()): the runtime parallelizes blocks
 // and their plans with oneTBB. Where a lowering does use a Halide parallel loop (the recurrent
@@ -104,5 +104,36 @@ struct ConvSchedule {
 ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
                                   int64_t kernel_width,
                                   std::optional<int64_t> output_width = std::nullopt);
+
+struct RecurrentCell;  // lowering/recurrent_pipelines.h
+
+// An LSTM, GRU or RNN node's loop shapes (the pipelines of lowering/recurrent_pipelines.h), from
+// the recurrent rows of this file's table.
+struct RecurrentSchedule {
+  int vector_width = 8;             // floats per vector: 16 with AVX-512, 8 with AVX2
+  int hidden_tile = 8;              // T: hidden units per step tile (a multiple of vector_width)
+  int padded_hidden = 8;            // Hp: hidden_size rounded up to hidden_tile
+  int batch_tile = 1;               // batch entries per step tile (the batch is padded to it)
+  int gemm_vectors = 1;             // projection tile: vectors along n ...
+  int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
+  bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
+  // The projection's weights stream from L3 or DRAM (over 1 MiB at their storage width): tiles
+  // of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once per 6-row
+  // tile, and the next panel is prefetched while this one is multiplied.
+  bool stream_weights = false;
+  bool parallel_tiles = false;  // R above ~1 MiB: the step's hidden tiles are a parallel loop
+  bool single_entry = false;    // the step runs batch_size 1 only (its batch extent is 1)
+  // The runtime may pass the step views that walk the hidden tiles backwards (negative tile-dim
+  // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
+  bool alternate_tiles = false;
+  int step_k_split = 1;  // the quantized step's dot products as this many partial sums
+
+  std::string key() const;
+};
+
+// batched: the schedule of the step for batch_size > 1, which differs only in batch_tile (the
+// projection and the weight layouts are shared).
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+                                            bool batched = false);
 
 }  // namespace rnnc

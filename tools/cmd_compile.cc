@@ -46,7 +46,8 @@ int run_compile(const Parsed& args) {
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
 
   const aot::ExportResult result = aot::export_model(ModelSource::file(path), options);
-  if (!result.quantization.empty()) std::cerr << "rnnc compile: quantized: " << result.quantization << "\n";
+  if (!result.quantization.empty())
+    std::cerr << "rnnc compile: quantized: " << result.quantization << "\n";
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "compiled " << options.source << " in " << std::fixed << std::setprecision(1)
@@ -76,7 +77,8 @@ const Command kCompileCommand{
          "as rnnc run (host by default: the fastest code for this CPU; x86-64-v3 for any AVX2 "
          "machine); a context refuses to start on a CPU that lacks a feature "
          "(RNNC_AOT_ERROR_CPU)"},
-        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
+        {"cache-dir", "DIR",
+         "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
         {"no-state", "",
          "do not carry recurrent state between step calls (keep initial states as the model has "
          "them)"},
