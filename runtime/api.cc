@@ -310,7 +310,11 @@ std::unique_ptr<CompiledModel::Impl> load_model(ModelSource source, const ModelO
       scalar_names.push_back(check.name);
     }
   }
-  if (!specializer_bytes.empty() && impl->executors.size() == 1) {
+  // Specialized programs run the first candidate's plan: the plan asked for, or, under kAuto,
+  // sequential (the shapes specialization serves are those a model's shape computations depend
+  // on, fixed-size chunks of small models, where the overlapping plan's hand-offs cost more than
+  // they overlap). A specialized run does not take part in kAuto's duels.
+  if (!specializer_bytes.empty()) {
     ShapeSpecializer::Settings settings;
     settings.program = compile_options.program;
     settings.plan = impl->executors[0]->plan();
@@ -604,14 +608,10 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     checker->check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())),
                        value.shape(), value.raw_data(), "carried state");
   }
-  // Everything checked: pick the plan, bind.
-  if (model_impl.chooser) {
-    PlanChooser::bucket(bound, shape_key);
-    pick = model_impl.chooser->pick(shape_key);
-    current = static_cast<size_t>(pick.candidate);
-  }
+  // Everything checked: a shape's specialization if there is one, else pick the plan; bind.
   run_executor = nullptr;
   run_context = nullptr;
+  pick = PlanChooser::Pick{};
   const ShapeSpecializer::Specialized* specialized = nullptr;
   if (model_impl.specializer && specialize) {
     // The key: the bound dims, then the scalar integer inputs' values.
@@ -631,6 +631,11 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
       run_context = &specialized_context(*specialized->executor);
       run_executor = specialized->executor.get();
     }
+  }
+  if (model_impl.chooser && !specialized) {
+    PlanChooser::bucket(bound, shape_key);
+    pick = model_impl.chooser->pick(shape_key);
+    current = static_cast<size_t>(pick.candidate);
   }
   const Executor& executor = this->executor();
   Executor::Context& context = this->context();

@@ -197,7 +197,7 @@ int run_run(const Parsed& args) {
   if (compiled && args.has("count-overflow")) std::cout << compiled->overflow_report();
   if (session) {
     path_name = cat("compiled, ", plan_name(session->last_plan()), " plan",
-                    compiled->plan() == Plan::kAuto ? " (kAuto's choice for this shape)" : "", ", ",
+                    compiled->plan() == Plan::kAuto ? " (the last run's, under kAuto)" : "", ", ",
                     compiled->threads(), " thread(s)");
   }
   if (!times_us.empty()) {

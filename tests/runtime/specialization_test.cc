@@ -105,6 +105,30 @@ TEST(ShapeSpecialization, EachShapeGetsItsProgramAndStreamsKeepTheirState) {
   expect_same_chunk(specialized, generic, 2, 16, 9);
 }
 
+// Under kAuto with 2 threads (plans chosen per shape between sequential and the overlapping plan)
+// a shape still gets its program: it runs sequentially, outside kAuto's duels, and equals the
+// generic program bit for bit.
+TEST(ShapeSpecialization, TwoThreadsUnderAutoPlanRunSpecialized) {
+  const std::string bytes = shape_dependent_model();
+  ModelOptions options;
+  options.threads = 2;
+  options.plan = Plan::kAuto;
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+  ASSERT_EQ(model->plan(), Plan::kAuto) << "two candidate plans, chosen per shape";
+  auto generic_model = load(bytes, false);
+  Session specialized = model->new_session({{"next", "state"}});
+  Session generic = generic_model->new_session({{"next", "state"}});
+  specialized.set_profiling(true);
+  for (unsigned chunk = 1; chunk < 6; ++chunk) expect_same_chunk(specialized, generic, 3, 16, chunk);
+  EXPECT_NE(model->describe().find("specialized for batch=3, n=16: "), std::string::npos)
+      << model->describe();
+  const std::string profile = specialized.profile_report();
+  ASSERT_NE(profile.find("shape specialization:"), std::string::npos) << profile;
+  EXPECT_EQ(profile.substr(profile.find("shape specialization:")).find("If"), std::string::npos)
+      << profile;
+  EXPECT_EQ(specialized.last_plan(), Plan::kSequential);
+}
+
 TEST(ShapeSpecialization, BeyondTheBoundNewShapesRunGeneric) {
   const std::string bytes = shape_dependent_model();
   ModelOptions options;
