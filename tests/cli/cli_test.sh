@@ -93,6 +93,36 @@ else fail "quantize report lacks the MatMul head's row"; fi
 if grep -q "^## Error budget" "$tmp/report.md" 2>/dev/null && grep -q "calibration sample(s) with the reference evaluator" "$tmp/report.md"; then pass;
 else fail "quantize report lacks the error budget measured on the calibration samples"; fi
 expect_ok "quantized model runs int8 blocks" "halide lstm int8" "$rnnc" plan "$tmp/demo_q.onnx"
+
+# rnnc plan --dim / --fix: the program compiled for those dims and inputs. A model whose If and
+# Shape depend on dim n and on a scalar input k: generic, they run as reference blocks; with n
+# and k fixed they fold away.
+cat >"$tmp/shape_if.ir" <<'IR'
+model opset=13
+graph main(%x: f32[batch, n], %k: i64[]) {
+  const %one: i64[] = {1}
+  %shape = Shape 'shape' (%x)
+  %n = Gather 'n' (%shape, %one)
+  %wide = Greater 'wide' (%n, %k)
+  %y: f32[batch, n] = If 'choose' (%wide)
+    else_branch = graph narrow() {
+      %a: f32[batch, n] = Neg 'narrow_neg' (%x)
+      return %a
+    }
+    then_branch = graph wide() {
+      %b: f32[batch, n] = Relu 'wide_relu' (%x)
+      return %b
+    }
+  return %y
+}
+IR
+expect_ok "plan: generic program runs the If" "reference If" "$rnnc" plan "$tmp/shape_if.ir"
+plan_fixed=$("$rnnc" plan "$tmp/shape_if.ir" --dim n=16 --fix k=8 2>&1)
+if [[ $plan_fixed == *"halide relu"* && $plan_fixed != *"reference"* ]]; then
+  pass
+else
+  fail "plan --dim n=16 --fix k=8: expected the If folded to a Relu block, got: $plan_fixed"
+fi
 expect_ok "quantized head runs the integer GEMM" "halide matmul.* int8 \[K=" "$rnnc" plan "$tmp/demo_q.onnx"
 expect_ok "quantized model runs" "log_probs: f32\[50, 1, 32\]" \
   "$rnnc" run "$tmp/demo_q.onnx" --input "features=$demo/input.npy"
