@@ -66,7 +66,10 @@ filter=()
 if [[ $mode == thread ]]; then
   tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher}
   filter=(-R "$tsan_tests")
-  if ! ctest --test-dir "$build" -N "${filter[@]}" | grep -q "^ *Test *#"; then
+  # The listing first: grep -q stops reading at its first match, and under pipefail the listing
+  # ctest then fails to write would count as no match.
+  listing=$(ctest --test-dir "$build" -N "${filter[@]}")
+  if ! grep -q "^ *Test *#" <<<"$listing"; then
     echo "sanitize: no tests matched TSAN_TESTS='$tsan_tests'; nothing to run under" \
       "ThreadSanitizer (ctest fails below with --no-tests=error)" >&2
   fi
