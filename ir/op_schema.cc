@@ -126,8 +126,8 @@ void InferenceContext::require_input_type(int i, const std::string& name,
   for (DType type : allowed) {
     list += (list.empty() ? "" : ", ") + std::string(dtype_onnx_name(type));
   }
-  fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype), ", expected one of ",
-           list));
+  fail(cat("input ", name, " has element type ", dtype_onnx_name(dtype), ", expected ",
+           allowed.size() == 1 ? "" : "one of ", list));
 }
 
 int64_t InferenceContext::normalize_axis(int64_t axis, int64_t rank, const std::string& what) const {

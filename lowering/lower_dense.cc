@@ -565,8 +565,6 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   ConvAxis ax_h = two_d ? axes[0] : ConvAxis{};
 
   const ArchTable& arch = arch_table(cache.target());
-  std::optional<int64_t> output_width;
-  if (shape.back().is_known()) output_width = shape.back().value();
   // The spatial extents (width, then height) of input and output where the graph fixes them:
   // compiled in, the padded copy of a short row (Silero's 3-6 positions) is a few stores, where
   // run-time extents made it a memset call per channel row.
@@ -577,7 +575,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     if (shape[axis].is_known()) static_out[static_cast<size_t>(d)] = shape[axis].value();
   }
   ConvSchedule schedule =
-      choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, output_width);
+      choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, static_out[0]);
   LayoutMap w_layout(w_shape, schedule.w_layout);
 
   // Loop dims (ow, oh, m, n): no merging, the kernel indexes each. A 1-D conv has an extent-1 oh.

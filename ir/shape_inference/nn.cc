@@ -796,10 +796,7 @@ void infer_reduce(InferenceContext& context) {
     if (!context.has_input(1)) {
       axes.emplace();
     } else {
-      if (context.input_type(1).dtype != DType::kInt64) {
-        context.fail(cat("input axes has element type ",
-                         dtype_onnx_name(context.input_type(1).dtype), ", expected int64"));
-      }
+      context.require_input_type(1, "axes", {DType::kInt64});
       if (const Shape* shape = shape_if_ranked(context, 1)) {
         if (shape->size() != 1) {
           context.fail(cat("input axes has rank ", shape->size(), ", expected 1"));

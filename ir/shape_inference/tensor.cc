@@ -1324,10 +1324,7 @@ void infer_one_hot(InferenceContext& context) {
 void infer_compress(InferenceContext& context) {
   const Node& node = context.node();
   DType dtype = context.input_type(0).dtype;
-  if (context.input_type(1).dtype != DType::kBool) {
-    context.fail(cat("input 1 'condition' has element type ",
-                     dtype_onnx_name(context.input_type(1).dtype), ", expected bool"));
-  }
+  context.require_input_type(1, "1 'condition'", {DType::kBool});
   if (const Shape* condition = shape_if_known(context, 1); condition && condition->size() != 1) {
     context.fail(
         cat("input 1 'condition' has shape ", shape_to_string(*condition), ", expected rank 1"));
@@ -1354,10 +1351,7 @@ void infer_compress(InferenceContext& context) {
 void infer_reverse_sequence(InferenceContext& context) {
   const Node& node = context.node();
   DType dtype = context.input_type(0).dtype;
-  if (context.input_type(1).dtype != DType::kInt64) {
-    context.fail(cat("input 1 'sequence_lens' has element type ",
-                     dtype_onnx_name(context.input_type(1).dtype), ", expected int64"));
-  }
+  context.require_input_type(1, "1 'sequence_lens'", {DType::kInt64});
   int64_t batch_axis = node.attr_int("batch_axis", 1), time_axis = node.attr_int("time_axis", 0);
   for (int64_t axis : {batch_axis, time_axis}) {
     if (axis != 0 && axis != 1) {
