@@ -45,8 +45,14 @@ struct rn_ctx {
   rn_buffer* values;
   rn_buffer* scratch;
   rn_buffer* states;
+  rn_buffer* owned; /* outputs of data-dependent shape: the library's memory, handed out */
   int state_valid; /* states hold a stream's carried state */
   int64_t state_dims[RN_NUM_DIMS + 1];
+  /* The last successful run's dims and data-dependent dims (set by Slice and Pad from their
+   * run-time operands), for <name>_output_shape. */
+  int have_run;
+  int64_t run_dims[RN_NUM_DIMS + 1];
+  int64_t rt_dims[RN_NUM_RT_DIMS + 1];
   char error[1024];
 };
 
@@ -264,6 +270,14 @@ static int rn_check_shape(rn_ctx* ctx, int rank, const int64_t* got, const int64
   return RNNC_AOT_OK;
 }
 
+/* A run-time integer operand (Slice's starts, Pad's pads): `count` int32 or int64 elements
+ * widened to int64. */
+static void rn_operand_ints(const void* data, int is_int64, int count, int64_t* out) {
+  for (int i = 0; i < count; ++i) {
+    out[i] = is_int64 ? ((const int64_t*)data)[i] : (int64_t)((const int32_t*)data)[i];
+  }
+}
+
 /* ---- recurrent blocks ------------------------------------------------------------------------ */
 
 /* Scratch of one recurrent block (RecurrentBlock::write_aot): the sequence lengths, then each
@@ -323,6 +337,7 @@ static void rn_destroy(rn_ctx* ctx) {
   rn_free_buffers(ctx->values, RN_NUM_VALUES);
   rn_free_buffers(ctx->scratch, RN_NUM_SCRATCH);
   rn_free_buffers(ctx->states, RN_NUM_STATES);
+  rn_free_buffers(ctx->owned, RN_NUM_OWNED);
   free(ctx);
 }
 
@@ -332,7 +347,8 @@ static rn_ctx* rn_new_context(void) {
   ctx->values = (rn_buffer*)calloc(RN_NUM_VALUES + 1, sizeof(rn_buffer));
   ctx->scratch = (rn_buffer*)calloc(RN_NUM_SCRATCH + 1, sizeof(rn_buffer));
   ctx->states = (rn_buffer*)calloc(RN_NUM_STATES + 1, sizeof(rn_buffer));
-  if (!ctx->values || !ctx->scratch || !ctx->states) {
+  ctx->owned = (rn_buffer*)calloc(RN_NUM_OWNED + 1, sizeof(rn_buffer));
+  if (!ctx->values || !ctx->scratch || !ctx->states || !ctx->owned) {
     rn_destroy(ctx);
     return NULL;
   }

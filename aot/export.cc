@@ -15,6 +15,7 @@
 
 #include "aot/weight_file.h"
 #include "ir/error.h"
+#include "ir/op_schema.h"
 #include "lowering/aot_writer.h"
 #include "lowering/halide_cache.h"
 
@@ -98,8 +99,15 @@ class DriverWriter : public AotWriter {
  public:
   // Where a value lives in the generated rn_run.
   struct Slot {
-    enum Kind { kInput, kOutput, kState, kIntermediate } kind;
+    // kOwned: a graph output of data-dependent shape, in the context's memory.
+    enum Kind { kInput, kOutput, kOwned, kState, kIntermediate } kind;
     int index;
+  };
+  // A dim Slice or Pad computes from run-time operands: ctx->rt_dims[i] once its block ran.
+  struct RunTimeDim {
+    std::string symbol;
+    std::string defined_by;  // "Slice 'x' (opset 14), axis 1"
+    bool defined = false;    // while writing the blocks: its block's code is written
   };
 
   std::map<const Value*, Slot> slots;
@@ -107,6 +115,9 @@ class DriverWriter : public AotWriter {
   std::vector<const Tensor*> constants;
   std::vector<std::pair<std::string, std::string>> kernels;  // argv entry, object file
   std::vector<const Value*> intermediates;
+  std::vector<RunTimeDim> run_time_dims;
+  // While writing rn_shape (which has no context): data-dependent dims read as -1.
+  bool run_time_dims_unknown = false;
   int scratch_slots = 0;
   std::string body;
   std::string current_block;
@@ -141,6 +152,8 @@ class DriverWriter : public AotWriter {
         return cat("((void*)inputs[", slot.index, "])");
       case Slot::kOutput:
         return cat("(outputs[", slot.index, "])");
+      case Slot::kOwned:
+        return cat("(ctx->owned[", slot.index, "].data)");
       case Slot::kState:
         return cat("(ctx->states[", slot.index, "].data)");
       case Slot::kIntermediate:
@@ -203,12 +216,55 @@ class DriverWriter : public AotWriter {
     return cat("rn_scratch(ctx, ", scratch_slots++, ", ", bytes, ")");
   }
 
+  void define_shape(const Value* value, const std::string& shape_array) override {
+    if (!value->type.shape) return;
+    for (size_t k = 0; k < value->type.shape->size(); ++k) {
+      const Dim& d = (*value->type.shape)[k];
+      const std::vector<std::string> symbols = d.symbols();
+      if (symbols.size() != 1 || d.to_string() != symbols[0]) continue;
+      const int index = run_time_dim_index(symbols[0]);
+      if (index < 0 || run_time_dims[index].defined) continue;
+      code(cat("  ctx->rt_dims[", index, "] = ", shape_array, "[", k, "];\n"));
+      run_time_dims[index].defined = true;
+    }
+    if (depends_on_run_time_dims(value)) code(grow(value));
+  }
+
   std::string fresh(const std::string& stem) override { return cat(stem, "_", next_id_++); }
   void code(const std::string& text) override { body += text; }
   const std::string& block_name() const override { return current_block; }
 
+  int run_time_dim_index(const std::string& symbol) const {
+    for (size_t i = 0; i < run_time_dims.size(); ++i) {
+      if (run_time_dims[i].symbol == symbol) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  bool depends_on_run_time_dims(const Value* value) const {
+    if (!value->type.shape) return false;
+    for (const Dim& d : *value->type.shape) {
+      for (const std::string& symbol : d.symbols()) {
+        if (run_time_dim_index(symbol) >= 0) return true;
+      }
+    }
+    return false;
+  }
+  // Code that sizes a driver-held value's buffer for this run (intermediates and owned outputs).
+  std::string grow(const Value* value) {
+    const Slot& slot = slots.at(value);
+    RNNC_CHECK(slot.kind == Slot::kIntermediate || slot.kind == Slot::kOwned, "value '",
+               value->name(), "' is not held by the driver");
+    return cat("  if (!rn_grow(&ctx->", slot.kind == Slot::kOwned ? "owned" : "values", "[",
+               slot.index, "], ", bytes(value), ")) return rn_out_of_memory(ctx);  /* ",
+               value->name(), ": ", value->type.to_string(), " */\n");
+  }
+
   // The dim argument for an axis name (kUnsupported when no input's shape names it).
   std::string dim_argument(const std::string& symbol) const {
+    const int run_time = run_time_dim_index(symbol);
+    if (run_time >= 0) {
+      return run_time_dims_unknown ? "((int64_t)-1)" : cat("ctx->rt_dims[", run_time, "]");
+    }
     auto it = std::find(dim_names.begin(), dim_names.end(), symbol);
     if (it == dim_names.end()) {
       raise_unsupported(cat("dim '", symbol, "' is not a dim of any input, so the library's "
@@ -236,6 +292,46 @@ struct ApiTensor {
   std::string parameter;  // C parameter name
   std::string c_type;
 };
+
+// Slice and Pad with run-time operands (starts, ends, pads) give extents shape inference cannot
+// know ('?'), or that the model names by a symbol no input has. Each becomes a named
+// data-dependent dim (the model's name, or rt0, rt1, ...) that the block's plan sets
+// when it runs, and shape inference carries the names to the values computed from it, so the
+// driver can size every buffer. The blocks are lowered already and read no types at run time.
+std::vector<DriverWriter::RunTimeDim> name_data_dependent_dims(const Program& program,
+                                                               Graph& graph) {
+  std::set<std::string> taken, given;  // every symbol; the symbols the inputs' shapes name
+  for (const auto& value : graph.values()) {
+    if (!value->type.shape) continue;
+    for (const Dim& d : *value->type.shape) {
+      for (const std::string& symbol : d.symbols()) {
+        taken.insert(symbol);
+        if (value->is_graph_input()) given.insert(symbol);
+      }
+    }
+  }
+  std::vector<DriverWriter::RunTimeDim> named;
+  for (const auto& block : program.blocks()) {
+    if (block->kind() != "copy Slice" && block->kind() != "copy Pad") continue;
+    const Node& node = *block->nodes.at(0);
+    Value* output = graph.find_value(node.output(0)->name());
+    if (!output || !output->type.shape) continue;
+    for (size_t k = 0; k < output->type.shape->size(); ++k) {
+      Dim& d = (*output->type.shape)[k];
+      const std::vector<std::string> symbols = d.symbols();
+      const bool declared = symbols.size() == 1 && d.to_string() == symbols[0] &&
+                            !given.count(symbols[0]);  // a model's name for the extent
+      if (!d.is_unknown() && !declared) continue;
+      std::string symbol = declared ? symbols[0] : cat("rt", named.size());
+      while (!declared && taken.count(symbol)) symbol += "_";
+      taken.insert(symbol);
+      d = Dim::symbol(symbol);
+      named.push_back({symbol, cat(node.describe(), ", axis ", k)});
+    }
+  }
+  if (!named.empty()) infer_graph(graph);
+  return named;
+}
 
 std::string shape_comment(const Value* value) {
   return cat(value->name(), ": ", value->type.to_string());
@@ -282,7 +378,8 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
   compile_options.program.keep_objects = true;
   Compiled compiled = compile(std::move(source), compile_options);
   std::unique_ptr<Program> program = std::move(compiled.program);
-  const Graph& graph = *program->model().graph;
+  // The Program is this function's own: naming data-dependent dims edits its value types.
+  Graph& graph = *program->model().graph;
   ExportResult result;
   if (compiled.quantization) result.quantization = compiled.quantization->summary;
   const KernelTarget& kernel_target = program->kernel_cache()->kernel_target();
@@ -296,6 +393,7 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
 
   // 2. Where every value lives; the dim arguments.
   DriverWriter writer;
+  writer.run_time_dims = name_data_dependent_dims(*program, graph);
   std::map<std::string, std::string> state_input_to_output;
   std::set<std::string> state_outputs;
   for (const auto& [output, input] : compiled.state) {
@@ -303,6 +401,7 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
     state_outputs.insert(output);
   }
   std::vector<ApiTensor> api_inputs, api_outputs;
+  int owned_outputs = 0;
   std::vector<const Value*> state_inputs;
   std::vector<std::pair<const Value*, const Value*>> state_pairs;  // output -> input buffer
   ParameterNames parameters;
@@ -347,6 +446,9 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
                             "' is also an input or listed twice"));
     }
     writer.slots[output] = {DriverWriter::Slot::kOutput, static_cast<int>(api_outputs.size())};
+    if (writer.depends_on_run_time_dims(output)) {
+      writer.slots[output] = {DriverWriter::Slot::kOwned, owned_outputs++};
+    }
     api_outputs.push_back({output, parameters.add(output->name()),
                            c_type(output->type.dtype, cat("output '", output->name(), "'"))});
   }
@@ -354,6 +456,11 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
     const Value* output = graph.find_value(output_name);
     const Value* input = graph.find_value(input_name);
     if (!output || !input || !writer.slots.count(input)) continue;  // optimized away
+    if (writer.depends_on_run_time_dims(output)) {
+      raise_unsupported(cat("ahead-of-time export: state '", output->name(), "' ",
+                            output->type.to_string(),
+                            " has a data-dependent shape; carried state must be sized by dims"));
+    }
     state_pairs.emplace_back(output, input);
   }
   for (const Value* value : written_by_blocks) {
@@ -378,6 +485,19 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
     writer.current_block = cat("block ", i, " (", block.kind(), ": ", nodes, ")");
     writer.code(cat("  /* ", writer.current_block, " */\n"));
     try {
+      // Buffers whose data-dependent dims earlier blocks set are sized here; a block that sets
+      // its output's own sizes it in define_shape.
+      for (const Value* output : block.outputs) {
+        if (!output || !writer.depends_on_run_time_dims(output)) continue;
+        bool known = true;
+        for (const Dim& d : *output->type.shape) {
+          for (const std::string& symbol : d.symbols()) {
+            const int index = writer.run_time_dim_index(symbol);
+            if (index >= 0 && !writer.run_time_dims[index].defined) known = false;
+          }
+        }
+        if (known) writer.code(writer.grow(output));
+      }
       AotBlockIO io{block.inputs, block.outputs};
       block.write_aot(writer, io);
     } catch (const Error& e) {
@@ -386,6 +506,11 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
       if (message.rfind("ahead-of-time export", 0) == 0) throw;
       raise_unsupported(cat("ahead-of-time export: ", writer.current_block, ": ", message));
     }
+  }
+
+  for (const DriverWriter::RunTimeDim& d : writer.run_time_dims) {
+    RNNC_CHECK(d.defined, "data-dependent dim ", d.symbol, " (", d.defined_by,
+               ") was not set by its block");
   }
 
   // Sizes and the layout id.
@@ -402,7 +527,13 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
   std::string typed_parameters;
   for (const std::string& d : dim_parameters) typed_parameters += cat(", int64_t ", d);
   for (const ApiTensor& t : api_inputs) typed_parameters += cat(", const ", t.c_type, "* ", t.parameter);
-  for (const ApiTensor& t : api_outputs) typed_parameters += cat(", ", t.c_type, "* ", t.parameter);
+  auto owned = [&](const ApiTensor& t) {
+    return writer.slots[t.value].kind == DriverWriter::Slot::kOwned;
+  };
+  for (const ApiTensor& t : api_outputs) {
+    typed_parameters += owned(t) ? cat(", const ", t.c_type, "** ", t.parameter)
+                                 : cat(", ", t.c_type, "* ", t.parameter);
+  }
   h << "/* " << name << ".h: generated by `rnnc compile` from " << options.source
     << ". Do not edit.\n"
     << " *\n * Link with lib" << name << ".a -lm -lpthread -ldl; the weights are in " << name
@@ -415,8 +546,24 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
   if (writer.dim_names.empty()) h << " none";
   h << "\n * Inputs (row-major, read in place):\n";
   for (const ApiTensor& t : api_inputs) h << " *   " << t.parameter << " = " << shape_comment(t.value) << "\n";
-  h << " * Outputs (row-major, caller-allocated, fully written):\n";
-  for (const ApiTensor& t : api_outputs) h << " *   " << t.parameter << " = " << shape_comment(t.value) << "\n";
+  if (owned_outputs < static_cast<int>(api_outputs.size())) {
+    h << " * Outputs (row-major, caller-allocated, fully written):\n";
+  }
+  for (const ApiTensor& t : api_outputs) {
+    if (!owned(t)) h << " *   " << t.parameter << " = " << shape_comment(t.value) << "\n";
+  }
+  if (owned_outputs > 0) {
+    h << " * Outputs of data-dependent shape (pass the address of a pointer; it is set to memory\n"
+      << " * the context owns, valid until the next call on it; " << name
+      << "_output_shape gives the shape):\n";
+    for (const ApiTensor& t : api_outputs) {
+      if (owned(t)) h << " *   " << t.parameter << " = " << shape_comment(t.value) << "\n";
+    }
+    h << " * Data-dependent dims, set by the run from its operands' values:\n";
+    for (const DriverWriter::RunTimeDim& d : writer.run_time_dims) {
+      h << " *   " << d.symbol << ": " << d.defined_by << "\n";
+    }
+  }
   if (!state_pairs.empty()) {
     h << " * Carried recurrent state (in the context, between " << name << "_step calls):\n";
     for (const auto& [output, input] : state_pairs) {
@@ -452,6 +599,7 @@ typedef struct rnnc_aot_tensor_info {
   int dtype;         /* RNNC_AOT_FLOAT32, ... */
   int rank;
   const char* type;  /* "f32[seq, batch, 40]" */
+  int owned;         /* an output of data-dependent shape: the library's memory (see the header) */
 } rnnc_aot_tensor_info;
 
 /* A model's entry points and tensors, for code that handles any model (examples/aot). */
@@ -465,7 +613,7 @@ typedef struct rnnc_aot_model {
   const rnnc_aot_tensor_info* outputs;
   int has_state;
   /* The shape of input i (tensor = i) or output i (tensor = num_inputs + i) at `dims`; returns
-   * the rank, -1 for a bad index. */
+   * the rank, -1 for a bad index. A data-dependent extent reads -1 (output_shape has it). */
   int (*shape)(int tensor, const int64_t* dims, int64_t* shape);
   int (*create_from_file)(const char* path, void** context);
   int (*create_from_buffer)(const void* data, size_t size, void** context);
@@ -475,6 +623,7 @@ typedef struct rnnc_aot_model {
   int (*run)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
   int (*step)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
   void (*reset)(void* context);
+  int (*output_shape)(const void* context, int output, int64_t* shape);
 } rnnc_aot_model;
 #endif /* RNNC_AOT_COMMON_ */
 
@@ -501,7 +650,11 @@ typedef struct rnnc_aot_model {
     << "void " << name << "_destroy(" << name << "_context* context);\n"
     << "/* The last failed call's message (valid until the next call on the context). */\n"
     << "const char* " << name << "_last_error(const " << name << "_context* context);\n"
-    << "const char* " << name << "_status_text(int status);\n\n"
+    << "const char* " << name << "_status_text(int status);\n"
+    << "/* The shape of output `output` (header order) in the last successful run; returns the\n"
+    << " * rank, or -1 for a bad index or before a successful run. */\n"
+    << "int " << name << "_output_shape(const " << name
+    << "_context* context, int output, int64_t* shape);\n\n"
     << "/* One whole run from the zero state (" << name << "_reset, then " << name
     << "_step). */\n"
     << "int " << name << "_run(" << name << "_context* context" << typed_parameters << ");\n"
@@ -530,6 +683,8 @@ typedef struct rnnc_aot_model {
     << "#define RN_NUM_VALUES " << writer.intermediates.size() << "\n"
     << "#define RN_NUM_SCRATCH " << writer.scratch_slots << "\n"
     << "#define RN_NUM_STATES " << state_inputs.size() << "\n"
+    << "#define RN_NUM_OWNED " << owned_outputs << "\n"
+    << "#define RN_NUM_RT_DIMS " << writer.run_time_dims.size() << "\n"
     << "#define RN_NUM_TENSORS " << writer.constants.size() << "u\n"
     << "#define RN_WEIGHTS_VERSION " << kWeightFileVersion << "\n"
     << "#define RN_LAYOUT_ID 0x" << hash_hex(layout_text) << "ull\n"
@@ -569,7 +724,8 @@ typedef struct rnnc_aot_model {
       << c_string_literal(api_inputs[i].value->name()) << ");\n";
   }
   for (size_t i = 0; i < api_outputs.size(); ++i) {
-    c << "  if (!outputs[" << i << "] && " << writer.numel(api_outputs[i].value)
+    const bool owned = writer.slots[api_outputs[i].value].kind == DriverWriter::Slot::kOwned;
+    c << "  if (!outputs[" << i << "] && " << (owned ? "1" : writer.numel(api_outputs[i].value))
       << " > 0) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"output '%s' is NULL\", "
       << c_string_literal(api_outputs[i].value->name()) << ");\n";
   }
@@ -603,10 +759,12 @@ typedef struct rnnc_aot_model {
     c << "  (void)carry;\n";
   }
   for (size_t v = 0; v < writer.intermediates.size(); ++v) {
+    if (writer.depends_on_run_time_dims(writer.intermediates[v])) continue;  // sized by its block
     c << "  if (!rn_grow(&ctx->values[" << v << "], " << writer.bytes(writer.intermediates[v])
       << ")) return rn_out_of_memory(ctx);  /* " << shape_comment(writer.intermediates[v])
       << " */\n";
   }
+  c << "  ctx->have_run = 0;\n";
   c << writer.body;
   // Graph outputs no block writes: copies of inputs or constants.
   for (size_t i = 0; i < api_outputs.size(); ++i) {
@@ -631,7 +789,15 @@ typedef struct rnnc_aot_model {
       c << "  ctx->state_dims[" << d << "] = d" << d << ";\n";
     }
   }
-  c << "  return RNNC_AOT_OK;\n}\n\n";
+  for (size_t i = 0; i < api_outputs.size(); ++i) {
+    const DriverWriter::Slot& slot = writer.slots[api_outputs[i].value];
+    if (slot.kind != DriverWriter::Slot::kOwned) continue;
+    c << "  *(const void**)outputs[" << i << "] = ctx->owned[" << slot.index << "].data;\n";
+  }
+  for (size_t d = 0; d < writer.dim_names.size(); ++d) {
+    c << "  ctx->run_dims[" << d << "] = d" << d << ";\n";
+  }
+  c << "  ctx->have_run = 1;\n  return RNNC_AOT_OK;\n}\n\n";
   if (writer.constants.size() != table.size()) {
     // The graph-output copies above may have added constants after the table was laid out.
     raise_unsupported("ahead-of-time export: a graph output is a constant the blocks do not read");
@@ -681,10 +847,11 @@ typedef struct rnnc_aot_model {
     for (const ApiTensor& t : tensors) {
       c << "{" << c_string_literal(t.value->name()) << ", " << static_cast<int>(t.value->type.dtype)
         << ", " << t.value->type.rank() << ", " << c_string_literal(t.value->type.to_string())
-        << "}, ";
+        << ", " << (writer.slots[t.value].kind == DriverWriter::Slot::kOwned ? 1 : 0) << "}, ";
     }
-    c << "{NULL, 0, 0, NULL}};\n";
+    c << "{NULL, 0, 0, NULL, 0}};\n";
   }
+  writer.run_time_dims_unknown = true;
   c << "static int rn_shape(int tensor, const int64_t* dims, int64_t* shape) {\n";
   for (size_t d = 0; d < writer.dim_names.size(); ++d) {
     c << "  const int64_t d" << d << " = dims[" << d << "];\n";
@@ -699,7 +866,25 @@ typedef struct rnnc_aot_model {
       c << "      return " << extents.size() << ";\n";
     }
   }
-  c << "    default:\n      (void)shape;\n      return -1;\n  }\n}\n"
+  writer.run_time_dims_unknown = false;
+  c << "    default:\n      (void)shape;\n      return -1;\n  }\n}\n";
+  // The last run's output shapes, data-dependent dims included.
+  c << "int " << name << "_output_shape(const " << ctx_type
+    << "* context, int output, int64_t* shape) {\n"
+    << "  const rn_ctx* ctx = context;\n  if (!ctx || !shape || !ctx->have_run) return -1;\n";
+  for (size_t d = 0; d < writer.dim_names.size(); ++d) {
+    c << "  const int64_t d" << d << " = ctx->run_dims[" << d << "];\n  (void)d" << d << ";\n";
+  }
+  c << "  switch (output) {\n";
+  for (size_t i = 0; i < api_outputs.size(); ++i) {
+    const std::vector<std::string> extents = writer.shape(api_outputs[i].value);
+    c << "    case " << i << ":\n";
+    for (size_t k = 0; k < extents.size(); ++k) c << "      shape[" << k << "] = " << extents[k] << ";\n";
+    c << "      return " << extents.size() << ";\n";
+  }
+  c << "    default:\n      return -1;\n  }\n}\n"
+    << "static int rn_model_output_shape(const void* context, int output, int64_t* shape) {\n"
+    << "  return " << name << "_output_shape((const rn_ctx*)context, output, shape);\n}\n"
     << "static int rn_model_create_from_file(const char* path, void** context) {\n"
     << "  return " << name << "_create_from_file(path, (" << ctx_type << "**)context);\n}\n"
     << "static int rn_model_create_from_buffer(const void* data, size_t size, void** context) {\n"
@@ -716,7 +901,8 @@ typedef struct rnnc_aot_model {
     << writer.dim_names.size() << ", rn_dim_names, " << api_inputs.size() << ", rn_inputs, "
     << api_outputs.size() << ", rn_outputs, " << (state_pairs.empty() ? 0 : 1)
     << ", rn_shape, rn_model_create_from_file, rn_model_create_from_buffer, rn_model_destroy, "
-       "rn_model_last_error, rn_status_text, rn_model_run, rn_model_step, rn_model_reset};\n"
+       "rn_model_last_error, rn_status_text, rn_model_run, rn_model_step, rn_model_reset, "
+       "rn_model_output_shape};\n"
     << "const rnnc_aot_model* " << name << "_model(void) { return &rn_model; }\n";
 
   {

@@ -52,6 +52,11 @@ class AotWriter {
   // scratch that stays valid until the block's code ends; the driver keeps the memory between
   // runs, so steady-state runs do not allocate.
   virtual std::string scratch(const std::string& bytes) = 0;
+  // For a block whose output's extents depend on its operands' values (Slice and Pad with
+  // run-time operands): `shape_array`, an int64_t array expression the block's code has filled
+  // with the output's extents, gives the value's data-dependent dims. The driver records them and
+  // sizes the value's buffer; call it after that code and before any code that writes the value.
+  virtual void define_shape(const Value* value, const std::string& shape_array) = 0;
   // A C identifier not used anywhere else in the driver, starting with `stem`.
   virtual std::string fresh(const std::string& stem) = 0;
   // Appends C statements to the block's code.

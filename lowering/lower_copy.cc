@@ -55,14 +55,14 @@ class CopyBlock : public ExecutionBlock {
   // Writes io.outputs[0] and returns true, or returns false having written nothing.
   virtual bool copy(const Tensor* const* operands, BlockIO& io) const = 0;
 
-  // For write_aot: operand `index` as integers, which must be a constant (the driver has no
-  // reference kernel to fall back on, so run-time operands are not exported).
+  // For write_aot: operand `index` as integers, which must be a constant (Slice's axes and
+  // steps, Pad's axes: the driver needs them to check the operands at export time).
   std::vector<int64_t> constant_ints(size_t index, const char* name) const {
     const Value* value = index < node_.num_inputs() ? node_.input(index) : nullptr;
     if (!value) return {};
     if (!value->is_constant() || value->is_graph_input()) {
       raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input '", name,
-                            "' is computed at run time; the library takes constant ", name));
+                            "' is computed at run time; the library takes a constant ", name));
     }
     const Tensor& tensor = *value->constant();
     int64_t values[2 * kMaxRank];
@@ -75,31 +75,64 @@ class CopyBlock : public ExecutionBlock {
     return {values, values + count};
   }
 
-  // The data input's and the output's shapes as C expressions, rank checked against the node's.
-  void aot_shapes(AotWriter& writer, const AotBlockIO& io, std::vector<std::string>& input,
-                  std::vector<std::string>& output) const {
+  // For write_aot: operand `index` (Slice's starts and ends, Pad's pads) as an int64_t array
+  // expression of `count` entries: a literal for a constant; for a run-time tensor (int32 or
+  // int64 with a static element count), a local array `code` fills when the block runs.
+  std::string aot_ints(AotWriter& writer, size_t index, const char* name, std::string& code,
+                       size_t& count) const {
+    const Value* value = node_.input(index);
+    if (value->is_constant() && !value->is_graph_input()) {
+      const std::vector<int64_t> values = constant_ints(index, name);
+      count = values.size();
+      return c_array(values);
+    }
+    const DType dtype = value->type.dtype;
+    int64_t numel = -1;
+    if (value->type.shape && shape_is_known(*value->type.shape)) {
+      numel = 1;
+      for (int64_t extent : shape_values(*value->type.shape)) numel *= extent;
+    }
+    if ((dtype != DType::kInt64 && dtype != DType::kInt32) || numel < 0 ||
+        numel > static_cast<int64_t>(2 * kMaxRank)) {
+      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input '", name,
+                            "' is ", value->type.to_string(), "; a run-time ", name,
+                            " must be int32 or int64 with a static count of at most ",
+                            2 * kMaxRank, " elements"));
+    }
+    count = static_cast<size_t>(numel);
+    const std::string local = writer.fresh(name);
+    code += cat("  int64_t ", local, "[", std::max<size_t>(count, 1), "];\n  rn_operand_ints(",
+                writer.value(value), ", ", dtype == DType::kInt64 ? 1 : 0, ", ", count, ", ",
+                local, ");\n");
+    return local;
+  }
+
+  // The data input's shape as C expressions, its element type and rank checked.
+  void check_aot_operands(AotWriter& writer, const AotBlockIO& io,
+                          std::vector<std::string>& input) const {
     const Value* data = node_.input(0);
     if (!copyable(data->type.dtype)) {
       raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": element type ",
                             dtype_onnx_name(data->type.dtype)));
     }
     input = writer.shape(data);
-    output = writer.shape(io.outputs[0]);
-    if (input.size() != output.size() || input.size() > kMaxRank) {
+    if (input.size() > kMaxRank || io.outputs[0]->type.rank() != static_cast<int64_t>(input.size())) {
       raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input rank ",
-                            input.size(), ", output rank ", output.size()));
+                            input.size(), ", output rank ", io.outputs[0]->type.rank()));
     }
   }
 
-  // Generated code: `plan` (a made plan's name) must give the output's shape.
-  static std::string aot_check_shape(const std::string& plan,
-                                     const std::vector<std::string>& output,
-                                     const std::string& what) {
+  // Generated code after a made plan named `plan`: the output's data-dependent dims come from
+  // the plan, its extents must equal the plan's, then `copy` (which closes the block's scope).
+  void finish_aot(AotWriter& writer, const AotBlockIO& io, const std::string& plan,
+                  const std::string& copy) const {
+    writer.define_shape(io.outputs[0], plan + ".shape");
     std::string shape;
+    const std::vector<std::string> output = writer.shape(io.outputs[0]);
     for (const std::string& extent : output) shape += (shape.empty() ? "" : ", ") + extent;
-    return cat("  RN_TRY(rn_check_shape(ctx, ", output.size(), ", ", plan,
-               ".shape, (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
-               c_string_literal(what), "));\n");
+    writer.code(cat("  RN_TRY(rn_check_shape(ctx, ", output.size(), ", ", plan,
+                    ".shape, (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
+                    c_string_literal(cat(node_.describe(), ": the result")), "));\n", copy));
   }
 
   static std::string c_array(const std::vector<int64_t>& values) {
@@ -150,36 +183,39 @@ class SliceBlock : public CopyBlock {
     return true;
   }
 
-  // The same plan and copy in the driver, from the constant operands.
+  // The same plan and copy in the driver. Starts and ends may be run-time tensors: the output's
+  // extents along the sliced axes are then data-dependent dims the plan defines.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     if (io.outputs.empty() || !io.outputs[0]) return;
-    std::vector<std::string> input, output;
-    aot_shapes(writer, io, input, output);
+    std::vector<std::string> input;
+    check_aot_operands(writer, io, input);
     const int64_t rank = static_cast<int64_t>(input.size());
-    const std::vector<int64_t> starts = constant_ints(1, "starts"), ends = constant_ints(2, "ends");
+    std::string operands;
+    size_t n = 0, ends_count = 0;
+    const std::string starts = aot_ints(writer, 1, "starts", operands, n);
+    const std::string ends = aot_ints(writer, 2, "ends", operands, ends_count);
     std::vector<int64_t> axes = constant_ints(3, "axes"), steps = constant_ints(4, "steps");
     if (node_.num_inputs() <= 3 || !node_.input(3)) {
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+      for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
     }
-    if (node_.num_inputs() <= 4 || !node_.input(4)) steps.assign(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() ||
-        steps.size() != starts.size() || !normalize_axes(axes.data(), axes.size(), rank)) {
-      raise_invalid_model(cat(node_.describe(), ": starts, ends, axes and steps disagree (",
-                              starts.size(), ", ", ends.size(), ", ", axes.size(), ", ",
-                              steps.size(), " entries) or name an axis twice or out of range"));
+    if (node_.num_inputs() <= 4 || !node_.input(4)) steps.assign(n, 1);
+    if (ends_count != n || axes.size() != n || steps.size() != n ||
+        !normalize_axes(axes.data(), axes.size(), rank)) {
+      raise_invalid_model(cat(node_.describe(), ": starts, ends, axes and steps disagree (", n,
+                              ", ", ends_count, ", ", axes.size(), ", ", steps.size(),
+                              " entries) or name an axis twice or out of range"));
     }
     const std::string plan = writer.fresh("slice");
     std::string shape;
     for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
-    const std::string what = cat(node_.describe(), ": the result");
-    writer.code(cat("{\n  rn_slice_plan ", plan, ";\n  if (!rn_slice_plan_make(&", plan, ", ", rank,
-                    ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ", starts.size(), ", ",
-                    c_array(starts), ", ", c_array(ends), ", ", c_array(axes), ", ", c_array(steps),
+    writer.code(cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_slice_plan_make(&",
+                    plan, ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
+                    n, ", ", starts, ", ", ends, ", ", c_array(axes), ", ", c_array(steps),
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
-                    c_string_literal(cat(node_.describe(), ": a step is 0")), ");\n",
-                    aot_check_shape(plan, output, what), "  rn_slice_copy(&", plan, ", ",
-                    dtype_size(node_.input(0)->type.dtype), ", ", writer.value(node_.input(0)),
-                    ", ", writer.value(io.outputs[0]), ");\n}\n"));
+                    c_string_literal(cat(node_.describe(), ": a step is 0")), ");\n"));
+    finish_aot(writer, io, plan,
+               cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
+                   writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
   }
 };
 
@@ -233,28 +269,26 @@ class PadBlock : public CopyBlock {
     return true;
   }
 
-  // The same plan, tables and copy in the driver, from the constant operands.
+  // The same plan, tables and copy in the driver. The pads may be a run-time tensor: the
+  // output's extents along the padded axes are then data-dependent dims the plan defines.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     if (io.outputs.empty() || !io.outputs[0]) return;
-    std::vector<std::string> input, output;
-    aot_shapes(writer, io, input, output);
+    std::vector<std::string> input;
+    check_aot_operands(writer, io, input);
     const size_t rank = input.size();
-    const std::vector<int64_t> pads = constant_ints(1, "pads");
+    std::string operands;
+    size_t n = 0;
+    const std::string pads = aot_ints(writer, 1, "pads", operands, n);
     std::vector<int64_t> axes;
     if (node_.opset() >= 18 && node_.num_inputs() > 3 && node_.input(3)) {
       axes = constant_ints(3, "axes");
     } else {
       for (size_t k = 0; k < rank; ++k) axes.push_back(static_cast<int64_t>(k));
     }
-    if (pads.size() != 2 * axes.size() ||
+    if (n != 2 * axes.size() ||
         !normalize_axes(axes.data(), axes.size(), static_cast<int64_t>(rank))) {
-      raise_invalid_model(cat(node_.describe(), ": 'pads' has ", pads.size(), " entries for ",
-                              axes.size(), " axes, or 'axes' is out of range"));
-    }
-    std::vector<int64_t> before(std::max<size_t>(rank, 1), 0), after(before);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      before[static_cast<size_t>(axes[i])] = pads[i];
-      after[static_cast<size_t>(axes[i])] = pads[i + axes.size()];
+      raise_invalid_model(cat(node_.describe(), ": 'pads' has ", n, " entries for ", axes.size(),
+                              " axes, or 'axes' is out of range"));
     }
     uint64_t fill_bits = 0;
     if (node_.num_inputs() > 2 && node_.input(2)) {
@@ -267,25 +301,33 @@ class PadBlock : public CopyBlock {
       std::memcpy(&fill_bits, value->constant()->raw_data(),
                   dtype_size(value->constant()->dtype()));
     }
+    // before[axes[i]] = pads[i], after[axes[i]] = pads[i + n/2]; unlisted axes are not padded.
+    const std::string before = writer.fresh("before"), after = writer.fresh("after");
+    const size_t slots = std::max<size_t>(rank, 1);
+    operands += cat("  int64_t ", before, "[", slots, "] = {0}, ", after, "[", slots, "] = {0};\n");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      operands += cat("  ", before, "[", axes[i], "] = ", pads, "[", i, "]; ", after, "[", axes[i],
+                      "] = ", pads, "[", i + axes.size(), "];\n");
+    }
     const std::string plan = writer.fresh("pad");
     std::string shape;
     for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
-    const std::string what = cat(node_.describe(), ": the result");
-    const std::string tables = writer.fresh("tables");
-    writer.code(cat("{\n  rn_pad_plan ", plan, ";\n  if (!rn_pad_plan_make(&", plan, ", ", mode_,
-                    ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
-                    c_array(before), ", ", c_array(after),
+    writer.code(cat("{\n", operands, "  rn_pad_plan ", plan, ";\n  if (!rn_pad_plan_make(&", plan,
+                    ", ", mode_, ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape,
+                    "}, ", before, ", ", after,
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(),
                                          ": the pads give a negative extent or pad an "
                                          "empty axis")),
-                    ");\n", aot_check_shape(plan, output, what), "  if (", plan, ".numel > 0) {\n",
-                    "    int64_t* ", tables, " = (int64_t*)",
-                    writer.scratch(cat("8 * ", plan, ".table_entries")), ";\n    if (!", tables,
-                    ") return rn_out_of_memory(ctx);\n    rn_pad_plan_tables(&", plan, ", ", tables,
-                    ");\n    rn_pad_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype),
-                    ", ", writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ", ",
-                    fill_bits, "ULL);\n  }\n}\n"));
+                    ");\n"));
+    const std::string tables = writer.fresh("tables");
+    finish_aot(writer, io, plan,
+               cat("  if (", plan, ".numel > 0) {\n    int64_t* ", tables, " = (int64_t*)",
+                   writer.scratch(cat("8 * ", plan, ".table_entries")), ";\n    if (!", tables,
+                   ") return rn_out_of_memory(ctx);\n    rn_pad_plan_tables(&", plan, ", ", tables,
+                   ");\n    rn_pad_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype),
+                   ", ", writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ", ",
+                   fill_bits, "ULL);\n  }\n}\n"));
   }
 
  private:

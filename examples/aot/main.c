@@ -11,8 +11,10 @@
  * model would call the typed functions instead (demo_run(ctx, seq, batch, features, log_probs);
  * see the README rnnc compile writes).
  *
- * Inputs come from float32 .npy files, or are pseudo-random in [-1, 1) (--save-inputs writes
- * them, so another engine can be run on the same data). --chunk N streams the inputs N steps at
+ * Float inputs come from float32 .npy files, or are pseudo-random in [-1, 1) (--save-inputs
+ * writes them, so another engine can be run on the same data); int64 inputs (a Slice's start,
+ * say) come from int64 .npy files. Outputs are float32; those of data-dependent shape are the
+ * library's memory, shaped by output_shape after the run. --chunk N streams the inputs N steps at
  * a time through the step function (the dim named "seq" must be every sequence tensor's
  * outermost axis), which carries the recurrent state in the context: the outputs equal one whole
  * run's. Outputs are written as DIR/<output>.npy; --repeat times the whole run. */
@@ -41,9 +43,9 @@ static int64_t numel(const int64_t* shape, int rank) {
   return n;
 }
 
-/* ---- .npy (float32, C order) ---- */
+/* ---- .npy (float32 or int64, C order) ---- */
 
-static float* read_npy(const char* path, const int64_t* shape, int rank) {
+static void* read_npy(const char* path, const int64_t* shape, int rank, int dtype) {
   FILE* file = fopen(path, "rb");
   if (!file) die("cannot open", path);
   unsigned char preamble[10];
@@ -58,8 +60,10 @@ static float* read_npy(const char* path, const int64_t* shape, int rank) {
   }
   char* header = calloc(header_size + 1, 1);
   if (!header || fread(header, 1, header_size, file) != header_size) die("truncated .npy", path);
-  if (!strstr(header, "'<f4'") || strstr(header, "'fortran_order': True")) {
-    die("expected a float32 C-order .npy", path);
+  const char* descr = dtype == RNNC_AOT_INT64 ? "'<i8'" : "'<f4'";
+  if (!strstr(header, descr) || strstr(header, "'fortran_order': True")) {
+    die(dtype == RNNC_AOT_INT64 ? "expected an int64 C-order .npy" : "expected a float32 C-order .npy",
+        path);
   }
   const char* p = strstr(header, "'shape': (");
   if (!p) die("no shape in .npy header", path);
@@ -72,8 +76,9 @@ static float* read_npy(const char* path, const int64_t* shape, int rank) {
   }
   free(header);
   const int64_t n = numel(shape, rank);
-  float* data = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-  if (!data || fread(data, sizeof(float), (size_t)n, file) != (size_t)n) die("truncated .npy", path);
+  const size_t size = dtype == RNNC_AOT_INT64 ? 8 : 4;
+  void* data = malloc((size_t)(n > 0 ? n : 1) * size);
+  if (!data || fread(data, size, (size_t)n, file) != (size_t)n) die("truncated .npy", path);
   fclose(file);
   return data;
 }
@@ -177,19 +182,31 @@ int main(int argc, char** argv) {
   void* context = NULL;
   check(NULL, model->create_from_file(argv[1], &context), argv[1]);
 
-  /* Inputs and outputs at the whole run's dims. */
+  /* Inputs and outputs at the whole run's dims. An output of data-dependent shape is a pointer
+   * the run sets (owned[o]); its shape is known after the run. */
   int64_t shapes[2 * MAX_TENSORS][MAX_RANK];
   int ranks[2 * MAX_TENSORS];
   void* buffers[2 * MAX_TENSORS];
+  const void* owned[MAX_TENSORS] = {0};
+  int any_owned = 0;
   const int tensors = model->num_inputs + model->num_outputs;
   for (int t = 0; t < tensors; ++t) {
     ranks[t] = model->shape(t, dims, shapes[t]);
     const rnnc_aot_tensor_info* info =
         t < model->num_inputs ? &model->inputs[t] : &model->outputs[t - model->num_inputs];
-    if (info->dtype != RNNC_AOT_FLOAT32) die("this example handles float32 tensors only", info->name);
+    const int int64_input = t < model->num_inputs && info->dtype == RNNC_AOT_INT64;
+    if (info->dtype != RNNC_AOT_FLOAT32 && !int64_input) {
+      die("this example handles float32 tensors and int64 inputs only", info->name);
+    }
+    if (int64_input && !input_files[t]) die("give an int64 input with --input", info->name);
+    if (t >= model->num_inputs && info->owned) {
+      buffers[t] = &owned[t - model->num_inputs];
+      any_owned = 1;
+      continue;
+    }
     const int64_t n = numel(shapes[t], ranks[t]);
     if (t < model->num_inputs && input_files[t]) {
-      buffers[t] = read_npy(input_files[t], shapes[t], ranks[t]);
+      buffers[t] = read_npy(input_files[t], shapes[t], ranks[t], info->dtype);
     } else {
       buffers[t] = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
       if (!buffers[t]) die("out of memory", NULL);
@@ -199,7 +216,7 @@ int main(int argc, char** argv) {
         ((float*)buffers[t])[i] = (float)(state >> 8) / 8388608.0f - 1.0f;
       }
     }
-    if (t < model->num_inputs && save_dir) {
+    if (t < model->num_inputs && save_dir && !int64_input) {
       char path[1024];
       snprintf(path, sizeof path, "%s/%s.npy", save_dir, info->name);
       write_npy(path, buffers[t], shapes[t], ranks[t]);
@@ -213,6 +230,7 @@ int main(int argc, char** argv) {
     /* Stream: chunks of `chunk` steps through the step function, state carried in the context.
      * A sequence tensor's chunk is a contiguous slab when seq is its outermost axis. */
     if (seq_dim < 0) die("--chunk needs a dim named seq", NULL);
+    if (any_owned) die("--chunk: the model has outputs of data-dependent shape", NULL);
     const int64_t total = dims[seq_dim];
     int64_t chunk_dims[MAX_TENSORS];
     memcpy(chunk_dims, dims, sizeof dims);
@@ -255,6 +273,11 @@ int main(int argc, char** argv) {
   for (int o = 0; o < model->num_outputs; ++o) {
     const int t = model->num_inputs + o;
     const float* data = buffers[t];
+    if (model->outputs[o].owned) {
+      data = owned[o];
+      ranks[t] = model->output_shape(context, o, shapes[t]);
+      if (ranks[t] < 0) die("no shape for output", model->outputs[o].name);
+    }
     printf("%s %s:", model->outputs[o].name, model->outputs[o].type);
     for (int64_t i = 0; i < 4 && i < numel(shapes[t], ranks[t]); ++i) printf(" %.6f", data[i]);
     printf("\n");
@@ -264,7 +287,9 @@ int main(int argc, char** argv) {
       write_npy(path, data, shapes[t], ranks[t]);
     }
   }
-  for (int t = 0; t < tensors; ++t) free(buffers[t]);
+  for (int t = 0; t < tensors; ++t) {
+    if (t < model->num_inputs || !model->outputs[t - model->num_inputs].owned) free(buffers[t]);
+  }
   model->destroy(context);
   return 0;
 }
