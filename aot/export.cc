@@ -293,8 +293,8 @@ struct ApiTensor {
   std::string c_type;
 };
 
-// Slice and Pad with run-time operands (starts, ends, pads) give extents shape inference cannot
-// know ('?'), or that the model names by a symbol no input has. Each becomes a named
+// Slice, Pad and Reshape with run-time operands (starts, ends, pads, shape) give extents shape
+// inference cannot know ('?'), or that the model names by a symbol no input has. Each becomes a named
 // data-dependent dim (the model's name, or rt0, rt1, ...) that the block's plan sets
 // when it runs, and shape inference carries the names to the values computed from it, so the
 // driver can size every buffer. The blocks are lowered already and read no types at run time.
@@ -312,7 +312,8 @@ std::vector<DriverWriter::RunTimeDim> name_data_dependent_dims(const Program& pr
   }
   std::vector<DriverWriter::RunTimeDim> named;
   for (const auto& block : program.blocks()) {
-    if (block->kind() != "copy Slice" && block->kind() != "copy Pad") continue;
+    const std::string kind = block->kind();
+    if (kind != "copy Slice" && kind != "copy Pad" && kind != "view Reshape") continue;
     const Node& node = *block->nodes.at(0);
     Value* output = graph.find_value(node.output(0)->name());
     if (!output || !output->type.shape) continue;
@@ -509,8 +510,11 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
   }
 
   for (const DriverWriter::RunTimeDim& d : writer.run_time_dims) {
-    RNNC_CHECK(d.defined, "data-dependent dim ", d.symbol, " (", d.defined_by,
-               ") was not set by its block");
+    if (!d.defined) {
+      raise_unsupported(cat("ahead-of-time export: ", d.defined_by,
+                            ": an extent shape inference could not name ('?'), and the block does "
+                            "not compute it at run time"));
+    }
   }
 
   // Sizes and the layout id.

@@ -21,6 +21,7 @@
 
 namespace rnnc {
 
+class Node;
 class Value;
 struct CompiledPipeline;
 
@@ -64,6 +65,13 @@ class AotWriter {
   // What the block is ("halide lstm forward h=128 in=40" and its nodes): for error messages.
   virtual const std::string& block_name() const = 0;
 };
+
+// A run-time integer operand of `node` (Slice's starts, Pad's pads, Reshape's shape: int32 or
+// int64 with a static count of at most `max_count`) as a local int64_t array that `code`, appended
+// to, fills when the block runs; returns the array's name and sets `count`. kUnsupported names
+// the node otherwise.
+std::string run_time_ints(AotWriter& writer, const Node& node, const Value* value,
+                          const char* name, size_t max_count, std::string& code, size_t& count);
 
 // A C string literal of `text`, for error messages in generated code.
 std::string c_string_literal(const std::string& text);

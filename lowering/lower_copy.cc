@@ -86,25 +86,7 @@ class CopyBlock : public ExecutionBlock {
       count = values.size();
       return c_array(values);
     }
-    const DType dtype = value->type.dtype;
-    int64_t numel = -1;
-    if (value->type.shape && shape_is_known(*value->type.shape)) {
-      numel = 1;
-      for (int64_t extent : shape_values(*value->type.shape)) numel *= extent;
-    }
-    if ((dtype != DType::kInt64 && dtype != DType::kInt32) || numel < 0 ||
-        numel > static_cast<int64_t>(2 * kMaxRank)) {
-      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input '", name,
-                            "' is ", value->type.to_string(), "; a run-time ", name,
-                            " must be int32 or int64 with a static count of at most ",
-                            2 * kMaxRank, " elements"));
-    }
-    count = static_cast<size_t>(numel);
-    const std::string local = writer.fresh(name);
-    code += cat("  int64_t ", local, "[", std::max<size_t>(count, 1), "];\n  rn_operand_ints(",
-                writer.value(value), ", ", dtype == DType::kInt64 ? 1 : 0, ", ", count, ", ",
-                local, ");\n");
-    return local;
+    return run_time_ints(writer, node_, value, name, 2 * kMaxRank, code, count);
   }
 
   // The data input's shape as C expressions, its element type and rank checked.

@@ -5,6 +5,7 @@
 
 #include "ir/reference/evaluator.h"
 #include "lowering/aot_writer.h"
+#include "lowering/core/copy_kernels.h"
 #include "lowering/int_operands.h"
 
 namespace rnnc {
@@ -91,6 +92,33 @@ class ViewBlock : public ExecutionBlock {
                   ");\n");
       offset = cat("index*", product(input, static_cast<size_t>(axis) + 1, input.size()));
     } else {
+      const Value* shape = node_.num_inputs() > 1 ? node_.input(1) : nullptr;
+      if (node_.op_type() == "Reshape" && shape && (!shape->is_constant() || shape->is_graph_input())) {
+        // A run-time shape: the same rule as run()'s, its extents the output's data-dependent
+        // dims.
+        size_t count = 0;
+        std::string operands;
+        const std::string requested =
+            run_time_ints(writer, node_, shape, "shape", kMaxRank, operands, count);
+        if (static_cast<int64_t>(count) != io.outputs[0]->type.rank()) {
+          raise_invalid_model(cat(node_.describe(), ": input 'shape' has ", count,
+                                  " entries for an output of rank ", io.outputs[0]->type.rank()));
+        }
+        const std::string result = writer.fresh("reshaped");
+        std::string extents;
+        for (const std::string& extent : input) extents += (extents.empty() ? "" : ", ") + extent;
+        text += cat(operands, "  int64_t ", result, "[", std::max<size_t>(count, 1), "];\n",
+                    "  if (!rn_reshape_shape(", input.size(), ", (const int64_t[]){",
+                    extents.empty() ? "0" : extents, "}, ", count, ", ", requested, ", ",
+                    node_.opset() >= 14 && node_.attr_int("allowzero", 0) != 0 ? 1 : 0, ", ",
+                    result, ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                    c_string_literal(cat(node_.describe(), ": the shape does not hold the "
+                                                           "input's elements")),
+                    ");\n");
+        writer.code(text);
+        text.clear();
+        writer.define_shape(io.outputs[0], result);
+      }
       text += cat("  if (", product(input, 0, input.size()), " != ", out_numel,
                   ") return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                   c_string_literal(cat(node_.describe(), ": the result's shape does not hold the "
@@ -180,30 +208,11 @@ class ViewBlock : public ExecutionBlock {
         return false;
       }
       const bool allow_zero = node_.opset() >= 14 && node_.attr_int("allowzero", 0) != 0;
-      int64_t known = 1, inferred = -1;
-      for (size_t i = 0; i < count; ++i) {
-        int64_t d = values[i];
-        if (d == 0 && !allow_zero) {
-          if (static_cast<int64_t>(i) >= rank) return false;
-          d = input.dim(static_cast<int64_t>(i));
-        }
-        if (d == -1) {
-          if (inferred >= 0) return false;
-          inferred = static_cast<int64_t>(i);
-        } else if (d < 0) {
-          return false;
-        } else {
-          known *= d;
-        }
-        view.shape[i] = d;
-      }
-      view.rank = count;
-      if (inferred >= 0) {
-        if (known == 0 || input.numel() % known != 0) return false;
-        view.shape[inferred] = input.numel() / known;
-      } else if (known != input.numel()) {
+      if (!rn_reshape_shape(static_cast<int>(rank), input.shape().data(), static_cast<int>(count),
+                            values, allow_zero ? 1 : 0, view.shape)) {
         return false;
       }
+      view.rank = count;
       return true;
     }
     if (op == "Gather") {

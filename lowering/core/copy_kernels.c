@@ -32,6 +32,37 @@ static int64_t rn_step_count(int64_t distance, int64_t step) {
   return (int64_t)(((uint64_t)distance - 1) / magnitude + 1);
 }
 
+RN_CORE_API int rn_reshape_shape(int rank, const int64_t* input_shape, int n,
+                                 const int64_t* requested, int allow_zero, int64_t* shape) {
+  if (n < 0 || n > RN_COPY_MAX_RANK) return 0;
+  int64_t numel = 1, known = 1;
+  for (int k = 0; k < rank; ++k) numel *= input_shape[k];
+  int inferred = -1;
+  for (int i = 0; i < n; ++i) {
+    int64_t d = requested[i];
+    if (d == 0 && !allow_zero) {
+      if (i >= rank) return 0;
+      d = input_shape[i];
+    }
+    if (d == -1) {
+      if (inferred >= 0) return 0;
+      inferred = i;
+    } else if (d < 0) {
+      return 0;
+    } else {
+      known *= d;
+    }
+    shape[i] = d;
+  }
+  if (inferred >= 0) {
+    if (known == 0 || numel % known != 0) return 0;
+    shape[inferred] = numel / known;
+  } else if (known != numel) {
+    return 0;
+  }
+  return 1;
+}
+
 /* The spec's clamping, as the reference's resolve_slice (ir/reference/kernels_tensor.cc):
  * negative bounds count from the end; starts clamp to [0, d] going forward and [0, d - 1] going
  * backward, ends to [0, d] and [-1, d - 1]. Returns the first position and sets the count. */

@@ -1,4 +1,4 @@
-/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad), in C.
+/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad) and Reshape's shape rule, in C.
  *
  * One definition serves both executors: librnnc's copy blocks (lowering/lower_concat.cc,
  * lower_copy.cc) read their operands, plan and copy with these functions, and `rnnc compile`
@@ -26,6 +26,11 @@ enum { RN_COPY_MAX_RANK = 8 };
 /* Concat: each of the `outer` slabs of the output is the parts' slabs one after another. */
 RN_CORE_API void rn_concat(void* destination, int64_t outer, int count, const void* const* parts,
                            const int64_t* slab_bytes);
+
+/* Reshape (opset >= 5): the output shape for `n` requested extents (0 copies the input's extent
+ * unless allow_zero, one -1 takes what remains); 0 when they do not hold the input's elements. */
+RN_CORE_API int rn_reshape_shape(int rank, const int64_t* input_shape, int n,
+                                 const int64_t* requested, int allow_zero, int64_t* shape);
 
 /* Slice (opset >= 10): the output is a strided window of the input. Axes of extent 1 drop out and
  * an axis whose walk spans the next one merges into it, so a window contiguous in the input is one

@@ -137,23 +137,26 @@ else
   fail "sequence_lens beyond seq: expected the library's error, got: $err"
 fi
 
-# Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start and a Pad
-# whose pads are int64 inputs. The library names the extents they give as data-dependent dims,
-# sizes the Tanh and Mul after them from each run's values and returns y and z in its own memory:
-# equal to the runtime's for two sets of values; through the typed API, the shapes and a pad that
-# crops below zero (the library's error, as it is the runtime's).
+# Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start, a Pad whose
+# pads and a Reshape whose shape are int64 inputs. The library names the extents they give as
+# data-dependent dims, sizes the Tanh and Mul after them from each run's values and returns y and
+# z in its own memory: equal to the runtime's for two sets of values; through the typed API, the
+# shapes, and a pad that crops below zero and a shape that does not hold the elements (the
+# library's errors, as they are the runtime's).
 rt=$src/tests/data/aot/slice_pad_run_time.onnx
 compile_example rt "$rt"
-for case in "5 3 1,2,0,3" "7 0 0,0,2,1"; do
+for case in "5 3 1,2,0,3 3,-1" "7 0 0,0,2,1 -1,1"; do
   set -- $case
   dir=$tmp/rt_$1_$2
   mkdir -p "$dir/in"
-  /usr/bin/python3 -c "import numpy as np; np.save('$dir/in/start.npy', np.array([$2], np.int64)); np.save('$dir/in/pads.npy', np.array([$3], np.int64))"
+  /usr/bin/python3 -c "import numpy as np; np.save('$dir/in/start.npy', np.array([$2], np.int64)); np.save('$dir/in/pads.npy', np.array([$3], np.int64)); np.save('$dir/in/shape.npy', np.array([$4], np.int64))"
   run "run-time slice $1/$2: AOT run" "$tmp/aot_example_rt" "$tmp/rt/rt.weights" --dim seq=$1 \
-    --input "start=$dir/in/start.npy" --input "pads=$dir/in/pads.npy" --save-inputs "$dir/in" \
+    --input "start=$dir/in/start.npy" --input "pads=$dir/in/pads.npy" \
+    --input "shape=$dir/in/shape.npy" --save-inputs "$dir/in" \
     --out "$dir"
   run "run-time slice $1/$2: JIT run" "$rnnc" run "$rt" --input "x=$dir/in/x.npy" \
-    --input "start=$dir/in/start.npy" --input "pads=$dir/in/pads.npy" --output-dir "$dir/jit" \
+    --input "start=$dir/in/start.npy" --input "pads=$dir/in/pads.npy" \
+    --input "shape=$dir/in/shape.npy" --output-dir "$dir/jit" \
     --cache-dir "$cache"
   for output in y z; do
     same "run-time slice $1/$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
@@ -167,15 +170,18 @@ int main(int argc, char** argv) {
   if (argc != 2 || rt_create_from_file(argv[1], &context)) return 2;
   float x[5 * 16] = {0};
   const int64_t start[1] = {3}, pads[4] = {1, 2, 0, 3}, crop[4] = {-9, 0, 0, 0};
+  const int64_t shape[2] = {3, -1}, bad_shape[2] = {4, -1};
   const float *y = NULL, *z = NULL;
   int64_t y_shape[2], z_shape[2];
-  int status = rt_run(context, 5, x, start, pads, &y, &z);
+  int status = rt_run(context, 5, x, start, pads, shape, &y, &z);
   int ranks = rt_output_shape(context, 0, y_shape) * 10 + rt_output_shape(context, 1, z_shape);
   printf("%d %d y %lldx%lld z %lldx%lld %s\n", status, ranks, (long long)y_shape[0],
          (long long)y_shape[1], (long long)z_shape[0], (long long)z_shape[1],
          y && z ? "set" : "null");
-  status = rt_run(context, 5, x, start, crop, &y, &z);
+  status = rt_run(context, 5, x, start, crop, shape, &y, &z);
   printf("%d %d %s\n", status, rt_output_shape(context, 0, y_shape), rt_last_error(context));
+  status = rt_run(context, 5, x, start, pads, bad_shape, &y, &z);
+  printf("%d %s\n", status, rt_last_error(context));
   rt_destroy(context);
   return 0;
 }
@@ -183,8 +189,9 @@ EOF
 if cc -O1 "$tmp/rt_typed.c" -I"$tmp/rt" "$tmp/rt/librt.a" -lm -lpthread -ldl -o "$tmp/rt_typed" \
     2>"$tmp/cc.log"; then
   got=$("$tmp/rt_typed" "$tmp/rt/rt.weights")
-  expected="0 22 y 5x13 z 6x21 set
-7 -1 Pad 'pad' (opset 14): the pads give a negative extent or pad an empty axis"
+  expected="0 22 y 5x13 z 3x42 set
+7 -1 Pad 'pad' (opset 14): the pads give a negative extent or pad an empty axis
+7 Reshape 'flatten' (opset 14): the shape does not hold the input's elements"
   if [[ $got == "$expected" ]]; then pass; else fail "typed data-dependent API: got '$got'"; fi
 else
   fail "building the typed data-dependent check: $(cat "$tmp/cc.log")"

@@ -79,21 +79,24 @@ model.ir_version = 8
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "lstm_sequence_lens.onnx"))
 
-# slice_pad_run_time.onnx: a Slice whose start and a Pad whose pads are graph inputs (int64), so
-# the extents they give depend on the values: the library names them as data-dependent dims,
-# sizes the Tanh and Mul after them from the run's values and returns y and z in its own memory.
+# slice_pad_run_time.onnx: a Slice whose start, a Pad whose pads and a Reshape whose shape are
+# graph inputs (int64), so the extents they give depend on the values: the library names them as
+# data-dependent dims, sizes the Tanh and Mul after them from the run's values and returns y and z
+# in its own memory.
 # The outputs' dims are named as exporters name them, by no input.
 graph = helper.make_graph(
     [helper.make_node("Slice", ["x", "start", "ends", "axes"], ["window"], name="window"),
      helper.make_node("Tanh", ["window"], ["y"], name="squash"),
      helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad", mode="edge"),
-     helper.make_node("Mul", ["padded", "padded"], ["z"], name="square")],
+     helper.make_node("Mul", ["padded", "padded"], ["squared"], name="square"),
+     helper.make_node("Reshape", ["squared", "shape"], ["z"], name="flatten")],
     "slice_pad_run_time",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 16]),
      helper.make_tensor_value_info("start", TensorProto.INT64, [1]),
-     helper.make_tensor_value_info("pads", TensorProto.INT64, [4])],
+     helper.make_tensor_value_info("pads", TensorProto.INT64, [4]),
+     helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", "window"]),
-     helper.make_tensor_value_info("z", TensorProto.FLOAT, ["padded_seq", "padded_width"])],
+     helper.make_tensor_value_info("z", TensorProto.FLOAT, ["rows", "columns"])],
     [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes"),
      numpy_helper.from_array(np.array([2**62], dtype=np.int64), "ends")])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
