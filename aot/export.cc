@@ -294,10 +294,10 @@ struct ApiTensor {
 };
 
 // Slice, Pad and Reshape with run-time operands (starts, ends, pads, shape) give extents shape
-// inference cannot know ('?'), or that the model names by a symbol no input has. Each becomes a named
-// data-dependent dim (the model's name, or rt0, rt1, ...) that the block's plan sets
-// when it runs, and shape inference carries the names to the values computed from it, so the
-// driver can size every buffer. The blocks are lowered already and read no types at run time.
+// inference cannot know ('?'), or that the model names by a symbol no input has. Each becomes a
+// named data-dependent dim (the model's name, or rt0, rt1, ...) that the block's plan sets when it
+// runs, and shape inference carries the names to the values computed from it, so the driver can
+// size every buffer. The blocks are lowered already and read no types at run time.
 std::vector<DriverWriter::RunTimeDim> name_data_dependent_dims(const Program& program,
                                                                Graph& graph) {
   std::set<std::string> taken, given;  // every symbol; the symbols the inputs' shapes name
@@ -883,7 +883,9 @@ typedef struct rnnc_aot_model {
   for (size_t i = 0; i < api_outputs.size(); ++i) {
     const std::vector<std::string> extents = writer.shape(api_outputs[i].value);
     c << "    case " << i << ":\n";
-    for (size_t k = 0; k < extents.size(); ++k) c << "      shape[" << k << "] = " << extents[k] << ";\n";
+    for (size_t k = 0; k < extents.size(); ++k) {
+      c << "      shape[" << k << "] = " << extents[k] << ";\n";
+    }
     c << "      return " << extents.size() << ";\n";
   }
   c << "    default:\n      return -1;\n  }\n}\n"

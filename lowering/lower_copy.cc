@@ -98,9 +98,10 @@ class CopyBlock : public ExecutionBlock {
                             dtype_onnx_name(data->type.dtype)));
     }
     input = writer.shape(data);
-    if (input.size() > kMaxRank || io.outputs[0]->type.rank() != static_cast<int64_t>(input.size())) {
+    const int64_t output_rank = io.outputs[0]->type.rank();
+    if (input.size() > kMaxRank || output_rank != static_cast<int64_t>(input.size())) {
       raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input rank ",
-                            input.size(), ", output rank ", io.outputs[0]->type.rank()));
+                            input.size(), ", output rank ", output_rank));
     }
   }
 

@@ -93,7 +93,8 @@ class ViewBlock : public ExecutionBlock {
       offset = cat("index*", product(input, static_cast<size_t>(axis) + 1, input.size()));
     } else {
       const Value* shape = node_.num_inputs() > 1 ? node_.input(1) : nullptr;
-      if (node_.op_type() == "Reshape" && shape && (!shape->is_constant() || shape->is_graph_input())) {
+      const bool run_time_shape = shape && (!shape->is_constant() || shape->is_graph_input());
+      if (node_.op_type() == "Reshape" && run_time_shape) {
         // A run-time shape: the same rule as run()'s, its extents the output's data-dependent
         // dims.
         size_t count = 0;

@@ -62,7 +62,8 @@ static void* read_npy(const char* path, const int64_t* shape, int rank, int dtyp
   if (!header || fread(header, 1, header_size, file) != header_size) die("truncated .npy", path);
   const char* descr = dtype == RNNC_AOT_INT64 ? "'<i8'" : "'<f4'";
   if (!strstr(header, descr) || strstr(header, "'fortran_order': True")) {
-    die(dtype == RNNC_AOT_INT64 ? "expected an int64 C-order .npy" : "expected a float32 C-order .npy",
+    die(dtype == RNNC_AOT_INT64 ? "expected an int64 C-order .npy"
+                                : "expected a float32 C-order .npy",
         path);
   }
   const char* p = strstr(header, "'shape': (");
