@@ -517,6 +517,15 @@ ExportResult export_model(ModelSource source, const ExportOptions& options) {
     }
   }
 
+  // Graph outputs that are constants (a Shape or Size of static dims, folded) are copied from the
+  // weight file at the end of a run: their tensors go into the table now.
+  for (const ApiTensor& output : api_outputs) {
+    const Value* value = output.value;
+    if (!written_by_blocks.count(value) && value->is_constant() && !value->is_graph_input()) {
+      writer.constant(*value->constant());
+    }
+  }
+
   // Sizes and the layout id.
   const std::vector<WeightTableEntry> table = weight_table(writer.constants);
   std::string layout_text = cat(name, "\n", result.target, "\n");
@@ -802,10 +811,8 @@ typedef struct rnnc_aot_model {
     c << "  ctx->run_dims[" << d << "] = d" << d << ";\n";
   }
   c << "  ctx->have_run = 1;\n  return RNNC_AOT_OK;\n}\n\n";
-  if (writer.constants.size() != table.size()) {
-    // The graph-output copies above may have added constants after the table was laid out.
-    raise_unsupported("ahead-of-time export: a graph output is a constant the blocks do not read");
-  }
+  RNNC_CHECK(writer.constants.size() == table.size(),
+             "a constant was added after the weight table was laid out");
 
   // The API.
   const std::string ctx_type = name + "_context";

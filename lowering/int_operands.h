@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ir/tensor.h"
+#include "lowering/core/copy_kernels.h"
 
 namespace rnnc {
 
@@ -25,16 +26,10 @@ inline bool read_ints(const Tensor& tensor, int64_t* values, size_t capacity, si
   return true;
 }
 
-// Normalizes axes against `rank` (at most 32): false for one out of range or named twice.
+// Normalizes axes against `rank` (at most 32): false for one out of range or named twice
+// (lowering/core/copy_kernels.h, which the AOT driver runs too).
 inline bool normalize_axes(int64_t* axes, size_t count, int64_t rank) {
-  unsigned seen = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (axes[i] < -rank || axes[i] >= rank) return false;
-    if (axes[i] < 0) axes[i] += rank;
-    if (seen & (1u << axes[i])) return false;
-    seen |= 1u << axes[i];
-  }
-  return true;
+  return rn_normalize_axes(axes, static_cast<int>(count), rank) != 0;
 }
 
 }  // namespace rnnc

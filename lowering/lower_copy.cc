@@ -89,6 +89,36 @@ class CopyBlock : public ExecutionBlock {
     return run_time_ints(writer, node_, value, name, 2 * kMaxRank, code, count);
   }
 
+  // For write_aot: an axes operand (Slice's, Pad's from opset 18) normalized against `rank`: a
+  // literal for a constant (an invalid one is the model's error), else a local array the block's
+  // code normalizes when it runs, failing the run for an axis out of range or named twice.
+  std::string aot_axes(AotWriter& writer, size_t index, int64_t rank, std::string& code,
+                       size_t& count) const {
+    const Value* value = node_.input(index);
+    if (value->is_constant() && !value->is_graph_input()) {
+      std::vector<int64_t> axes = constant_ints(index, "axes");
+      count = axes.size();
+      if (!normalize_axes(axes.data(), axes.size(), rank)) {
+        raise_invalid_model(cat(node_.describe(), ": 'axes' names an axis twice or out of range ",
+                                "for rank ", rank));
+      }
+      return c_array(axes);
+    }
+    const std::string axes = run_time_ints(writer, node_, value, "axes", kMaxRank, code, count);
+    code += cat("  if (!rn_normalize_axes(", axes, ", ", count, ", ", rank,
+                ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                c_string_literal(cat(node_.describe(), ": 'axes' names an axis twice or out of ",
+                                     "range for rank ", rank)),
+                ");\n");
+    return axes;
+  }
+
+  static std::string c_iota(size_t count) {
+    std::vector<int64_t> values;
+    for (size_t i = 0; i < count; ++i) values.push_back(static_cast<int64_t>(i));
+    return c_array(values);
+  }
+
   // The data input's shape as C expressions, its element type and rank checked.
   void check_aot_operands(AotWriter& writer, const AotBlockIO& io,
                           std::vector<std::string>& input) const {
@@ -166,7 +196,7 @@ class SliceBlock : public CopyBlock {
     return true;
   }
 
-  // The same plan and copy in the driver. Starts and ends may be run-time tensors: the output's
+  // The same plan and copy in the driver. Every operand may be a run-time tensor: the output's
   // extents along the sliced axes are then data-dependent dims the plan defines.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     if (io.outputs.empty() || !io.outputs[0]) return;
@@ -177,23 +207,24 @@ class SliceBlock : public CopyBlock {
     size_t n = 0, ends_count = 0;
     const std::string starts = aot_ints(writer, 1, "starts", operands, n);
     const std::string ends = aot_ints(writer, 2, "ends", operands, ends_count);
-    std::vector<int64_t> axes = constant_ints(3, "axes"), steps = constant_ints(4, "steps");
-    if (node_.num_inputs() <= 3 || !node_.input(3)) {
-      for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    if (node_.num_inputs() <= 4 || !node_.input(4)) steps.assign(n, 1);
-    if (ends_count != n || axes.size() != n || steps.size() != n ||
-        !normalize_axes(axes.data(), axes.size(), rank)) {
+    size_t axes_count = n, steps_count = n;
+    const std::string axes = node_.num_inputs() > 3 && node_.input(3)
+                                 ? aot_axes(writer, 3, rank, operands, axes_count)
+                                 : c_iota(n);
+    const std::string steps = node_.num_inputs() > 4 && node_.input(4)
+                                  ? aot_ints(writer, 4, "steps", operands, steps_count)
+                                  : c_array(std::vector<int64_t>(n, 1));
+    if (ends_count != n || axes_count != n || steps_count != n) {
       raise_invalid_model(cat(node_.describe(), ": starts, ends, axes and steps disagree (", n,
-                              ", ", ends_count, ", ", axes.size(), ", ", steps.size(),
-                              " entries) or name an axis twice or out of range"));
+                              ", ", ends_count, ", ", axes_count, ", ", steps_count,
+                              " entries)"));
     }
     const std::string plan = writer.fresh("slice");
     std::string shape;
     for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
     writer.code(cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_slice_plan_make(&",
                     plan, ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
-                    n, ", ", starts, ", ", ends, ", ", c_array(axes), ", ", c_array(steps),
+                    n, ", ", starts, ", ", ends, ", ", axes, ", ", steps,
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(), ": a step is 0")), ");\n"));
     finish_aot(writer, io, plan,
@@ -252,46 +283,47 @@ class PadBlock : public CopyBlock {
     return true;
   }
 
-  // The same plan, tables and copy in the driver. The pads may be a run-time tensor: the
+  // The same plan, tables and copy in the driver. Every operand may be a run-time tensor: the
   // output's extents along the padded axes are then data-dependent dims the plan defines.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     if (io.outputs.empty() || !io.outputs[0]) return;
     std::vector<std::string> input;
     check_aot_operands(writer, io, input);
     const size_t rank = input.size();
+    const size_t element = dtype_size(node_.input(0)->type.dtype);
     std::string operands;
-    size_t n = 0;
+    size_t n = 0, axes_count = rank;
     const std::string pads = aot_ints(writer, 1, "pads", operands, n);
-    std::vector<int64_t> axes;
-    if (node_.opset() >= 18 && node_.num_inputs() > 3 && node_.input(3)) {
-      axes = constant_ints(3, "axes");
-    } else {
-      for (size_t k = 0; k < rank; ++k) axes.push_back(static_cast<int64_t>(k));
+    const std::string axes = node_.opset() >= 18 && node_.num_inputs() > 3 && node_.input(3)
+                                 ? aot_axes(writer, 3, static_cast<int64_t>(rank), operands,
+                                            axes_count)
+                                 : c_iota(rank);
+    if (n != 2 * axes_count) {
+      raise_invalid_model(cat(node_.describe(), ": 'pads' has ", n, " entries for ", axes_count,
+                              " axes"));
     }
-    if (n != 2 * axes.size() ||
-        !normalize_axes(axes.data(), axes.size(), static_cast<int64_t>(rank))) {
-      raise_invalid_model(cat(node_.describe(), ": 'pads' has ", n, " entries for ", axes.size(),
-                              " axes, or 'axes' is out of range"));
-    }
-    uint64_t fill_bits = 0;
+    // The fill's bits (0 / 0.0 / false without a constant_value), from the weights or the run.
+    const std::string fill = writer.fresh("fill");
+    operands += cat("  uint64_t ", fill, " = 0;\n");
     if (node_.num_inputs() > 2 && node_.input(2)) {
       const Value* value = node_.input(2);
-      if (!value->is_constant() || value->is_graph_input() || value->constant()->numel() != 1 ||
-          value->constant()->dtype() != node_.input(0)->type.dtype) {
-        raise_unsupported(cat("ahead-of-time export: ", node_.describe(),
-                              ": constant_value must be a constant scalar of the data's type"));
+      const bool scalar = value->type.shape && shape_is_known(*value->type.shape) &&
+                          shape_values(*value->type.shape) ==
+                              std::vector<int64_t>(value->type.shape->size(), 1);
+      if (!scalar || value->type.dtype != node_.input(0)->type.dtype) {
+        raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": constant_value is ",
+                              value->type.to_string(), "; the library takes one element of the ",
+                              "data's type"));
       }
-      std::memcpy(&fill_bits, value->constant()->raw_data(),
-                  dtype_size(value->constant()->dtype()));
+      operands += cat("  memcpy(&", fill, ", ", writer.value(value), ", ", element, ");\n");
     }
     // before[axes[i]] = pads[i], after[axes[i]] = pads[i + n/2]; unlisted axes are not padded.
     const std::string before = writer.fresh("before"), after = writer.fresh("after");
     const size_t slots = std::max<size_t>(rank, 1);
-    operands += cat("  int64_t ", before, "[", slots, "] = {0}, ", after, "[", slots, "] = {0};\n");
-    for (size_t i = 0; i < axes.size(); ++i) {
-      operands += cat("  ", before, "[", axes[i], "] = ", pads, "[", i, "]; ", after, "[", axes[i],
-                      "] = ", pads, "[", i + axes.size(), "];\n");
-    }
+    operands += cat("  int64_t ", before, "[", slots, "] = {0}, ", after, "[", slots, "] = {0};\n",
+                    "  for (int i = 0; i < ", axes_count, "; ++i) {\n    ", before, "[", axes,
+                    "[i]] = ", pads, "[i];\n    ", after, "[", axes, "[i]] = ", pads, "[i + ",
+                    axes_count, "];\n  }\n");
     const std::string plan = writer.fresh("pad");
     std::string shape;
     for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
@@ -308,9 +340,8 @@ class PadBlock : public CopyBlock {
                cat("  if (", plan, ".numel > 0) {\n    int64_t* ", tables, " = (int64_t*)",
                    writer.scratch(cat("8 * ", plan, ".table_entries")), ";\n    if (!", tables,
                    ") return rn_out_of_memory(ctx);\n    rn_pad_plan_tables(&", plan, ", ", tables,
-                   ");\n    rn_pad_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype),
-                   ", ", writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ", ",
-                   fill_bits, "ULL);\n  }\n}\n"));
+                   ");\n    rn_pad_copy(&", plan, ", ", element, ", ", writer.value(node_.input(0)),
+                   ", ", writer.value(io.outputs[0]), ", ", fill, ");\n  }\n}\n"));
   }
 
  private:

@@ -32,6 +32,18 @@ static int64_t rn_step_count(int64_t distance, int64_t step) {
   return (int64_t)(((uint64_t)distance - 1) / magnitude + 1);
 }
 
+RN_CORE_API int rn_normalize_axes(int64_t* axes, int count, int64_t rank) {
+  if (rank > 32) return 0;
+  uint32_t seen = 0;
+  for (int i = 0; i < count; ++i) {
+    if (axes[i] < -rank || axes[i] >= rank) return 0;
+    if (axes[i] < 0) axes[i] += rank;
+    if (seen & (1u << axes[i])) return 0;
+    seen |= 1u << axes[i];
+  }
+  return 1;
+}
+
 RN_CORE_API int rn_reshape_shape(int rank, const int64_t* input_shape, int n,
                                  const int64_t* requested, int allow_zero, int64_t* shape) {
   if (n < 0 || n > RN_COPY_MAX_RANK) return 0;

@@ -1,4 +1,5 @@
-/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad) and Reshape's shape rule, in C.
+/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad), the axes and Reshape shape rules,
+ * in C.
  *
  * One definition serves both executors: librnnc's copy blocks (lowering/lower_concat.cc,
  * lower_copy.cc) read their operands, plan and copy with these functions, and `rnnc compile`
@@ -26,6 +27,10 @@ enum { RN_COPY_MAX_RANK = 8 };
 /* Concat: each of the `outer` slabs of the output is the parts' slabs one after another. */
 RN_CORE_API void rn_concat(void* destination, int64_t outer, int count, const void* const* parts,
                            const int64_t* slab_bytes);
+
+/* Axes operands (Slice's, Pad's, Squeeze's): negative axes count from the end; 0 for one out of
+ * [-rank, rank), an axis named twice, or a rank above 32. */
+RN_CORE_API int rn_normalize_axes(int64_t* axes, int count, int64_t rank);
 
 /* Reshape (opset >= 5): the output shape for `n` requested extents (0 copies the input's extent
  * unless allow_zero, one -1 takes what remains); 0 when they do not hold the input's elements. */

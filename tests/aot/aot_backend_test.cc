@@ -1,0 +1,292 @@
+// Every ONNX backend test case (libonnx-testdata: node, pytorch-converted, pytorch-operator,
+// simple) whose compiled program runs no reference block is exported ahead of time
+// (aot::export_model, what `rnnc compile` runs) and the library, loaded from a shared object
+// built from its archive, gives the runtime's outputs (Program::run) bit for bit - the same
+// kernels and the same copy code - and the stored outputs within the backend test's tolerance
+// (rtol 1e-3, atol 1e-7, as tests/onnx_backend). A case the runtime runs with a reference block
+// is skipped: such a model cannot be exported, and `rnnc compile` says so naming the block.
+//
+//   aot_backend_test --cache-dir=DIR [--suites=node,...] [gtest flags]
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "aot/export.h"
+#include "compiler/compile.h"
+#include "ir/onnx_import.h"
+#include "lowering/program.h"
+#include "tests/support/compare.h"
+#include "tests/support/temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace rnnc {
+namespace {
+
+const char* kDataRoot = "/usr/share/libonnx-testdata/data";
+constexpr testing::Tolerance kTolerance{1e-3, 1e-7};
+std::string g_cache_dir;
+std::string g_suites = "node,pytorch-converted,pytorch-operator,simple";
+
+// The part of every generated header's rnnc_aot_model this test calls (aot/export.cc writes it;
+// the layout is the header's).
+struct AotTensorInfo {
+  const char* name;
+  int dtype;
+  int rank;
+  const char* type;
+  int owned;
+};
+struct AotModel {
+  const char* name;
+  int num_dims;
+  const char* const* dim_names;
+  int num_inputs;
+  const AotTensorInfo* inputs;
+  int num_outputs;
+  const AotTensorInfo* outputs;
+  int has_state;
+  int (*shape)(int tensor, const int64_t* dims, int64_t* shape);
+  int (*create_from_file)(const char* path, void** context);
+  int (*create_from_buffer)(const void* data, size_t size, void** context);
+  void (*destroy)(void* context);
+  const char* (*last_error)(const void* context);
+  const char* (*status_text)(int status);
+  int (*run)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
+  int (*step)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
+  void (*reset)(void* context);
+  int (*output_shape)(const void* context, int output, int64_t* shape);
+};
+
+struct BackendCase {
+  std::string suite, name, dir;
+};
+
+void PrintTo(const BackendCase& test_case, std::ostream* out) {
+  *out << test_case.suite << "/" << test_case.name;
+}
+
+std::vector<BackendCase> discover_cases() {
+  std::vector<BackendCase> cases;
+  std::stringstream suites(g_suites);
+  std::string suite;
+  while (std::getline(suites, suite, ',')) {
+    const fs::path dir = fs::path(kDataRoot) / suite;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (fs::exists(entry.path() / "model.onnx")) {
+        cases.push_back({suite, entry.path().filename().string(), entry.path().string()});
+      }
+    }
+  }
+  std::sort(cases.begin(), cases.end(),
+            [](const auto& a, const auto& b) { return a.suite + a.name < b.suite + b.name; });
+  return cases;
+}
+
+// The inputs of each test_data_set_N, by graph input name (files name them, or go in order).
+std::vector<std::map<std::string, Tensor>> read_data_sets(const std::string& dir,
+                                                          const Graph& graph) {
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      sets.push_back(entry.path());
+    }
+  }
+  std::sort(sets.begin(), sets.end());
+  std::vector<std::map<std::string, Tensor>> data;
+  for (const fs::path& set : sets) {
+    std::map<std::string, Tensor> inputs;
+    for (size_t i = 0;; ++i) {
+      const fs::path file = set / cat("input_", i, ".pb");
+      if (!fs::exists(file)) break;
+      std::string name;
+      Tensor tensor = read_tensor_pb(file.string(), &name);
+      const Value* value = graph.find_local_value(name);
+      if ((!value || !value->is_graph_input()) && i < graph.inputs().size()) {
+        name = graph.inputs()[i]->name();
+      }
+      inputs[name] = std::move(tensor);
+    }
+    data.push_back(std::move(inputs));
+  }
+  return data;
+}
+
+std::string run_command(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return "cannot run " + command;
+  std::string output;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  return ::pclose(pipe) == 0 ? "" : command + ":\n" + output;
+}
+
+// A loaded library: the shared object stays mapped (its Halide runtime may keep threads).
+struct Library {
+  const AotModel* model = nullptr;
+  void* context = nullptr;
+  ~Library() {
+    if (context) model->destroy(context);
+  }
+};
+
+class AotBackend : public ::testing::TestWithParam<BackendCase> {};
+
+TEST_P(AotBackend, LibraryEqualsRuntime) {
+  const BackendCase& test_case = GetParam();
+  const std::string model_path = test_case.dir + "/model.onnx";
+  ProgramOptions program_options;
+  program_options.cache_dir = g_cache_dir;
+  std::unique_ptr<Program> program;
+  try {
+    program = compile_program(import_onnx_file(model_path), program_options);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kUnsupported) GTEST_SKIP() << e.what();
+    FAIL() << "compiling: " << e.what();
+  }
+  for (const auto& block : program->blocks()) {
+    if (block->kind().rfind("reference", 0) == 0) {
+      GTEST_SKIP() << "runs a reference block: " << block->kind();
+    }
+  }
+  const Graph& graph = *program->model().graph;
+  const std::vector<std::map<std::string, Tensor>> data = read_data_sets(test_case.dir, graph);
+  ASSERT_FALSE(data.empty()) << "no test data set";
+
+  testing::TempDir dir("aot_backend");
+  aot::ExportOptions options;
+  options.name = "m";
+  options.output_dir = dir.path();
+  options.source = model_path;
+  options.compile.program = program_options;
+  try {
+    aot::export_model(ModelSource::file(model_path), options);
+  } catch (const Error& e) {
+    FAIL() << "the runtime runs it without reference blocks, but the export fails: " << e.what();
+  }
+  const std::string shared = dir.path() + "/m.so";
+  const std::string link = run_command(
+      cat("cc -shared -Wl,-Bsymbolic -o '", shared, "' -Wl,--whole-archive '", dir.path(),
+          "/libm.a' -Wl,--no-whole-archive -lm -lpthread -ldl"));
+  ASSERT_EQ(link, "");
+  void* handle = ::dlopen(shared.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  auto descriptor = reinterpret_cast<const AotModel* (*)()>(::dlsym(handle, "m_model"));
+  ASSERT_NE(descriptor, nullptr);
+  Library library;
+  library.model = descriptor();
+  const AotModel& model = *library.model;
+  ASSERT_EQ(model.create_from_file((dir.path() + "/m.weights").c_str(), &library.context), 0);
+
+  for (size_t set = 0; set < data.size(); ++set) {
+    SCOPED_TRACE(cat("test_data_set_", set));
+    const std::map<std::string, Tensor>& inputs = data[set];
+    std::vector<Tensor> expected_outputs;
+    try {
+      expected_outputs = program->run(inputs);
+    } catch (const Error& e) {
+      FAIL() << "the runtime fails: " << e.what();
+    }
+    // The dims: each plain symbol of a graph input's shape, from the tensor given for it.
+    std::map<std::string, int64_t> bound;
+    for (const Value* input : graph.inputs()) {
+      auto it = inputs.find(input->name());
+      if (it == inputs.end() || !input->type.shape) continue;
+      for (size_t k = 0; k < input->type.shape->size() && k < it->second.shape().size(); ++k) {
+        const Dim& d = (*input->type.shape)[k];
+        const std::vector<std::string> symbols = d.symbols();
+        if (symbols.size() == 1 && d.to_string() == symbols[0]) bound[symbols[0]] = it->second.dim(k);
+      }
+    }
+    std::vector<int64_t> dims;
+    for (int d = 0; d < model.num_dims; ++d) {
+      auto it = bound.find(model.dim_names[d]);
+      ASSERT_NE(it, bound.end()) << "no input gives dim '" << model.dim_names[d] << "'";
+      dims.push_back(it->second);
+    }
+    std::vector<const void*> input_data;
+    for (int i = 0; i < model.num_inputs; ++i) {
+      auto it = inputs.find(model.inputs[i].name);
+      ASSERT_NE(it, inputs.end()) << "no data for input '" << model.inputs[i].name << "'";
+      input_data.push_back(it->second.raw_data());
+    }
+    // Outputs: caller buffers shaped by the descriptor, or pointers the run sets (owned).
+    std::vector<Tensor> outputs(static_cast<size_t>(model.num_outputs));
+    std::vector<const void*> owned(outputs.size(), nullptr);
+    std::vector<void*> output_slots;
+    for (int o = 0; o < model.num_outputs; ++o) {
+      const Value* value = graph.find_value(model.outputs[o].name);
+      ASSERT_NE(value, nullptr);
+      if (model.outputs[o].owned) {
+        output_slots.push_back(&owned[o]);
+        continue;
+      }
+      int64_t shape[16];
+      const int rank = model.shape(model.num_inputs + o, dims.data(), shape);
+      ASSERT_GE(rank, 0);
+      outputs[o] = Tensor(value->type.dtype, std::vector<int64_t>(shape, shape + rank));
+      output_slots.push_back(outputs[o].raw_data());
+    }
+    const int status = model.run(library.context, dims.data(), input_data.data(),
+                                 output_slots.data());
+    ASSERT_EQ(status, 0) << model.last_error(library.context);
+    for (int o = 0; o < model.num_outputs; ++o) {
+      const std::string name = model.outputs[o].name;
+      if (model.outputs[o].owned) {
+        int64_t shape[16];
+        const int rank = model.output_shape(library.context, o, shape);
+        ASSERT_GE(rank, 0);
+        outputs[o] = Tensor(graph.find_value(name)->type.dtype,
+                            std::vector<int64_t>(shape, shape + rank));
+        if (outputs[o].nbytes() > 0) {
+          std::memcpy(outputs[o].raw_data(), owned[o], outputs[o].nbytes());
+        }
+      }
+      size_t index = 0;
+      while (index < graph.outputs().size() && graph.outputs()[index]->name() != name) ++index;
+      ASSERT_LT(index, expected_outputs.size());
+      const Tensor& jit = expected_outputs[index];
+      ASSERT_EQ(outputs[o].dtype(), jit.dtype()) << name;
+      ASSERT_EQ(outputs[o].shape(), jit.shape()) << name;
+      EXPECT_EQ(std::memcmp(outputs[o].raw_data(), jit.raw_data(), jit.nbytes()), 0)
+          << "output '" << name << "': the library's bits differ from the runtime's";
+      const fs::path stored = fs::path(test_case.dir) / cat("test_data_set_", set) /
+                              cat("output_", index, ".pb");
+      if (fs::exists(stored)) {
+        const testing::Comparison comparison =
+            testing::compare_tensors(outputs[o], read_tensor_pb(stored.string()), kTolerance);
+        EXPECT_TRUE(comparison.ok) << "output '" << name << "': " << comparison.message;
+      }
+    }
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<BackendCase>& info) {
+  std::string name = info.param.suite + "_" + info.param.name;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AotBackend, ::testing::ValuesIn(discover_cases()), case_name);
+
+}  // namespace
+}  // namespace rnnc
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--cache-dir=", 0) == 0) rnnc::g_cache_dir = arg.substr(12);
+    if (arg.rfind("--suites=", 0) == 0) rnnc::g_suites = arg.substr(9);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
