@@ -5,6 +5,8 @@
 // kernels and the same copy code - and the stored outputs within the backend test's tolerance
 // (rtol 1e-3, atol 1e-7, as tests/onnx_backend). A case the runtime runs with a reference block
 // is skipped: such a model cannot be exported, and `rnnc compile` says so naming the block.
+// Quantized: the cases with a recurrent node, MatMul or Gemm, quantized with the default scheme
+// (unguarded, so every such node runs int8), the library equal to the runtime bit for bit.
 //
 //   aot_backend_test --cache-dir=DIR [--suites=node,...] [gtest flags]
 #include <dlfcn.h>
@@ -137,16 +139,30 @@ struct Library {
   }
 };
 
+bool has_quantizable_node(const Graph& graph) {
+  for (const auto& node : graph.nodes()) {
+    const std::string& op = node->op_type();
+    if (op == "LSTM" || op == "GRU" || op == "RNN" || op == "MatMul" || op == "Gemm") return true;
+  }
+  return false;
+}
+
 class AotBackend : public ::testing::TestWithParam<BackendCase> {};
 
-TEST_P(AotBackend, LibraryEqualsRuntime) {
-  const BackendCase& test_case = GetParam();
+void check_case(const BackendCase& test_case, bool quantized) {
   const std::string model_path = test_case.dir + "/model.onnx";
-  ProgramOptions program_options;
-  program_options.cache_dir = g_cache_dir;
+  CompileOptions compile_options;
+  compile_options.stop_after = Stage::kLower;
+  compile_options.program.cache_dir = g_cache_dir;
+  if (quantized) {
+    compile_options.quantize.config = "default";
+    compile_options.quantize.guard = false;
+  }
   std::unique_ptr<Program> program;
   try {
-    program = compile_program(import_onnx_file(model_path), program_options);
+    std::unique_ptr<Model> model = import_onnx_file(model_path);
+    if (quantized && !has_quantizable_node(*model->graph)) GTEST_SKIP() << "nothing to quantize";
+    program = compile(ModelSource::model(std::move(model)), compile_options).program;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kUnsupported) GTEST_SKIP() << e.what();
     FAIL() << "compiling: " << e.what();
@@ -165,7 +181,7 @@ TEST_P(AotBackend, LibraryEqualsRuntime) {
   options.name = "m";
   options.output_dir = dir.path();
   options.source = model_path;
-  options.compile.program = program_options;
+  options.compile = compile_options;
   try {
     aot::export_model(ModelSource::file(model_path), options);
   } catch (const Error& e) {
@@ -259,7 +275,7 @@ TEST_P(AotBackend, LibraryEqualsRuntime) {
           << "output '" << name << "': the library's bits differ from the runtime's";
       const fs::path stored = fs::path(test_case.dir) / cat("test_data_set_", set) /
                               cat("output_", index, ".pb");
-      if (fs::exists(stored)) {
+      if (!quantized && fs::exists(stored)) {
         const testing::Comparison comparison =
             testing::compare_tensors(outputs[o], read_tensor_pb(stored.string()), kTolerance);
         EXPECT_TRUE(comparison.ok) << "output '" << name << "': " << comparison.message;
@@ -267,6 +283,10 @@ TEST_P(AotBackend, LibraryEqualsRuntime) {
     }
   }
 }
+
+TEST_P(AotBackend, LibraryEqualsRuntime) { check_case(GetParam(), false); }
+
+TEST_P(AotBackend, QuantizedLibraryEqualsRuntime) { check_case(GetParam(), true); }
 
 std::string case_name(const ::testing::TestParamInfo<BackendCase>& info) {
   std::string name = info.param.suite + "_" + info.param.name;
