@@ -36,6 +36,7 @@ constexpr testing::Tolerance kTolerance{1e-3, 1e-7};
 std::string g_suites = "node,pytorch-converted,pytorch-operator,simple";
 std::string g_report_path;
 std::string g_expected_failures_path;
+std::string g_out_of_scope_path;
 
 struct BackendCase {
   std::string suite;
@@ -82,6 +83,44 @@ std::map<std::string, std::string> load_expected_failures() {
                                   ? reason.size() : reason.find_first_not_of(' '));
   }
   return out;
+}
+
+// tests/onnx_backend/out_of_scope.txt: the ops (and refusals) rnnc leaves out on purpose.
+struct OutOfScope {
+  std::map<std::string, std::string> ops;       // op -> reason
+  std::map<std::string, std::string> refusals;  // text in the refusal -> reason
+};
+
+const OutOfScope& out_of_scope() {
+  static const OutOfScope table = [] {
+    OutOfScope scope;
+    if (g_out_of_scope_path.empty()) return scope;
+    std::ifstream in(g_out_of_scope_path);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream fields(line);
+      std::string kind, key, reason;
+      fields >> kind >> key;
+      std::getline(fields, reason);
+      reason.erase(0, reason.find_first_not_of(' '));
+      (kind == "op" ? scope.ops : scope.refusals)[key] = reason;
+    }
+    return scope;
+  }();
+  return table;
+}
+
+// Why an unsupported case is out of scope, or "" when it is work left.
+std::string out_of_scope_reason(const CaseResult& result) {
+  for (const auto& op : result.ops) {
+    auto it = out_of_scope().ops.find(op);
+    if (it != out_of_scope().ops.end()) return op + ": " + it->second;
+  }
+  for (const auto& [text, reason] : out_of_scope().refusals) {
+    if (result.detail.find(text) != std::string::npos) return reason;
+  }
+  return "";
 }
 
 const std::map<std::string, std::string>& expected_failures() {
@@ -236,11 +275,29 @@ void write_report(const std::string& path) {
   std::map<std::string, Row> rows;
   for (const OpSchema* schema : all_op_schemas()) rows[schema->op_type];
   int total = 0, passed = 0, failed = 0, expected = 0, unsupported = 0;
+  std::map<std::string, int> out_of_scope_ops;  // op -> cases
+  std::map<std::string, int> out_of_scope_refusals;
+  std::vector<std::pair<std::string, std::string>> work_left;  // case, refusal
   for (const auto& [name, result] : results()) {
     ++total;
     if (result.outcome == Outcome::kPassed) ++passed;
     if (result.outcome == Outcome::kFailed) ++(result.expected_failure ? expected : failed);
-    if (result.outcome == Outcome::kUnsupported) ++unsupported;
+    if (result.outcome == Outcome::kUnsupported) {
+      ++unsupported;
+      const std::string reason = out_of_scope_reason(result);
+      if (reason.empty()) {
+        work_left.emplace_back(name, result.detail);
+      } else {
+        bool by_op = false;
+        for (const auto& op : result.ops) {
+          if (out_of_scope().ops.count(op)) {
+            ++out_of_scope_ops[op];
+            by_op = true;
+          }
+        }
+        if (!by_op) ++out_of_scope_refusals[reason];
+      }
+    }
     for (const auto& op : result.ops) {
       Row& row = rows[op];
       ++row.cases;
@@ -259,7 +316,9 @@ void write_report(const std::string& path) {
       << ". Do not edit by hand: a ctest check fails when this file is stale.\n\n"
       << "Cases: " << total << " total, " << passed << " passed, " << failed << " failed, "
       << expected << " expected failures (listed below), " << unsupported
-      << " skipped as unsupported.\n\n"
+      << " skipped as unsupported: " << unsupported - static_cast<int>(work_left.size())
+      << " out of scope (listed below with the reason), " << work_left.size()
+      << " work left (listed below with the refusal).\n\n"
       << "A case counts for every op its model uses, so a case with Add and MatMul appears in "
       << "both rows. *Unsupported* cases use an op or feature rnnc rejects at import.\n\n"
       << "| Op | rnnc | cases | passed | failed (expected) | unsupported |\n"
@@ -270,6 +329,27 @@ void write_report(const std::string& path) {
         << row.passed << " | " << row.failed + row.expected_failures;
     if (row.expected_failures) out << " (" << row.expected_failures << ")";
     out << " | " << row.unsupported << " |\n";
+  }
+  out << "\n## Out of scope\n\nFrom `tests/onnx_backend/out_of_scope.txt` (a case counts once "
+      << "per out-of-scope op it uses):\n\n| Op or feature | cases | reason |\n|---|---|---|\n";
+  for (const auto& [op, cases] : out_of_scope_ops) {
+    out << "| " << op << " | " << cases << " | " << out_of_scope().ops.at(op) << " |\n";
+  }
+  for (const auto& [reason, cases] : out_of_scope_refusals) {
+    out << "| (refusal) | " << cases << " | " << reason << " |\n";
+  }
+  out << "\n## Work left\n\nUnsupported cases that use no out-of-scope op, with the refusal "
+      << "that skips each";
+  if (work_left.empty()) {
+    out << ": none.\n";
+  } else {
+    out << ":\n\n";
+    for (const auto& [name, refusal] : work_left) {
+      // "import: /usr/share/.../model.onnx: X" -> "X": the case's name says which model.
+      const size_t model = refusal.find("model.onnx: ");
+      out << "- `" << name << "`: "
+          << (model == std::string::npos ? refusal : refusal.substr(model + 12)) << "\n";
+    }
   }
   if (!expected_failures().empty()) {
     out << "\n## Expected failures\n\nFrom `tests/onnx_backend/expected_failures.txt`:\n\n";
@@ -294,6 +374,7 @@ int main(int argc, char** argv) {
     if (arg.rfind("--suite=", 0) == 0) rnnc::g_suites = arg.substr(8);
     else if (arg.rfind("--report=", 0) == 0) rnnc::g_report_path = arg.substr(9);
     else if (arg.rfind("--expected-failures=", 0) == 0) rnnc::g_expected_failures_path = arg.substr(20);
+    else if (arg.rfind("--out-of-scope=", 0) == 0) rnnc::g_out_of_scope_path = arg.substr(15);
     else rest.push_back(argv[i]);
   }
   int rest_argc = static_cast<int>(rest.size());
