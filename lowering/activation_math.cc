@@ -1,8 +1,8 @@
 // tanh and sigmoid as one rational function: a min, a clamp, eight multiply-adds, a multiply and a
 // division, with no exp. An LSTM step evaluates five of them per hidden unit (three sigmoids, two
-// tanh); the earlier e^x-based forms (a degree-7 polynomial, range reduction and a division each,
-// plus tanh's small-argument series) took about twice the instructions and twice the latency,
-// which int8 steps, where the dot products are short, paid in full.
+// tanh), so their instruction count and latency are a large share of a step, above all in int8
+// steps, whose dot products are short. An e^x-based form (a degree-7 polynomial, range reduction
+// and a division each, plus a small-argument series for tanh) has about twice both.
 #include "lowering/activation_math.h"
 
 namespace rnnc {

@@ -306,12 +306,11 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
 namespace {
 
 // Halide 14 lowers a schedule's prefetch directive to prefetchnta (its runtime's
-// _halide_prefetch asks LLVM for locality 0). Measured on this host (a C model of the quantized
-// projection streaming a 1.48 MB weight from L3/DRAM, next column panel prefetched one panel
-// ahead, median of 60 paired rounds): prefetcht0 0.64x the time of no prefetch, prefetcht2 0.66x,
-// prefetchnta 1.38x. rnnc's kernels prefetch only what they read within microseconds, so every
-// prefetch in the generated module is rewritten to locality 3 (prefetcht0) before code
-// generation.
+// _halide_prefetch asks LLVM for locality 0), which keeps a streamed weight panel out of the
+// caches it is read from a few microseconds later: slower than no prefetch at all
+// (docs/measurements.md, "Schedule tables"). rnnc's kernels prefetch only what they read within
+// microseconds, so every prefetch in the generated module is rewritten to locality 3
+// (prefetcht0) before code generation.
 void prefetch_into_l1(llvm::Module& module) {
   for (llvm::Function& function : module) {
     for (llvm::BasicBlock& block : function) {

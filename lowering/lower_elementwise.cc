@@ -233,8 +233,8 @@ const std::map<std::string, OpExpr>& op_table() {
 
 // Ops whose formula selects on a comparison with a possibly-NaN input. Under Halide's default
 // fast-math flags LLVM may rewrite select(x < 0, 0, x) into max(x, 0), dropping the NaN the
-// reference keeps; strict_float evaluates these ops by IEEE rules (measured: no cost in a GEMM
-// epilogue, whose accumulation keeps its FMAs).
+// reference keeps; strict_float evaluates these ops by IEEE rules (in a GEMM epilogue the
+// accumulation keeps its FMAs, so it costs nothing there).
 const std::set<std::string> kIeeeOps = {"Relu",      "LeakyRelu", "PRelu", "ThresholdedRelu",
                                         "Elu",       "Celu",      "Selu",  "HardSigmoid",
                                         "HardSwish", "Clip",      "Sign",  "Max",

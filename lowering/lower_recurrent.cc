@@ -21,11 +21,9 @@ constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 
                  kP = 7;
 
 // The marshaled recurrent matrix R, re-read from L2 at every step. From 1 MiB (half a Xeon
-// core's L2) in 2 MiB huge pages (Tensor::huge_page_backed): in 4 KiB pages part of it lost to
-// L2 set conflicts at every step. Measured (paired A/B, 8 rounds, 1 thread): int8 speech models
-// (R 1.48 MB per layer) 0.86x and 0.93x the time; float nlp_bilstm4_h256 (R 1 MiB) 0.98x, float
-// speech (R 5.9 MB, from DRAM anyway) 0.99x. Smaller R gained nothing measurable and would waste
-// most of a 2 MiB page.
+// core's L2) in 2 MiB huge pages (Tensor::huge_page_backed): in 4 KiB pages part of it is lost to
+// L2 set conflicts at every step (docs/measurements.md, "Schedule tables"). A smaller R would
+// waste most of a 2 MiB page.
 Tensor recurrent_weight_tensor(DType dtype, std::vector<int64_t> shape) {
   constexpr int64_t kHugePagesFrom = int64_t{1} << 20;
   if (shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype)) >= kHugePagesFrom) {

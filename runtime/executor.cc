@@ -371,10 +371,9 @@ void Executor::run_chain(Context& context, size_t index) const {
   // runs chunk c+1. A thread takes the layers whose last chunk ran on its CPU, that none ran yet,
   // or whose CPU no other thread of this run is on; another thread's layer only after it has
   // found nothing for kStealAfter: a layer's weights live in the cache of the core that last ran
-  // it, and moving them costs more than a short wait (measured, lstm128_l4 at 2 threads: taking
-  // any runnable layer at once, with preferences by thread index - which differs from run to
-  // run - made the chunks 1.5-2.8x slower than in a sequential run at times, and the run 12%
-  // slower on median). The calling thread takes part, so a run completes even when no worker
+  // it, and moving them costs more than a short wait (taking any runnable layer at once, with
+  // preferences by thread index - which differs from run to run - makes chunks slower than in a
+  // sequential run). The calling thread takes part, so a run completes even when no worker
   // joins the arena (and then finds every layer its own).
   for (size_t k = 0; k < layers; ++k) c.busy[k].store(false);
   const size_t threads = std::min(static_cast<size_t>(threads_), layers);

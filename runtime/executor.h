@@ -100,8 +100,8 @@ class Executor {
   std::vector<int> chain_of_;
   // Shared by every executor of the process with the same thread count (shared_arena): separate
   // arenas would compete for oneTBB's few worker threads, and a worker lingering in one model's
-  // arena left the next model's pipeline without its second thread (measured: no overlap at all
-  // in a process holding two 2-thread models).
+  // arena would leave the next model's pipeline without its second thread (two 2-thread models
+  // in one process would not overlap).
   std::shared_ptr<tbb::task_arena> arena_;
 };
 

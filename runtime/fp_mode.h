@@ -3,8 +3,7 @@
 //
 // Why: a subnormal float operand or result takes a microcode assist on Intel cores, about 100+
 // cycles instead of one. Models produce them (Silero VAD's weights and states hold values near
-// 1e-39), and a kernel that meets them slows down several times: Silero ran 3-4x slower on the
-// Intel Xeon host than with the bits set. Flushing changes only values below 1.2e-38, which no
+// 1e-39), and a kernel that meets them slows down several times (docs/runtime.md). Flushing changes only values below 1.2e-38, which no
 // tolerance here distinguishes from 0; the reference evaluator keeps IEEE semantics.
 //
 // MXCSR is per thread, so the mode is set where rnnc code starts running on a thread and the

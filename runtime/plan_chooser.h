@@ -10,8 +10,8 @@
 // (overlapping / sequential) is one sample.
 //
 //   - the first kWarmups runs of each plan on a bucket (alternating) are not timed: workspaces
-//     grow, and the pipeline plan's first 3-4 runs are up to 2.5x slower than its steady state,
-//     enough to decide duels;
+//     grow, and the pipeline plan's first few runs are slower than its steady state, enough to
+//     decide duels;
 //   - then kSamples duels (who goes first alternates); the bucket runs the overlapping plan when
 //     the median ratio is below 1;
 //   - every kExploreEvery runs another duel, and the choice follows the median of the last

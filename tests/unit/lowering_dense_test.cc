@@ -732,9 +732,9 @@ TEST(LoweringConv, StaticNarrowOutputsNarrowTheTile) {
 }
 
 // A channel tile's weights are one contiguous vector per tap in the tiled layout: the compiled
-// loop must load them as such. (With the output's channel extent left to run time, Halide shifted
-// the last channel tile inward, its first channel was no longer known to be a multiple of the
-// tile, and every weight load became a 16-lane gather: Silero's encoder convs ran 3x slower.)
+// loop must load them as such. (With the output's channel extent left to run time, Halide shifts
+// the last channel tile inward, its first channel is not known to be a multiple of the tile, and
+// every weight load becomes a 16-lane gather, several times slower.)
 TEST(LoweringConv, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
   HalideCache cache(cache_directory().path() + "/objects", "");
   cache.set_keep_objects(true);
