@@ -252,9 +252,8 @@ bool load_engine(Engine& engine, const std::string& path, const EngineOptions& o
 
 // Runs `steps` runs (advancing the stream between them) and returns every run's outputs. The
 // fastest of those runs and of kEstimateRuns more on the last input is the engine's time estimate:
-// the first runs after a load are often several times slower (measured: rnnc int8 lstm128_l1's
-// second run took 1.1 ms, its median 35 us), and a round sized by one of them got a seventh of
-// its budget.
+// the first runs after a load are often many times slower than the median, and a round sized by
+// one of them would get a fraction of its budget.
 constexpr int kEstimateRuns = 3;
 std::vector<TensorMap> run_stream(Engine& engine, InputStream& stream, int steps,
                                   EngineResult& result) {

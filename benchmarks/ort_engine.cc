@@ -79,8 +79,8 @@ void OrtEngine::prepare(const TensorMap& inputs) {
 void OrtEngine::execute() { session_->Run(Ort::RunOptions{nullptr}, *binding_); }
 
 void OrtEngine::quiesce() {
-  // Twice the estimated window. Measured in rnnc_bench at 2 threads (lstm128_l4, the pipeline
-  // plan timed right after ORT's runs): 515-800 us per run without the pause, 290-390 us with it.
+  // Twice the estimated window: without the pause, the engine timed right after ORT's runs at
+  // 2 threads shares its cores with ORT's spinning workers (docs/measurements.md).
   constexpr int kSpinWindowMs = 150;
   if (spinning_workers_) std::this_thread::sleep_for(std::chrono::milliseconds(kSpinWindowMs));
 }

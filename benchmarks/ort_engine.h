@@ -23,8 +23,8 @@ class OrtEngine final : public Engine {
   TensorMap outputs() const override;
   // With 2+ intra-op threads and spinning allowed (ORT's default), ORT's workers spin after a
   // run for 2^20 pause iterations before they block (onnxruntime's EigenNonBlockingThreadPool
-  // WorkerLoop) - about 70 ms at ~140 cycles per pause on this ~2 GHz Xeon - holding the cores
-  // the next engine's round needs; this sleeps past that window (kSpinWindowMs).
+  // WorkerLoop) - tens of milliseconds at ~140 cycles per pause - holding the cores the next
+  // engine's round needs; this sleeps past that window (kSpinWindowMs).
   void quiesce() override;
 
   // The version string of the library actually loaded (OrtGetApiBase()->GetVersionString()).
