@@ -662,6 +662,13 @@ Json bounds_json(const MachineBounds& bounds, const BoundsConfig& config) {
   fma.set("fma_per_chain_per_call", bounds.fma_per_call);
   rates(fma, "gflops", bounds.fma_gflops);
   json.set("fma", fma);
+  if (!bounds.vnni_instruction.empty()) {
+    Json vnni = Json::object();
+    vnni.set("instruction", bounds.vnni_instruction);
+    vnni.set("per_accumulator_per_call", bounds.vnni_per_call);
+    rates(vnni, "gops", bounds.vnni_gops);
+    json.set("vnni", vnni);
+  }
   return json;
 }
 

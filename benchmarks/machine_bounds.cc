@@ -151,6 +151,79 @@ class FmaKernel {
   Func result_{"fma_chains"};
 };
 
+// The int8 dot-product peak: kVnniAccumulators int32 vector accumulators, each updated by one
+// vpdpbusd per iteration from a register of 0x01 bytes (u8 1 times s8 1, four per int32 lane, so
+// every lane grows by 4 each time), summed into the first at the end. In assembly: no compiler
+// form is certain to be exactly these instructions, and a Halide JIT kernel would need the VNNI
+// target flag, whose LLVM CPU (sapphirerapids) implies features an AMD host lacks. 15
+// accumulators (xmm0-14, the operand in xmm15) cover vpdpbusd's latency at 2 per cycle. Returns
+// lane 0 of the sum: 60 * iterations.
+constexpr int kVnniAccumulators = 15;
+constexpr int32_t kOneBytes = 0x01010101;
+
+#define RNNC_VNNI_LOOP(reg, prefix)                                                           \
+  "vpbroadcastd %[ones], %%" reg "15\n\t"                                                    \
+  "vpxor %%xmm0, %%xmm0, %%xmm0\n\t vpxor %%xmm1, %%xmm1, %%xmm1\n\t"                         \
+  "vpxor %%xmm2, %%xmm2, %%xmm2\n\t vpxor %%xmm3, %%xmm3, %%xmm3\n\t"                         \
+  "vpxor %%xmm4, %%xmm4, %%xmm4\n\t vpxor %%xmm5, %%xmm5, %%xmm5\n\t"                         \
+  "vpxor %%xmm6, %%xmm6, %%xmm6\n\t vpxor %%xmm7, %%xmm7, %%xmm7\n\t"                         \
+  "vpxor %%xmm8, %%xmm8, %%xmm8\n\t vpxor %%xmm9, %%xmm9, %%xmm9\n\t"                         \
+  "vpxor %%xmm10, %%xmm10, %%xmm10\n\t vpxor %%xmm11, %%xmm11, %%xmm11\n\t"                   \
+  "vpxor %%xmm12, %%xmm12, %%xmm12\n\t vpxor %%xmm13, %%xmm13, %%xmm13\n\t"                   \
+  "vpxor %%xmm14, %%xmm14, %%xmm14\n\t"                                                     \
+  "1:\n\t"                                                                                 \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "0\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "1\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "2\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "3\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "4\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "5\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "6\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "7\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "8\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "9\n\t"                                  \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "10\n\t"                                 \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "11\n\t"                                 \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "12\n\t"                                 \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "13\n\t"                                 \
+  prefix "vpdpbusd %%" reg "15, %%" reg "15, %%" reg "14\n\t"                                 \
+  "dec %[n]\n\t"                                                                            \
+  "jnz 1b\n\t"                                                                              \
+  "vpaddd %%" reg "1, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "2, %%" reg "0, %%" reg "0\n\t"   \
+  "vpaddd %%" reg "3, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "4, %%" reg "0, %%" reg "0\n\t"   \
+  "vpaddd %%" reg "5, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "6, %%" reg "0, %%" reg "0\n\t"   \
+  "vpaddd %%" reg "7, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "8, %%" reg "0, %%" reg "0\n\t"   \
+  "vpaddd %%" reg "9, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "10, %%" reg "0, %%" reg "0\n\t"  \
+  "vpaddd %%" reg "11, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "12, %%" reg "0, %%" reg "0\n\t" \
+  "vpaddd %%" reg "13, %%" reg "0, %%" reg "0\n\t vpaddd %%" reg "14, %%" reg "0, %%" reg "0\n\t" \
+  "vmovd %%xmm0, %[lane0]\n\t"                                                              \
+  "vzeroupper\n\t"
+
+#define RNNC_VNNI_CLOBBERS                                                                    \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
+      "xmm12", "xmm13", "xmm14", "xmm15", "cc"
+
+int32_t vnni_zmm(int64_t iterations) {
+  int32_t lane0 = 0;
+  asm volatile(RNNC_VNNI_LOOP("zmm", "")
+               : [n] "+r"(iterations), [lane0] "=r"(lane0)
+               : [ones] "m"(kOneBytes)
+               : RNNC_VNNI_CLOBBERS);
+  return lane0;
+}
+
+int32_t vnni_ymm_vex(int64_t iterations) {
+  int32_t lane0 = 0;
+  asm volatile(RNNC_VNNI_LOOP("ymm", "%{vex%} ")
+               : [n] "+r"(iterations), [lane0] "=r"(lane0)
+               : [ones] "m"(kOneBytes)
+               : RNNC_VNNI_CLOBBERS);
+  return lane0;
+}
+
+#undef RNNC_VNNI_LOOP
+#undef RNNC_VNNI_CLOBBERS
+
 StreamBandwidth measure_stream(StreamKernel& kernel, const WorkingSet& set, int lanes,
                                const BoundsConfig& config) {
   const int64_t count = set.bytes / sizeof(float);
@@ -253,6 +326,45 @@ MachineBounds measure_machine_bounds(const BoundsConfig& config,
            format("median %.1f GFLOP/s, best %.1f, worst %.1f (%lld FMAs per chain per call)",
                   bounds.fma_gflops.median, bounds.fma_gflops.best, bounds.fma_gflops.worst,
                   static_cast<long long>(bounds.fma_per_call)));
+
+  // int8 dot products, with the widest VNNI form this CPU has.
+  const CpuFeatureSet& features = host_cpu().features;
+  int32_t (*vnni)(int64_t) = nullptr;
+  int vnni_lanes = 0;
+  if (features.has(CpuFeature::kAvx512vnni)) {
+    vnni = vnni_zmm;
+    vnni_lanes = 16;
+    bounds.vnni_instruction = "vpdpbusd zmm";
+  } else if (features.has(CpuFeature::kAvxvnni)) {
+    vnni = vnni_ymm_vex;
+    vnni_lanes = 8;
+    bounds.vnni_instruction = "vpdpbusd ymm (VEX)";
+  }
+  if (!vnni) {
+    progress("bounds: int8 dot products: not measured (no AVX512-VNNI or AVX-VNNI)");
+    return bounds;
+  }
+  auto vnni_call = [&](int64_t iterations) {
+    const int32_t lane0 = vnni(iterations);
+    const int64_t expected = int64_t{4} * kVnniAccumulators * iterations;
+    if (lane0 != expected)
+      throw std::runtime_error(format("machine bounds: vpdpbusd accumulators summed %d, expected %lld",
+                                      lane0, static_cast<long long>(expected)));
+  };
+  // The sum stays an exact int32: 60 * iterations < 2^31.
+  bounds.vnni_per_call = calibrate(vnni_call, config.seconds_per_call, int64_t{1} << 25);
+  const double ops_per_call =
+      2.0 * 4 * vnni_lanes * kVnniAccumulators * static_cast<double>(bounds.vnni_per_call);
+  std::vector<double> gops;
+  for (int i = 0; i < config.repetitions; ++i) {
+    const double t = time_call([&] { vnni_call(bounds.vnni_per_call); });
+    gops.push_back(ops_per_call / t / 1e9);
+  }
+  bounds.vnni_gops = rate_stats(gops);
+  progress("bounds: int8 dot products (" + bounds.vnni_instruction + "): " +
+           format("median %.1f GOP/s, best %.1f, worst %.1f (%lld per accumulator per call)",
+                  bounds.vnni_gops.median, bounds.vnni_gops.best, bounds.vnni_gops.worst,
+                  static_cast<long long>(bounds.vnni_per_call)));
   return bounds;
 }
 

@@ -4,8 +4,11 @@
 // projection faster than the FMA units allow). Two measurements, on the calling thread:
 //   - streaming read bandwidth: a float32 buffer summed over and over, at working sets that sit in
 //     L1, L2, L3 and DRAM (kStreamWorkingSets); GB/s = bytes read / time;
-//   - peak float32 FMA throughput: independent multiply-add chains; GFLOP/s counts 2 per lane.
-// Both kernels are Halide pipelines JIT-compiled for the host target, vectorized at the target's
+//   - peak float32 FMA throughput: independent multiply-add chains; GFLOP/s counts 2 per lane;
+//   - peak int8 dot-product throughput where the CPU has VNNI: independent int32 accumulators each
+//     updated by vpdpbusd (u8 x s8, 4 multiply-adds per int32 lane), the instruction rnnc's
+//     quantized kernels are built on; GOP/s counts 2 per multiply-add, as FMA's GFLOP/s does.
+// The stream and FMA kernels are Halide pipelines JIT-compiled for the host target, vectorized at the target's
 // natural float width, with kAccumulators independent vector accumulators held in registers so
 // that load and FMA latency are hidden. Every call's result is checked against the exact
 // expected value, so the work cannot have been optimized away.
@@ -64,6 +67,10 @@ struct MachineBounds {
   std::vector<StreamBandwidth> stream;
   int64_t fma_per_call = 0;  // per vector lane and accumulator
   RateStats fma_gflops;
+  // vpdpbusd: "" when the CPU has neither AVX512-VNNI nor AVX-VNNI (then not measured).
+  std::string vnni_instruction;  // "vpdpbusd zmm" or "vpdpbusd ymm (VEX)"
+  int64_t vnni_per_call = 0;     // instructions per accumulator per call
+  RateStats vnni_gops;
 };
 
 // Runs the measurements, reporting one line per measurement through `progress`. Throws

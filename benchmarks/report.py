@@ -106,7 +106,8 @@ def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
         f"{bounds['vector_lanes']} float lanes × {bounds['accumulators']} independent "
         "accumulators in registers. Stream: a float32 buffer of the given size summed over and "
         "over (GB/s = bytes read / time); FMA: independent multiply-add chains (2 flops per "
-        f"lane). Each figure is over {bounds['repetitions']} timed calls of about "
+        "lane); int8 dot products, where the CPU has VNNI: 15 int32 accumulators each updated by "
+        "vpdpbusd in assembly (4 multiply-adds per lane, 2 ops each). Each figure is over {bounds['repetitions']} timed calls of about "
         f"{bounds['seconds_per_call'] * 1000:g} ms: the median, the best (fastest call) and the "
         "worst; every call's result is checked exactly. The machine is shared: the best call is "
         "the closest to what the hardware can do.")
@@ -120,6 +121,11 @@ def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
     fma = bounds["fma"]
     add(f"| float32 FMA | peak compute | {fma['gflops_median']:.1f} GFLOP/s | "
         f"{fma['gflops_best']:.1f} GFLOP/s | {fma['gflops_worst']:.1f} GFLOP/s |")
+    vnni = bounds.get("vnni")
+    if vnni:
+        add(f"| int8 dot products ({vnni['instruction']}) | peak int8 compute | "
+            f"{vnni['gops_median']:.1f} GOP/s | {vnni['gops_best']:.1f} GOP/s | "
+            f"{vnni['gops_worst']:.1f} GOP/s |")
     add("")
 
     n = 1 if 1 in threads_list else min(threads_list)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The machine bounds end to end: rnnc_bench --bounds-quick's JSON holds positive rates for every
-working set and the FMA peak, and report.py renders them as the "### Machine bounds" section with a
-floor row for the smoke LSTM stack; the same JSON without "machine_bounds" (as written before
+working set, the FMA peak and (on a CPU with VNNI) the int8 dot-product peak, and report.py
+renders them as the "### Machine bounds" section with a floor row for the smoke LSTM stack; the same JSON without "machine_bounds" (as written before
 the bounds existed) still renders, without the section. Paired rounds: every timed engine has one
 median per round, and with round medians set to known values the report's paired-rounds cell is
 their round-by-round ratio (median, lowest, highest), and "-" when the round counts differ. CPU
@@ -47,6 +47,16 @@ def main():
     for key in ("gflops_median", "gflops_best", "gflops_worst", "fma_per_chain_per_call"):
         if not bounds["fma"][key] > 0:
             fail(f"fma: {key} = {bounds['fma'][key]}, expected > 0")
+    # int8 dot products: measured where /proc/cpuinfo lists a VNNI flag, absent elsewhere.
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    has_vnni = "avx512_vnni" in flags or "avx_vnni" in flags
+    if has_vnni != ("vnni" in bounds):
+        fail(f"vnni measured: {'vnni' in bounds}, but the CPU's VNNI flags say {has_vnni}")
+    if has_vnni:
+        for key in ("gops_median", "gops_best", "gops_worst", "per_accumulator_per_call"):
+            if not bounds["vnni"][key] > 0:
+                fail(f"vnni: {key} = {bounds['vnni'][key]}, expected > 0")
 
     markdown = render(report_py, bench_json, workloads, os.path.join(out_dir, "with_bounds"))
     for expected in ("### Machine bounds", "| stream read 32 KiB | L1 |", "| stream read 256 KiB | L2 |",
@@ -54,6 +64,8 @@ def main():
                      "| smoke_lstm64_l2 |", "R reads alone", "fastest: "):
         if expected not in markdown:
             fail(f"'{expected}' not in the report with machine bounds")
+    if has_vnni and "| int8 dot products (vpdpbusd" not in markdown:
+        fail("the report has no int8 dot-product row")
 
     # R reads alone: layers x seq x (4H x H float32 at the best 256 KiB rate).
     with open(workloads) as f:
