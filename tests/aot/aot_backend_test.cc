@@ -19,10 +19,12 @@
 #include <map>
 #include <sstream>
 
+#include "aot/aot_common.h"
 #include "aot/export.h"
 #include "compiler/compile.h"
 #include "ir/onnx_import.h"
 #include "lowering/program.h"
+#include "tests/support/backend_cases.h"
 #include "tests/support/compare.h"
 #include "tests/support/temp_dir.h"
 
@@ -31,82 +33,20 @@ namespace fs = std::filesystem;
 namespace rnnc {
 namespace {
 
-const char* kDataRoot = "/usr/share/libonnx-testdata/data";
+using testing::BackendCase;
+
 constexpr testing::Tolerance kTolerance{1e-3, 1e-7};
 std::string g_cache_dir;
 std::string g_suites = "node,pytorch-converted,pytorch-operator,simple";
 
-// The part of every generated header's rnnc_aot_model this test calls (aot/export.cc writes it;
-// the layout is the header's).
-struct AotTensorInfo {
-  const char* name;
-  int dtype;
-  int rank;
-  const char* type;
-  int owned;
-};
-struct AotModel {
-  const char* name;
-  int num_dims;
-  const char* const* dim_names;
-  int num_inputs;
-  const AotTensorInfo* inputs;
-  int num_outputs;
-  const AotTensorInfo* outputs;
-  int has_state;
-  int (*shape)(int tensor, const int64_t* dims, int64_t* shape);
-  int (*create_from_file)(const char* path, void** context);
-  int (*create_from_buffer)(const void* data, size_t size, void** context);
-  void (*destroy)(void* context);
-  const char* (*last_error)(const void* context);
-  const char* (*status_text)(int status);
-  int (*run)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
-  int (*step)(void* context, const int64_t* dims, const void* const* inputs, void* const* outputs);
-  void (*reset)(void* context);
-  int (*output_shape)(const void* context, int output, int64_t* shape);
-};
-
-struct BackendCase {
-  std::string suite, name, dir;
-};
-
-void PrintTo(const BackendCase& test_case, std::ostream* out) {
-  *out << test_case.suite << "/" << test_case.name;
-}
-
-std::vector<BackendCase> discover_cases() {
-  std::vector<BackendCase> cases;
-  std::stringstream suites(g_suites);
-  std::string suite;
-  while (std::getline(suites, suite, ',')) {
-    const fs::path dir = fs::path(kDataRoot) / suite;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (fs::exists(entry.path() / "model.onnx")) {
-        cases.push_back({suite, entry.path().filename().string(), entry.path().string()});
-      }
-    }
-  }
-  std::sort(cases.begin(), cases.end(),
-            [](const auto& a, const auto& b) { return a.suite + a.name < b.suite + b.name; });
-  return cases;
-}
-
 // The inputs of each test_data_set_N, by graph input name (files name them, or go in order).
 std::vector<std::map<std::string, Tensor>> read_data_sets(const std::string& dir,
                                                           const Graph& graph) {
-  std::vector<fs::path> sets;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
-      sets.push_back(entry.path());
-    }
-  }
-  std::sort(sets.begin(), sets.end());
   std::vector<std::map<std::string, Tensor>> data;
-  for (const fs::path& set : sets) {
+  for (const std::string& set : testing::backend_data_sets(dir)) {
     std::map<std::string, Tensor> inputs;
     for (size_t i = 0;; ++i) {
-      const fs::path file = set / cat("input_", i, ".pb");
+      const fs::path file = fs::path(set) / cat("input_", i, ".pb");
       if (!fs::exists(file)) break;
       std::string name;
       Tensor tensor = read_tensor_pb(file.string(), &name);
@@ -132,7 +72,7 @@ std::string run_command(const std::string& command) {
 
 // A loaded library: the shared object stays mapped (its Halide runtime may keep threads).
 struct Library {
-  const AotModel* model = nullptr;
+  const rnnc_aot_model* model = nullptr;
   void* context = nullptr;
   ~Library() {
     if (context) model->destroy(context);
@@ -194,11 +134,11 @@ void check_case(const BackendCase& test_case, bool quantized) {
   ASSERT_EQ(link, "");
   void* handle = ::dlopen(shared.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << ::dlerror();
-  auto descriptor = reinterpret_cast<const AotModel* (*)()>(::dlsym(handle, "m_model"));
+  auto descriptor = reinterpret_cast<const rnnc_aot_model* (*)()>(::dlsym(handle, "m_model"));
   ASSERT_NE(descriptor, nullptr);
   Library library;
   library.model = descriptor();
-  const AotModel& model = *library.model;
+  const rnnc_aot_model& model = *library.model;
   ASSERT_EQ(model.create_from_file((dir.path() + "/m.weights").c_str(), &library.context), 0);
 
   for (size_t set = 0; set < data.size(); ++set) {
@@ -289,14 +229,12 @@ TEST_P(AotBackend, LibraryEqualsRuntime) { check_case(GetParam(), false); }
 TEST_P(AotBackend, QuantizedLibraryEqualsRuntime) { check_case(GetParam(), true); }
 
 std::string case_name(const ::testing::TestParamInfo<BackendCase>& info) {
-  std::string name = info.param.suite + "_" + info.param.name;
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
+  return testing::backend_case_name(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, AotBackend, ::testing::ValuesIn(discover_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, AotBackend,
+                         ::testing::ValuesIn(testing::discover_backend_cases(g_suites)),
+                         case_name);
 
 }  // namespace
 }  // namespace rnnc

@@ -23,6 +23,7 @@
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "ir/verifier.h"
+#include "tests/support/backend_cases.h"
 #include "tests/support/compare.h"
 
 namespace fs = std::filesystem;
@@ -30,24 +31,14 @@ namespace fs = std::filesystem;
 namespace rnnc {
 namespace {
 
-const char* kDataRoot = "/usr/share/libonnx-testdata/data";
+using testing::BackendCase;
+
 constexpr testing::Tolerance kTolerance{1e-3, 1e-7};
 
 std::string g_suites = "node,pytorch-converted,pytorch-operator,simple";
 std::string g_report_path;
 std::string g_expected_failures_path;
 std::string g_out_of_scope_path;
-
-struct BackendCase {
-  std::string suite;
-  std::string name;
-  std::string dir;
-};
-
-// How gtest names a case in its messages.
-void PrintTo(const BackendCase& test_case, std::ostream* out) {
-  *out << test_case.suite << "/" << test_case.name;
-}
 
 enum class Outcome { kPassed, kFailed, kUnsupported };
 
@@ -128,24 +119,6 @@ const std::map<std::string, std::string>& expected_failures() {
   return table;
 }
 
-std::vector<BackendCase> discover_cases() {
-  std::vector<BackendCase> cases;
-  std::stringstream suites(g_suites);
-  std::string suite;
-  while (std::getline(suites, suite, ',')) {
-    fs::path dir = fs::path(kDataRoot) / suite;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (fs::exists(entry.path() / "model.onnx")) {
-        cases.push_back({suite, entry.path().filename().string(), entry.path().string()});
-      }
-    }
-  }
-  std::sort(cases.begin(), cases.end(),
-            [](const auto& a, const auto& b) { return a.suite + a.name < b.suite + b.name; });
-  return cases;
-}
-
 void collect_ops(const onnx::GraphProto& graph, std::set<std::string>& ops) {
   for (const auto& node : graph.node()) {
     ops.insert((node.domain().empty() || node.domain() == "ai.onnx" ? "" : node.domain() + ".") +
@@ -187,12 +160,7 @@ CaseResult run_case(const BackendCase& test_case) {
     return result;
   }
   std::vector<fs::path> data_sets;
-  for (const auto& entry : fs::directory_iterator(test_case.dir)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
-      data_sets.push_back(entry.path());
-    }
-  }
-  std::sort(data_sets.begin(), data_sets.end());
+  for (const std::string& set : testing::backend_data_sets(test_case.dir)) data_sets.push_back(set);
   const Graph& graph = *model->graph;
   for (const auto& data_set : data_sets) {
     std::map<std::string, Tensor> inputs;
@@ -258,14 +226,12 @@ TEST_P(OnnxBackend, MatchesStoredOutputs) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<BackendCase>& info) {
-  std::string name = info.param.suite + "_" + info.param.name;
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
+  return testing::backend_case_name(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, OnnxBackend, ::testing::ValuesIn(discover_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, OnnxBackend,
+                         ::testing::ValuesIn(testing::discover_backend_cases(g_suites)),
+                         case_name);
 
 // docs/operators.md: one row per op that rnnc supports or that any case uses.
 void write_report(const std::string& path) {

@@ -1,0 +1,33 @@
+// The ONNX backend test cases of libonnx-testdata, for the tests that run each of them
+// (tests/onnx_backend: the reference evaluator; tests/aot: the ahead-of-time libraries).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace rnnc::testing {
+
+constexpr const char* kBackendDataRoot = "/usr/share/libonnx-testdata/data";
+
+struct BackendCase {
+  std::string suite;  // "node", "pytorch-converted", ...
+  std::string name;   // "test_abs"
+  std::string dir;    // the case's folder: model.onnx and test_data_set_N/
+};
+
+// How gtest names a case in its messages.
+inline void PrintTo(const BackendCase& test_case, std::ostream* out) {
+  *out << test_case.suite << "/" << test_case.name;
+}
+
+// Every case of the comma-separated `suites` that has a model.onnx, sorted by suite and name.
+std::vector<BackendCase> discover_backend_cases(const std::string& suites);
+
+// A case's test_data_set_N folders, in order.
+std::vector<std::string> backend_data_sets(const std::string& dir);
+
+// A gtest parameter name for a case: "node_test_abs".
+std::string backend_case_name(const BackendCase& test_case);
+
+}  // namespace rnnc::testing
