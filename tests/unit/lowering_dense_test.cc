@@ -849,6 +849,176 @@ graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
 
 // ---- what falls back ---------------------------------------------------------------------------
 
+// ---- ConvTranspose -----------------------------------------------------------------------------
+// Tolerance summed(C/group * taps): each output sums at most that many products (the taps that
+// fall between input positions add exact zeros, which round nothing).
+
+TEST(LoweringConvTranspose, OneDimensionalWithGroupsStrideDilationPadsAndOutputPadding) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {2, 4, sym("time")}), c.constant("w", random_tensor({4, 3, 3}, 7)),
+          c.constant("b", random_tensor({6}, 2))},
+         {{"group", Attribute::of_int(2)},
+          {"strides", Attribute::of_ints({2})},
+          {"dilations", Attribute::of_ints({2})},
+          {"pads", Attribute::of_ints({1, 2})},
+          {"output_padding", Attribute::of_ints({1})}});
+  for (int64_t time : {9, 1}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 4, time}, 7)}}, summed(6));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide convtranspose [M=6,C=4,k=3,s=2]");
+}
+
+TEST(LoweringConvTranspose, StrideLargerThanTheKernelLeavesBiasOnlyPositions) {
+  // Stride 3, kernel 2: every third output position is reached by no tap and holds the bias.
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 3, 5}), c.constant("w", random_tensor({3, 2, 2}, 7)),
+          c.constant("b", random_tensor({2}, 2))},
+         {{"strides", Attribute::of_ints({3})}});
+  c.expect_matches({{"x", random_tensor({1, 3, 5}, 7)}}, summed(3));
+}
+
+TEST(LoweringConvTranspose, TwoDimensionalWithOutputPaddingAndReluEpilogue) {
+  Case c;
+  Value* y = c.node("ConvTranspose",
+                    {c.input("x", {1, 3, 4, 5}), c.constant("w", random_tensor({3, 5, 3, 2}, 7)),
+                     c.constant("b", random_tensor({5}, 2))},
+                    {{"strides", Attribute::of_ints({2, 3})},
+                     {"pads", Attribute::of_ints({1, 0, 0, 1})},
+                     {"dilations", Attribute::of_ints({1, 2})},
+                     {"output_padding", Attribute::of_ints({1, 2})}});
+  c.node("Relu", {y});
+  c.expect_matches({{"x", random_tensor({1, 3, 4, 5}, 7)}}, summed(18));
+  EXPECT_EQ(c.lower().kind(), "halide convtranspose+relu [M=5,C=3,k=3x2,s=2x3]");
+}
+
+TEST(LoweringConvTranspose, ChannelVectorizedWithAChannelTailAndASigmoidEpilogue) {
+  // 20 output channels: channels vectorized, with a partial channel tile; a decoder's x2
+  // upsampling.
+  Case c;
+  Value* y =
+      c.node("ConvTranspose",
+             {c.input("x", {2, 8, sym("time")}), c.constant("w", random_tensor({8, 20, 4}, 7)),
+              c.constant("b", random_tensor({20}, 2))},
+             {{"strides", Attribute::of_ints({2})}, {"pads", Attribute::of_ints({1, 1})}});
+  c.node("Sigmoid", {y});
+  for (int64_t time : {3, 21}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 8, time}, 7)}}, summed(32));
+  }
+}
+
+TEST(LoweringConvTranspose, DepthwiseTwoDimensional) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 6, 3, 4}), c.constant("w", random_tensor({6, 1, 2, 2}, 7))},
+         {{"group", Attribute::of_int(6)}, {"strides", Attribute::of_ints({2, 2})}});
+  c.expect_matches({{"x", random_tensor({1, 6, 3, 4}, 7)}}, summed(4));
+}
+
+TEST(LoweringConvTranspose, OutputShapeAndAutoPadFromAStaticInputSize) {
+  // output_shape larger than the full output (negative total padding: positions past every tap),
+  // and SAME_UPPER / SAME_LOWER with an odd total padding (the larger part at the end for UPPER).
+  Case shaped;
+  shaped.node("ConvTranspose",
+              {shaped.input("x", {1, 2, 4}), shaped.constant("w", random_tensor({2, 3, 3}, 7))},
+              {{"strides", Attribute::of_ints({2})}, {"output_shape", Attribute::of_ints({11})}});
+  shaped.expect_matches({{"x", random_tensor({1, 2, 4}, 7)}}, summed(6));
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    SCOPED_TRACE(mode);
+    Case same;
+    same.node("ConvTranspose",
+              {same.input("x", {1, 2, 3, 5}), same.constant("w", random_tensor({2, 2, 3, 2}, 7))},
+              {{"strides", Attribute::of_ints({2, 2})}, {"auto_pad", Attribute::of_string(mode)}});
+    same.expect_matches({{"x", random_tensor({1, 2, 3, 5}, 7)}}, summed(12));
+  }
+}
+
+TEST(LoweringConvTranspose, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  Value* y =
+      c.node("ConvTranspose",
+             {c.input("x", {1, 4, sym("time")}), c.constant("w", random_tensor({4, 17, 3}, 7)),
+              c.constant("b", random_tensor({17}, 2))},
+             {{"strides", Attribute::of_ints({2})}, {"output_padding", Attribute::of_ints({1})}});
+  c.node("LeakyRelu", {y});
+  c.expect_matches({{"x", random_tensor({1, 4, 6}, 7)}}, summed(12), avx2_cache());
+}
+
+TEST(LoweringConvTranspose, PadsThatDependOnARunTimeSizeAreUnsupported) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 2, sym("time")}), c.constant("w", random_tensor({2, 2, 3}, 7))},
+         {{"strides", Attribute::of_ints({2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "ConvTranspose 'ConvTranspose_0' (opset 17): auto_pad SAME_UPPER on a run-time input "
+            "size");
+}
+
+TEST(LoweringConvTranspose, RunTimeWeightsAreUnsupported) {
+  Case c;
+  c.node("ConvTranspose", {c.input("x", {1, 2, 5}), c.input("w", {2, 2, 3})});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "ConvTranspose 'ConvTranspose_0' (opset 17): weights computed at run time");
+}
+
+// ---- CumSum ------------------------------------------------------------------------------------
+// float32: a running float32 sum of L terms against the reference's double sum rounded once,
+// summed(L). Integers: exact (both wrap modulo 2^bits).
+
+Value* cumsum(Case& c, Value* x, int64_t axis, bool exclusive, bool reverse) {
+  return c.node(
+      "CumSum", {x, c.constant(cat("axis", c.nodes().size()), Tensor::scalar<int64_t>(axis))},
+      {{"exclusive", Attribute::of_int(exclusive)}, {"reverse", Attribute::of_int(reverse)}});
+}
+
+TEST(LoweringCumSum, EveryExclusiveAndReverseCombinationAlongAMiddleAxis) {
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "exclusive " << exclusive << " reverse " << reverse);
+      Case c(14);
+      cumsum(c, c.input("x", {3, sym("length"), 21}), 1, exclusive, reverse);
+      for (int64_t length : {13, 1}) {
+        SCOPED_TRACE(length);
+        c.expect_matches({{"x", random_tensor({3, length, 21}, 7)}}, summed(length));
+      }
+    }
+  }
+}
+
+TEST(LoweringCumSum, LastAndNegativeAxes) {
+  Case last(14);
+  cumsum(last, last.input("x", {4, 9}), -1, true, true);
+  last.expect_matches({{"x", random_tensor({4, 9}, 7)}}, summed(9));
+  EXPECT_EQ(last.lower().kind(), "halide cumsum f32 axis 1 exclusive reverse [4, 9]");
+  Case first(14);
+  cumsum(first, first.input("x", {sym("length"), 2, 3}), -3, false, true);
+  first.expect_matches({{"x", random_tensor({10, 2, 3}, 7)}}, summed(10));
+}
+
+TEST(LoweringCumSum, IntegersWrapAsTheReference) {
+  std::mt19937 rng(3);
+  for (DType dtype : {DType::kInt32, DType::kInt64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Case c(14);
+    cumsum(c, c.input("x", {5, 37}, dtype), 1, true, false);
+    Tensor x = random_tensor(dtype, {5, 37}, rng);
+    // Near the top of the range, so the sums wrap.
+    if (dtype == DType::kInt32) x.data<int32_t>()[3] = INT32_MAX - 5;
+    if (dtype == DType::kInt64) x.data<int64_t>()[3] = INT64_MAX - 5;
+    c.expect_matches({{"x", x}}, {0, 0});
+  }
+}
+
+TEST(LoweringCumSum, AnAxisComputedAtRunTimeIsUnsupported) {
+  Case c(14);
+  c.node("CumSum", {c.input("x", {4, 3}), c.input("axis", {}, DType::kInt64)});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "CumSum 'CumSum_0' (opset 14): an axis computed at run time");
+}
+
 TEST(LoweringFallback, OpsOutsideTheTablesAreUnsupported) {
   Case c;
   c.node("Cos", {c.input("x", {4})});
