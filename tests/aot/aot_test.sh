@@ -2,8 +2,8 @@
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
-# quantize` wrote and view blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for
-# bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
+# quantize` wrote, view blocks and a decoder's ConvTranspose and CumSum blocks gives the JIT
+# path's outputs (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
 # runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
 # protobuf or ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
@@ -136,6 +136,31 @@ if [[ $? -ne 0 && $err == *"input 'sequence_lens'[0] = 5, must be in [0, seq_len
 else
   fail "sequence_lens beyond seq: expected the library's error, got: $err"
 fi
+
+# A decoder's tail (tests/data/aot/decoder.onnx, PyTorch): a strided ConvTranspose1d with its ReLU,
+# a CumSum over time and a ConvTranspose2d with output_padding and its Sigmoid, each a Halide
+# block: batch 1 and 2, two lengths, every output.
+dec=$src/tests/data/aot/decoder.onnx
+compile_example dec "$dec"
+for driver_kind in "halide convtranspose+relu" "halide cumsum" "halide convtranspose+sigmoid"; do
+  if grep -qF "$driver_kind" "$tmp/dec/dec_driver.c"; then
+    pass
+  else
+    fail "decoder: no '$driver_kind' block"
+  fi
+done
+for shape in "1 5" "2 9"; do
+  set -- $shape
+  dir=$tmp/dec_$1_$2
+  mkdir -p "$dir/in"
+  run "decoder $1x$2: AOT run" "$tmp/aot_example_dec" "$tmp/dec/dec.weights" --dim batch=$1 \
+    --dim time=$2 --save-inputs "$dir/in" --out "$dir"
+  run "decoder $1x$2: JIT run" "$rnnc" run "$dec" --input "x=$dir/in/x.npy" \
+    --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y mask; do
+    same "decoder $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
 
 # Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start, a Pad whose
 # pads and a Reshape whose shape are int64 inputs. The library names the extents they give as

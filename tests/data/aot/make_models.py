@@ -103,3 +103,27 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 model.ir_version = 8
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "slice_pad_run_time.onnx"))
+
+# decoder.onnx: a speech-enhancement decoder's tail as PyTorch 1.13 exports it at opset 14, time
+# dynamic: a strided ConvTranspose1d with ReLU and a CumSum over time, and a ConvTranspose2d mask
+# (output_padding) with a Sigmoid. Each is a Halide block (the epilogues fused), so the library
+# holds no reference block.
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.ConvTranspose1d(16, 8, kernel_size=4, stride=2, padding=1)
+        self.mask = torch.nn.ConvTranspose2d(2, 1, kernel_size=(3, 2), stride=(1, 2),
+                                             padding=(1, 0), output_padding=(0, 1))
+
+    def forward(self, x, s):
+        y = torch.relu(self.up(x))
+        return torch.cumsum(y, dim=2), torch.sigmoid(self.mask(s))
+
+
+torch.onnx.export(
+    Decoder(), (torch.randn(1, 16, 5), torch.randn(1, 2, 6, 5)), os.path.join(here, "decoder.onnx"),
+    opset_version=14, input_names=["x", "s"], output_names=["y", "mask"],
+    dynamic_axes={"x": {0: "batch", 2: "time"}, "s": {0: "batch", 3: "time"},
+                  "y": {0: "batch", 2: "time2"}, "mask": {0: "batch", 3: "time2"}})
