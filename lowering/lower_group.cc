@@ -4,6 +4,7 @@
 #include "lowering/lower_conv_transpose.h"
 #include "lowering/lower_cumsum.h"
 #include "lowering/lower_dense.h"
+#include "lowering/lower_dft.h"
 #include "lowering/lower_elementwise.h"
 #include "lowering/lower_reduce.h"
 
@@ -13,6 +14,10 @@ std::unique_ptr<ExecutionBlock> lower_nodes(const std::vector<const Node*>& grou
                                             HalideCache& cache) {
   if (group.size() == 1 && group[0]->op_type() == "CumSum" && group[0]->domain().empty()) {
     return lower_cumsum(*group[0], cache);
+  }
+  if (group.size() == 1 && (group[0]->op_type() == "DFT" || group[0]->op_type() == "STFT") &&
+      group[0]->domain().empty()) {
+    return lower_dft(*group[0], cache);
   }
   FusionGroup structure = analyze_group(group);
   if (structure.root) {

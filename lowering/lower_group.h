@@ -5,6 +5,7 @@
 //   a Conv root (+ elementwise epilogue)                                   -> lower_conv_group
 //   a ConvTranspose root (+ elementwise epilogue)                 -> lower_conv_transpose_group
 //   a CumSum alone                                                         -> lower_cumsum
+//   a DFT or STFT alone                                                    -> lower_dft
 //   a Softmax / LogSoftmax (+ elementwise prologue)                  -> lower_normalizer_group
 //   a Reduce* node                                                         -> lower_reduction
 //   elementwise nodes only                                          -> lower_elementwise_group

@@ -203,9 +203,10 @@ struct KernelCase {
 };
 
 // One model per kernel kind: GEMM with epilogue, conv, ConvTranspose (channels and positions
-// vectorized, strided and not) and CumSum (float and integer scans), elementwise, reductions and
-// softmax, recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
-// activations, 12-bit weights) and static 16-bit with asymmetric weights.
+// vectorized, strided and not), CumSum (float and integer scans), STFT and DFT (GEMMs against
+// their transform matrices), elementwise, reductions and softmax, recurrent float (LSTM with
+// weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit activations, 12-bit weights) and
+// static 16-bit with asymmetric weights.
 std::vector<KernelCase> kernel_cases() {
   const char* dense = R"(model opset=17
 graph main(%x: f32[seq, 40], %w: f32[40, 56], %bias: f32[56]) {
@@ -254,6 +255,17 @@ graph main(%x: f32[1, 8, len], %w: f32[8, 20, 4], %b: f32[20], %w1: f32[20, 1, 3
   return %t, %n
 })",
        {{"w", {8, 20, 4}}, {"b", {20}}, {"w1", {20, 1, 3}}},
+       {},
+       ""},
+      {R"(model opset=17
+graph main(%signal: f32[1, samples, 1], %window: f32[64], %x: f32[rows, 20, 1]) {
+  const %step: i64[] = {16}
+  const %n: i64[] = {33}
+  %s = STFT 'stft' (%signal, %step, %window)
+  %d = DFT 'dft' (%x, %n) {onesided=1}
+  return %s, %d
+})",
+       {{"window", {64}}},
        {},
        ""},
       {R"(model opset=17

@@ -1019,6 +1019,74 @@ TEST(LoweringCumSum, AnAxisComputedAtRunTimeIsUnsupported) {
             "CumSum 'CumSum_0' (opset 14): an axis computed at run time");
 }
 
+// ---- DFT and STFT ------------------------------------------------------------------------------
+// A GEMM of K samples against the transform matrix, |T| <= 1 (times the window): summed(K).
+
+Value* int_constant(Case& c, const std::string& name, int64_t value) {
+  return c.constant(name, Tensor::scalar<int64_t>(value));
+}
+
+TEST(LoweringStft, HannWindowedFramesReadInPlaceWithAnOddFrameLength) {
+  // frame_length 25 (odd: bins 13), step 10: frames overlap; 3 and 7 frames (fewer than a row
+  // tile, and more).
+  std::vector<float> hann;
+  for (int n = 0; n < 25; ++n)
+    hann.push_back(static_cast<float>(0.5 - 0.5 * std::cos(2 * M_PI * n / 25)));
+  Case c;
+  c.node("STFT", {c.input("signal", {2, sym("samples"), 1}), int_constant(c, "step", 10),
+                  c.constant("window", f32({25}, hann))});
+  for (int64_t samples : {45, 94}) {
+    SCOPED_TRACE(samples);
+    c.expect_matches({{"signal", random_tensor({2, samples, 1}, 7)}}, summed(25));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide stft [N=25,bins=13,step=10]");
+}
+
+TEST(LoweringStft, TwoSidedWithFrameLengthAndNoWindow) {
+  Case c;
+  c.node("STFT",
+         {c.input("signal", {1, 40, 1}), int_constant(c, "step", 16), nullptr,
+          int_constant(c, "frame_length", 16)},
+         {{"onesided", Attribute::of_int(0)}});
+  c.expect_matches({{"signal", random_tensor({1, 40, 1}, 7)}}, summed(16));
+}
+
+TEST(LoweringDft, OnesidedOddLengthZeroPaddedAndCut) {
+  // dft_length 9 (odd) over 6 samples (zero padding) and over 12 (cut); rows from two dims.
+  for (int64_t length : {6, 12}) {
+    SCOPED_TRACE(length);
+    Case c;
+    c.node("DFT", {c.input("x", {sym("batch"), 3, length, 1}), int_constant(c, "n", 9)},
+           {{"onesided", Attribute::of_int(1)}, {"axis", Attribute::of_int(2)}});
+    c.expect_matches({{"x", random_tensor({2, 3, length, 1}, 7)}}, summed(9));
+  }
+}
+
+TEST(LoweringDft, InverseOverTheWholeAxis) {
+  Case c(20);
+  c.node("DFT", {c.input("x", {5, 16, 1})}, {{"inverse", Attribute::of_int(1)}});
+  c.expect_matches({{"x", random_tensor({5, 16, 1}, 7)}}, summed(16));
+  EXPECT_EQ(c.lower().kind(), "halide dft inverse [N=16,bins=16]");
+}
+
+TEST(LoweringDft, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  c.node("STFT", {c.input("signal", {1, 100, 1}), int_constant(c, "step", 8), nullptr,
+                  int_constant(c, "frame_length", 32)});
+  c.expect_matches({{"signal", random_tensor({1, 100, 1}, 7)}}, summed(32), avx2_cache());
+}
+
+TEST(LoweringDft, ComplexSignalsAndOtherAxesAreUnsupported) {
+  Case complex;
+  complex.node("DFT", {complex.input("x", {4, 8, 2})});
+  EXPECT_EQ(error_of([&] { complex.lower(); }, ErrorKind::kUnsupported),
+            "DFT 'DFT_0' (opset 17): lowered for real signals (last dim 1) only");
+  Case axis;
+  axis.node("DFT", {axis.input("x", {4, 8, 3, 1})}, {{"axis", Attribute::of_int(1)}});
+  EXPECT_EQ(error_of([&] { axis.lower(); }, ErrorKind::kUnsupported),
+            "DFT 'DFT_0' (opset 17): lowered for the axis before the last only");
+}
+
 TEST(LoweringFallback, OpsOutsideTheTablesAreUnsupported) {
   Case c;
   c.node("Cos", {c.input("x", {4})});
