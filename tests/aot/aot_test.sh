@@ -2,9 +2,9 @@
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
-# quantize` wrote, view blocks and a decoder's ConvTranspose and CumSum blocks gives the JIT
-# path's outputs (`rnnc run`, the runtime) bit for bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
-# runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
+# quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks and a front-end's
+# STFT and DFT blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for bit - same
+# kernels for the same target, same time loop and copy code (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
 # protobuf or ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
@@ -159,6 +159,29 @@ for shape in "1 5" "2 9"; do
     --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
   for output in y mask; do
     same "decoder $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+
+# A front-end inside the graph (tests/data/aot/front_end.onnx): an STFT with a Hann window and a
+# zero-padded onesided DFT, each a Halide GEMM against its transform matrix; batch 1 and 3.
+fe=$src/tests/data/aot/front_end.onnx
+compile_example fe "$fe"
+for driver_kind in "halide stft" "halide dft"; do
+  if grep -qF "$driver_kind" "$tmp/fe/fe_driver.c"; then
+    pass
+  else
+    fail "front end: no '$driver_kind' block"
+  fi
+done
+for batch in 1 3; do
+  dir=$tmp/fe_$batch
+  mkdir -p "$dir/in"
+  run "front end $batch: AOT run" "$tmp/aot_example_fe" "$tmp/fe/fe.weights" --dim batch=$batch \
+    --save-inputs "$dir/in" --out "$dir"
+  run "front end $batch: JIT run" "$rnnc" run "$fe" --input "signal=$dir/in/signal.npy" \
+    --input "x=$dir/in/x.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in spectrum bins; do
+    same "front end $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
   done
 done
 

@@ -127,3 +127,25 @@ torch.onnx.export(
     opset_version=14, input_names=["x", "s"], output_names=["y", "mask"],
     dynamic_axes={"x": {0: "batch", 2: "time"}, "s": {0: "batch", 3: "time"},
                   "y": {0: "batch", 2: "time2"}, "mask": {0: "batch", 3: "time2"}})
+
+# front_end.onnx: a speech front-end exported inside the graph (opset 17): an STFT of a 400-sample
+# chunk (frame 64, step 16, a constant periodic Hann window, onesided) and a real DFT of a
+# [batch, 24, 1] signal zero-padded to dft_length 32, onesided. Both are Halide GEMMs against their
+# transform matrices (tests/aot/aot_test.sh).
+n_fft = 64
+hann = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)
+graph = helper.make_graph(
+    [helper.make_node("STFT", ["signal", "step", "window"], ["spectrum"], name="stft"),
+     helper.make_node("DFT", ["x", "dft_length"], ["bins"], name="dft", onesided=1)],
+    "front_end",
+    [helper.make_tensor_value_info("signal", TensorProto.FLOAT, [1, 400, 1]),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 24, 1])],
+    [helper.make_tensor_value_info("spectrum", TensorProto.FLOAT, [1, 22, 33, 2]),
+     helper.make_tensor_value_info("bins", TensorProto.FLOAT, ["batch", 17, 2])],
+    [numpy_helper.from_array(np.array(16, dtype=np.int64), "step"),
+     numpy_helper.from_array(hann.astype(np.float32), "window"),
+     numpy_helper.from_array(np.array(32, dtype=np.int64), "dft_length")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(here, "front_end.onnx"))
