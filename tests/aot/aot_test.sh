@@ -4,8 +4,9 @@
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
 # quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks and a front-end's
 # STFT and DFT blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for bit - same
-# kernels for the same target, same time loop and copy code (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
-# protobuf or ONNX; rnnc compile's errors name what it cannot export.
+# kernels for the same target, same time loop and copy code (lowering/core/) - for whole runs,
+# batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or
+# ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
 # forbidden libraries are looked for.
