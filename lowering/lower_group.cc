@@ -7,6 +7,7 @@
 #include "lowering/lower_dft.h"
 #include "lowering/lower_elementwise.h"
 #include "lowering/lower_reduce.h"
+#include "lowering/lower_resize.h"
 
 namespace rnnc {
 
@@ -18,6 +19,10 @@ std::unique_ptr<ExecutionBlock> lower_nodes(const std::vector<const Node*>& grou
   if (group.size() == 1 && (group[0]->op_type() == "DFT" || group[0]->op_type() == "STFT") &&
       group[0]->domain().empty()) {
     return lower_dft(*group[0], cache);
+  }
+  if (group.size() == 1 && (group[0]->op_type() == "Resize" || group[0]->op_type() == "Upsample") &&
+      group[0]->domain().empty()) {
+    return lower_resize(*group[0], cache);
   }
   FusionGroup structure = analyze_group(group);
   if (structure.root) {

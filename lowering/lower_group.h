@@ -6,6 +6,7 @@
 //   a ConvTranspose root (+ elementwise epilogue)                 -> lower_conv_transpose_group
 //   a CumSum alone                                                         -> lower_cumsum
 //   a DFT or STFT alone                                                    -> lower_dft
+//   a Resize or Upsample alone                                             -> lower_resize
 //   a Softmax / LogSoftmax (+ elementwise prologue)                  -> lower_normalizer_group
 //   a Reduce* node                                                         -> lower_reduction
 //   elementwise nodes only                                          -> lower_elementwise_group

@@ -204,9 +204,9 @@ struct KernelCase {
 
 // One model per kernel kind: GEMM with epilogue, conv, ConvTranspose (channels and positions
 // vectorized, strided and not), CumSum (float and integer scans), STFT and DFT (GEMMs against
-// their transform matrices), elementwise, reductions and softmax, recurrent float (LSTM with
-// weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit activations, 12-bit weights) and
-// static 16-bit with asymmetric weights.
+// their transform matrices), Resize (linear, nearest), elementwise, reductions and softmax,
+// recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
+// activations, 12-bit weights) and static 16-bit with asymmetric weights.
 std::vector<KernelCase> kernel_cases() {
   const char* dense = R"(model opset=17
 graph main(%x: f32[seq, 40], %w: f32[40, 56], %bias: f32[56]) {
@@ -266,6 +266,17 @@ graph main(%signal: f32[1, samples, 1], %window: f32[64], %x: f32[rows, 20, 1]) 
   return %s, %d
 })",
        {{"window", {64}}},
+       {},
+       ""},
+      {R"(model opset=13
+graph main(%x: f32[batch, 4, 37], %s: i64[1, 2, 3, 5]) {
+  const %scales: f32[3] = {1.0, 1.0, 4.0}
+  const %scales2: f32[4] = {1.0, 1.0, 2.0, 2.0}
+  %up = Resize 'linear' (%x, _, %scales) {mode="linear"}
+  %grid = Resize 'nearest' (%s, _, %scales2) {mode="nearest"}
+  return %up, %grid
+})",
+       {},
        {},
        ""},
       {R"(model opset=17

@@ -1087,6 +1087,78 @@ TEST(LoweringDft, ComplexSignalsAndOtherAxesAreUnsupported) {
             "DFT 'DFT_0' (opset 17): lowered for the axis before the last only");
 }
 
+// ---- Resize and Upsample ------------------------------------------------------------------------
+// Linear: at most four weight products of values in [-1, 1] summed in float32 against the
+// reference's double sum: rtol 1e-5, atol 1e-6 (kElementwise). Nearest copies: exact.
+
+Value* resize(Case& c, Value* x, const std::vector<float>& scales, const std::string& mode,
+              const std::string& coordinates, const std::string& nearest_mode = "") {
+  std::map<std::string, Attribute> attributes = {
+      {"mode", Attribute::of_string(mode)},
+      {"coordinate_transformation_mode", Attribute::of_string(coordinates)}};
+  if (!nearest_mode.empty()) attributes["nearest_mode"] = Attribute::of_string(nearest_mode);
+  const int64_t rank = static_cast<int64_t>(scales.size());
+  return c.node("Resize",
+                {x, nullptr, c.constant(cat("scales", c.nodes().size()), f32({rank}, scales))},
+                attributes);
+}
+
+TEST(LoweringResize, LinearTwoDimensionalInEveryCommonCoordinateMode) {
+  for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
+    SCOPED_TRACE(mode);
+    Case c;
+    resize(c, c.input("x", {sym("batch"), 3, 5, 7}), {1, 1, 2, 2.5}, "linear", mode);
+    c.expect_matches({{"x", random_tensor({2, 3, 5, 7}, 7)}}, kElementwise);
+  }
+}
+
+TEST(LoweringResize, LinearDownscaleAlongTimeOnly) {
+  // 1-D [N, C, L], L 23 -> 13 (scale 0.6): taps clamped at both edges.
+  Case c;
+  resize(c, c.input("x", {1, 4, 23}), {1, 1, 0.6f}, "linear", "half_pixel");
+  c.expect_matches({{"x", random_tensor({1, 4, 23}, 7)}}, kElementwise);
+  EXPECT_EQ(c.lower().kind(), "halide resize linear half_pixel [23->13]");
+}
+
+TEST(LoweringResize, NearestModesAndSizes) {
+  for (const char* rounding : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+    SCOPED_TRACE(rounding);
+    Case c;
+    resize(c, c.input("x", {2, sym("channels"), 6, 9}), {1, 1, 1.5f, 3}, "nearest", "asymmetric",
+           rounding);
+    c.expect_matches({{"x", random_tensor({2, 5, 6, 9}, 7)}}, {0, 0});
+  }
+  Case sized;
+  sized.node("Resize",
+             {sized.input("x", {1, 2, 7}), nullptr, nullptr,
+              sized.constant("sizes", Tensor::from_vector<int64_t>({3}, {1, 2, 19}))},
+             {{"mode", Attribute::of_string("nearest")}});
+  sized.expect_matches({{"x", random_tensor({1, 2, 7}, 7)}}, {0, 0});
+}
+
+TEST(LoweringResize, UpsampleOpset9IsANearestResize) {
+  Case c(9);
+  c.node("Upsample", {c.input("x", {1, 2, 3, 4}), c.constant("scales", f32({4}, {1, 1, 2, 2}))});
+  c.expect_matches({{"x", random_tensor({1, 2, 3, 4}, 7)}}, {0, 0});
+}
+
+TEST(LoweringResize, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  resize(c, c.input("x", {1, 8, 33}), {1, 1, 4}, "linear", "align_corners");
+  c.expect_matches({{"x", random_tensor({1, 8, 33}, 7)}}, kElementwise, avx2_cache());
+}
+
+TEST(LoweringResize, CubicAndRunTimeSizedAxesAreUnsupported) {
+  Case cubic;
+  resize(cubic, cubic.input("x", {1, 1, 4, 4}), {1, 1, 2, 2}, "cubic", "half_pixel");
+  EXPECT_EQ(error_of([&] { cubic.lower(); }, ErrorKind::kUnsupported),
+            "Resize 'Resize_0' (opset 17): cubic interpolation");
+  Case dynamic;
+  resize(dynamic, dynamic.input("x", {1, 2, sym("time")}), {1, 1, 2}, "nearest", "asymmetric");
+  EXPECT_EQ(error_of([&] { dynamic.lower(); }, ErrorKind::kUnsupported),
+            "Resize 'Resize_0' (opset 17): axis 2 of a size known only at run time is resized");
+}
+
 TEST(LoweringFallback, OpsOutsideTheTablesAreUnsupported) {
   Case c;
   c.node("Cos", {c.input("x", {4})});
