@@ -2,10 +2,10 @@
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
-# quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks and a front-end's
-# STFT and DFT blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for bit - same
-# kernels for the same target, same time loop and copy code (lowering/core/) - for whole runs,
-# batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or
+# quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks, a front-end's STFT
+# and DFT blocks and a vocoder's Resize blocks gives the JIT path's outputs (`rnnc run`, the
+# runtime) bit for bit - same kernels for the same target, same time loop and copy code
+# (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or
 # ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
@@ -183,6 +183,27 @@ for batch in 1 3; do
     --input "x=$dir/in/x.npy" --output-dir "$dir/jit" --cache-dir "$cache"
   for output in spectrum bins; do
     same "front end $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+
+# A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
+# a 2-D nearest one, each a Halide block; batch 1 and 2.
+up=$src/tests/data/aot/upsampler.onnx
+compile_example up "$up"
+if [[ $(grep -c "halide resize" "$tmp/up/up_driver.c") -ge 2 ]]; then
+  pass
+else
+  fail "upsampler: fewer than two resize blocks"
+fi
+for batch in 1 2; do
+  dir=$tmp/up_$batch
+  mkdir -p "$dir/in"
+  run "upsampler $batch: AOT run" "$tmp/aot_example_up" "$tmp/up/up.weights" --dim batch=$batch \
+    --save-inputs "$dir/in" --out "$dir"
+  run "upsampler $batch: JIT run" "$rnnc" run "$up" --input "x=$dir/in/x.npy" \
+    --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y grid; do
+    same "upsampler $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
   done
 done
 

@@ -149,3 +149,20 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "front_end.onnx"))
+
+# upsampler.onnx: a vocoder's upsampling as PyTorch 1.13 exports it at opset 14: linear x4 along a
+# static time axis (half_pixel) and a 2-D nearest x2 (asymmetric, floor), batch dynamic.
+# Both are Halide resize blocks (tests/aot/aot_test.sh).
+
+
+class Upsampler(torch.nn.Module):
+    def forward(self, x, s):
+        return (torch.nn.functional.interpolate(x, scale_factor=4, mode="linear"),
+                torch.nn.functional.interpolate(s, scale_factor=2, mode="nearest"))
+
+
+torch.onnx.export(
+    Upsampler(), (torch.randn(1, 4, 10), torch.randn(1, 2, 3, 5)),
+    os.path.join(here, "upsampler.onnx"), opset_version=14, input_names=["x", "s"],
+    output_names=["y", "grid"], dynamic_axes={"x": {0: "batch"}, "s": {0: "batch"},
+                                              "y": {0: "batch"}, "grid": {0: "batch"}})
