@@ -947,6 +947,25 @@ TEST(LoweringConvTranspose, CompilesAndMatchesForTheGenericAvx2Target) {
   c.expect_matches({{"x", random_tensor({1, 4, 6}, 7)}}, summed(12), avx2_cache());
 }
 
+// As Conv's: a channel tile's flipped weights are one dense vector load per tap, and the strided
+// scatter into U is scalar stores, not gathers.
+TEST(LoweringConvTranspose, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
+  HalideCache cache(cache_directory().path() + "/objects", "");
+  cache.set_keep_objects(true);
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 64, sym("time")}), c.constant("w", random_tensor({64, 32, 4}, 7)),
+          c.constant("b", random_tensor({32}, 7))},
+         {{"strides", Attribute::of_ints({2})}, {"pads", Attribute::of_ints({1, 1})}});
+  c.expect_matches({{"x", random_tensor({1, 64, 5}, 7)}}, summed(128), cache);
+  auto* block = dynamic_cast<HalideBlock*>(&c.lower(cache));
+  ASSERT_TRUE(block);
+  ASSERT_FALSE(block->pipeline_.object_path.empty());
+  const std::string text = testing::disassemble(block->pipeline_.object_path);
+  ASSERT_NE(text.find("vfmadd"), std::string::npos) << "no FMA in the listing: wrong object?";
+  EXPECT_FALSE(testing::gathers_data(text)) << block->kind() << " gathers";
+}
+
 TEST(LoweringConvTranspose, PadsThatDependOnARunTimeSizeAreUnsupported) {
   Case c;
   c.node("ConvTranspose",
