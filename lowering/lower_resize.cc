@@ -45,11 +45,57 @@ int64_t nearest_index(double x, const std::string& nearest_mode) {
   return static_cast<int64_t>(picked);
 }
 
-// One resized axis: per output position, two input indices and their weights (nearest: the
-// first index, weight 1; linear: the second tap has weight 0 where the coordinate is an integer).
+// The cubic convolution kernel with coefficient a (Keys 1981), as the reference's.
+double cubic_weight(double t, double a) {
+  t = std::fabs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+// The reference kernel's taps of one output position (sample_axis in kernels_resize.cc): the
+// input indices, clamped into the input, and their weights.
+std::vector<std::pair<int64_t, double>> sample_taps(const ResizeAttributes& attributes, double x,
+                                                    int64_t in, double scale) {
+  auto clamp = [in](int64_t j) { return std::min<int64_t>(std::max<int64_t>(j, 0), in - 1); };
+  if (attributes.mode == "nearest") return {{clamp(nearest_index(x, attributes.nearest_mode)), 1}};
+  const bool cubic = attributes.mode == "cubic";
+  const double support = cubic ? 2.0 : 1.0;
+  // Antialiasing stretches the filter by 1 / scale when downscaling: more inputs per output.
+  const double stretch = attributes.antialias ? std::min(scale, 1.0) : 1.0;
+  const double reach = support / stretch;
+  double total = 0;
+  std::vector<std::pair<int64_t, double>> raw, taps;
+  for (int64_t j = static_cast<int64_t>(std::ceil(x - reach));
+       j <= static_cast<int64_t>(std::floor(x + reach)); ++j) {
+    const double t = (static_cast<double>(j) - x) * stretch;
+    const double weight =
+        cubic ? cubic_weight(t, attributes.cubic_coeff_a) : std::max(0.0, 1 - std::fabs(t));
+    if (weight == 0) continue;
+    raw.emplace_back(j, weight);
+    total += weight;
+  }
+  if (attributes.antialias && total != 0) {
+    for (auto& tap : raw) tap.second /= total;
+  }
+  double kept = 0;
+  for (const auto& [j, weight] : raw) {
+    if (attributes.exclude_outside && (j < 0 || j >= in)) continue;
+    taps.emplace_back(clamp(j), weight);
+    kept += weight;
+  }
+  if (attributes.exclude_outside && kept != 0) {
+    for (auto& tap : taps) tap.second /= kept;
+  }
+  return taps;
+}
+
+// One resized axis: per output position, `taps` input indices and their weights (positions with
+// fewer taps are padded with weight 0 on their first index).
 struct AxisTable {
   int64_t in = 1, out = 1;
-  Tensor index[2], weight[2];  // int32 [out], float32 [out]
+  int taps = 1;
+  Tensor index, weight;  // int32 [taps, out], float32 [taps, out]
 };
 
 AxisTable axis_table(const ResizeAttributes& attributes, int64_t in, int64_t out, double scale,
@@ -57,38 +103,22 @@ AxisTable axis_table(const ResizeAttributes& attributes, int64_t in, int64_t out
   AxisTable table;
   table.in = in;
   table.out = out;
-  for (int t = 0; t < 2; ++t) {
-    table.index[t] = Tensor(DType::kInt32, {out});
-    table.weight[t] = Tensor(DType::kFloat32, {out});
-  }
-  auto clamp = [in](int64_t j) { return std::min<int64_t>(std::max<int64_t>(j, 0), in - 1); };
+  std::vector<std::vector<std::pair<int64_t, double>>> samples;
   for (int64_t o = 0; o < out; ++o) {
     const double x = original_coordinate(attributes.coordinate_mode, o, in, out, scale, length);
-    int64_t index[2] = {0, 0};
-    double weight[2] = {1, 0};
-    if (attributes.mode == "nearest") {
-      index[0] = index[1] = clamp(nearest_index(x, attributes.nearest_mode));
-    } else {
-      // The reference's taps: j in [ceil(x - 1), floor(x + 1)] with weight 1 - |j - x|, zeros
-      // skipped (so one tap at an integer coordinate), indices clamped into the input.
-      int taps = 0;
-      for (int64_t j = static_cast<int64_t>(std::ceil(x - 1));
-           j <= static_cast<int64_t>(std::floor(x + 1)); ++j) {
-        const double w = std::max(0.0, 1 - std::fabs(static_cast<double>(j) - x));
-        if (w == 0) continue;
-        RNNC_CHECK(taps < 2, "a linear tap beyond the second at ", x);
-        index[taps] = clamp(j);
-        weight[taps] = w;
-        ++taps;
-      }
-      if (taps == 1) {
-        index[1] = index[0];
-        weight[1] = 0;
-      }
-    }
-    for (int t = 0; t < 2; ++t) {
-      table.index[t].data<int32_t>()[o] = static_cast<int32_t>(index[t]);
-      table.weight[t].data<float>()[o] = static_cast<float>(weight[t]);
+    samples.push_back(sample_taps(attributes, x, in, scale));
+    table.taps = std::max(table.taps, static_cast<int>(samples.back().size()));
+  }
+  table.index = Tensor(DType::kInt32, {table.taps, out});
+  table.weight = Tensor(DType::kFloat32, {table.taps, out});
+  for (int64_t o = 0; o < out; ++o) {
+    const auto& taps = samples[static_cast<size_t>(o)];
+    for (int t = 0; t < table.taps; ++t) {
+      const bool real = t < static_cast<int>(taps.size());
+      const size_t at = static_cast<size_t>(real ? t : 0);
+      table.index.data<int32_t>()[t * out + o] =
+          taps.empty() ? 0 : static_cast<int32_t>(taps[at].first);
+      table.weight.data<float>()[t * out + o] = real ? static_cast<float>(taps[at].second) : 0.f;
     }
   }
   return table;
@@ -121,17 +151,15 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
   const ResizeAttributes attributes = read_resize_attributes(node);
   const DType dtype = x->type.dtype;
   const bool nearest = attributes.mode == "nearest";
-  if (attributes.mode != "nearest" && attributes.mode != "linear") {
-    raise_unsupported(cat(node.describe(), ": ", attributes.mode, " interpolation"));
-  }
   if (dtype != DType::kFloat32 &&
       !(nearest && (dtype == DType::kInt32 || dtype == DType::kInt64))) {
     raise_unsupported(
         cat(node.describe(), ": ", dtype_onnx_name(dtype), " ", attributes.mode, " interpolation"));
   }
-  if (attributes.antialias || (attributes.exclude_outside && !nearest) ||
-      attributes.coordinate_mode == "tf_crop_and_resize") {
-    raise_unsupported(cat(node.describe(), ": antialias, exclude_outside or tf_crop_and_resize"));
+  if (attributes.coordinate_mode == "tf_crop_and_resize") {
+    raise_unsupported(cat(node.describe(),
+                          ": tf_crop_and_resize (a region and an extrapolation "
+                          "value)"));
   }
   const ResizeInputs at = resize_inputs(node);
   std::optional<std::vector<double>> scales;
@@ -195,19 +223,15 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
     input.value = x;
   }
   block->arguments_.push_back(std::move(input));
-  const int taps = nearest ? 1 : 2;
+  // Per resized axis: its index table, and its weight table unless nearest (one tap of weight 1).
   for (int d = 0; d < 2; ++d) {
     if (!tables[d]) continue;
-    for (int t = 0; t < taps; ++t) {
-      HalideBlock::Argument index;
-      index.constant = tables[d]->index[t];
-      index.view = {ViewDim{0, 1}};
-      block->arguments_.push_back(std::move(index));
-      if (nearest) continue;
-      HalideBlock::Argument weight;
-      weight.constant = tables[d]->weight[t];
-      weight.view = {ViewDim{0, 1}};
-      block->arguments_.push_back(std::move(weight));
+    for (const Tensor* table : {&tables[d]->index, nearest ? nullptr : &tables[d]->weight}) {
+      if (!table) continue;
+      HalideBlock::Argument argument;
+      argument.constant = *table;
+      argument.view = {ViewDim{1, 2}, ViewDim{0, 1}};
+      block->arguments_.push_back(std::move(argument));
     }
   }
 
@@ -220,7 +244,9 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
   std::string key = cat(kResizeKey, "\n", dtype_name(dtype), " ", attributes.mode, " view ",
                         view_to_string(view), " lanes ", vectorized ? lanes : 1);
   for (int d = 0; d < 2; ++d) {
-    key += tables[d] ? cat(" axis", d, " ", tables[d]->in, "->", tables[d]->out) : " pass";
+    key += tables[d] ? cat(" axis", d, " ", tables[d]->in, "->", tables[d]->out, " taps ",
+                           tables[d]->taps)
+                     : " pass";
   }
   block->check_limits();
   block->pipeline_ = compile_cached(cache, key, [&]() {
@@ -228,45 +254,45 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
     Halide::ImageParam x_image = make_image_param("x", dtype, view);
     built.arguments = {x_image};
     Halide::Var w("w"), h("h"), n("n");
-    struct Taps {
-      Expr index[2], weight[2];
-    } axis_taps[2];
+    // Per axis: the taps' input indices and weights at the output position (a pass-through
+    // axis: one tap, the position itself).
+    std::vector<Expr> index_of[2], weight_of[2];
     const Halide::Var* vars[2] = {&w, &h};
     for (int d = 0; d < 2; ++d) {
       if (!tables[d]) {
-        axis_taps[d].index[0] = axis_taps[d].index[1] = *vars[d];
-        axis_taps[d].weight[0] = 1.f;
-        axis_taps[d].weight[1] = 0.f;
+        index_of[d] = {*vars[d]};
+        weight_of[d] = {Expr(1.f)};
         continue;
       }
       x_image.dim(d).set_extent(static_cast<int>(tables[d]->in));
-      for (int t = 0; t < taps; ++t) {
-        Halide::ImageParam index(Halide::Int(32), 1, cat("index", d, "_", t));
-        index.dim(0).set_bounds(0, static_cast<int>(tables[d]->out));
-        built.arguments.push_back(index);
-        // Clamped (the tables already are) so Halide can bound the reads of x.
-        axis_taps[d].index[t] =
-            Halide::clamp(index(*vars[d]), 0, static_cast<int>(tables[d]->in) - 1);
-        if (nearest) continue;
-        Halide::ImageParam weight(Halide::Float(32), 1, cat("weight", d, "_", t));
-        weight.dim(0).set_bounds(0, static_cast<int>(tables[d]->out));
+      const int taps = nearest ? 1 : tables[d]->taps;
+      Halide::ImageParam index(Halide::Int(32), 2, cat("index", d));
+      pin_shape(index, tables[d]->index.shape());
+      built.arguments.push_back(index);
+      Halide::ImageParam weight(Halide::Float(32), 2, cat("weight", d));
+      if (!nearest) {
+        pin_shape(weight, tables[d]->weight.shape());
         built.arguments.push_back(weight);
-        axis_taps[d].weight[t] = weight(*vars[d]);
+      }
+      for (int t = 0; t < taps; ++t) {
+        // Clamped (the tables already are) so Halide can bound the reads of x.
+        index_of[d].push_back(
+            Halide::clamp(index(*vars[d], t), 0, static_cast<int>(tables[d]->in) - 1));
+        weight_of[d].push_back(nearest ? Expr(1.f) : weight(*vars[d], t));
       }
     }
     Halide::Func out("out");
     if (nearest) {
-      out(w, h, n) = x_image(axis_taps[0].index[0], axis_taps[1].index[0], n);
+      out(w, h, n) = x_image(index_of[0][0], index_of[1][0], n);
     } else {
+      // Rows first: each height tap's weighted sum over the width taps.
       Expr sum = 0.f;
-      for (int b = 0; b < 2; ++b) {
-        if (!tables[1] && b == 1) continue;  // a height that passes through has one tap
+      for (size_t b = 0; b < index_of[1].size(); ++b) {
         Expr row = 0.f;
-        for (int a = 0; a < 2; ++a) {
-          if (!tables[0] && a == 1) continue;
-          row += axis_taps[0].weight[a] * x_image(axis_taps[0].index[a], axis_taps[1].index[b], n);
+        for (size_t a = 0; a < index_of[0].size(); ++a) {
+          row += weight_of[0][a] * x_image(index_of[0][a], index_of[1][b], n);
         }
-        sum += axis_taps[1].weight[b] * row;
+        sum += weight_of[1][b] * row;
       }
       out(w, h, n) = sum;
     }

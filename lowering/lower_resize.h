@@ -1,4 +1,4 @@
-// lower_resize: a Resize or Upsample (nearest or linear) with constant scales or sizes -> one
+// lower_resize: a Resize or Upsample (nearest, linear, cubic) with constant scales or sizes -> one
 // Halide pipeline over the tensor viewed as (width, height, rest): the last two axes may be
 // resized, the others pass through.
 //
@@ -20,10 +20,9 @@
 
 namespace rnnc {
 
-// kUnsupported (the node then runs on its reference kernel) for cubic interpolation, antialias,
-// exclude_outside, tf_crop_and_resize, scales or sizes computed at run time, a resized axis other
-// than the last two or of a size known only at run time, and element types other than float32
-// (nearest: also int32 and int64).
+// kUnsupported (the node then runs on its reference kernel) for tf_crop_and_resize, scales or
+// sizes computed at run time, a resized axis other than the last two or of a size known only at
+// run time, and element types other than float32 (nearest: also int32 and int64).
 std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cache);
 
 }  // namespace rnnc

@@ -204,7 +204,7 @@ struct KernelCase {
 
 // One model per kernel kind: GEMM with epilogue, conv, ConvTranspose (channels and positions
 // vectorized, strided and not), CumSum (float and integer scans), STFT and DFT (GEMMs against
-// their transform matrices), Resize (linear, nearest), elementwise, reductions and softmax,
+// their transform matrices), Resize (linear, cubic, nearest), elementwise, reductions and softmax,
 // recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
 // activations, 12-bit weights) and static 16-bit with asymmetric weights.
 std::vector<KernelCase> kernel_cases() {
@@ -274,7 +274,8 @@ graph main(%x: f32[batch, 4, 37], %s: i64[1, 2, 3, 5]) {
   const %scales2: f32[4] = {1.0, 1.0, 2.0, 2.0}
   %up = Resize 'linear' (%x, _, %scales) {mode="linear"}
   %grid = Resize 'nearest' (%s, _, %scales2) {mode="nearest"}
-  return %up, %grid
+  %smooth = Resize 'cubic' (%x, _, %scales) {mode="cubic"}
+  return %up, %grid, %smooth
 })",
        {},
        {},

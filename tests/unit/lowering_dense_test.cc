@@ -1108,7 +1108,8 @@ TEST(LoweringDft, ComplexSignalsAndOtherAxesAreUnsupported) {
 
 // ---- Resize and Upsample ------------------------------------------------------------------------
 // Linear: at most four weight products of values in [-1, 1] summed in float32 against the
-// reference's double sum: rtol 1e-5, atol 1e-6 (kElementwise). Nearest copies: exact.
+// reference's double sum: rtol 1e-5, atol 1e-6 (kElementwise); cubic and antialiased filters sum
+// more, with weights of both signs: atol 4e-6. Nearest copies: exact.
 
 Value* resize(Case& c, Value* x, const std::vector<float>& scales, const std::string& mode,
               const std::string& coordinates, const std::string& nearest_mode = "") {
@@ -1167,11 +1168,36 @@ TEST(LoweringResize, CompilesAndMatchesForTheGenericAvx2Target) {
   c.expect_matches({{"x", random_tensor({1, 8, 33}, 7)}}, kElementwise, avx2_cache());
 }
 
-TEST(LoweringResize, CubicAndRunTimeSizedAxesAreUnsupported) {
+TEST(LoweringResize, CubicWithExcludeOutsideAndAnAntialiasedDownscale) {
+  // Cubic: four taps per axis (16 weight products), the edge taps dropped and the rest
+  // renormalized under exclude_outside; antialiased linear 0.4x: the filter stretched to five
+  // taps. Tolerance as linear, scaled by the taps (rtol 1e-5, atol 1e-6 * 4).
   Case cubic;
-  resize(cubic, cubic.input("x", {1, 1, 4, 4}), {1, 1, 2, 2}, "cubic", "half_pixel");
-  EXPECT_EQ(error_of([&] { cubic.lower(); }, ErrorKind::kUnsupported),
-            "Resize 'Resize_0' (opset 17): cubic interpolation");
+  Value* x = cubic.input("x", {1, 2, 5, 6});
+  cubic.node("Resize", {x, nullptr, cubic.constant("scales", f32({4}, {1, 1, 2, 1.5f}))},
+             {{"mode", Attribute::of_string("cubic")},
+              {"exclude_outside", Attribute::of_int(1)},
+              {"cubic_coeff_a", Attribute::of_float(-0.5f)}});
+  cubic.expect_matches({{"x", random_tensor({1, 2, 5, 6}, 7)}}, {1e-5, 4e-6});
+  Case antialias(18);
+  antialias.node("Resize",
+                 {antialias.input("x", {1, 3, 20}), nullptr,
+                  antialias.constant("scales", f32({3}, {1, 1, 0.4f}))},
+                 {{"mode", Attribute::of_string("linear")}, {"antialias", Attribute::of_int(1)}});
+  antialias.expect_matches({{"x", random_tensor({1, 3, 20}, 7)}}, {1e-5, 4e-6});
+}
+
+TEST(LoweringResize, CropAndResizeAndRunTimeSizedAxesAreUnsupported) {
+  Case crop;
+  crop.node(
+      "Resize",
+      {crop.input("x", {1, 1, 4, 4}), crop.constant("roi", f32({8}, {0, 0, 0, 0, 1, 1, 1, 1})),
+       crop.constant("scales", f32({4}, {1, 1, 2, 2}))},
+      {{"mode", Attribute::of_string("linear")},
+       {"coordinate_transformation_mode", Attribute::of_string("tf_crop_and_resize")}});
+  EXPECT_EQ(error_of([&] { crop.lower(); }, ErrorKind::kUnsupported),
+            "Resize 'Resize_0' (opset 17): tf_crop_and_resize (a region and an extrapolation "
+            "value)");
   Case dynamic;
   resize(dynamic, dynamic.input("x", {1, 2, sym("time")}), {1, 1, 2}, "nearest", "asymmetric");
   EXPECT_EQ(error_of([&] { dynamic.lower(); }, ErrorKind::kUnsupported),
