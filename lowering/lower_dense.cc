@@ -163,8 +163,8 @@ void schedule_conv_tiles(Func out, Func prod, const RDom& r, const std::vector<V
   pin_output_mins(out);
   // The channel count is the weights' M: pinned, a tile's first channel is a multiple of mr
   // and W's tiled index is a dense vector load. Unpinned, Halide shifts the last tile inward
-  // (first channel min(mo * mr, M - mr)) and every W load became a 16-lane gather (Silero's
-  // encoder convs ran 3-5x slower).
+  // (first channel min(mo * mr, M - mr)) and every W load becomes a 16-lane gather, several
+  // times slower.
   out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));
 }
 
