@@ -4,8 +4,8 @@
 // its only reader (the tensor reference count rule: a tensor read by two nodes is materialized and
 // fused into neither), is not a graph output (graph outputs end a group), and has the node's
 // output shape (no broadcasting inside a group, so nothing is computed twice): equal dims, or,
-// where a dim is unknown, every other operand of the node a single value. A MatMul, Gemm or
-// Conv whose output is such a tensor joins as the group's root: its epilogue (bias add,
+// where a dim is unknown, every other operand of the node a single value. A MatMul, Gemm, Conv
+// or ConvTranspose whose output is such a tensor joins as the group's root: its epilogue (bias add,
 // activation) runs in the same loop. Each member gets `rnnc.fusion_group = N`, the root also
 // `rnnc.fusion_root = 1`; groups are numbered per graph from 0 in the order their last node
 // appears, which is a topological order of the groups.
@@ -19,9 +19,9 @@
 //   member last in node order) is read by exactly one node, a member, and is not a graph output,
 //   so the sink's output is the group's only result and nothing else needs storage;
 // - every member's output has the sink's output shape (inputs from outside may broadcast);
-// - at most one member is not elementwise: the root (MatMul/Gemm/Conv), reading only values from
-//   outside the group; the group is convex (no path leaves it and comes back), so it can run at
-//   the sink's position. A node without `rnnc.fusion_group` is a loop of its own.
+// - at most one member is not elementwise: the root (MatMul/Gemm/Conv/ConvTranspose), reading
+//   only values from outside the group; the group is convex (no path leaves it and comes back),
+//   so it can run at the sink's position. A node without `rnnc.fusion_group` is a loop of its own.
 // The marks are annotations: the evaluator ignores them and ONNX export drops them. The pass
 // recomputes them from scratch (running it twice changes nothing) and must run last, after every
 // pass that rewrites nodes: it ends lowering_pipeline().
@@ -59,7 +59,7 @@ const std::set<std::string> kElementwiseOps = {
 // clang-format on
 
 // Producers whose elementwise epilogue a group may absorb, as the group's root.
-const std::set<std::string> kEpilogueRoots = {"MatMul", "Gemm", "Conv"};
+const std::set<std::string> kEpilogueRoots = {"MatMul", "Gemm", "Conv", "ConvTranspose"};
 
 bool has_string_operand(const Node& node) {
   for (const Value* value : node.inputs()) {

@@ -35,29 +35,6 @@ std::string known_text(std::optional<int64_t> value) {
 }
 
 
-// The fused group's result has the root's shape (fusion_groups' invariant): the same rank, each
-// dim equal or unknown on either side (fusion_groups joined it through single-value operands).
-bool same_shape(const Shape& a, const Shape& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] && !a[i].is_unknown() && !b[i].is_unknown()) return false;
-  }
-  return true;
-}
-
-// Operands read by the group's elementwise members (the epilogue), in operand order.
-std::vector<const Value*> epilogue_operands(const FusionGroup& group) {
-  std::vector<const Value*> operands;
-  for (const Value* operand : group.operands) {
-    bool read = false;
-    for (const Node* node : group.elementwise) {
-      for (const Value* input : node->inputs()) read = read || input == operand;
-    }
-    if (read) operands.push_back(operand);
-  }
-  return operands;
-}
-
 std::vector<Expr> prepend(Expr first, const std::vector<Expr>& rest) {
   std::vector<Expr> all = {first};
   all.insert(all.end(), rest.begin(), rest.end());
@@ -83,6 +60,31 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
   return out;
 }
 
+}  // namespace
+
+// The fused group's result has the root's shape (fusion_groups' invariant): the same rank, each
+// dim equal or unknown on either side (fusion_groups joined it through single-value operands).
+bool same_shape(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i] && !a[i].is_unknown() && !b[i].is_unknown()) return false;
+  }
+  return true;
+}
+
+// Operands read by the group's elementwise members (the epilogue), in operand order.
+std::vector<const Value*> epilogue_operands(const FusionGroup& group) {
+  std::vector<const Value*> operands;
+  for (const Value* operand : group.operands) {
+    bool read = false;
+    for (const Node* node : group.elementwise) {
+      for (const Value* input : node->inputs()) read = read || input == operand;
+    }
+    if (read) operands.push_back(operand);
+  }
+  return operands;
+}
+
 // The epilogue's operands may not broadcast the root's result (the fusion rule keeps every
 // member at the result's shape); checked at run time against `root`.
 std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunTensors& tensors,
@@ -95,8 +97,6 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
   }
   return root;
 }
-
-}  // namespace
 
 HalideBlock::Argument argument_of(const Value* value, OperandView view) {
   HalideBlock::Argument argument;
@@ -119,6 +119,53 @@ void tile_gemm_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int
   } else {
     stage.reorder(n, mi, mo).vectorize(n, lanes, TailStrategy::GuardWithIf);
   }
+}
+
+void schedule_conv_tiles(Func out, Func prod, const RDom& r, const std::vector<Var>& vars,
+                         const ConvSchedule& schedule, int64_t out_channels) {
+  const Var &ow = vars[0], &oh = vars[1], &m = vars[2], &batch = vars[3];
+  const int lanes = schedule.lanes, mr = schedule.mr;
+  Var owo("owo"), owi("owi"), mo("mo"), mi("mi");
+  TailStrategy m_tail = out_channels % mr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
+  if (schedule.channels_vectorized) {
+    // mr channels (whole vectors) x `positions` output positions of accumulators; W's tile of
+    // mr channels is contiguous per tap (tiled layout, zero-padded past M).
+    const int positions = schedule.positions;
+    out.split(m, mo, mi, mr, m_tail)
+        .split(ow, owo, owi, positions, TailStrategy::GuardWithIf)
+        .reorder(mi, owi, owo, oh, mo, batch)
+        .vectorize(mi, lanes);
+    // Channels innermost in the accumulator tile too: dense vectors LLVM keeps in registers
+    // (the default ow-innermost storage makes every accumulator a strided gather).
+    prod.compute_at(out, owo)
+        .reorder_storage(m, ow, oh, batch)
+        .bound_extent(ow, positions)
+        .bound_extent(m, mr)
+        .vectorize(m, lanes)
+        .unroll(m)
+        .unroll(ow);
+    prod.update().reorder(m, ow, r.x, r.y, r.z).vectorize(m, lanes).unroll(m).unroll(ow);
+  } else {
+    const int width = lanes * schedule.vectors;
+    out.split(m, mo, mi, mr, m_tail)
+        .split(ow, owo, owi, width, TailStrategy::GuardWithIf)
+        .reorder(owi, mi, owo, oh, mo, batch)
+        .vectorize(owi, lanes);
+    prod.compute_at(out, owo)
+        .bound_extent(ow, width)
+        .bound_extent(m, mr)
+        .vectorize(ow, lanes)
+        .unroll(ow)
+        .unroll(m);
+    prod.update().reorder(ow, m, r.x, r.y, r.z).vectorize(ow, lanes).unroll(ow).unroll(m);
+  }
+  if (schedule.unroll_taps) prod.update().unroll(r.x);
+  pin_output_mins(out);
+  // The channel count is the weights' M: pinned, a tile's first channel is a multiple of mr
+  // and W's tiled index is a dense vector load. Unpinned, Halide shifts the last tile inward
+  // (first channel min(mo * mr, M - mr)) and every W load becomes a 16-lane gather, several
+  // times slower.
+  out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));
 }
 
 GemmGroupShape analyze_gemm_group(const FusionGroup& group) {
@@ -632,8 +679,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   block->check_limits();
   const HalideBlock& spec = *block;
   block->pipeline_ = compile_cached(cache, key, [&]() {
-    int lanes = schedule.lanes, mr = schedule.mr;
-    int width = lanes * schedule.vectors;
+    const int lanes = schedule.lanes;
     Var ow("ow"), oh("oh"), m("m"), batch("batch");
     std::vector<Var> vars = {ow, oh, m, batch};
     BuiltPipeline built;
@@ -712,53 +758,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       padded.update().vectorize(interior.x, lanes, TailStrategy::GuardWithIf);
     };
 
-    Var owo("owo"), owi("owi"), mo("mo"), mi("mi");
-    TailStrategy m_tail = out_channels % mr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
-    if (schedule.channels_vectorized) {
-      // mr channels (whole vectors) x `positions` output positions of accumulators; W's tile of
-      // mr channels is contiguous per tap (tiled layout, zero-padded past M).
-      const int positions = schedule.positions;
-      out.split(m, mo, mi, mr, m_tail)
-          .split(ow, owo, owi, positions, TailStrategy::GuardWithIf)
-          .reorder(mi, owi, owo, oh, mo, batch)
-          .vectorize(mi, lanes);
-      // Channels innermost in the accumulator tile too: dense vectors LLVM keeps in registers
-      // (the default ow-innermost storage makes every accumulator a strided gather).
-      prod.compute_at(out, owo)
-          .reorder_storage(m, ow, oh, batch)
-          .bound_extent(ow, positions)
-          .bound_extent(m, mr)
-          .vectorize(m, lanes)
-          .unroll(m)
-          .unroll(ow);
-      prod.update().reorder(m, ow, r.x, r.y, r.z).vectorize(m, lanes).unroll(m).unroll(ow);
-      if (schedule.unroll_taps) prod.update().unroll(r.x);
-      schedule_padded();
-      pin_output_mins(out);
-      // The channel count is the weights' M: pinned, a tile's first channel is a multiple of mr
-      // and W's tiled index is a dense vector load. Unpinned, Halide shifts the last tile inward
-      // (first channel min(mo * mr, M - mr)) and every W load becomes a 16-lane gather, several
-      // times slower.
-      out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));
-      pin_static_extents();
-      built.output = out;
-      return built;
-    }
-    out.split(m, mo, mi, mr, m_tail)
-        .split(ow, owo, owi, width, TailStrategy::GuardWithIf)
-        .reorder(owi, mi, owo, oh, mo, batch)
-        .vectorize(owi, lanes);
-    prod.compute_at(out, owo)
-        .bound_extent(ow, width)
-        .bound_extent(m, mr)
-        .vectorize(ow, lanes)
-        .unroll(ow)
-        .unroll(m);
-    prod.update().reorder(ow, m, r.x, r.y, r.z).vectorize(ow, lanes).unroll(ow).unroll(m);
-    if (schedule.unroll_taps) prod.update().unroll(r.x);
+    schedule_conv_tiles(out, prod, r, vars, schedule, out_channels);
     schedule_padded();
-    pin_output_mins(out);
-    out.output_buffer().dim(2).set_extent(static_cast<int>(out_channels));  // as above
     pin_static_extents();
     built.output = out;
     return built;

@@ -80,7 +80,26 @@ void tile_gemm_rows(Halide::Stage stage, const Halide::Var& n, const Halide::Var
                     int rows, int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
                     Halide::Var ni, Halide::Var mo, Halide::Var mi);
 
+// What the dense lowerings share about a rooted group:
+// the root's output and the group's result agree dim by dim (equal, or unknown on either side);
+bool same_shape(const Shape& a, const Shape& b);
+// the operands read by the group's elementwise members (the epilogue), in operand order;
+std::vector<const Value*> epilogue_operands(const FusionGroup& group);
+// kInvalidInput unless the epilogue's run-time operands (tensors[first...]) broadcast to `root`,
+// the root's run-time result shape, which it returns.
+std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunTensors& tensors,
+                                    size_t first, const std::string& context);
+
 // A group rooted at a Conv with constant weights, 1-D or 2-D (float32).
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache);
+
+struct ConvSchedule;  // schedule_table.h
+// The direct convolution's register tiling, shared with ConvTranspose (lower_conv_transpose.h):
+// `out` over vars (ow, oh, m, batch) reads the accumulators `prod`, whose update reduces over
+// r = (kx, ky, c); W is marshaled by schedule.w_layout. Pins the output's mins and its channel
+// extent to `out_channels`; the caller schedules the input the taps read.
+void schedule_conv_tiles(Halide::Func out, Halide::Func prod, const Halide::RDom& r,
+                         const std::vector<Halide::Var>& vars, const ConvSchedule& schedule,
+                         int64_t out_channels);
 
 }  // namespace rnnc

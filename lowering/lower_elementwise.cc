@@ -19,7 +19,7 @@ using Halide::Expr;
 // Bump when the code a group compiles to changes, so stale cached kernels are not reused.
 constexpr const char* kElementwiseKey = "rnnc elementwise";
 
-const std::set<std::string> kRoots = {"MatMul", "Gemm", "Conv"};
+const std::set<std::string> kRoots = {"MatMul", "Gemm", "Conv", "ConvTranspose"};
 const std::set<std::string> kNormalizers = {"Softmax", "LogSoftmax"};
 const std::set<std::string> kReductions = {"ReduceSum", "ReduceMean",      "ReduceMax",
                                            "ReduceMin", "ReduceSumSquare", "ReduceL1",

@@ -34,7 +34,8 @@ namespace rnnc {
 struct FusionGroup {
   std::vector<const Node*> nodes;            // in graph order
   const Node* sink = nullptr;                // the node whose output is the group's result
-  const Node* root = nullptr;                // MatMul / Gemm / Conv whose epilogue the group is
+  const Node* root = nullptr;                // MatMul / Gemm / Conv / ConvTranspose: the group
+                                             // is its epilogue
   const Node* normalizer = nullptr;          // a Softmax / LogSoftmax sink
   const Node* reduction = nullptr;           // a Reduce* node (alone in its group)
   std::set<const Node*> elementwise;         // members lowered as expressions

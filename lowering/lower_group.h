@@ -3,9 +3,13 @@
 //
 //   a MatMul / Gemm root (+ elementwise epilogue, + Softmax / LogSoftmax)  -> lower_gemm_group
 //   a Conv root (+ elementwise epilogue)                                   -> lower_conv_group
-//   a Softmax / LogSoftmax (+ elementwise prologue)                        ->
-//   lower_normalizer_group a Reduce* node -> lower_reduction elementwise nodes only ->
-//   lower_elementwise_group
+//   a ConvTranspose root (+ elementwise epilogue)                 -> lower_conv_transpose_group
+//   a CumSum alone                                                         -> lower_cumsum
+//   a DFT or STFT alone                                                    -> lower_dft
+//   a Resize or Upsample alone                                             -> lower_resize
+//   a Softmax / LogSoftmax (+ elementwise prologue)                  -> lower_normalizer_group
+//   a Reduce* node                                                         -> lower_reduction
+//   elementwise nodes only                                          -> lower_elementwise_group
 //
 // Anything else throws kUnsupported (raise_unsupported) so the caller keeps the reference kernels
 // for the block; kInvalidModel only for a node the reference kernel would reject too. The block

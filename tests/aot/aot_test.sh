@@ -2,10 +2,11 @@
 # The ahead-of-time libraries end to end (docs/aot.md): the example program built against the demo
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
-# quantize` wrote and view blocks gives the JIT path's outputs (`rnnc run`, the runtime) bit for
-# bit - same kernels for the same target, same time loop and copy code (lowering/core/) - for whole
-# runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB,
-# protobuf or ONNX; rnnc compile's errors name what it cannot export.
+# quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks, a front-end's STFT
+# and DFT blocks and a vocoder's Resize blocks gives the JIT path's outputs (`rnnc run`, the
+# runtime) bit for bit - same kernels for the same target, same time loop and copy code
+# (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or
+# ONNX; rnnc compile's errors name what it cannot export.
 #   aot_test.sh RNNC TENSOR_COMPARE EXAMPLES_DIR SOURCE_DIR KERNEL_CACHE [SANITIZERS]
 # With SANITIZERS (a sanitizer build), the examples also link the sanitizer runtimes, so only the
 # forbidden libraries are looked for.
@@ -136,6 +137,75 @@ if [[ $? -ne 0 && $err == *"input 'sequence_lens'[0] = 5, must be in [0, seq_len
 else
   fail "sequence_lens beyond seq: expected the library's error, got: $err"
 fi
+
+# A decoder's tail (tests/data/aot/decoder.onnx, PyTorch): a strided ConvTranspose1d with its ReLU,
+# a CumSum over time and a ConvTranspose2d with output_padding and its Sigmoid, each a Halide
+# block: batch 1 and 2, two lengths, every output.
+dec=$src/tests/data/aot/decoder.onnx
+compile_example dec "$dec"
+for driver_kind in "halide convtranspose+relu" "halide cumsum" "halide convtranspose+sigmoid"; do
+  if grep -qF "$driver_kind" "$tmp/dec/dec_driver.c"; then
+    pass
+  else
+    fail "decoder: no '$driver_kind' block"
+  fi
+done
+for shape in "1 5" "2 9"; do
+  set -- $shape
+  dir=$tmp/dec_$1_$2
+  mkdir -p "$dir/in"
+  run "decoder $1x$2: AOT run" "$tmp/aot_example_dec" "$tmp/dec/dec.weights" --dim batch=$1 \
+    --dim time=$2 --save-inputs "$dir/in" --out "$dir"
+  run "decoder $1x$2: JIT run" "$rnnc" run "$dec" --input "x=$dir/in/x.npy" \
+    --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y mask; do
+    same "decoder $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+
+# A front-end inside the graph (tests/data/aot/front_end.onnx): an STFT with a Hann window and a
+# zero-padded onesided DFT, each a Halide GEMM against its transform matrix; batch 1 and 3.
+fe=$src/tests/data/aot/front_end.onnx
+compile_example fe "$fe"
+for driver_kind in "halide stft" "halide dft"; do
+  if grep -qF "$driver_kind" "$tmp/fe/fe_driver.c"; then
+    pass
+  else
+    fail "front end: no '$driver_kind' block"
+  fi
+done
+for batch in 1 3; do
+  dir=$tmp/fe_$batch
+  mkdir -p "$dir/in"
+  run "front end $batch: AOT run" "$tmp/aot_example_fe" "$tmp/fe/fe.weights" --dim batch=$batch \
+    --save-inputs "$dir/in" --out "$dir"
+  run "front end $batch: JIT run" "$rnnc" run "$fe" --input "signal=$dir/in/signal.npy" \
+    --input "x=$dir/in/x.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in spectrum bins; do
+    same "front end $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
+
+# A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
+# a 2-D nearest one, each a Halide block; batch 1 and 2.
+up=$src/tests/data/aot/upsampler.onnx
+compile_example up "$up"
+if [[ $(grep -c "halide resize" "$tmp/up/up_driver.c") -ge 2 ]]; then
+  pass
+else
+  fail "upsampler: fewer than two resize blocks"
+fi
+for batch in 1 2; do
+  dir=$tmp/up_$batch
+  mkdir -p "$dir/in"
+  run "upsampler $batch: AOT run" "$tmp/aot_example_up" "$tmp/up/up.weights" --dim batch=$batch \
+    --save-inputs "$dir/in" --out "$dir"
+  run "upsampler $batch: JIT run" "$rnnc" run "$up" --input "x=$dir/in/x.npy" \
+    --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
+  for output in y grid; do
+    same "upsampler $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+  done
+done
 
 # Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start, a Pad whose
 # pads and a Reshape whose shape are int64 inputs. The library names the extents they give as

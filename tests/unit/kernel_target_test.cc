@@ -202,7 +202,9 @@ struct KernelCase {
   std::string config;
 };
 
-// One model per kernel kind: GEMM with epilogue, conv, elementwise, reductions and softmax,
+// One model per kernel kind: GEMM with epilogue, conv, ConvTranspose (channels and positions
+// vectorized, strided and not), CumSum (float and integer scans), STFT and DFT (GEMMs against
+// their transform matrices), Resize (linear, cubic, nearest), elementwise, reductions and softmax,
 // recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
 // activations, 12-bit weights) and static 16-bit with asymmetric weights.
 std::vector<KernelCase> kernel_cases() {
@@ -238,6 +240,44 @@ graph main(%x: f32[1, 1, len], %w: f32[16, 1, 5], %b: f32[16]) {
   return %y
 })",
        {{"w", {16, 1, 5}}, {"b", {16}}},
+       {},
+       ""},
+      {R"(model opset=17
+graph main(%x: f32[1, 8, len], %w: f32[8, 20, 4], %b: f32[20], %w1: f32[20, 1, 3],
+           %k: i64[rows, 24]) {
+  const %axis: i64[] = {1}
+  %c = ConvTranspose 'upsample' (%x, %w, %b) {strides=[2], pads=[1, 1]}
+  %r = Relu 'relu' (%c)
+  %m = ConvTranspose 'mask' (%r, %w1) {pads=[1, 1]}
+  %s = Sigmoid 'sigmoid' (%m)
+  %t = CumSum 'cumsum' (%s, %axis)
+  %n = CumSum 'counts' (%k, %axis) {exclusive=1, reverse=1}
+  return %t, %n
+})",
+       {{"w", {8, 20, 4}}, {"b", {20}}, {"w1", {20, 1, 3}}},
+       {},
+       ""},
+      {R"(model opset=17
+graph main(%signal: f32[1, samples, 1], %window: f32[64], %x: f32[rows, 20, 1]) {
+  const %step: i64[] = {16}
+  const %n: i64[] = {33}
+  %s = STFT 'stft' (%signal, %step, %window)
+  %d = DFT 'dft' (%x, %n) {onesided=1}
+  return %s, %d
+})",
+       {{"window", {64}}},
+       {},
+       ""},
+      {R"(model opset=13
+graph main(%x: f32[batch, 4, 37], %s: i64[1, 2, 3, 5]) {
+  const %scales: f32[3] = {1.0, 1.0, 4.0}
+  const %scales2: f32[4] = {1.0, 1.0, 2.0, 2.0}
+  %up = Resize 'linear' (%x, _, %scales) {mode="linear"}
+  %grid = Resize 'nearest' (%s, _, %scales2) {mode="nearest"}
+  %smooth = Resize 'cubic' (%x, _, %scales) {mode="cubic"}
+  return %up, %grid, %smooth
+})",
+       {},
        {},
        ""},
       {R"(model opset=17
@@ -313,7 +353,9 @@ std::string compile_and_scan(const std::string& target_name) {
     ProgramOptions options;
     options.cache_dir = dir.string();
     options.target = target_name;
-    compile_program(case_model(c), options);
+    // Every node of every case runs in a kernel (a reference block would escape the scan).
+    EXPECT_THAT(compile_program(case_model(c), options)->describe(),
+                ::testing::Not(::testing::HasSubstr(": reference ")));
   }
   std::string listings = scan_cache(dir.string(), target);
   fs::remove_all(dir);

@@ -849,6 +849,361 @@ graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
 
 // ---- what falls back ---------------------------------------------------------------------------
 
+// ---- ConvTranspose -----------------------------------------------------------------------------
+// Tolerance summed(C/group * taps): each output sums at most that many products (the taps that
+// fall between input positions add exact zeros, which round nothing).
+
+TEST(LoweringConvTranspose, OneDimensionalWithGroupsStrideDilationPadsAndOutputPadding) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {2, 4, sym("time")}), c.constant("w", random_tensor({4, 3, 3}, 7)),
+          c.constant("b", random_tensor({6}, 2))},
+         {{"group", Attribute::of_int(2)},
+          {"strides", Attribute::of_ints({2})},
+          {"dilations", Attribute::of_ints({2})},
+          {"pads", Attribute::of_ints({1, 2})},
+          {"output_padding", Attribute::of_ints({1})}});
+  for (int64_t time : {9, 1}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 4, time}, 7)}}, summed(6));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide convtranspose [M=6,C=4,k=3,s=2]");
+}
+
+TEST(LoweringConvTranspose, StrideLargerThanTheKernelLeavesBiasOnlyPositions) {
+  // Stride 3, kernel 2: every third output position is reached by no tap and holds the bias.
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 3, 5}), c.constant("w", random_tensor({3, 2, 2}, 7)),
+          c.constant("b", random_tensor({2}, 2))},
+         {{"strides", Attribute::of_ints({3})}});
+  c.expect_matches({{"x", random_tensor({1, 3, 5}, 7)}}, summed(3));
+}
+
+TEST(LoweringConvTranspose, TwoDimensionalWithOutputPaddingAndReluEpilogue) {
+  Case c;
+  Value* y = c.node("ConvTranspose",
+                    {c.input("x", {1, 3, 4, 5}), c.constant("w", random_tensor({3, 5, 3, 2}, 7)),
+                     c.constant("b", random_tensor({5}, 2))},
+                    {{"strides", Attribute::of_ints({2, 3})},
+                     {"pads", Attribute::of_ints({1, 0, 0, 1})},
+                     {"dilations", Attribute::of_ints({1, 2})},
+                     {"output_padding", Attribute::of_ints({1, 2})}});
+  c.node("Relu", {y});
+  c.expect_matches({{"x", random_tensor({1, 3, 4, 5}, 7)}}, summed(18));
+  EXPECT_EQ(c.lower().kind(), "halide convtranspose+relu [M=5,C=3,k=3x2,s=2x3]");
+}
+
+TEST(LoweringConvTranspose, ChannelVectorizedWithAChannelTailAndASigmoidEpilogue) {
+  // 20 output channels: channels vectorized, with a partial channel tile; a decoder's x2
+  // upsampling.
+  Case c;
+  Value* y =
+      c.node("ConvTranspose",
+             {c.input("x", {2, 8, sym("time")}), c.constant("w", random_tensor({8, 20, 4}, 7)),
+              c.constant("b", random_tensor({20}, 2))},
+             {{"strides", Attribute::of_ints({2})}, {"pads", Attribute::of_ints({1, 1})}});
+  c.node("Sigmoid", {y});
+  for (int64_t time : {3, 21}) {
+    SCOPED_TRACE(time);
+    c.expect_matches({{"x", random_tensor({2, 8, time}, 7)}}, summed(32));
+  }
+}
+
+TEST(LoweringConvTranspose, DepthwiseTwoDimensional) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 6, 3, 4}), c.constant("w", random_tensor({6, 1, 2, 2}, 7))},
+         {{"group", Attribute::of_int(6)}, {"strides", Attribute::of_ints({2, 2})}});
+  c.expect_matches({{"x", random_tensor({1, 6, 3, 4}, 7)}}, summed(4));
+}
+
+TEST(LoweringConvTranspose, OutputShapeAndAutoPadFromAStaticInputSize) {
+  // output_shape larger than the full output (negative total padding: positions past every tap),
+  // and SAME_UPPER / SAME_LOWER with an odd total padding (the larger part at the end for UPPER).
+  Case shaped;
+  shaped.node("ConvTranspose",
+              {shaped.input("x", {1, 2, 4}), shaped.constant("w", random_tensor({2, 3, 3}, 7))},
+              {{"strides", Attribute::of_ints({2})}, {"output_shape", Attribute::of_ints({11})}});
+  shaped.expect_matches({{"x", random_tensor({1, 2, 4}, 7)}}, summed(6));
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    SCOPED_TRACE(mode);
+    Case same;
+    same.node("ConvTranspose",
+              {same.input("x", {1, 2, 3, 5}), same.constant("w", random_tensor({2, 2, 3, 2}, 7))},
+              {{"strides", Attribute::of_ints({2, 2})}, {"auto_pad", Attribute::of_string(mode)}});
+    same.expect_matches({{"x", random_tensor({1, 2, 3, 5}, 7)}}, summed(12));
+  }
+}
+
+TEST(LoweringConvTranspose, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  Value* y =
+      c.node("ConvTranspose",
+             {c.input("x", {1, 4, sym("time")}), c.constant("w", random_tensor({4, 17, 3}, 7)),
+              c.constant("b", random_tensor({17}, 2))},
+             {{"strides", Attribute::of_ints({2})}, {"output_padding", Attribute::of_ints({1})}});
+  c.node("LeakyRelu", {y});
+  c.expect_matches({{"x", random_tensor({1, 4, 6}, 7)}}, summed(12), avx2_cache());
+}
+
+// As Conv's: a channel tile's flipped weights are one dense vector load per tap, and the strided
+// scatter into U is scalar stores, not gathers.
+TEST(LoweringConvTranspose, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
+  HalideCache cache(cache_directory().path() + "/objects", "");
+  cache.set_keep_objects(true);
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 64, sym("time")}), c.constant("w", random_tensor({64, 32, 4}, 7)),
+          c.constant("b", random_tensor({32}, 7))},
+         {{"strides", Attribute::of_ints({2})}, {"pads", Attribute::of_ints({1, 1})}});
+  c.expect_matches({{"x", random_tensor({1, 64, 5}, 7)}}, summed(128), cache);
+  auto* block = dynamic_cast<HalideBlock*>(&c.lower(cache));
+  ASSERT_TRUE(block);
+  ASSERT_FALSE(block->pipeline_.object_path.empty());
+  const std::string text = testing::disassemble(block->pipeline_.object_path);
+  ASSERT_NE(text.find("vfmadd"), std::string::npos) << "no FMA in the listing: wrong object?";
+  EXPECT_FALSE(testing::gathers_data(text)) << block->kind() << " gathers";
+}
+
+TEST(LoweringConvTranspose, PadsThatDependOnARunTimeSizeAreUnsupported) {
+  Case c;
+  c.node("ConvTranspose",
+         {c.input("x", {1, 2, sym("time")}), c.constant("w", random_tensor({2, 2, 3}, 7))},
+         {{"strides", Attribute::of_ints({2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "ConvTranspose 'ConvTranspose_0' (opset 17): auto_pad SAME_UPPER on a run-time input "
+            "size");
+}
+
+TEST(LoweringConvTranspose, RunTimeWeightsAreUnsupported) {
+  Case c;
+  c.node("ConvTranspose", {c.input("x", {1, 2, 5}), c.input("w", {2, 2, 3})});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "ConvTranspose 'ConvTranspose_0' (opset 17): weights computed at run time");
+}
+
+// ---- CumSum ------------------------------------------------------------------------------------
+// float32: a running float32 sum of L terms against the reference's double sum rounded once,
+// summed(L). Integers: exact (both wrap modulo 2^bits).
+
+Value* cumsum(Case& c, Value* x, int64_t axis, bool exclusive, bool reverse) {
+  return c.node(
+      "CumSum", {x, c.constant(cat("axis", c.nodes().size()), Tensor::scalar<int64_t>(axis))},
+      {{"exclusive", Attribute::of_int(exclusive)}, {"reverse", Attribute::of_int(reverse)}});
+}
+
+TEST(LoweringCumSum, EveryExclusiveAndReverseCombinationAlongAMiddleAxis) {
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "exclusive " << exclusive << " reverse " << reverse);
+      Case c(14);
+      cumsum(c, c.input("x", {3, sym("length"), 21}), 1, exclusive, reverse);
+      for (int64_t length : {13, 1}) {
+        SCOPED_TRACE(length);
+        c.expect_matches({{"x", random_tensor({3, length, 21}, 7)}}, summed(length));
+      }
+    }
+  }
+}
+
+TEST(LoweringCumSum, LastAndNegativeAxes) {
+  Case last(14);
+  cumsum(last, last.input("x", {4, 9}), -1, true, true);
+  last.expect_matches({{"x", random_tensor({4, 9}, 7)}}, summed(9));
+  EXPECT_EQ(last.lower().kind(), "halide cumsum f32 axis 1 exclusive reverse [4, 9]");
+  Case first(14);
+  cumsum(first, first.input("x", {sym("length"), 2, 3}), -3, false, true);
+  first.expect_matches({{"x", random_tensor({10, 2, 3}, 7)}}, summed(10));
+}
+
+TEST(LoweringCumSum, IntegersWrapAsTheReference) {
+  std::mt19937 rng(3);
+  for (DType dtype : {DType::kInt32, DType::kInt64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Case c(14);
+    cumsum(c, c.input("x", {5, 37}, dtype), 1, true, false);
+    Tensor x = random_tensor(dtype, {5, 37}, rng);
+    // Near the top of the range, so the sums wrap.
+    if (dtype == DType::kInt32) x.data<int32_t>()[3] = INT32_MAX - 5;
+    if (dtype == DType::kInt64) x.data<int64_t>()[3] = INT64_MAX - 5;
+    c.expect_matches({{"x", x}}, {0, 0});
+  }
+}
+
+TEST(LoweringCumSum, AnAxisComputedAtRunTimeIsUnsupported) {
+  Case c(14);
+  c.node("CumSum", {c.input("x", {4, 3}), c.input("axis", {}, DType::kInt64)});
+  EXPECT_EQ(error_of([&] { c.lower(); }, ErrorKind::kUnsupported),
+            "CumSum 'CumSum_0' (opset 14): an axis computed at run time");
+}
+
+// ---- DFT and STFT ------------------------------------------------------------------------------
+// A GEMM of K samples against the transform matrix, |T| <= 1 (times the window): summed(K).
+
+Value* int_constant(Case& c, const std::string& name, int64_t value) {
+  return c.constant(name, Tensor::scalar<int64_t>(value));
+}
+
+TEST(LoweringStft, HannWindowedFramesReadInPlaceWithAnOddFrameLength) {
+  // frame_length 25 (odd: bins 13), step 10: frames overlap; 3 and 7 frames (fewer than a row
+  // tile, and more).
+  std::vector<float> hann;
+  for (int n = 0; n < 25; ++n)
+    hann.push_back(static_cast<float>(0.5 - 0.5 * std::cos(2 * M_PI * n / 25)));
+  Case c;
+  c.node("STFT", {c.input("signal", {2, sym("samples"), 1}), int_constant(c, "step", 10),
+                  c.constant("window", f32({25}, hann))});
+  for (int64_t samples : {45, 94}) {
+    SCOPED_TRACE(samples);
+    c.expect_matches({{"signal", random_tensor({2, samples, 1}, 7)}}, summed(25));
+  }
+  EXPECT_EQ(c.lower().kind(), "halide stft [N=25,bins=13,step=10]");
+}
+
+TEST(LoweringStft, TwoSidedWithFrameLengthAndNoWindow) {
+  Case c;
+  c.node("STFT",
+         {c.input("signal", {1, 40, 1}), int_constant(c, "step", 16), nullptr,
+          int_constant(c, "frame_length", 16)},
+         {{"onesided", Attribute::of_int(0)}});
+  c.expect_matches({{"signal", random_tensor({1, 40, 1}, 7)}}, summed(16));
+}
+
+TEST(LoweringDft, OnesidedOddLengthZeroPaddedAndCut) {
+  // dft_length 9 (odd) over 6 samples (zero padding) and over 12 (cut); rows from two dims.
+  for (int64_t length : {6, 12}) {
+    SCOPED_TRACE(length);
+    Case c;
+    c.node("DFT", {c.input("x", {sym("batch"), 3, length, 1}), int_constant(c, "n", 9)},
+           {{"onesided", Attribute::of_int(1)}, {"axis", Attribute::of_int(2)}});
+    c.expect_matches({{"x", random_tensor({2, 3, length, 1}, 7)}}, summed(9));
+  }
+}
+
+TEST(LoweringDft, InverseOverTheWholeAxis) {
+  Case c(20);
+  c.node("DFT", {c.input("x", {5, 16, 1})}, {{"inverse", Attribute::of_int(1)}});
+  c.expect_matches({{"x", random_tensor({5, 16, 1}, 7)}}, summed(16));
+  EXPECT_EQ(c.lower().kind(), "halide dft inverse [N=16,bins=16]");
+}
+
+TEST(LoweringDft, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  c.node("STFT", {c.input("signal", {1, 100, 1}), int_constant(c, "step", 8), nullptr,
+                  int_constant(c, "frame_length", 32)});
+  c.expect_matches({{"signal", random_tensor({1, 100, 1}, 7)}}, summed(32), avx2_cache());
+}
+
+TEST(LoweringDft, ComplexSignalsAndOtherAxesAreUnsupported) {
+  Case complex;
+  complex.node("DFT", {complex.input("x", {4, 8, 2})});
+  EXPECT_EQ(error_of([&] { complex.lower(); }, ErrorKind::kUnsupported),
+            "DFT 'DFT_0' (opset 17): lowered for real signals (last dim 1) only");
+  Case axis;
+  axis.node("DFT", {axis.input("x", {4, 8, 3, 1})}, {{"axis", Attribute::of_int(1)}});
+  EXPECT_EQ(error_of([&] { axis.lower(); }, ErrorKind::kUnsupported),
+            "DFT 'DFT_0' (opset 17): lowered for the axis before the last only");
+}
+
+// ---- Resize and Upsample ------------------------------------------------------------------------
+// Linear: at most four weight products of values in [-1, 1] summed in float32 against the
+// reference's double sum: rtol 1e-5, atol 1e-6 (kElementwise); cubic and antialiased filters sum
+// more, with weights of both signs: atol 4e-6. Nearest copies: exact.
+
+Value* resize(Case& c, Value* x, const std::vector<float>& scales, const std::string& mode,
+              const std::string& coordinates, const std::string& nearest_mode = "") {
+  std::map<std::string, Attribute> attributes = {
+      {"mode", Attribute::of_string(mode)},
+      {"coordinate_transformation_mode", Attribute::of_string(coordinates)}};
+  if (!nearest_mode.empty()) attributes["nearest_mode"] = Attribute::of_string(nearest_mode);
+  const int64_t rank = static_cast<int64_t>(scales.size());
+  return c.node("Resize",
+                {x, nullptr, c.constant(cat("scales", c.nodes().size()), f32({rank}, scales))},
+                attributes);
+}
+
+TEST(LoweringResize, LinearTwoDimensionalInEveryCommonCoordinateMode) {
+  for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
+    SCOPED_TRACE(mode);
+    Case c;
+    resize(c, c.input("x", {sym("batch"), 3, 5, 7}), {1, 1, 2, 2.5}, "linear", mode);
+    c.expect_matches({{"x", random_tensor({2, 3, 5, 7}, 7)}}, kElementwise);
+  }
+}
+
+TEST(LoweringResize, LinearDownscaleAlongTimeOnly) {
+  // 1-D [N, C, L], L 23 -> 13 (scale 0.6): taps clamped at both edges.
+  Case c;
+  resize(c, c.input("x", {1, 4, 23}), {1, 1, 0.6f}, "linear", "half_pixel");
+  c.expect_matches({{"x", random_tensor({1, 4, 23}, 7)}}, kElementwise);
+  EXPECT_EQ(c.lower().kind(), "halide resize linear half_pixel [23->13]");
+}
+
+TEST(LoweringResize, NearestModesAndSizes) {
+  for (const char* rounding : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+    SCOPED_TRACE(rounding);
+    Case c;
+    resize(c, c.input("x", {2, sym("channels"), 6, 9}), {1, 1, 1.5f, 3}, "nearest", "asymmetric",
+           rounding);
+    c.expect_matches({{"x", random_tensor({2, 5, 6, 9}, 7)}}, {0, 0});
+  }
+  Case sized;
+  sized.node("Resize",
+             {sized.input("x", {1, 2, 7}), nullptr, nullptr,
+              sized.constant("sizes", Tensor::from_vector<int64_t>({3}, {1, 2, 19}))},
+             {{"mode", Attribute::of_string("nearest")}});
+  sized.expect_matches({{"x", random_tensor({1, 2, 7}, 7)}}, {0, 0});
+}
+
+TEST(LoweringResize, UpsampleOpset9IsANearestResize) {
+  Case c(9);
+  c.node("Upsample", {c.input("x", {1, 2, 3, 4}), c.constant("scales", f32({4}, {1, 1, 2, 2}))});
+  c.expect_matches({{"x", random_tensor({1, 2, 3, 4}, 7)}}, {0, 0});
+}
+
+TEST(LoweringResize, CompilesAndMatchesForTheGenericAvx2Target) {
+  Case c;
+  resize(c, c.input("x", {1, 8, 33}), {1, 1, 4}, "linear", "align_corners");
+  c.expect_matches({{"x", random_tensor({1, 8, 33}, 7)}}, kElementwise, avx2_cache());
+}
+
+TEST(LoweringResize, CubicWithExcludeOutsideAndAnAntialiasedDownscale) {
+  // Cubic: four taps per axis (16 weight products), the edge taps dropped and the rest
+  // renormalized under exclude_outside; antialiased linear 0.4x: the filter stretched to five
+  // taps. Tolerance as linear, scaled by the taps (rtol 1e-5, atol 1e-6 * 4).
+  Case cubic;
+  Value* x = cubic.input("x", {1, 2, 5, 6});
+  cubic.node("Resize", {x, nullptr, cubic.constant("scales", f32({4}, {1, 1, 2, 1.5f}))},
+             {{"mode", Attribute::of_string("cubic")},
+              {"exclude_outside", Attribute::of_int(1)},
+              {"cubic_coeff_a", Attribute::of_float(-0.5f)}});
+  cubic.expect_matches({{"x", random_tensor({1, 2, 5, 6}, 7)}}, {1e-5, 4e-6});
+  Case antialias(18);
+  antialias.node("Resize",
+                 {antialias.input("x", {1, 3, 20}), nullptr,
+                  antialias.constant("scales", f32({3}, {1, 1, 0.4f}))},
+                 {{"mode", Attribute::of_string("linear")}, {"antialias", Attribute::of_int(1)}});
+  antialias.expect_matches({{"x", random_tensor({1, 3, 20}, 7)}}, {1e-5, 4e-6});
+}
+
+TEST(LoweringResize, CropAndResizeAndRunTimeSizedAxesAreUnsupported) {
+  Case crop;
+  crop.node(
+      "Resize",
+      {crop.input("x", {1, 1, 4, 4}), crop.constant("roi", f32({8}, {0, 0, 0, 0, 1, 1, 1, 1})),
+       crop.constant("scales", f32({4}, {1, 1, 2, 2}))},
+      {{"mode", Attribute::of_string("linear")},
+       {"coordinate_transformation_mode", Attribute::of_string("tf_crop_and_resize")}});
+  EXPECT_EQ(error_of([&] { crop.lower(); }, ErrorKind::kUnsupported),
+            "Resize 'Resize_0' (opset 17): tf_crop_and_resize (a region and an extrapolation "
+            "value)");
+  Case dynamic;
+  resize(dynamic, dynamic.input("x", {1, 2, sym("time")}), {1, 1, 2}, "nearest", "asymmetric");
+  EXPECT_EQ(error_of([&] { dynamic.lower(); }, ErrorKind::kUnsupported),
+            "Resize 'Resize_0' (opset 17): axis 2 of a size known only at run time is resized");
+}
+
 TEST(LoweringFallback, OpsOutsideTheTablesAreUnsupported) {
   Case c;
   c.node("Cos", {c.input("x", {4})});

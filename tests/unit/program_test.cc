@@ -15,6 +15,7 @@
 #include "ir/reference/evaluator.h"
 #include "lowering/program.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 
 namespace rnnc {
 namespace {
@@ -110,6 +111,33 @@ namespace {
 // that only blocks holding their own copies read (the LSTMs' packed W and R): the program still
 // computes the same outputs bit for bit, and every constant a block reads from the graph at run
 // time keeps its data.
+// The exports of tests/data/aot (make_models.py): a decoder's ConvTranspose1d/2d with fused
+// epilogues and a CumSum, a front-end's STFT and DFT, an upsampler's linear and nearest Resize.
+// Every node runs in a Halide block, and the program equals the reference on the imported graph.
+TEST(Program, DecoderFrontEndAndUpsamplerExportsRunNoReferenceBlock) {
+  struct Case {
+    const char* model;
+    std::map<std::string, std::vector<int64_t>> inputs;
+  };
+  const std::vector<Case> cases = {
+      {"decoder", {{"x", {2, 16, 7}}, {"s", {2, 2, 6, 7}}}},
+      {"front_end", {{"signal", {1, 400, 1}}, {"x", {3, 24, 1}}}},
+      {"upsampler", {{"x", {2, 4, 10}}, {"s", {2, 2, 3, 5}}}},
+  };
+  unsigned seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model);
+    const std::string path = cat(RNNC_SOURCE_DIR "/tests/data/aot/", c.model, ".onnx");
+    std::map<std::string, Tensor> inputs;
+    for (const auto& [name, shape] : c.inputs) inputs[name] = testing::random_tensor(shape, seed++);
+    auto program = compile_program(import_onnx_file(path), test_options());
+    for (const auto& block : program->blocks()) {
+      EXPECT_EQ(block->kind().rfind("halide", 0), 0u) << program->describe();
+    }
+    expect_close(program->run(inputs), evaluate(*import_onnx_file(path)->graph, inputs), c.model);
+  }
+}
+
 TEST(Program, ReleasesTheGraphCopyOfConstantsItsBlocksHold) {
   const std::string path = RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx";
   std::map<std::string, Tensor> inputs{

@@ -103,3 +103,66 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 model.ir_version = 8
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "slice_pad_run_time.onnx"))
+
+# decoder.onnx: a speech-enhancement decoder's tail as PyTorch 1.13 exports it at opset 14, time
+# dynamic: a strided ConvTranspose1d with ReLU and a CumSum over time, and a ConvTranspose2d mask
+# (output_padding) with a Sigmoid. Each is a Halide block (the epilogues fused), so the library
+# holds no reference block.
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.ConvTranspose1d(16, 8, kernel_size=4, stride=2, padding=1)
+        self.mask = torch.nn.ConvTranspose2d(2, 1, kernel_size=(3, 2), stride=(1, 2),
+                                             padding=(1, 0), output_padding=(0, 1))
+
+    def forward(self, x, s):
+        y = torch.relu(self.up(x))
+        return torch.cumsum(y, dim=2), torch.sigmoid(self.mask(s))
+
+
+torch.onnx.export(
+    Decoder(), (torch.randn(1, 16, 5), torch.randn(1, 2, 6, 5)), os.path.join(here, "decoder.onnx"),
+    opset_version=14, input_names=["x", "s"], output_names=["y", "mask"],
+    dynamic_axes={"x": {0: "batch", 2: "time"}, "s": {0: "batch", 3: "time"},
+                  "y": {0: "batch", 2: "time2"}, "mask": {0: "batch", 3: "time2"}})
+
+# front_end.onnx: a speech front-end exported inside the graph (opset 17): an STFT of a 400-sample
+# chunk (frame 64, step 16, a constant periodic Hann window, onesided) and a real DFT of a
+# [batch, 24, 1] signal zero-padded to dft_length 32, onesided. Both are Halide GEMMs against their
+# transform matrices (tests/aot/aot_test.sh).
+n_fft = 64
+hann = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)
+graph = helper.make_graph(
+    [helper.make_node("STFT", ["signal", "step", "window"], ["spectrum"], name="stft"),
+     helper.make_node("DFT", ["x", "dft_length"], ["bins"], name="dft", onesided=1)],
+    "front_end",
+    [helper.make_tensor_value_info("signal", TensorProto.FLOAT, [1, 400, 1]),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 24, 1])],
+    [helper.make_tensor_value_info("spectrum", TensorProto.FLOAT, [1, 22, 33, 2]),
+     helper.make_tensor_value_info("bins", TensorProto.FLOAT, ["batch", 17, 2])],
+    [numpy_helper.from_array(np.array(16, dtype=np.int64), "step"),
+     numpy_helper.from_array(hann.astype(np.float32), "window"),
+     numpy_helper.from_array(np.array(32, dtype=np.int64), "dft_length")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(here, "front_end.onnx"))
+
+# upsampler.onnx: a vocoder's upsampling as PyTorch 1.13 exports it at opset 14: linear x4 along a
+# static time axis (half_pixel) and a 2-D nearest x2 (asymmetric, floor), batch dynamic.
+# Both are Halide resize blocks (tests/aot/aot_test.sh).
+
+
+class Upsampler(torch.nn.Module):
+    def forward(self, x, s):
+        return (torch.nn.functional.interpolate(x, scale_factor=4, mode="linear"),
+                torch.nn.functional.interpolate(s, scale_factor=2, mode="nearest"))
+
+
+torch.onnx.export(
+    Upsampler(), (torch.randn(1, 4, 10), torch.randn(1, 2, 3, 5)),
+    os.path.join(here, "upsampler.onnx"), opset_version=14, input_names=["x", "s"],
+    output_names=["y", "grid"], dynamic_axes={"x": {0: "batch"}, "s": {0: "batch"},
+                                              "y": {0: "batch"}, "grid": {0: "batch"}})
