@@ -348,6 +348,63 @@ class PadBlock : public CopyBlock {
   int mode_;  // RN_PAD_*
 };
 
+// ---- ScatterND -------------------------------------------------------------------------------
+
+// The data with the updates' slices written at the indices (reduction "none"). Given the data's
+// own buffer (the executor's in-place hand-over: io.inputs[data] is &io.outputs[0]) it writes
+// only the slices; otherwise one copy of the data, then the slices.
+class ScatterNDBlock : public CopyBlock {
+ public:
+  using CopyBlock::CopyBlock;
+
+  int in_place_input() const override {
+    const Value* data = node_.input(0);
+    if (data == node_.input(1) || data == node_.input(2)) return -1;
+    const auto it = std::find(inputs.begin(), inputs.end(), data);
+    return it == inputs.end() ? -1 : static_cast<int>(it - inputs.begin());
+  }
+
+ protected:
+  bool copy(const Tensor* const* operands, BlockIO& io) const override {
+    const Tensor& data = *operands[0];
+    const Tensor* indices = operands[1];
+    const Tensor* updates = operands[2];
+    const int64_t rank = data.rank();
+    if (!indices || !updates || rank < 1 || rank > static_cast<int64_t>(kMaxRank) ||
+        !copyable(data.dtype()) || updates->dtype() != data.dtype() ||
+        indices->dtype() != DType::kInt64 || indices->rank() < 1) {
+      return false;
+    }
+    // updates: indices.shape[:-1] + data.shape[k:]
+    const int64_t k = indices->dim(indices->rank() - 1);
+    if (k < 1 || k > rank || updates->rank() != indices->rank() - 1 + rank - k) return false;
+    for (int64_t d = 0; d + 1 < indices->rank(); ++d) {
+      if (updates->dim(d) != indices->dim(d)) return false;
+    }
+    for (int64_t d = k; d < rank; ++d) {
+      if (updates->dim(indices->rank() - 1 + d - k) != data.dim(d)) return false;
+    }
+    const int64_t tuples = indices->numel() / k;
+    int64_t slice = 1;
+    for (int64_t d = k; d < rank; ++d) slice *= data.dim(d);
+    Workspace local;
+    Workspace& workspace = io.workspace ? *io.workspace : local;
+    workspace.reset();
+    int64_t* offsets = workspace.allocate_uninitialized<int64_t>(std::max<int64_t>(tuples, 1));
+    if (!rn_scatter_nd_offsets(static_cast<int>(rank), data.shape().data(), static_cast<int>(k),
+                               tuples, indices->data<int64_t>(), offsets)) {
+      return false;
+    }
+    if (&data != &io.outputs[0]) {
+      Tensor::recycle(io.outputs[0], data.dtype(), data.shape().data(), static_cast<size_t>(rank));
+      if (data.nbytes() > 0) std::memcpy(io.outputs[0].raw_data(), data.raw_data(), data.nbytes());
+    }
+    rn_scatter_nd_write(static_cast<int>(dtype_size(data.dtype())), tuples, offsets, slice,
+                        updates->raw_data(), io.outputs[0].raw_data());
+    return true;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes) {
@@ -355,13 +412,18 @@ std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes
   const Node& node = *nodes[0];
   const bool slice = node.op_type() == "Slice" && node.opset() >= 10;
   const bool pad = node.op_type() == "Pad" && node.opset() >= 11;
-  if (!node.domain().empty() || (!slice && !pad)) raise_unsupported("not a Slice or Pad");
+  const bool scatter = node.op_type() == "ScatterND" &&
+                       node.attr_string("reduction", "none") == "none" && node.num_inputs() == 3;
+  if (!node.domain().empty() || (!slice && !pad && !scatter)) {
+    raise_unsupported("not a Slice, Pad or ScatterND without reduction");
+  }
   const Value* out = node.output(0);
   if (!out || node.num_inputs() == 0 || !node.input(0) || node.num_inputs() > kMaxOperands ||
       out->type.dtype == DType::kString || node.input(0)->type.dtype == DType::kString ||
       out->type.rank() > static_cast<int64_t>(kMaxRank)) {
     raise_unsupported(cat(node.op_type(), " this copy block does not handle"));
   }
+  if (scatter) return std::make_unique<ScatterNDBlock>(node);
   if (slice) return std::make_unique<SliceBlock>(node);
   const std::string mode = node.attr_string("mode", "constant");
   const int pad_mode = mode == "constant"  ? RN_PAD_CONSTANT
