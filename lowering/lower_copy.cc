@@ -403,6 +403,73 @@ class ScatterNDBlock : public CopyBlock {
                         updates->raw_data(), io.outputs[0].raw_data());
     return true;
   }
+
+  // The same offsets and writes in the driver, over one copy of the data (the driver's buffers
+  // are not handed over). Indices and updates may be constants or run-time tensors; the tuple
+  // length k must be a known dim.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty() || !io.outputs[0]) return;
+    std::vector<std::string> data;
+    check_aot_operands(writer, io, data);
+    const Value* indices = node_.input(1);
+    const Value* updates = node_.input(2);
+    const std::vector<std::string> index_shape = writer.shape(indices);
+    const std::vector<std::string> update_shape = writer.shape(updates);
+    const int64_t rank = static_cast<int64_t>(data.size());
+    const int64_t q = static_cast<int64_t>(index_shape.size());
+    const Dim* last = q > 0 ? &indices->type.shape->back() : nullptr;
+    if (indices->type.dtype != DType::kInt64 || updates->type.dtype != node_.input(0)->type.dtype ||
+        !last || !last->is_known()) {
+      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": indices ",
+                            indices->type.to_string(), ", updates ", updates->type.to_string(),
+                            "; the library takes int64 indices whose last dim is a number"));
+    }
+    const int64_t k = last->value();
+    if (k < 1 || k > rank || static_cast<int64_t>(update_shape.size()) != q - 1 + rank - k) {
+      raise_invalid_model(cat(node_.describe(), ": indices ", indices->type.to_string(),
+                              " and updates ", updates->type.to_string(), " do not fit data of rank ",
+                              rank));
+    }
+    auto operand = [&](const Value* value) {
+      return value->is_constant() && !value->is_graph_input() ? writer.constant(*value->constant())
+                                                              : writer.value(value);
+    };
+    const size_t element = dtype_size(node_.input(0)->type.dtype);
+    const std::string tuples = writer.fresh("tuples"), slice = writer.fresh("slice");
+    const std::string offsets = writer.fresh("offsets");
+    std::string code = cat("{\n  int64_t ", tuples, " = 1, ", slice, " = 1;\n");
+    for (int64_t d = 0; d + 1 < q; ++d) code += cat("  ", tuples, " *= ", index_shape[d], ";\n");
+    for (int64_t d = k; d < rank; ++d) code += cat("  ", slice, " *= ", data[d], ";\n");
+    // updates: indices.shape[:-1] + data.shape[k:]
+    std::vector<std::string> expected(index_shape.begin(), index_shape.end() - 1);
+    expected.insert(expected.end(), data.begin() + k, data.end());
+    std::string expected_text, actual_text;
+    for (size_t d = 0; d < expected.size(); ++d) {
+      expected_text += (d ? ", " : "") + expected[d];
+      actual_text += (d ? ", " : "") + update_shape[d];
+    }
+    if (!expected.empty()) {
+      code += cat("  RN_TRY(rn_check_shape(ctx, ", expected.size(), ", (const int64_t[]){",
+                  actual_text, "}, (const int64_t[]){", expected_text, "}, ",
+                  c_string_literal(cat(node_.describe(), ": input 2 'updates'")), "));\n");
+    }
+    std::string data_shape, bytes = cat(element);
+    for (const std::string& extent : data) {
+      data_shape += (data_shape.empty() ? "" : ", ") + extent;
+      bytes += " * " + extent;
+    }
+    code += cat("  int64_t* ", offsets, " = (int64_t*)",
+                writer.scratch(cat("8 * (", tuples, " > 0 ? ", tuples, " : 1)")), ";\n  if (!",
+                offsets, ") return rn_out_of_memory(ctx);\n  if (!rn_scatter_nd_offsets(", rank,
+                ", (const int64_t[]){", data_shape, "}, ", k, ", ", tuples, ", (const int64_t*)",
+                operand(indices), ", ", offsets,
+                ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                c_string_literal(cat(node_.describe(), ": an index is out of range")), ");\n",
+                "  memcpy(", writer.value(io.outputs[0]), ", ", operand(node_.input(0)), ", (size_t)(",
+                bytes, "));\n  rn_scatter_nd_write(", element, ", ", tuples, ", ", offsets, ", ",
+                slice, ", ", operand(updates), ", ", writer.value(io.outputs[0]), ");\n}\n");
+    writer.code(code);
+  }
 };
 
 }  // namespace
