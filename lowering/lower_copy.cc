@@ -427,8 +427,8 @@ class ScatterNDBlock : public CopyBlock {
     const int64_t k = last->value();
     if (k < 1 || k > rank || static_cast<int64_t>(update_shape.size()) != q - 1 + rank - k) {
       raise_invalid_model(cat(node_.describe(), ": indices ", indices->type.to_string(),
-                              " and updates ", updates->type.to_string(), " do not fit data of rank ",
-                              rank));
+                              " and updates ", updates->type.to_string(),
+                              " do not fit data of rank ", rank));
     }
     auto operand = [&](const Value* value) {
       return value->is_constant() && !value->is_graph_input() ? writer.constant(*value->constant())
@@ -458,16 +458,17 @@ class ScatterNDBlock : public CopyBlock {
       data_shape += (data_shape.empty() ? "" : ", ") + extent;
       bytes += " * " + extent;
     }
-    code += cat("  int64_t* ", offsets, " = (int64_t*)",
-                writer.scratch(cat("8 * (", tuples, " > 0 ? ", tuples, " : 1)")), ";\n  if (!",
-                offsets, ") return rn_out_of_memory(ctx);\n  if (!rn_scatter_nd_offsets(", rank,
-                ", (const int64_t[]){", data_shape, "}, ", k, ", ", tuples, ", (const int64_t*)",
-                operand(indices), ", ", offsets,
-                ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
-                c_string_literal(cat(node_.describe(), ": an index is out of range")), ");\n",
-                "  memcpy(", writer.value(io.outputs[0]), ", ", operand(node_.input(0)), ", (size_t)(",
-                bytes, "));\n  rn_scatter_nd_write(", element, ", ", tuples, ", ", offsets, ", ",
-                slice, ", ", operand(updates), ", ", writer.value(io.outputs[0]), ");\n}\n");
+    code +=
+        cat("  int64_t* ", offsets, " = (int64_t*)",
+            writer.scratch(cat("8 * (", tuples, " > 0 ? ", tuples, " : 1)")), ";\n  if (!", offsets,
+            ") return rn_out_of_memory(ctx);\n  if (!rn_scatter_nd_offsets(", rank,
+            ", (const int64_t[]){", data_shape, "}, ", k, ", ", tuples, ", (const int64_t*)",
+            operand(indices), ", ", offsets,
+            ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+            c_string_literal(cat(node_.describe(), ": an index is out of range")), ");\n",
+            "  memcpy(", writer.value(io.outputs[0]), ", ", operand(node_.input(0)), ", (size_t)(",
+            bytes, "));\n  rn_scatter_nd_write(", element, ", ", tuples, ", ", offsets, ", ", slice,
+            ", ", operand(updates), ", ", writer.value(io.outputs[0]), ");\n}\n");
     writer.code(code);
   }
 };
