@@ -7,7 +7,8 @@
 //   - the same frames streamed one at a time through an rnnc Session carrying both caches
 //     (conv_cache_out -> conv_cache, gru_cache_out -> gru_cache) against that one run;
 //   - ONNX Runtime frame by frame with the caches passed by hand against the rnnc Session;
-//   - the two cache forms against each other (same weights).
+//   - the two cache forms against each other (same weights);
+//   - no ScatterND left after graph_opt (fold_cache_updates writes the caches as copies).
 //
 // Tolerance: 1e-5 absolute (kTolerance) for rnnc against ONNX Runtime. Both compute in float32
 // with different summation orders (rnnc's Conv, GRU and ConvTranspose kernels are Halide
@@ -244,6 +245,14 @@ TEST_P(EnhancementTest, SessionCarryMatchesOnnxRuntimeWithCachesPassedByHand) {
   const std::vector<float> x = normal(kChannels * kFrames * kBins, 5);
   expect_near(rnnc_stream(*model, x, kFrames), ort_stream(ort, x, kFrames), kTolerance,
               "rnnc session against ONNX Runtime by hand");
+}
+
+TEST_P(EnhancementTest, CacheWritesRunAsCopies) {
+  // graph_opt's fold_cache_updates writes every cache update as copies of its pieces: no
+  // ScatterND is left to run, on a reference kernel or as a copy block.
+  const auto model = load(GetParam());
+  EXPECT_EQ(model->describe().find("reference ScatterND"), std::string::npos) << model->describe();
+  EXPECT_EQ(model->describe().find("copy ScatterND"), std::string::npos) << model->describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheForms, EnhancementTest, ::testing::Values("scatter", "concat"));
