@@ -89,6 +89,12 @@ Value* slice_of(Graph& graph, Value* part, int64_t axis, int64_t begin, int64_t 
   return slice->output(0);
 }
 
+// A nested graph's outputs are positional and must stay distinct values of that graph, which
+// pipeline.cc's restore_output_names does not see to: their nodes are left alone.
+bool replaceable(const Graph& graph, const Value* value) {
+  return !graph.parent() || !is_graph_output(graph, value);
+}
+
 // `pieces` joined along `axis` into a value of `shape` that replaces `old` (one piece: itself).
 void replace_by_pieces(Graph& graph, Value* old, const std::vector<Value*>& pieces, int64_t axis,
                        int opset, const std::string& name) {
@@ -114,6 +120,7 @@ bool scatter_block(Graph& graph, Node* scatter, PassStats& stats) {
   Value* data = scatter->input(0);
   Value* updates = scatter->input(2);
   Value* y = scatter->output(0);
+  if (!replaceable(graph, y)) return false;
   std::vector<int64_t> shape, index_shape, update_shape, indices;
   if (!known_shape(data, shape) || !known_shape(scatter->input(1), index_shape) ||
       !known_shape(updates, update_shape) || !constant_ints(scatter->input(1), indices) ||
@@ -205,8 +212,8 @@ bool scatter_block(Graph& graph, Node* scatter, PassStats& stats) {
 bool slice_of_concat(Graph& graph, Node* slice, PassStats& stats) {
   Value* joined = slice->input(0);
   Node* concat = joined ? joined->producer() : nullptr;
-  if (slice->opset() < kSliceOpset || !concat || concat->op_type() != "Concat" ||
-      !concat->domain().empty() || slice->num_inputs() < 4) {
+  if (slice->opset() < kSliceOpset || !replaceable(graph, slice->output(0)) || !concat ||
+      concat->op_type() != "Concat" || !concat->domain().empty() || slice->num_inputs() < 4) {
     return false;
   }
   std::vector<int64_t> shape, starts, ends, axes, steps = {1};
