@@ -13,12 +13,13 @@
 // Tolerance: 1e-5 absolute (kTolerance) for rnnc against ONNX Runtime. Both compute in float32
 // with different summation orders (rnnc's Conv and GRU kernels are Halide schedules and its
 // ConvTranspose the reference kernel, ONNX Runtime's are MLAS) and different sigmoid/tanh
-// approximations, each within a few ulps. The outputs are at most about 4 in magnitude (y = x * mask with x ~ N(0, 1), the GRU
-// states within (-1, 1)), where a float32 ulp is 4.8e-7: 1e-5 is about 20 ulps, room for the
-// rounding differences of six layers and 40 carried steps but not for a wrong element, which
-// typically moves an output by 1e-2 or more. Measured: at most 2.4e-7 on y, 1.2e-7 on gru_cache, 0 on
-// conv_cache (a copy). Streaming through a Session equals one run bit for bit: each frame is
-// computed by the same kernels whatever the number of frames per run (kStreamTolerance = 0).
+// approximations, each within a few ulps. The outputs are at most about 4 in magnitude
+// (y = x * mask with x ~ N(0, 1), the GRU states within (-1, 1)), where a float32 ulp is 4.8e-7:
+// 1e-5 is about 20 ulps, room for the rounding differences of six layers and 40 carried steps
+// but not for a wrong element, which typically moves an output by 1e-2 or more. Measured: at most
+// 2.4e-7 on y, 1.2e-7 on gru_cache, 0 on conv_cache (a copy). Streaming through a Session equals
+// one run bit for bit: each frame is computed by the same kernels whatever the number of frames
+// per run (kStreamTolerance = 0).
 #include <gtest/gtest.h>
 #include <onnxruntime_cxx_api.h>
 
