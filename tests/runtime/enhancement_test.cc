@@ -8,7 +8,8 @@
 //     (conv_cache_out -> conv_cache, gru_cache_out -> gru_cache) against that one run;
 //   - ONNX Runtime frame by frame with the caches passed by hand against the rnnc Session;
 //   - the two cache forms against each other (same weights);
-//   - no ScatterND left after graph_opt (fold_cache_updates writes the caches as copies).
+//   - no ScatterND left after graph_opt (fold_cache_updates writes the caches as copies), and the
+//     model specialized to one frame per run streaming like one run.
 //
 // Tolerance: 1e-5 absolute (kTolerance) for rnnc against ONNX Runtime. Both compute in float32
 // with different summation orders (rnnc's Conv and GRU kernels are Halide schedules and its
@@ -246,6 +247,22 @@ TEST_P(EnhancementTest, SessionCarryMatchesOnnxRuntimeWithCachesPassedByHand) {
   const std::vector<float> x = normal(kChannels * kFrames * kBins, 5);
   expect_near(rnnc_stream(*model, x, kFrames), ort_stream(ort, x, kFrames), kTolerance,
               "rnnc session against ONNX Runtime by hand");
+}
+
+TEST_P(EnhancementTest, SpecializedToOneFrameStreamsLikeOneRun) {
+  // A streaming service fixes `time` to 1: graph_opt then also folds the Concat/Slice form's
+  // cache update (the Slice's range is known) into a copy of the kept frame and the new one.
+  ModelOptions options;
+  options.cache_dir = RNNC_KERNEL_CACHE;
+  options.fixed_dims = {{"time", 1}};
+  const auto specialized = CompiledModel::load(model_path(GetParam()), options);
+  const auto model = load(GetParam());
+  const std::vector<float> x = normal(kChannels * kFrames * kBins, 7);
+  const std::vector<float> zero_conv(static_cast<size_t>(numel(kConvCacheShape)), 0.0f);
+  const std::vector<float> zero_gru(static_cast<size_t>(numel(kGruCacheShape)), 0.0f);
+  expect_near(rnnc_stream(*specialized, x, kFrames),
+              rnnc_run(*model, x, kFrames, zero_conv, zero_gru), kStreamTolerance,
+              "specialized to one frame, streamed, against one run");
 }
 
 TEST_P(EnhancementTest, CacheWritesRunAsCopies) {
