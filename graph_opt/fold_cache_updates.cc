@@ -27,8 +27,10 @@
 // after the other: the first write's pieces are read back out of its Concat). The Concats it
 // leaves unread go with dce.
 //
-// Run with the folding group, after fold_constants and fold_shape_chains have made the indices
-// and ranges constants (PyTorch computes a ScatterND's indices from Shape chains).
+// A nested graph's returned values are left alone (pipeline.cc restores output names and
+// distinctness for the main graph only). Run with the folding group, after fold_constants and
+// fold_shape_chains have made the indices and ranges constants (PyTorch computes a ScatterND's
+// indices from Shape chains).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -236,31 +238,23 @@ bool slice_of_concat(Graph& graph, Node* slice, PassStats& stats) {
   };
   const int64_t begin = position(starts[0]), end = position(ends[0]);
   if (begin >= end) return false;
-  std::vector<Value*> pieces;
-  int64_t offset = 0;
-  for (Value* part : concat->inputs()) {
+  // Every part's extent first: nothing is added to the graph unless the rule applies.
+  std::vector<int64_t> sizes;
+  for (const Value* part : concat->inputs()) {
     std::vector<int64_t> part_shape;
     if (!known_shape(part, part_shape)) return false;
-    const int64_t size = part_shape[static_cast<size_t>(axis)];
-    const int64_t from = std::max(begin, offset), to = std::min(end, offset + size);
-    if (from < to) pieces.push_back(part);
-    offset += size;
+    sizes.push_back(part_shape[static_cast<size_t>(axis)]);
   }
-  // Build the pieces only now that every part's shape is known.
-  offset = 0;
-  size_t piece = 0;
-  for (Value* part : concat->inputs()) {
-    std::vector<int64_t> part_shape;
-    known_shape(part, part_shape);
-    const int64_t size = part_shape[static_cast<size_t>(axis)];
-    const int64_t from = std::max(begin, offset), to = std::min(end, offset + size);
+  std::vector<Value*> pieces;
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t from = std::max(begin, offset), to = std::min(end, offset + sizes[i]);
     if (from < to) {
-      pieces[piece++] = slice_of(graph, part, axis, from - offset, to - offset, slice->opset(),
-                                 slice->name() + "_part");
+      pieces.push_back(slice_of(graph, concat->input(i), axis, from - offset, to - offset,
+                                slice->opset(), slice->name() + "_part"));
     }
-    offset += size;
+    offset += sizes[i];
   }
-  if (pieces.size() == 1 && pieces[0] == joined) return false;
   replace_by_pieces(graph, slice->output(0), pieces, axis, concat->opset(), slice->name());
   graph.remove_node(slice);
   ++stats["slices of a concat folded"];
