@@ -25,7 +25,7 @@ struct InputSpec {
 struct Workload {
   std::string name;
   std::string model;   // file name inside the models folder
-  std::string family;  // lstm, gru, silero
+  std::string family;  // lstm, gru, silero, enhancement
   std::string stands_for;
   int64_t seq = 0;
   int64_t batch = 1;

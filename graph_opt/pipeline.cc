@@ -17,7 +17,8 @@ std::vector<PipelineStep> default_pipeline() {
       {{"fold_constants",        // evaluate what depends only on constants (weight slices)
         "fold_shape_chains",     // shape values known as numbers; zero initial states omitted
         "inline_if",             // an If on a now-constant condition becomes its taken branch
-        "eliminate_identity"},   // Identities that inlined branches returned
+        "eliminate_identity",    // Identities that inlined branches returned
+        "fold_cache_updates"},   // cache writes (ScatterND, Slice of Concat) as copies of pieces
        /*max_rounds=*/8},
       {{"cse"}},                     // merge repeated subexpressions and identical constants
       {{"canonicalize_recurrent"}},  // LSTM/GRU/RNN in the one form lowering reads

@@ -108,6 +108,11 @@ class ExecutionBlock {
   // Whether its outputs alias its inputs' storage (lower_view.h): the executor then drops them
   // after each run, unless they are graph outputs, so the inputs' producers can recycle theirs.
   virtual bool aliases_input() const { return false; }
+  // The input (an index into `inputs`) whose buffer output 0 may take over, or -1. When no other
+  // block reads that value and it is neither a graph input nor a graph output, the executor
+  // moves the buffer into io.outputs[0] and points io.inputs[index] at it, so run() updates it
+  // in place (lower_copy.h: ScatterND); otherwise run() gets it read-only as usual.
+  virtual int in_place_input() const { return -1; }
   // Whether run() never reads its nodes' graph constants: everything it needs of them was copied
   // or shared into the block when it was lowered (Halide arguments, packed recurrent weights).
   // The program may then release those constants' data from the graph.

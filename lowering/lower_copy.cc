@@ -348,6 +348,131 @@ class PadBlock : public CopyBlock {
   int mode_;  // RN_PAD_*
 };
 
+// ---- ScatterND -------------------------------------------------------------------------------
+
+// The data with the updates' slices written at the indices (reduction "none"). Given the data's
+// own buffer (the executor's in-place hand-over: io.inputs[data] is &io.outputs[0]) it writes
+// only the slices; otherwise one copy of the data, then the slices.
+class ScatterNDBlock : public CopyBlock {
+ public:
+  using CopyBlock::CopyBlock;
+
+  int in_place_input() const override {
+    const Value* data = node_.input(0);
+    if (data == node_.input(1) || data == node_.input(2)) return -1;
+    const auto it = std::find(inputs.begin(), inputs.end(), data);
+    return it == inputs.end() ? -1 : static_cast<int>(it - inputs.begin());
+  }
+
+ protected:
+  bool copy(const Tensor* const* operands, BlockIO& io) const override {
+    const Tensor& data = *operands[0];
+    const Tensor* indices = operands[1];
+    const Tensor* updates = operands[2];
+    const int64_t rank = data.rank();
+    if (!indices || !updates || rank < 1 || rank > static_cast<int64_t>(kMaxRank) ||
+        !copyable(data.dtype()) || updates->dtype() != data.dtype() ||
+        indices->dtype() != DType::kInt64 || indices->rank() < 1) {
+      return false;
+    }
+    // updates: indices.shape[:-1] + data.shape[k:]
+    const int64_t k = indices->dim(indices->rank() - 1);
+    if (k < 1 || k > rank || updates->rank() != indices->rank() - 1 + rank - k) return false;
+    for (int64_t d = 0; d + 1 < indices->rank(); ++d) {
+      if (updates->dim(d) != indices->dim(d)) return false;
+    }
+    for (int64_t d = k; d < rank; ++d) {
+      if (updates->dim(indices->rank() - 1 + d - k) != data.dim(d)) return false;
+    }
+    const int64_t tuples = indices->numel() / k;
+    int64_t slice = 1;
+    for (int64_t d = k; d < rank; ++d) slice *= data.dim(d);
+    Workspace local;
+    Workspace& workspace = io.workspace ? *io.workspace : local;
+    workspace.reset();
+    int64_t* offsets = workspace.allocate_uninitialized<int64_t>(std::max<int64_t>(tuples, 1));
+    if (!rn_scatter_nd_offsets(static_cast<int>(rank), data.shape().data(), static_cast<int>(k),
+                               tuples, indices->data<int64_t>(), offsets)) {
+      return false;
+    }
+    if (&data != &io.outputs[0]) {
+      Tensor::recycle(io.outputs[0], data.dtype(), data.shape().data(), static_cast<size_t>(rank));
+      if (data.nbytes() > 0) std::memcpy(io.outputs[0].raw_data(), data.raw_data(), data.nbytes());
+    }
+    rn_scatter_nd_write(static_cast<int>(dtype_size(data.dtype())), tuples, offsets, slice,
+                        updates->raw_data(), io.outputs[0].raw_data());
+    return true;
+  }
+
+  // The same offsets and writes in the driver, over one copy of the data (the driver's buffers
+  // are not handed over). Indices and updates may be constants or run-time tensors; the tuple
+  // length k must be a known dim.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty() || !io.outputs[0]) return;
+    std::vector<std::string> data;
+    check_aot_operands(writer, io, data);
+    const Value* indices = node_.input(1);
+    const Value* updates = node_.input(2);
+    const std::vector<std::string> index_shape = writer.shape(indices);
+    const std::vector<std::string> update_shape = writer.shape(updates);
+    const int64_t rank = static_cast<int64_t>(data.size());
+    const int64_t q = static_cast<int64_t>(index_shape.size());
+    const Dim* last = q > 0 ? &indices->type.shape->back() : nullptr;
+    if (indices->type.dtype != DType::kInt64 || updates->type.dtype != node_.input(0)->type.dtype ||
+        !last || !last->is_known()) {
+      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": indices ",
+                            indices->type.to_string(), ", updates ", updates->type.to_string(),
+                            "; the library takes int64 indices whose last dim is a number"));
+    }
+    const int64_t k = last->value();
+    if (k < 1 || k > rank || static_cast<int64_t>(update_shape.size()) != q - 1 + rank - k) {
+      raise_invalid_model(cat(node_.describe(), ": indices ", indices->type.to_string(),
+                              " and updates ", updates->type.to_string(),
+                              " do not fit data of rank ", rank));
+    }
+    auto operand = [&](const Value* value) {
+      return value->is_constant() && !value->is_graph_input() ? writer.constant(*value->constant())
+                                                              : writer.value(value);
+    };
+    const size_t element = dtype_size(node_.input(0)->type.dtype);
+    const std::string tuples = writer.fresh("tuples"), slice = writer.fresh("slice");
+    const std::string offsets = writer.fresh("offsets");
+    std::string code = cat("{\n  int64_t ", tuples, " = 1, ", slice, " = 1;\n");
+    for (int64_t d = 0; d + 1 < q; ++d) code += cat("  ", tuples, " *= ", index_shape[d], ";\n");
+    for (int64_t d = k; d < rank; ++d) code += cat("  ", slice, " *= ", data[d], ";\n");
+    // updates: indices.shape[:-1] + data.shape[k:]
+    std::vector<std::string> expected(index_shape.begin(), index_shape.end() - 1);
+    expected.insert(expected.end(), data.begin() + k, data.end());
+    std::string expected_text, actual_text;
+    for (size_t d = 0; d < expected.size(); ++d) {
+      expected_text += (d ? ", " : "") + expected[d];
+      actual_text += (d ? ", " : "") + update_shape[d];
+    }
+    if (!expected.empty()) {
+      code += cat("  RN_TRY(rn_check_shape(ctx, ", expected.size(), ", (const int64_t[]){",
+                  actual_text, "}, (const int64_t[]){", expected_text, "}, ",
+                  c_string_literal(cat(node_.describe(), ": input 2 'updates'")), "));\n");
+    }
+    std::string data_shape, bytes = cat(element);
+    for (const std::string& extent : data) {
+      data_shape += (data_shape.empty() ? "" : ", ") + extent;
+      bytes += " * " + extent;
+    }
+    code +=
+        cat("  int64_t* ", offsets, " = (int64_t*)",
+            writer.scratch(cat("8 * (", tuples, " > 0 ? ", tuples, " : 1)")), ";\n  if (!", offsets,
+            ") return rn_out_of_memory(ctx);\n  if (!rn_scatter_nd_offsets(", rank,
+            ", (const int64_t[]){", data_shape, "}, ", k, ", ", tuples, ", (const int64_t*)",
+            operand(indices), ", ", offsets,
+            ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+            c_string_literal(cat(node_.describe(), ": an index is out of range")), ");\n",
+            "  memcpy(", writer.value(io.outputs[0]), ", ", operand(node_.input(0)), ", (size_t)(",
+            bytes, "));\n  rn_scatter_nd_write(", element, ", ", tuples, ", ", offsets, ", ", slice,
+            ", ", operand(updates), ", ", writer.value(io.outputs[0]), ");\n}\n");
+    writer.code(code);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes) {
@@ -355,13 +480,18 @@ std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes
   const Node& node = *nodes[0];
   const bool slice = node.op_type() == "Slice" && node.opset() >= 10;
   const bool pad = node.op_type() == "Pad" && node.opset() >= 11;
-  if (!node.domain().empty() || (!slice && !pad)) raise_unsupported("not a Slice or Pad");
+  const bool scatter = node.op_type() == "ScatterND" &&
+                       node.attr_string("reduction", "none") == "none" && node.num_inputs() == 3;
+  if (!node.domain().empty() || (!slice && !pad && !scatter)) {
+    raise_unsupported("not a Slice, Pad or ScatterND without reduction");
+  }
   const Value* out = node.output(0);
   if (!out || node.num_inputs() == 0 || !node.input(0) || node.num_inputs() > kMaxOperands ||
       out->type.dtype == DType::kString || node.input(0)->type.dtype == DType::kString ||
       out->type.rank() > static_cast<int64_t>(kMaxRank)) {
     raise_unsupported(cat(node.op_type(), " this copy block does not handle"));
   }
+  if (scatter) return std::make_unique<ScatterNDBlock>(node);
   if (slice) return std::make_unique<SliceBlock>(node);
   const std::string mode = node.attr_string("mode", "constant");
   const int pad_mode = mode == "constant"  ? RN_PAD_CONSTANT

@@ -13,7 +13,9 @@ Run with Debian's python (the pyenv python3 first on PATH does not see apt's tor
   /usr/bin/python3 models/make_workloads.py --smoke                 # rewrites models/smoke/
 Models already present are kept unless this script changed since they were written (the manifest
 records the script's hash) or --force is given. The Silero VAD model is not generated: its
-workload is listed and models/fetch_silero.sh puts the file into the same folder.
+workload is listed and models/fetch_silero.sh puts the file into the same folder. The streaming
+enhancement workloads (one frame per run, caches carried) come from models/make_enhancement.py
+at opset 11.
 """
 import argparse
 import hashlib
@@ -188,6 +190,34 @@ def write_dynamic_quantize_lstm(path, out_path):
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.save(model, out_path)
 
+# The streaming speech-enhancement network (models/make_enhancement.py), one frame per run with
+# its two caches carried: the cache forms users bring, ScatterND (opset 11) and Concat/Slice.
+ENHANCEMENT_NOTE = ("a streaming speech-enhancement network (Conv encoder, grouped GRUs along "
+                    "frequency and time, ConvTranspose decoder), one 16-bin frame per run, "
+                    "caches carried; cache written by {}")
+
+
+def enhancement_workload(form, how):
+    return {
+        "name": "enhance_" + form + "_frame",
+        "model": "enhance_" + form + ".onnx",
+        "family": "enhancement",
+        "stands_for": ENHANCEMENT_NOTE.format(how),
+        "seq": 1,
+        "batch": 1,
+        "inputs": [
+            {"name": "x", "dtype": "f32", "shape": [1, 2, 1, 16], "fill": "normal"},
+            {"name": "conv_cache", "dtype": "f32", "shape": [1, 2, 2, 16], "fill": "zeros"},
+            {"name": "gru_cache", "dtype": "f32", "shape": [2, 1, 8, 8], "fill": "zeros"},
+        ],
+        "carry": {"conv_cache_out": "conv_cache", "gru_cache_out": "gru_cache"},
+        "torch": False,
+    }
+
+
+ENHANCEMENT = [enhancement_workload("scatter", "ScatterND"),
+               enhancement_workload("concat", "Concat/Slice")]
+
 
 def script_hash():
     with open(os.path.abspath(__file__), "rb") as source:
@@ -251,6 +281,15 @@ def write(out_dir, models, workloads, include_silero, force):
         silero_path = os.path.join(out_dir, silero["model"])
         silero["param_bytes"] = onnx_param_bytes(silero_path) if os.path.exists(silero_path) else 0
         entries.append(silero)
+
+    if include_silero:
+        import make_enhancement  # pylint: disable=import-outside-toplevel
+        for entry in ENHANCEMENT:
+            path = os.path.join(out_dir, entry["model"])
+            if stale or not os.path.exists(path):
+                make_enhancement.export(entry["model"] == "enhance_scatter.onnx", path)
+                print(f"make_workloads: wrote {path}", file=sys.stderr)
+            entries.append(dict(entry, param_bytes=onnx_param_bytes(path)))
 
     manifest = {"generator": current, "opset": OPSET, "workloads": entries}
     with open(manifest_path, "w") as f:

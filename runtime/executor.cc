@@ -136,6 +136,31 @@ Executor::Executor(const Program& program, RunPlan plan, int threads, bool flush
     }
   }
 
+  // In-place updates: the value must come from a block (not the caller), reach no graph output
+  // and be read once, by this block.
+  std::vector<int> readers(num_slots_, 0);
+  for (const BlockSlots& slots : blocks_) {
+    for (size_t s : slots.inputs) ++readers[s];
+  }
+  in_place_slot_.assign(blocks.size(), kNoSlot);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int input = blocks[b]->in_place_input();
+    if (input < 0 || static_cast<size_t>(input) >= blocks_[b].inputs.size() ||
+        blocks_[b].outputs.empty()) {
+      continue;
+    }
+    const Value* value = blocks[b]->inputs[static_cast<size_t>(input)];
+    const size_t s = blocks_[b].inputs[static_cast<size_t>(input)];
+    const auto listed = [s](const std::vector<size_t>& list) {
+      return std::find(list.begin(), list.end(), s) != list.end();
+    };
+    if (!producer_of.count(value) || readers[s] != 1 || listed(input_slots_) ||
+        listed(output_slots_)) {
+      continue;
+    }
+    in_place_slot_[b] = s;
+  }
+
   chain_of_.assign(blocks.size(), -1);
   if (plan_ == RunPlan::kPipeline) {
     chains_ = pipeline_chains(program);
@@ -318,6 +343,17 @@ void Executor::run_block(Context& context, size_t b) const {
   io.outputs.resize(slots.outputs.size());
   for (size_t j = 0; j < slots.outputs.size(); ++j) {
     io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
+  }
+  // An in-place update takes its input's buffer when it alone holds it (not a view of another
+  // value, not a caller's output buffer) and gives the producer its last output to recycle.
+  if (const size_t s = in_place_slot_[b]; s != kNoSlot) {
+    Tensor& input = context.slots[s];
+    if (input.defined() && !input.borrowed() && input.exclusive() &&
+        !context.bound_now[slots.outputs[0]]) {
+      std::swap(io.outputs[0], input);
+      const size_t k = static_cast<size_t>(block.in_place_input());
+      io.inputs[k] = &io.outputs[0];
+    }
   }
   // With threads to spare, a block's independent parts (a bidirectional layer's directions)
   // run at once on the model's arena.

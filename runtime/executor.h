@@ -95,6 +95,10 @@ class Executor {
   // Outputs of view blocks (ExecutionBlock::aliases_input) that are not graph outputs: dropped
   // after every run, so the buffers they alias go back to their producers for recycling.
   std::vector<size_t> alias_slots_;
+  // Per block, the slot of the input whose buffer its output 0 takes over
+  // (ExecutionBlock::in_place_input) when the block is that value's only reader; kNoSlot if none.
+  static constexpr size_t kNoSlot = static_cast<size_t>(-1);
+  std::vector<size_t> in_place_slot_;
   // Pipeline plan: chains of chunkable blocks, and each block's chain (-1: none).
   std::vector<std::vector<size_t>> chains_;
   std::vector<int> chain_of_;

@@ -352,3 +352,44 @@ RN_CORE_API void rn_pad_copy(const rn_pad_plan* plan, int word_bytes, const void
       return;
   }
 }
+
+/* ---- ScatterND ------------------------------------------------------------------------------ */
+
+RN_CORE_API int rn_scatter_nd_offsets(int rank, const int64_t* data_shape, int k, int64_t tuples,
+                                      const int64_t* indices, int64_t* offsets) {
+  if (rank > RN_COPY_MAX_RANK || k < 1 || k > rank) return 0;
+  int64_t strides[RN_COPY_MAX_RANK];
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= data_shape[d];
+  }
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int j = 0; j < k; ++j) {
+      const int64_t extent = data_shape[j];
+      int64_t index = indices[t * k + j];
+      if (index < -extent || index >= extent) return 0;
+      if (index < 0) index += extent;
+      offset += index * strides[j];
+    }
+    offsets[t] = offset;
+  }
+  return 1;
+}
+
+RN_CORE_API void rn_scatter_nd_write(int word_bytes, int64_t tuples, const int64_t* offsets,
+                                     int64_t slice, const void* updates, void* data) {
+  if (slice == 0) return;
+  const size_t bytes = (size_t)word_bytes * (size_t)slice;
+  const uint8_t* in = (const uint8_t*)updates;
+  uint8_t* out = (uint8_t*)data;
+  int64_t t = 0;
+  while (t < tuples) {
+    int64_t end = t + 1; /* tuples [t, end) write one run of the data */
+    while (end < tuples && offsets[end] == offsets[end - 1] + slice) ++end;
+    memcpy(out + (size_t)offsets[t] * (size_t)word_bytes, in + (size_t)t * bytes,
+           (size_t)(end - t) * bytes);
+    t = end;
+  }
+}

@@ -1,5 +1,5 @@
-/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad), the axes and Reshape shape rules,
- * in C.
+/* copy_kernels: the copy blocks' kernels (Concat, Slice, Pad, ScatterND), the axes and Reshape
+ * shape rules, in C.
  *
  * One definition serves both executors: librnnc's copy blocks (lowering/lower_concat.cc,
  * lower_copy.cc) read their operands, plan and copy with these functions, and `rnnc compile`
@@ -91,6 +91,19 @@ RN_CORE_API void rn_pad_plan_tables(rn_pad_plan* plan, int64_t* tables);
 /* `fill` holds the constant's bits in its low word_bytes bytes (little-endian). */
 RN_CORE_API void rn_pad_copy(const rn_pad_plan* plan, int word_bytes, const void* input,
                              void* output, uint64_t fill);
+
+/* ScatterND (reduction "none"): `tuples` index tuples of k entries each name a slice of `slice`
+ * elements (the data's dims after the first k) of a data tensor of `rank` dims. Fills offsets[t]
+ * with the element offset of tuple t's slice; 0 for k outside [1, rank], a rank above 8 or an
+ * index outside [-d, d). Then rn_scatter_nd_write into the data (a copy of it, or the data buffer
+ * itself when nothing else reads it). */
+RN_CORE_API int rn_scatter_nd_offsets(int rank, const int64_t* data_shape, int k, int64_t tuples,
+                                      const int64_t* indices, int64_t* offsets);
+/* Writes slice t of `updates` at offsets[t], in tuple order (a later tuple naming the same slice
+ * wins, as in the reference); tuples whose slices follow one another in the data are one memcpy,
+ * so a frame written into a cache is one row copy per contiguous run. */
+RN_CORE_API void rn_scatter_nd_write(int word_bytes, int64_t tuples, const int64_t* offsets,
+                                     int64_t slice, const void* updates, void* data);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
-// Copy blocks for Slice and Pad (lowering/lower_copy.h) against the reference evaluator: each test
-// builds a graph of one node whose operands are constants or run-time inputs, runs the reference
-// evaluator and the lowered block on the same inputs, and compares bitwise (the blocks only move
-// data, so there is no tolerance). Errors compare kind and message. One behaviour per test.
+// Copy blocks for Slice, Pad and ScatterND (lowering/lower_copy.h) against the reference evaluator:
+// each test builds a graph of one node whose operands are constants or run-time inputs, runs the
+// reference evaluator and the lowered block on the same inputs, and compares bitwise (the blocks
+// only move data, so there is no tolerance). Errors compare kind and message. One behaviour per
+// test.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -75,7 +76,7 @@ Outcome outcome_of(Fn&& fn) {
   return outcome;
 }
 
-// A graph of one Slice or Pad node. Operands are added in input order, each a constant
+// A graph of one Slice, Pad or ScatterND node. Operands are added in input order, each a constant
 // (initializer) or a run-time graph input; omit() leaves an optional input out.
 class OneNode {
  public:
@@ -111,8 +112,11 @@ class OneNode {
 
   ExecutionBlock& block() {
     if (!block_) {
-      node_ = graph_.add_node(op_type_, op_type_ == "Slice" ? "slice" : "pad", operands_, {"out"},
-                              opset_);
+      node_ = graph_.add_node(op_type_,
+                              op_type_ == "Pad"     ? "pad"
+                              : op_type_ == "Slice" ? "slice"
+                                                    : "scatter",
+                              operands_, {"out"}, opset_);
       for (const auto& [name, attribute] : attributes_) node_->set_attr(name, attribute);
       graph_.add_output(node_->output(0));
       infer_graph(graph_);
@@ -477,6 +481,137 @@ TEST(LoweringCopyPad, RepeatedAxesAreTheReferenceError) {
 }
 
 // ---- both ---------------------------------------------------------------------------------------
+
+// ---- ScatterND ---------------------------------------------------------------------------------
+
+// `tuples` index tuples of k entries into `shape`, row-major over `box` starting at `start` (a
+// block of the data, as a cache update writes), or at random (maybe repeated, maybe negative).
+Tensor scatter_indices(const std::vector<int64_t>& shape, int64_t k, bool block, std::mt19937& rng,
+                       std::vector<int64_t>& index_shape) {
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  std::vector<int64_t> values;
+  if (block) {
+    std::vector<int64_t> start, box;
+    for (int64_t j = 0; j < k; ++j) {
+      box.push_back(uniform(1, shape[j]));
+      start.push_back(uniform(0, shape[j] - box.back()));
+    }
+    index_shape = box;
+    std::vector<int64_t> at(static_cast<size_t>(k), 0);
+    for (bool more = true; more;) {
+      for (int64_t j = 0; j < k; ++j) values.push_back(start[j] + at[j]);
+      more = false;
+      for (int64_t j = k - 1; j >= 0 && !more; --j) {
+        more = ++at[j] < box[j];
+        if (!more) at[j] = 0;
+      }
+    }
+  } else {
+    const int64_t tuples = uniform(1, 5);
+    index_shape = {tuples};
+    for (int64_t t = 0; t < tuples * k; ++t) {
+      const int64_t d = shape[t % k];
+      values.push_back(uniform(-d, d - 1));
+    }
+  }
+  index_shape.push_back(k);
+  return Tensor::from_vector<int64_t>(index_shape, values);
+}
+
+TEST(LoweringCopyScatterND, MatchesReferenceOnRandomCases) {
+  std::mt19937 rng(26);
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t rank = uniform(1, 4);
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d) shape.push_back(uniform(1, 5));
+    const int64_t k = uniform(1, rank);
+    std::vector<int64_t> index_shape;
+    const bool block = uniform(0, 1);
+    Tensor indices = scatter_indices(shape, k, block, rng, index_shape);
+    std::vector<int64_t> update_shape(index_shape.begin(), index_shape.end() - 1);
+    update_shape.insert(update_shape.end(), shape.begin() + k, shape.end());
+    const DType dtype = kDtypes[uniform(0, std::size(kDtypes) - 1)];
+    OneNode scatter("ScatterND", uniform(0, 1) ? 11 : 18);
+    scatter.operand(random_tensor(dtype, shape, rng), uniform(0, 4) != 0)
+        .operand(std::move(indices), uniform(0, 1))
+        .operand(random_tensor(dtype, update_shape, rng), uniform(0, 4) != 0);
+    scatter.expect_matches(cat("trial ", trial, ": ", dtype_name(dtype), shape_text(shape),
+                               block ? " block " : " tuples ", shape_text(index_shape)));
+  }
+}
+
+TEST(LoweringCopyScatterND, IndexOutOfRangeIsTheReferenceError) {
+  OneNode scatter("ScatterND", 11);
+  scatter.runtime(iota_f32({2, 3}))
+      .runtime(Tensor::from_vector<int64_t>({1, 1}, {2}))
+      .runtime(iota_f32({1, 3}));
+  EXPECT_THAT(scatter.input_error(), HasSubstr("out of range for axis 0 of size 2"));
+}
+
+TEST(LoweringCopyScatterND, UpdatesOfTheWrongShapeAreTheReferenceError) {
+  OneNode scatter("ScatterND", 11);
+  scatter.runtime(iota_f32({2, 3}))
+      .runtime(Tensor::from_vector<int64_t>({1, 1}, {1}))
+      .runtime(iota_f32({1, 2}));
+  EXPECT_FALSE(scatter.input_error().empty());
+}
+
+TEST(LoweringCopyScatterND, GivenTheDataBufferItWritesOnlyTheSlices) {
+  // The executor's in-place hand-over (ExecutionBlock::in_place_input): the data is io.outputs[0]
+  // and io.inputs[data] points at it. A frame written into a cache of 4 frames x 3 bins.
+  Graph graph;
+  TensorType cache_type;
+  cache_type.dtype = DType::kFloat32;
+  cache_type.shape = shape_from_values({4, 3});
+  Value* cache = graph.add_input("cache", cache_type);
+  TensorType frame_type = cache_type;
+  frame_type.shape = shape_from_values({1, 3});
+  Value* frame = graph.add_input("frame", frame_type);
+  Node* node = graph.add_node(
+      "ScatterND", "write",
+      {cache, graph.add_initializer("at", Tensor::from_vector<int64_t>({1, 1}, {2})), frame},
+      {"out"}, 11);
+  graph.add_output(node->output(0));
+  infer_graph(graph);
+  auto block = lower_copy({node});
+  block->inputs = {cache, frame};
+  EXPECT_EQ(block->in_place_input(), 0);
+
+  const Tensor frame_values = f32({1, 3}, {-1, -2, -3});
+  const Tensor expected =
+      evaluate(graph, {{"cache", iota_f32({4, 3})}, {"frame", frame_values}}).at(0);
+  BlockIO io;
+  io.outputs.push_back(iota_f32({4, 3}));
+  const void* storage = io.outputs[0].raw_data();
+  io.inputs = {&io.outputs[0], &frame_values};
+  block->run(io);
+  ASSERT_EQ(io.outputs.size(), 1u);
+  EXPECT_EQ(io.outputs[0].raw_data(), storage);
+  EXPECT_TRUE(io.outputs[0].bitwise_equal(expected)) << tensor_summary(io.outputs[0], 12);
+}
+
+TEST(LoweringCopyScatterND, DataReadAsAnUpdateIsNotTakenOver) {
+  // ScatterND(x, i, x) (k = 0 is invalid, so a rank-2 x over its first row): writing into x's
+  // buffer would change the updates it reads.
+  Graph graph;
+  TensorType type;
+  type.dtype = DType::kFloat32;
+  type.shape = shape_from_values({1, 3});
+  Value* x = graph.add_input("x", type);
+  Node* node = graph.add_node(
+      "ScatterND", "write",
+      {x, graph.add_initializer("at", Tensor::from_vector<int64_t>({1, 1}, {0})), x}, {"out"}, 11);
+  graph.add_output(node->output(0));
+  infer_graph(graph);
+  auto block = lower_copy({node});
+  block->inputs = {x};
+  EXPECT_EQ(block->in_place_input(), -1);
+}
 
 TEST(LoweringCopy, OutputStorageIsReusedForTheSameShape) {
   OneNode slice("Slice", 13);
