@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "ir/error.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
@@ -375,6 +378,35 @@ graph g(%x: f32[2]) {
                "l.ir:3:3: Acos 'acos' (opset 6): Acos does not exist before opset 7");
 }
 
+// A nested graph is rewritten too, with the types its operands declare (here outer inputs).
+TEST(LegacyOpsets, NestedGraphsAreNormalized) {
+  auto model = parse(R"(model opset=6
+graph g(%cond: bool[], %a: f32[2, 3, 2], %b: f32[3]) {
+  %y: f32[2, 3, 2] = If 'if' (%cond)
+    else_branch = graph else_body() {
+      return %a: f32[2, 3, 2]
+    }
+    then_branch = graph then_body() {
+      %sum: f32[2, 3, 2] = Add 'add' (%a, %b) {axis=1, broadcast=1}
+      return %sum: f32[2, 3, 2]
+    }
+  return %y
+}
+)");
+  const std::string text = to_text(*model);
+  EXPECT_THAT(text, HasSubstr("= Unsqueeze 'b_unsqueezed_0' (%b) {axes=[1]}"));
+  EXPECT_THAT(text, HasSubstr("%sum: f32[2, 3, 2] = Add 'add' (%a, %b_unsqueezed_0)\n"));
+  Tensor cond = Tensor::scalar<bool>(true);
+  std::vector<float> expected;
+  for (int64_t i = 0; i < 12; ++i) {
+    expected.push_back(static_cast<float>(i) + 10.0f * static_cast<float>(1 + i / 2 % 3));
+  }
+  EXPECT_THAT(run(*model, {{"cond", cond},
+                           {"a", Tensor::from_vector<float>({2, 3, 2}, iota(12))},
+                           {"b", Tensor::from_vector<float>({3}, {10, 20, 30})}}),
+              ElementsAreArray(expected));
+}
+
 // ---- import and export ---------------------------------------------------------------------
 
 // An opset-6 ONNX model with legacy broadcasting, exported after import: the file declares opset
@@ -432,6 +464,53 @@ TEST(LegacyOpsets, ImportedLegacyModelExportsAsOpset7) {
       {"a", Tensor::from_vector<float>({2, 3, 2}, iota(12))},
       {"b", Tensor::from_vector<float>({3}, {10, 20, 30})}};
   EXPECT_EQ(run(*reloaded, inputs), run(*imported, inputs));
+}
+
+// Every backend test model below opset 7 (libonnx-testdata: 138 of them), imported and exported:
+// the file declares opset 7, loads again, and computes what the import computes on the stored
+// inputs, bit for bit.
+TEST(LegacyOpsets, EveryLegacyBackendModelExportsAsOpset7AndComputesTheSame) {
+  const std::filesystem::path root = "/usr/share/libonnx-testdata/data";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is not installed";
+  int round_tripped = 0;
+  for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(root / suite)) {
+      const std::string path = (entry.path() / "model.onnx").string();
+      std::ifstream file(path, std::ios::binary);
+      onnx::ModelProto original;
+      if (!original.ParseFromIstream(&file)) continue;
+      bool legacy = false;
+      for (const auto& opset : original.opset_import()) {
+        legacy = legacy ||
+                 ((opset.domain().empty() || opset.domain() == "ai.onnx") && opset.version() < 7);
+      }
+      if (!legacy) continue;
+      SCOPED_TRACE(path);
+      auto imported = import_onnx_file(path);
+      const std::string exported = export_onnx_bytes(*imported);
+      onnx::ModelProto written;
+      ASSERT_TRUE(written.ParseFromString(exported));
+      ASSERT_EQ(written.opset_import_size(), 1);
+      EXPECT_EQ(written.opset_import(0).version(), 7);
+      auto reloaded = import_onnx_bytes(exported.data(), exported.size());
+      EXPECT_EQ(to_text(*reloaded), to_text(*imported));
+      std::map<std::string, Tensor> inputs;
+      const Graph& graph = *imported->graph;
+      for (size_t i = 0;; ++i) {
+        const auto input = entry.path() / "test_data_set_0" / cat("input_", i, ".pb");
+        if (!std::filesystem::exists(input)) break;
+        inputs[graph.inputs().at(i)->name()] = read_tensor_pb(input.string());
+      }
+      const std::vector<Tensor> expected = evaluate(graph, inputs);
+      const std::vector<Tensor> actual = evaluate(*reloaded->graph, inputs);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t k = 0; k < actual.size(); ++k) {
+        EXPECT_TRUE(actual[k].bitwise_equal(expected[k])) << "output " << k;
+      }
+      ++round_tripped;
+    }
+  }
+  EXPECT_EQ(round_tripped, 138);
 }
 
 }  // namespace
