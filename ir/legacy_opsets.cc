@@ -342,9 +342,22 @@ int normalize_graph(Graph& graph, bool infer) {
   for (const auto& node : graph.nodes()) nodes.push_back(node.get());
   int changed = 0;
   for (Node* node : nodes) {
+    const int declared_opset = node->opset();
     for (Graph* body : node->subgraphs()) changed += normalize_graph(*body, false);
     if (node->domain().empty()) changed += normalize_node(*node, infer) ? 1 : 0;
-    if (infer) infer_node(*node);
+    if (!infer) continue;
+    try {
+      infer_node(*node);
+    } catch (const Error& e) {
+      // The model fails to import: name the node at the opset the model declares.
+      const std::string normalized = node->describe();
+      node->set_opset(declared_opset);
+      std::string message = e.what();
+      if (message.compare(0, normalized.size(), normalized) == 0) {
+        message = node->describe() + message.substr(normalized.size());
+      }
+      raise(e.kind(), message);
+    }
   }
   graph.sort_topologically();
   return changed;

@@ -378,6 +378,18 @@ graph g(%x: f32[2]) {
                "l.ir:3:3: Acos 'acos' (opset 6): Acos does not exist before opset 7");
 }
 
+// Inference runs on the opset-7 form; its errors name the node at the opset the model declares.
+TEST(LegacyOpsets, InferenceErrorsNameTheDeclaredOpset) {
+  expect_error(R"(model opset=3
+graph g(%a: f32[1, 2], %b: f32[2, 2]) {
+  %y = Concat 'concat' (%a, %b)
+  return %y
+}
+)",
+               "l.ir:3:3: Concat 'concat' (opset 3): input 1 has shape [2, 2], expected [1, ?] "
+               "(all dims but axis 1 equal)");
+}
+
 // A nested graph is rewritten too, with the types its operands declare (here outer inputs).
 TEST(LegacyOpsets, NestedGraphsAreNormalized) {
   auto model = parse(R"(model opset=6
