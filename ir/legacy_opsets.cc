@@ -1,7 +1,5 @@
 #include "ir/legacy_opsets.h"
 
-#include <cmath>
-
 #include "ir/error.h"
 #include "ir/onnx_proto.h"
 #include "ir/op_schema.h"
@@ -74,7 +72,7 @@ bool rewrite_legacy_broadcast(const LegacyNode& legacy) {
   const Shape* b = legacy.input_shape(1);
   if (broadcast == 0) {
     bool equal = !a || !b || a->size() == b->size();
-    for (size_t k = 0; equal && k < a->size(); ++k) {
+    for (size_t k = 0; equal && a && b && k < a->size(); ++k) {
       equal = !(*a)[k].is_known() || !(*b)[k].is_known() || (*a)[k] == (*b)[k];
     }
     if (!equal) {

@@ -131,6 +131,27 @@ TEST(LegacyOpsets, BroadcastErrorsNameTheField) {
                "attribute 'broadcast' = 1 they must be equal");
 }
 
+// An operand of unknown rank: without `axis` nothing depends on it; with `axis` the rewrite cannot
+// be made at import.
+TEST(LegacyOpsets, BroadcastWithAnOperandOfUnknownRank) {
+  auto model = parse(R"(model opset=6
+graph g(%a: f32[2, 3], %b: f32[?rank]) {
+  %y = Add 'add' (%a, %b)
+  return %y
+}
+)");
+  EXPECT_THAT(to_text(*model), HasSubstr("= Add 'add' (%a, %b)\n"));
+  expect_error(R"(model opset=6
+graph g(%a: f32[2, 3], %b: f32[?rank]) {
+  %y = Add 'add' (%a, %b) {axis=0, broadcast=1}
+  return %y
+}
+)",
+               "l.ir:3:3: Add 'add' (opset 6): attribute 'axis' = 0 with an input of unknown rank "
+               "(the legacy broadcast needs both ranks at import)",
+               ErrorKind::kUnsupported);
+}
+
 // ---- one rewrite per op ------------------------------------------------------------------------
 
 TEST(LegacyOpsets, GemmBroadcastIsDropped) {
