@@ -168,6 +168,23 @@ bool drop_is_test(const LegacyNode& legacy) {
   return true;
 }
 
+// BatchNormalization-1/6: `is_test` as above. Their parameters hold C values; `spatial` = 0 only
+// chose how training computes statistics, so in test mode it is the per-channel computation. At
+// opsets 7 and 8 `spatial` = 0 means per-activation parameters (C x D1 ...): it is dropped when the
+// parameters are per channel, and kept when they are per activation (read as opset 7 reads them).
+bool rewrite_batch_norm(const LegacyNode& legacy) {
+  bool changed = drop_is_test(legacy);
+  Node& node = legacy.node();
+  const Shape* x = legacy.input_shape(0);
+  if (node.attr_int("spatial", 1) != 0 || !x || x->size() <= 2) return changed;
+  for (size_t i = 1; i < 5; ++i) {
+    const Shape* parameter = legacy.input_shape(i);
+    if (!parameter || parameter->size() != 1) return changed;
+  }
+  node.remove_attr("spatial");
+  return true;
+}
+
 // Concat-1: `axis` defaults to 1; from 4 it is required.
 bool default_concat_axis(const LegacyNode& legacy) {
   if (legacy.node().has_attr("axis")) return false;
@@ -295,7 +312,7 @@ constexpr LegacyForm kLegacyForms[] = {
   {"Less",               7, rewrite_legacy_broadcast},
   {"Gemm",               7, rewrite_gemm_broadcast},    // broadcast -> (always unidirectional)
   {"PRelu",              7, rewrite_prelu_slope},       // slope [C] -> [C, 1, ..., 1]
-  {"BatchNormalization", 7, drop_is_test},              // is_test -> (one output)
+  {"BatchNormalization", 7, rewrite_batch_norm},        // is_test -> (one output)
   {"Dropout",            7, drop_is_test},
   {"Concat",             4, default_concat_axis},       // no axis -> axis=1
   {"Reshape",            5, shape_attribute_to_input},  // shape=[..] -> input 1

@@ -14,7 +14,8 @@
 //         %y = Add (%a, %b1)
 //   Gemm (< 7): `broadcast` dropped (C broadcasts unidirectionally at 7);
 //   PRelu (< 7): a per-channel slope [C] unsqueezed to [C, 1, ..., 1];
-//   BatchNormalization, Dropout (< 7): `is_test` dropped (test mode is one output at 7);
+//   BatchNormalization, Dropout (< 7): `is_test` dropped (test mode is one output at 7), and
+//       BatchNormalization's `spatial` = 0 with per-channel parameters (the same computation);
 //   Concat (< 4): the default axis 1 written out; Reshape (< 5): attribute `shape` -> input;
 //   Pad (< 2): `paddings` -> `pads`; Split (< 2): input `split` -> attribute; Cast (< 6): `to` as a
 //   type name -> its number; Upsample (< 7): `height_scale`/`width_scale` -> `scales`, "bilinear"

@@ -224,8 +224,23 @@ graph g(%x: f32[1, 2, 2], %scale: f32[2], %bias: f32[2], %mean: f32[2], %var: f3
                "has 3 outputs (test mode has one, Y)");
 }
 
-// spatial=0 keeps its meaning at opset 7 (per-activation statistics of shape C x D1 ...).
+// spatial=0 with per-activation parameters (C x D1 ...) keeps its opset-7 meaning; with per-channel
+// parameters (the legacy spec's C values) it is the per-channel computation and is dropped.
 TEST(LegacyOpsets, BatchNormalizationSpatialZeroIsHonored) {
+  auto per_channel = parse(R"(model opset=6
+graph g(%x: f32[1, 2, 2], %scale: f32[2], %bias: f32[2], %mean: f32[2], %var: f32[2]) {
+  %y = BatchNormalization 'bn' (%x, %scale, %bias, %mean, %var) {epsilon=0.0, spatial=0}
+  return %y
+}
+)");
+  EXPECT_THAT(to_text(*per_channel), HasSubstr("%var) {epsilon=0.0}\n"));
+  EXPECT_THAT(run(*per_channel, {{"x", Tensor::from_vector<float>({1, 2, 2}, {1, 2, 3, 4})},
+                                 {"scale", Tensor::from_vector<float>({2}, {1, 2})},
+                                 {"bias", Tensor::from_vector<float>({2}, {0, 1})},
+                                 {"mean", Tensor::from_vector<float>({2}, {1, 3})},
+                                 {"var", Tensor::from_vector<float>({2}, {1, 4})}}),
+              ElementsAreArray(std::vector<float>{0, 1, 1, 2}));
+
   auto model = parse(R"(model opset=6
 graph g(%x: f32[1, 2, 2], %scale: f32[2, 2], %bias: f32[2, 2], %mean: f32[2, 2], %var: f32[2, 2]) {
   %y = BatchNormalization 'bn' (%x, %scale, %bias, %mean, %var) {epsilon=0.0, is_test=1, spatial=0}
