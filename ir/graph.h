@@ -134,6 +134,9 @@ class Node {
   void set_name(std::string name) { name_ = std::move(name); }
   // The opset version of this node's domain in the model (semantics differ across versions).
   int opset() const { return opset_; }
+  // Re-declares the node at another opset of its domain: import normalizing a legacy form into
+  // the form it has there (ir/legacy_opsets.h).
+  void set_opset(int opset) { opset_ = opset; }
   Graph* owner() const { return owner_; }
 
   // Inputs and outputs; nullptr marks an omitted optional one (ONNX empty name).
@@ -146,6 +149,9 @@ class Node {
   void set_input(size_t i, Value* value);  // keeps use lists right
   void grow_inputs(size_t count) {          // omitted (nullptr) inputs up to `count`
     if (inputs_.size() < count) inputs_.resize(count, nullptr);
+  }
+  void trim_omitted_inputs() {              // drops trailing omitted inputs
+    while (!inputs_.empty() && inputs_.back() == nullptr) inputs_.pop_back();
   }
 
   // Attributes, in name order.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/legacy_opsets.h"
 #include "ir/onnx_proto.h"
 #include "ir/op_schema.h"
 #include "ir/quantization.h"
@@ -334,9 +335,9 @@ class Importer {
     if (it == model->opsets.end()) {
       raise_unsupported("model: does not import the default ONNX domain (ai.onnx)");
     }
-    if (it->second < kMinOpset || it->second > kMaxOpset) {
+    if (it->second < kMinImportOpset || it->second > kMaxOpset) {
       raise_unsupported(cat("model: default-domain opset ", it->second, " is not supported (rnnc ",
-                            "supports opsets ", kMinOpset, " to ", kMaxOpset, ")"));
+                            "supports opsets ", kMinImportOpset, " to ", kMaxOpset, ")"));
     }
     opsets_ = &model->opsets;
     if (!proto_.has_graph()) raise_invalid_model("model: has no graph");
@@ -344,6 +345,7 @@ class Importer {
                                                                          : proto_.graph().name());
     main_graph_ = proto_.mutable_graph();
     import_graph(proto_.graph(), *model->graph);
+    normalize_legacy_opsets(*model);
     // Activation quantization written by rnnc quantize travels as metadata (ir/quantization.h).
     if (auto entry = model->metadata.find(kActivationQuantMetadata);
         entry != model->metadata.end()) {

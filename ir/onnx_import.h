@@ -1,9 +1,11 @@
 // ONNX import: ModelProto -> rnnc::Model, with types and shapes inferred for every node.
 //
-// Accepts opsets kMinOpset..kMaxOpset of the default domain; initializers in every encoding
-// (typed fields and little-endian raw_data), external data files next to the model, Constant
-// nodes in every value_* form, graph inputs that are also initializers (they become inputs with a
-// default value), and nested graphs (If/Loop/Scan bodies) with outer-scope references.
+// Accepts opsets kMinImportOpset..kMaxOpset of the default domain, the legacy ones (below
+// kMinOpset) rewritten into opset-kMinOpset forms (ir/legacy_opsets.h); initializers in every
+// encoding (typed fields and little-endian raw_data), external data files next to the model,
+// Constant nodes in every value_* form, graph inputs that are also initializers (they become
+// inputs with a default value), and nested graphs (If/Loop/Scan bodies) with outer-scope
+// references.
 // Everything wrong with the bytes or the model is an rnnc::Error naming the node and field.
 #pragma once
 

@@ -67,7 +67,10 @@ struct OpSchema {
   ShapeInferenceFn infer;
 };
 
-// The default-domain opsets import accepts.
+// The default-domain opsets every stage after import reads. Import also accepts opsets
+// kMinImportOpset to kMinOpset - 1, rewriting their legacy forms into opset-kMinOpset ones
+// (ir/legacy_opsets.h).
+constexpr int kMinImportOpset = 1;
 constexpr int kMinOpset = 7;
 constexpr int kMaxOpset = 21;
 

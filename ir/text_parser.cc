@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/legacy_opsets.h"
 #include "ir/op_schema.h"
 #include "ir/printer.h"
 
@@ -644,10 +645,10 @@ class TextParser {
     if (it == model.opsets.end()) {
       fail_at(header_at, "the model header declares no default-domain opset (add 'opset=N')");
     }
-    if (it->second < kMinOpset || it->second > kMaxOpset) {
+    if (it->second < kMinImportOpset || it->second > kMaxOpset) {
       fail_at(header_at,
               cat("default-domain opset ", it->second, " is not supported (rnnc supports opsets ",
-                  kMinOpset, " to ", kMaxOpset, ")"),
+                  kMinImportOpset, " to ", kMaxOpset, ")"),
               ErrorKind::kUnsupported);
     }
   }
@@ -1085,6 +1086,7 @@ class TextParser {
   // Inference errors name the node ("Add 'a' (opset 14): ..."); prefix the line it was written on.
   void infer(Model& model) const {
     try {
+      normalize_legacy_opsets(model);
       infer_graph(*model.graph);
     } catch (const Error& e) {
       std::string message = e.what();

@@ -559,8 +559,8 @@ TEST(TextParserErrors, Header) {
   expect_error("model opset=14 version=3\ngraph g() {\n  return\n}\n",
                "t.ir:1:16: expected 'ir_version=', 'opset=', 'producer=' or 'graph' in the model "
                "header, got 'version'");
-  expect_error("model opset=3\ngraph g() {\n  return\n}\n",
-               "t.ir:1:1: default-domain opset 3 is not supported (rnnc supports opsets 7 to 21)",
+  expect_error("model opset=22\ngraph g() {\n  return\n}\n",
+               "t.ir:1:1: default-domain opset 22 is not supported (rnnc supports opsets 1 to 21)",
                ErrorKind::kUnsupported);
 }
 
