@@ -11,6 +11,7 @@ namespace {
 // make the rank unknown.
 TensorType join_types(const TensorType& a, const TensorType& b) {
   TensorType out;
+  out.kind = a.kind;
   out.dtype = a.dtype;
   if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
     Shape shape;
@@ -23,6 +24,7 @@ TensorType join_types(const TensorType& a, const TensorType& b) {
 }
 
 void set_output_type(const InferenceContext& context, size_t i, const TensorType& type) {
+  if (Value* output = context.node().output(i)) output->type.kind = type.kind;
   if (type.shape) {
     context.set_output(i, type.dtype, *type.shape);
   } else {
@@ -94,7 +96,10 @@ void infer_loop(InferenceContext& context) {
   }
   // Body inputs take the types the Loop feeds them, where the body left them open.
   auto bind = [](Value* body_input, const TensorType& type) {
-    if (body_input->type.dtype == DType::kUndefined) body_input->type.dtype = type.dtype;
+    if (body_input->type.dtype == DType::kUndefined) {
+      body_input->type.dtype = type.dtype;
+      body_input->type.kind = type.kind;
+    }
     if (!body_input->type.shape) body_input->type.shape = type.shape;
   };
   TensorType iteration{DType::kInt64, Shape{}, {}};
