@@ -14,6 +14,8 @@
 
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
+#include "ir/onnx_export.h"
+#include "ir/text_parser.h"
 #include "runtime/fp_mode.h"
 #include "runtime/halide_tbb.h"
 #include "runtime/plan_chooser.h"
@@ -443,6 +445,27 @@ TEST(RuntimeApiErrors, BadOptionsModelsAndStatePairs) {
   EXPECT_EQ(error_of([&] { model->new_session({{"y", "l0.rnn.initial_h"}}); }),
             "state pair (y -> l0.rnn.initial_h): 'l0.rnn.initial_h' is already fed by another "
             "state output");
+}
+
+TEST(RuntimeApiErrors, SequenceGraphInputsAreRefusedAtLoadNamingTheInput) {
+  auto model = parse_model_text(R"(model opset=16
+graph g(%x: f32[2], %list: seq<f32[2]>) {
+  %y: f32[2] = Relu 'relu' (%x)
+  %same: seq<f32[2]> = Identity 'pass' (%list)
+  return %y, %same
+}
+)",
+                                "seq.ir");
+  std::string bytes = export_onnx_bytes(*model);
+  try {
+    CompiledModel::load_bytes(bytes.data(), bytes.size());
+    ADD_FAILURE() << "a model with a sequence input loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_STREQ(e.what(),
+                 "graph input 'list' is seq<f32[2]>: sequence and optional graph inputs and "
+                 "outputs are not supported (only tensors are)");
+  }
 }
 
 // ---- Silero: the model's own state mapped by the caller ---------------------------------------
