@@ -1,6 +1,7 @@
 // Reference kernels for If, Loop and Scan (ONNX control flow; docs/ops/control_flow.md). Bodies
 // run through the evaluator in this node's scope, so their outer-scope references see the
 // enclosing graph's values.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
