@@ -1,10 +1,13 @@
 #include "compiler/compile.h"
 
+#include "ir/reference/evaluator.h"
+
 #include "compiler/expose_state.h"
 #include "graph_opt/pipeline.h"
 #include "ir/error.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
+#include "ir/reference/evaluator.h"
 #include "lowering/cache_location.h"
 #include "lowering/halide_cache.h"
 
@@ -79,6 +82,7 @@ Compiled compile(ModelSource source, const CompileOptions& options) {
   for (const Value* output : model->graph->outputs())
     compiled.model_outputs.push_back(output->name());
   if (stop_after(Stage::kImport, model)) return compiled;
+  check_tensor_interface(*model->graph);
 
   if (options.expose_recurrent_state) compiled.state = expose_recurrent_state(*model);
   if (stop_after(Stage::kExposeState, model)) return compiled;

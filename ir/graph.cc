@@ -21,6 +21,12 @@ std::string TensorType::to_string() const {
   std::string out = dtype_name(dtype);
   out += shape ? shape_to_string(*shape) : "[?rank]";
   if (quant) out += " quant=<" + quant->to_string() + ">";
+  switch (kind) {
+    case ValueKind::kTensor: return out;
+    case ValueKind::kSequence: return "seq<" + out + ">";
+    case ValueKind::kOptionalTensor: return "opt<" + out + ">";
+    case ValueKind::kOptionalSequence: return "opt<seq<" + out + ">>";
+  }
   return out;
 }
 

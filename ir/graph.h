@@ -40,13 +40,34 @@ struct QuantParams {
   std::string to_string() const;
 };
 
+// What kind of value an edge carries. Sequences and optionals (ONNX SequenceProto /
+// OptionalProto) hold tensors of the type's dtype; the shape, when known, is the one every element
+// has (ONNX sequence element types may leave it unknown). Passes and lowering handle tensors only:
+// a node that reads or writes another kind stays a reference block.
+enum class ValueKind : uint8_t {
+  kTensor,
+  kSequence,          // a list of tensors, possibly empty
+  kOptionalTensor,    // a tensor or none
+  kOptionalSequence,  // a sequence or none
+};
+
 struct TensorType {
-  DType dtype = DType::kUndefined;
+  DType dtype = DType::kUndefined;  // of the tensor, or of each element of a sequence
   std::optional<Shape> shape;  // nullopt: rank unknown
   std::shared_ptr<const QuantParams> quant;
+  ValueKind kind = ValueKind::kTensor;  // last, so {dtype, shape, quant} still builds a tensor
 
   int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
-  std::string to_string() const;  // "f32[seq, batch, 128]", "i64[?rank]", with a quant suffix
+  bool is_tensor() const { return kind == ValueKind::kTensor; }
+  // "f32[seq, batch, 128]", "i64[?rank]", with a quant suffix; "seq<f32[?rank]>",
+  // "opt<f32[3]>", "opt<seq<i64[]>>" for the other kinds.
+  std::string to_string() const;
+  // The same type with kind kTensor: a sequence's or an optional's element type.
+  TensorType element() const {
+    TensorType out = *this;
+    out.kind = ValueKind::kTensor;
+    return out;
+  }
 };
 
 struct Use {

@@ -11,6 +11,21 @@ namespace rnnc {
 namespace {
 
 void export_type(const TensorType& type, onnx::TypeProto* proto) {
+  switch (type.kind) {
+    case ValueKind::kTensor: break;
+    case ValueKind::kSequence:
+      export_type(type.element(), proto->mutable_sequence_type()->mutable_elem_type());
+      return;
+    case ValueKind::kOptionalTensor:
+      export_type(type.element(), proto->mutable_optional_type()->mutable_elem_type());
+      return;
+    case ValueKind::kOptionalSequence: {
+      TensorType sequence = type;
+      sequence.kind = ValueKind::kSequence;
+      export_type(sequence, proto->mutable_optional_type()->mutable_elem_type());
+      return;
+    }
+  }
   auto* tensor_type = proto->mutable_tensor_type();
   tensor_type->set_elem_type(static_cast<int32_t>(type.dtype));
   if (!type.shape) return;

@@ -366,11 +366,48 @@ class Importer {
     tensor.clear_uint64_data();
   }
 
+  // A value's type: a tensor, a sequence of tensors, or an optional of either. Maps and
+  // sequences of non-tensors are Unsupported.
   TensorType import_type(const onnx::TypeProto& type, const std::string& what) {
-    if (!type.has_tensor_type()) {
-      raise_unsupported(cat(what, ": only tensor types are supported (not sequence/map/optional)"));
+    if (type.has_sequence_type()) {
+      const auto& element = type.sequence_type().elem_type();
+      if (!element.has_tensor_type()) {
+        raise_unsupported(cat(what, ": a sequence of ", type_case_name(element),
+                              " (only sequences of tensors are supported)"));
+      }
+      TensorType out = import_tensor_type(element.tensor_type(), what);
+      out.kind = ValueKind::kSequence;
+      return out;
     }
-    const auto& tensor_type = type.tensor_type();
+    if (type.has_optional_type()) {
+      const auto& element = type.optional_type().elem_type();
+      if (!element.has_tensor_type() && !element.has_sequence_type()) {
+        raise_unsupported(cat(what, ": an optional of ", type_case_name(element),
+                              " (only optional tensors and sequences are supported)"));
+      }
+      TensorType out = import_type(element, what);
+      out.kind = out.kind == ValueKind::kSequence ? ValueKind::kOptionalSequence
+                                                  : ValueKind::kOptionalTensor;
+      return out;
+    }
+    if (!type.has_tensor_type()) {
+      raise_unsupported(cat(what, ": type ", type_case_name(type),
+                            " is not supported (only tensors, sequences and optionals)"));
+    }
+    return import_tensor_type(type.tensor_type(), what);
+  }
+
+  static const char* type_case_name(const onnx::TypeProto& type) {
+    if (type.has_tensor_type()) return "tensor";
+    if (type.has_sequence_type()) return "sequence";
+    if (type.has_map_type()) return "map";
+    if (type.has_optional_type()) return "optional";
+    if (type.has_sparse_tensor_type()) return "sparse tensor";
+    return "(none)";
+  }
+
+  TensorType import_tensor_type(const onnx::TypeProto::Tensor& tensor_type,
+                                const std::string& what) {
     TensorType out;
     auto dtype = dtype_from_onnx(tensor_type.elem_type());
     if (const char* name = unrepresented_onnx_type_name(tensor_type.elem_type())) {
@@ -492,11 +529,21 @@ class Importer {
     }
     for (const auto& input : proto.input()) {
       std::string what = cat(graph_what, " input '", input.name(), "'");
-      TensorType type = import_type(input.type(), what);
+      // A body's inputs may leave their type to the node that runs the body (ONNX Loop/Scan).
+      TensorType type;
+      if (input.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+        type = import_type(input.type(), what);
+      } else if (!graph.parent()) {
+        raise_invalid_model(cat(what, " has no type"));
+      }
       auto init = initializers.find(input.name());
       if (init != initializers.end()) {
         Value* value = graph.add_input(input.name(), type);
         Tensor& data = *init->second;
+        if (!type.is_tensor()) {
+          raise_invalid_model(cat(what, ": declared ", type.to_string(),
+                                  " but has a tensor initializer"));
+        }
         if (type.dtype != data.dtype()) {
           raise_invalid_model(cat(what, ": declared ", dtype_onnx_name(type.dtype),
                                   " but its initializer is ", dtype_onnx_name(data.dtype())));
@@ -561,7 +608,7 @@ class Importer {
     // Declared types of intermediate values and outputs are hints merged into inference.
     for (const auto& info : proto.value_info()) {
       if (Value* value = graph.find_local_value(info.name())) {
-        if (value->producer() && info.type().has_tensor_type()) {
+        if (value->producer() && info.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
           value->type = import_type(info.type(), cat(graph_what, " value_info '", info.name(), "'"));
         }
       }
@@ -572,7 +619,7 @@ class Importer {
       if (!value) {
         raise_invalid_model(cat(what, " is not produced by any node, input or initializer"));
       }
-      if (value->producer() && output.type().has_tensor_type()) {
+      if (value->producer() && output.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
         TensorType declared = import_type(output.type(), what);
         if (value->type.dtype == DType::kUndefined || !value->type.shape) value->type = declared;
       }

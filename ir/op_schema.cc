@@ -213,6 +213,18 @@ void infer_node(Node& node) {
                             schema->min_outputs, schema->max_outputs > schema->min_outputs
                                 ? cat(" to ", schema->max_outputs) : std::string()));
   }
+  // Sequences and optionals pass through Identity and control flow only; every other op's
+  // inference and kernel read tensors.
+  bool passes_any_kind = node.domain().empty() &&
+      (node.op_type() == "Identity" || node.op_type() == "If" || node.op_type() == "Loop");
+  for (size_t i = 0; i < node.num_inputs() && !passes_any_kind; ++i) {
+    const Value* input = node.input(i);
+    if (input && !input->type.is_tensor()) {
+      raise_unsupported(cat(node.describe(), ": input ", i, " '", input->name(), "' is ",
+                            input->type.to_string(), " (only Identity, If and Loop take ",
+                            "sequence and optional values)"));
+    }
+  }
   InferenceContext context(node);
   schema->infer(context);
 }

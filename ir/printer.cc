@@ -80,6 +80,12 @@ std::string type_text(const TensorType& type) {
     out += "[?rank]";
   }
   if (type.quant) out += " quant=<" + type.quant->to_string() + ">";
+  switch (type.kind) {
+    case ValueKind::kTensor: return out;
+    case ValueKind::kSequence: return "seq<" + out + ">";
+    case ValueKind::kOptionalTensor: return "opt<" + out + ">";
+    case ValueKind::kOptionalSequence: return "opt<seq<" + out + ">>";
+  }
   return out;
 }
 

@@ -404,7 +404,34 @@ class TextParser {
     fail_expected("a dim (a size, an axis name or '?')");
   }
 
+  // A value type: a tensor type, seq<tensor type>, opt<tensor type> or opt<seq<tensor type>>.
   TensorType parse_type() {
+    if (peek_word() == "seq" && peek_after_word() == '<') {
+      consume_keyword("seq");
+      expect('<', "after 'seq'");
+      TensorType type = parse_tensor_type();
+      expect('>', "after a sequence's element type");
+      type.kind = ValueKind::kSequence;
+      return type;
+    }
+    if (peek_word() == "opt" && peek_after_word() == '<') {
+      consume_keyword("opt");
+      expect('<', "after 'opt'");
+      skip_space();
+      size_t at = pos_;
+      TensorType type = parse_type();
+      if (type.kind == ValueKind::kOptionalTensor || type.kind == ValueKind::kOptionalSequence) {
+        fail_at(at, "an optional holds a tensor or a sequence, not another optional");
+      }
+      expect('>', "after an optional's element type");
+      type.kind = type.kind == ValueKind::kSequence ? ValueKind::kOptionalSequence
+                                                     : ValueKind::kOptionalTensor;
+      return type;
+    }
+    return parse_tensor_type();
+  }
+
+  TensorType parse_tensor_type() {
     TensorType type;
     type.dtype = parse_dtype();
     expect('[', "after the element type");

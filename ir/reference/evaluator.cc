@@ -172,8 +172,20 @@ std::vector<std::string> kernel_op_types() {
   return names;
 }
 
+void check_tensor_interface(const Graph& graph) {
+  auto check = [](const Value* value, const char* role) {
+    if (value->type.is_tensor()) return;
+    raise_unsupported(cat("graph ", role, " '", value->name(), "' is ", value->type.to_string(),
+                          ": sequence and optional graph inputs and outputs are not supported "
+                          "(only tensors are)"));
+  };
+  for (const Value* input : graph.inputs()) check(input, "input");
+  for (const Value* output : graph.outputs()) check(output, "output");
+}
+
 std::map<std::string, int64_t> bind_inputs(const Graph& graph,
                                            const std::map<std::string, Tensor>& inputs) {
+  check_tensor_interface(graph);
   for (const auto& [name, tensor] : inputs) {
     bool known = false;
     for (const Value* input : graph.inputs()) known = known || input->name() == name;

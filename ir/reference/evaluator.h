@@ -31,6 +31,10 @@ using ValueLookup = std::function<const Tensor*(const Value* value)>;
 std::vector<Tensor> evaluate_node(const Node& node, const std::vector<const Tensor*>& inputs,
                                   const ValueLookup& outer);
 
+// kUnsupported naming the first graph input or output that is a sequence or an optional: values
+// cross the API as tensors only.
+void check_tensor_interface(const Graph& graph);
+
 // Binds the graph's symbolic dims to the given inputs' sizes (the checks above), returning the
 // binding, e.g. {seq: 17, batch: 1}.
 std::map<std::string, int64_t> bind_inputs(const Graph& graph,

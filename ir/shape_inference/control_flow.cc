@@ -1,6 +1,7 @@
-// Type and shape inference for If and Loop. Their bodies are nested graphs whose nodes may use
-// values of the enclosing graph, so the bodies are inferred here, after the enclosing graph's
-// types up to this node are known (import runs inference once, from the main graph down).
+// Type and shape inference for If, Loop and Scan (docs/ops/control_flow.md). Their bodies are
+// nested graphs whose nodes may use values of the enclosing graph, so the bodies are inferred
+// here, after the enclosing graph's types up to this node are known (import runs inference once,
+// from the main graph down).
 #include "ir/op_schema.h"
 
 namespace rnnc {
@@ -11,6 +12,7 @@ namespace {
 // make the rank unknown.
 TensorType join_types(const TensorType& a, const TensorType& b) {
   TensorType out;
+  out.kind = a.kind;
   out.dtype = a.dtype;
   if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
     Shape shape;
@@ -23,6 +25,7 @@ TensorType join_types(const TensorType& a, const TensorType& b) {
 }
 
 void set_output_type(const InferenceContext& context, size_t i, const TensorType& type) {
+  if (Value* output = context.node().output(i)) output->type.kind = type.kind;
   if (type.shape) {
     context.set_output(i, type.dtype, *type.shape);
   } else {
@@ -94,7 +97,10 @@ void infer_loop(InferenceContext& context) {
   }
   // Body inputs take the types the Loop feeds them, where the body left them open.
   auto bind = [](Value* body_input, const TensorType& type) {
-    if (body_input->type.dtype == DType::kUndefined) body_input->type.dtype = type.dtype;
+    if (body_input->type.dtype == DType::kUndefined) {
+      body_input->type.dtype = type.dtype;
+      body_input->type.kind = type.kind;
+    }
     if (!body_input->type.shape) body_input->type.shape = type.shape;
   };
   TensorType iteration{DType::kInt64, Shape{}, {}};
@@ -130,9 +136,124 @@ void infer_loop(InferenceContext& context) {
   }
 }
 
+// The type with axes [first, first + count) removed (a batch or scan axis the body does not see).
+TensorType without_axes(const TensorType& type, size_t first, size_t count) {
+  TensorType out = type;
+  if (out.shape && out.shape->size() >= first + count) {
+    out.shape->erase(out.shape->begin() + static_cast<int64_t>(first),
+                     out.shape->begin() + static_cast<int64_t>(first + count));
+  } else {
+    out.shape.reset();
+  }
+  return out;
+}
+
+// Scan: the body sees each state and one slice of each scan input (opset 9+: along
+// scan_input_axes; opset 8: past a leading batch axis, along axis 1). Outputs: the final states
+// and the scan outputs stacked along scan_output_axes (opset 8: [batch, length, ...]).
+void infer_scan(InferenceContext& context) {
+  Node& node = context.node();
+  Graph& body = required_graph(context, "body");
+  int64_t scan_count = node.attr_int("num_scan_inputs", -1);
+  if (scan_count < 1) context.fail("attribute 'num_scan_inputs' must be given and >= 1");
+  bool batched = node.opset() < 9;
+  size_t first = batched ? 1 : 0;
+  size_t m = static_cast<size_t>(scan_count);
+  if (node.num_inputs() < first + m) {
+    context.fail(cat("has ", node.num_inputs(), " inputs, fewer than its ", m, " scan inputs",
+                     batched ? " after sequence_lens" : ""));
+  }
+  size_t states = node.num_inputs() - first - m;
+  if (body.inputs().size() != states + m) {
+    context.fail(cat("body has ", body.inputs().size(), " inputs, expected ", states + m, " (",
+                     states, " states and ", m, " scan inputs)"));
+  }
+  if (body.outputs().size() < states) {
+    context.fail(cat("body has ", body.outputs().size(), " outputs, fewer than its ", states,
+                     " states"));
+  }
+  size_t scan_outputs = body.outputs().size() - states;
+  if (node.num_outputs() > states + scan_outputs) {
+    context.fail(cat("has ", node.num_outputs(), " outputs, but its body yields ", states,
+                     " states and ", scan_outputs, " scan outputs"));
+  }
+  auto ints = [&](const std::string& name, size_t count) {
+    std::vector<int64_t> values = node.attr_ints(name, std::vector<int64_t>(count, 0));
+    if (values.size() != count) {
+      context.fail(cat("attribute '", name, "' has ", values.size(), " entries, expected ",
+                       count));
+    }
+    return values;
+  };
+  for (const char* name : {"scan_input_directions", "directions"}) {
+    for (int64_t direction : ints(name, m)) {
+      if (direction != 0 && direction != 1) {
+        context.fail(cat("attribute '", name, "' holds ", direction, ", must be 0 or 1"));
+      }
+    }
+  }
+  auto bind = [](Value* body_input, const TensorType& type) {
+    if (body_input->type.dtype == DType::kUndefined) body_input->type.dtype = type.dtype;
+    if (!body_input->type.shape) body_input->type.shape = type.shape;
+  };
+  Dim batch = Dim::unknown(), length = Dim::unknown();
+  std::vector<int64_t> input_axes = ints("scan_input_axes", m);
+  for (size_t k = 0; k < states; ++k) {
+    const TensorType& type = context.input_type(first + k);
+    bind(body.inputs()[k], batched ? without_axes(type, 0, 1) : type);
+    if (batched && type.shape && !type.shape->empty()) batch = (*type.shape)[0];
+  }
+  for (size_t j = 0; j < m; ++j) {
+    const TensorType& type = context.input_type(first + states + j);
+    if (batched) {
+      bind(body.inputs()[states + j], without_axes(type, 0, 2));
+      if (type.shape && type.shape->size() >= 2) {
+        batch = (*type.shape)[0];
+        length = (*type.shape)[1];
+      }
+      continue;
+    }
+    if (!type.shape) {
+      bind(body.inputs()[states + j], without_axes(type, 0, type.rank() + 1));
+      continue;
+    }
+    int64_t rank = type.rank();
+    int64_t axis = context.normalize_axis(input_axes[j], rank, cat("scan_input_axes[", j, "]"));
+    bind(body.inputs()[states + j], without_axes(type, static_cast<size_t>(axis), 1));
+    if (j == 0) length = (*type.shape)[static_cast<size_t>(axis)];
+  }
+  infer_graph(body);
+
+  for (size_t k = 0; k < states && k < node.num_outputs(); ++k) {
+    TensorType type = body.outputs()[k]->type;
+    if (batched && type.shape) type.shape->insert(type.shape->begin(), batch);
+    set_output_type(context, k, join_types(context.input_type(first + k), type));
+  }
+  std::vector<int64_t> output_axes = ints("scan_output_axes", scan_outputs);
+  ints("scan_output_directions", scan_outputs);
+  for (size_t k = 0; k < scan_outputs && states + k < node.num_outputs(); ++k) {
+    const TensorType& element = body.outputs()[states + k]->type;
+    if (!element.shape) {
+      context.set_output_unknown_rank(states + k, element.dtype);
+      continue;
+    }
+    Shape shape = *element.shape;
+    if (batched) {
+      shape.insert(shape.begin(), {batch, length});
+    } else {
+      int64_t axis = context.normalize_axis(output_axes[k], static_cast<int64_t>(shape.size()) + 1,
+                                            cat("scan_output_axes[", k, "]"));
+      shape.insert(shape.begin() + axis, length);
+    }
+    context.set_output(states + k, element.dtype, shape);
+  }
+}
+
 }  // namespace
 
 void register_control_flow_schemas(std::vector<OpSchema>& registry) {
+  // Opset 8's first input, sequence_lens, may be omitted: infer_scan counts the inputs.
+  registry.push_back({"Scan", 8, 0, -1, 1, -1, infer_scan});
   registry.push_back({"If", 1, 1, 1, 1, -1, infer_if});
   // M and cond are optional but their slots are not: infer_loop checks there are two.
   registry.push_back({"Loop", 1, 0, -1, 1, -1, infer_loop});

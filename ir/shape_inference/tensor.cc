@@ -246,6 +246,7 @@ Shape shape_from_dims_value(const InferenceContext& context, const std::vector<D
 
 void infer_identity(InferenceContext& context) {
   const TensorType& type = context.input_type(0);
+  if (Value* output = context.node().output(0)) output->type.kind = type.kind;
   if (type.shape) {
     context.set_output(0, type.dtype, *type.shape);
   } else {

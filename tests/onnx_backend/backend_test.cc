@@ -154,6 +154,7 @@ CaseResult run_case(const BackendCase& test_case) {
   try {
     model = import_onnx_file(test_case.dir + "/model.onnx");
     verify_model(*model);
+    check_tensor_interface(*model->graph);  // input files are read as tensors
   } catch (const Error& e) {
     result.outcome = e.kind() == ErrorKind::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed;
     result.detail = cat("import: ", e.what());

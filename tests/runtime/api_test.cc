@@ -14,6 +14,8 @@
 
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
+#include "ir/onnx_export.h"
+#include "ir/text_parser.h"
 #include "runtime/fp_mode.h"
 #include "runtime/halide_tbb.h"
 #include "runtime/plan_chooser.h"
@@ -443,6 +445,58 @@ TEST(RuntimeApiErrors, BadOptionsModelsAndStatePairs) {
   EXPECT_EQ(error_of([&] { model->new_session({{"y", "l0.rnn.initial_h"}}); }),
             "state pair (y -> l0.rnn.initial_h): 'l0.rnn.initial_h' is already fed by another "
             "state output");
+}
+
+// Scan has no lowering: it runs as a reference block inside a compiled model, its body reading a
+// graph-level constant from the outer scope.
+TEST(RuntimeApi, ScanRunsAsAReferenceBlock) {
+  auto model = parse_model_text(R"(model opset=11
+graph g(%xs: f32[3, 2]) {
+  const %init: f32[2] = {0, 0}
+  const %scale: f32[2] = {2, 2}
+  %sum: f32[2], %steps: f32[3, 2] = Scan 's' (%init, %xs) {num_scan_inputs=1}
+    body = graph body(%acc: f32[2], %x: f32[2]) {
+      %scaled: f32[2] = Mul 'mul' (%x, %scale)
+      %next: f32[2] = Add 'add' (%acc, %scaled)
+      return %next: f32[2], %next: f32[2]
+    }
+  return %sum, %steps
+}
+)",
+                                "scan.ir");
+  std::string bytes = export_onnx_bytes(*model);
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto compiled = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+  std::vector<float> xs{1, 10, 2, 20, 3, 30};
+  Session session = compiled->new_session();
+  const auto& outputs = session.run({{"xs", {ElementType::kFloat32, {3, 2}, xs.data()}}});
+  ASSERT_EQ(outputs.size(), 2u);
+  const float* sum = static_cast<const float*>(outputs[0].tensor.data);
+  EXPECT_EQ(std::vector<float>(sum, sum + 2), (std::vector<float>{12, 120}));
+  const float* steps = static_cast<const float*>(outputs[1].tensor.data);
+  EXPECT_EQ(std::vector<float>(steps, steps + 6), (std::vector<float>{2, 20, 6, 60, 12, 120}));
+}
+
+TEST(RuntimeApiErrors, SequenceGraphInputsAreRefusedAtLoadNamingTheInput) {
+  auto model = parse_model_text(R"(model opset=16
+graph g(%x: f32[2], %list: seq<f32[2]>) {
+  %y: f32[2] = Relu 'relu' (%x)
+  %same: seq<f32[2]> = Identity 'pass' (%list)
+  return %y, %same
+}
+)",
+                                "seq.ir");
+  std::string bytes = export_onnx_bytes(*model);
+  try {
+    CompiledModel::load_bytes(bytes.data(), bytes.size());
+    ADD_FAILURE() << "a model with a sequence input loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_STREQ(e.what(),
+                 "graph input 'list' is seq<f32[2]>: sequence and optional graph inputs and "
+                 "outputs are not supported (only tensors are)");
+  }
 }
 
 // ---- Silero: the model's own state mapped by the caller ---------------------------------------

@@ -240,6 +240,95 @@ TEST(Import, SymbolicDimsSurvive) {
   EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[seq, batch, 40, ?]");
 }
 
+// A graph with a sequence input, an optional input and an optional sequence, each passed
+// through Identity to an output.
+onnx::ModelProto sequence_and_optional_model() {
+  onnx::ModelProto model = empty_model(16);
+  auto* graph = model.mutable_graph();
+  auto* list = graph->add_input();
+  list->set_name("list");
+  auto* element = list->mutable_type()->mutable_sequence_type()->mutable_elem_type();
+  element->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* maybe = graph->add_input();
+  maybe->set_name("maybe");
+  auto* maybe_tensor = maybe->mutable_type()->mutable_optional_type()->mutable_elem_type();
+  maybe_tensor->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  maybe_tensor->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("n");
+  auto* maybe_list = graph->add_input();
+  maybe_list->set_name("maybe_list");
+  *maybe_list->mutable_type()->mutable_optional_type()->mutable_elem_type() = list->type();
+  for (const char* name : {"list", "maybe", "maybe_list"}) {
+    auto* node = graph->add_node();
+    node->set_op_type("Identity");
+    node->set_name(std::string("pass_") + name);
+    node->add_input(name);
+    node->add_output(std::string(name) + "_out");
+    graph->add_output()->set_name(std::string(name) + "_out");
+  }
+  return model;
+}
+
+TEST(Import, SequenceAndOptionalTypesSurviveImportAndExport) {
+  auto imported = import(sequence_and_optional_model());
+  const Graph& graph = *imported->graph;
+  EXPECT_EQ(graph.inputs()[0]->type.to_string(), "seq<f32[?rank]>");
+  EXPECT_EQ(graph.inputs()[1]->type.to_string(), "opt<i64[n]>");
+  EXPECT_EQ(graph.inputs()[2]->type.to_string(), "opt<seq<f32[?rank]>>");
+  EXPECT_EQ(graph.outputs()[0]->type.kind, ValueKind::kSequence);
+  EXPECT_EQ(graph.outputs()[1]->type.to_string(), "opt<i64[n]>");
+  EXPECT_EQ(graph.outputs()[2]->type.kind, ValueKind::kOptionalSequence);
+  std::string bytes = export_onnx_bytes(*imported);
+  onnx::ModelProto exported;
+  ASSERT_TRUE(exported.ParseFromString(bytes));
+  EXPECT_TRUE(exported.graph().input(0).type().has_sequence_type());
+  EXPECT_TRUE(exported.graph().input(2).type().optional_type().elem_type().has_sequence_type());
+  auto reloaded = import_onnx_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(to_text(*reloaded), to_text(*imported));
+}
+
+TEST(ImportErrors, MapsAndSequencesOfNonTensorsAreUnsupported) {
+  onnx::ModelProto model = empty_model();
+  auto* input = model.mutable_graph()->add_input();
+  input->set_name("table");
+  input->mutable_type()->mutable_map_type()->set_key_type(onnx::TensorProto::INT64);
+  model.mutable_graph()->add_output()->set_name("table");
+  expect_import_error(model, ErrorKind::kUnsupported,
+                      "graph 'g' input 'table': type map is not supported (only tensors, "
+                      "sequences and optionals)");
+  input->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_map_type();
+  expect_import_error(model, ErrorKind::kUnsupported,
+                      "graph 'g' input 'table': a sequence of map (only sequences of tensors are "
+                      "supported)");
+}
+
+TEST(ImportErrors, AMainGraphInputNeedsAType) {
+  onnx::ModelProto model = empty_model();
+  model.mutable_graph()->add_input()->set_name("x");
+  model.mutable_graph()->add_output()->set_name("x");
+  expect_import_error(model, ErrorKind::kInvalidModel, "graph 'g' input 'x' has no type");
+}
+
+TEST(ImportErrors, ATensorOpGivenASequenceIsUnsupported) {
+  onnx::ModelProto model = sequence_and_optional_model();
+  model.mutable_graph()->mutable_node(0)->set_op_type("Relu");
+  expect_import_error(model, ErrorKind::kUnsupported,
+                      "Relu 'pass_list' (opset 16): input 0 'list' is seq<f32[?rank]> (only "
+                      "Identity, If and Loop take sequence and optional values)");
+}
+
+TEST(EvaluatorErrors, SequenceAndOptionalGraphInputsAreUnsupported) {
+  auto imported = import(sequence_and_optional_model());
+  try {
+    evaluate(*imported->graph, {});
+    ADD_FAILURE() << "evaluated a graph with a sequence input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_STREQ(e.what(),
+                 "graph input 'list' is seq<f32[?rank]>: sequence and optional graph inputs and "
+                 "outputs are not supported (only tensors are)");
+  }
+}
+
 // A quantized model as ONNX Runtime's quantizer writes one: a uint8 activation input, an int8
 // per-axis weight in raw_data, int8 zero points and an int32 bias in int32_data (negative values
 // included), through QuantizeLinear, MatMulInteger, Add and DequantizeLinear.

@@ -86,6 +86,29 @@ graph g(%x: f32[2*seq + 1, -seq + 4, batch*seq*seq]) {
   EXPECT_EQ(shape[2], Dim::symbol("batch") * seq * seq);
 }
 
+TEST(TextParser, RoundTripsSequenceAndOptionalTypes) {
+  expect_round_trip(R"(model ir_version=8 opset=16
+graph kinds(%list: seq<f32[?rank]>, %maybe: opt<i64[2, n]>, %maybe_list: opt<seq<f32[3]>>) {
+  %same: seq<f32[?rank]> = Identity 'pass' (%list)
+  return %same: seq<f32[?rank]>, %maybe: opt<i64[2, n]>, %maybe_list: opt<seq<f32[3]>>
+}
+)");
+  auto model = parse_model_text(R"(model opset=16
+graph g(%a: seq<f32[2]>, %b: opt<seq<i64[?rank]>>) {
+  return %a, %b
+}
+)",
+                                "t.ir");
+  const TensorType& a = model->graph->inputs()[0]->type;
+  EXPECT_EQ(a.kind, ValueKind::kSequence);
+  EXPECT_EQ(a.dtype, DType::kFloat32);
+  EXPECT_EQ(a.rank(), 1);
+  const TensorType& b = model->graph->inputs()[1]->type;
+  EXPECT_EQ(b.kind, ValueKind::kOptionalSequence);
+  EXPECT_EQ(b.dtype, DType::kInt64);
+  EXPECT_FALSE(b.shape);
+}
+
 TEST(TextParser, RoundTripsInputsWithADefault) {
   std::string text = R"(model ir_version=8 opset=14
 graph main(%x: f32[2], %scale: f32[2] = default) {
@@ -421,6 +444,13 @@ void expect_error(const std::string& text, const std::string& message,
 // A one-graph model whose body is `body`; the graph line is line 2, body lines start at line 3.
 std::string model_with(const std::string& body, const std::string& inputs = "%x: f32[2]") {
   return "model ir_version=8 opset=14\ngraph g(" + inputs + ") {\n" + body + "}\n";
+}
+
+TEST(TextParserErrors, AnOptionalOfAnOptionalIsNotAType) {
+  expect_error(model_with("  return %x\n", "%x: opt<opt<f32[2]>>"),
+               "t.ir:2:17: an optional holds a tensor or a sequence, not another optional");
+  expect_error(model_with("  return %x\n", "%x: seq<f32[2]"),
+               "t.ir:2:23: expected '>' after a sequence's element type, got ')'");
 }
 
 TEST(TextParserErrors, MissingCloseParenNamesWhatCameInstead) {
