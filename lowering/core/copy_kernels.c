@@ -115,7 +115,9 @@ RN_CORE_API int rn_slice_plan_make(rn_slice_plan* plan, int rank, const int64_t*
   for (int k = rank - 1; k >= 0; --k) strides[k] = stride, stride *= input_shape[k];
   for (int k = 0; k < rank; ++k) {
     plan->base += first[k] * strides[k];
-    if (plan->shape[k] == 1) continue;
+    /* An axis of one position walks nowhere; an empty one empties the copy (numel 0), and its
+     * step may be huge (a step of -2^63 times a stride would overflow). */
+    if (plan->shape[k] <= 1) continue;
     const int64_t walk = step[k] * strides[k];
     if (plan->merged > 0 && plan->walks[plan->merged - 1] == walk * plan->shape[k]) {
       plan->dims[plan->merged - 1] *= plan->shape[k];
