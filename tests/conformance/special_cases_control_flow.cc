@@ -1,4 +1,4 @@
-// Special cases "if" and "loop": the nested graphs, built from a small menu over the captured
+// Special cases "if", "loop" and "scan": the nested graphs, built from a small menu over the captured
 // outer-scope value `x` once the node exists (Draft::finish_node).
 #include <memory>
 
@@ -108,11 +108,67 @@ void loop(Draft& draft) {
   };
 }
 
+Attribute ints_attribute(std::vector<int64_t> values) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInts;
+  attribute.ints = std::move(values);
+  return attribute;
+}
+
+// Scan(state, xs): xs is the state's shape with L steps inserted at a random axis (negative half
+// the time), read forwards or backwards; body (s, x_t) -> (s + x_t or max(s, x_t), s_out * x_t),
+// whose scan output is stacked at a random axis, in either direction.
+void scan(Draft& draft) {
+  OperandDraft& state = *draft.input("state");
+  OperandDraft& xs = *draft.input("xs");
+  const int64_t rank = static_cast<int64_t>(state.shape.size());
+  const int64_t steps = draft.rng.uniform_int(1, 4);
+  int64_t input_axis = draft.attr_rng.uniform_int(0, rank);
+  xs.shape = state.shape;
+  xs.shape.insert(xs.shape.begin() + input_axis, steps);
+  if (draft.attr_rng.uniform_int(0, 1)) input_axis -= rank + 1;
+  int64_t output_axis = draft.attr_rng.uniform_int(0, rank);
+  if (draft.attr_rng.uniform_int(0, 1)) output_axis -= rank + 1;
+  const int64_t input_direction = draft.attr_rng.uniform_int(0, 1);
+  const int64_t output_direction = draft.attr_rng.uniform_int(0, 1);
+  const std::string op = draft.attr_rng.pick(std::vector<std::string>{"Add", "Max"});
+  draft.outputs.resize(2, draft.outputs[0]);
+  for (size_t k = 0; k < 2; ++k) {
+    draft.outputs[k].present = true;
+    draft.outputs[k].name = k == 0 ? "final_state" : "scan_output";
+  }
+  draft.tags.insert("body=" + op);
+  draft.tags.insert(cat("input_axis=", input_axis, input_direction ? " reverse" : ""));
+  draft.tags.insert(cat("output_axis=", output_axis, output_direction ? " reverse" : ""));
+  const DType type = state.dtype;
+  const std::vector<int64_t> shape = state.shape;
+  const int opset = draft.opset;
+  draft.finish_node = [=](Graph& graph, Node& node) {
+    auto body = std::make_shared<Graph>("body", &graph);
+    Shape dims;
+    for (int64_t d : shape) dims.push_back(Dim(d));
+    Value* s = body->add_input("body_s", TensorType{type, dims, {}});
+    Value* x = body->add_input("body_x", TensorType{type, dims, {}});
+    Node* next = body->add_node(op, "body_next", {s, x}, {"body_s_out"}, opset);
+    Node* product =
+        body->add_node("Mul", "body_product", {next->output(0), x}, {"body_y"}, opset);
+    body->add_output(next->output(0));
+    body->add_output(product->output(0));
+    node.set_attr("body", graph_attribute(body));
+    node.set_attr("num_scan_inputs", Attribute::of_int(1));
+    node.set_attr("scan_input_axes", ints_attribute({input_axis}));
+    node.set_attr("scan_input_directions", ints_attribute({input_direction}));
+    node.set_attr("scan_output_axes", ints_attribute({output_axis}));
+    node.set_attr("scan_output_directions", ints_attribute({output_direction}));
+  };
+}
+
 }  // namespace
 
 void add_control_flow_special_cases(std::map<std::string, SpecialCase>& table) {
   table["if"] = if_op;
   table["loop"] = loop;
+  table["scan"] = scan;
 }
 
 }  // namespace rnnc::conformance
