@@ -214,34 +214,9 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
   block->context_ = root.describe();
   block->output_value_ = result;
   block->output_view_ = output_view(loops);
-  OperandView view_x = {ViewDim{rank - 1, rank}, two_d ? ViewDim{2, 3} : ViewDim{0, 0},
-                        ViewDim{1, 2}, ViewDim{0, 1}};
-  view_x[1].broadcast = !two_d;
-  block->arguments_.push_back(argument_of(x, view_x));
-  HalideBlock::Argument weights;
-  weights.constant = w_layout.marshal(flipped);
-  const int physical_rank = static_cast<int>(w_layout.physical_shape().size());
-  for (int d = physical_rank - 1; d >= 0; --d) weights.view.push_back(ViewDim{d, d + 1});
-  block->arguments_.push_back(std::move(weights));
-  const bool bias_buffer = bias && !is_inline_scalar(bias);
-  if (bias_buffer) {
-    OperandView view_bias = {ViewDim{0, 0}, ViewDim{0, 0}, ViewDim{0, 1}, ViewDim{0, 0}};
-    for (int i : {0, 1, 3}) view_bias[static_cast<size_t>(i)].broadcast = true;
-    view_bias[2].out_first = 1;
-    view_bias[2].out_last = 2;
-    block->arguments_.push_back(argument_of(bias, view_bias));
-  }
-  const std::vector<const Value*> epilogue = epilogue_operands(group);
-  for (const Value* operand : epilogue) {
-    if (static_cast<int>(operand->type.shape->size()) > rank) {
-      raise_unsupported(cat(root.describe(), ": operand '", operand->name(),
-                            "' has a higher rank than the result"));
-    }
-    block->arguments_.push_back(
-        argument_of(operand, operand_view(static_cast<int>(operand->type.shape->size()), rank,
-                                          loops, classify_operand(*operand->type.shape, shape))));
-  }
-  const size_t first_epilogue = bias_buffer ? 3 : 2;
+  const ConvArguments arguments = add_conv_arguments(*block, group, x, bias,
+                                                     w_layout.marshal(flipped), w_layout, rank,
+                                                     loops, shape);
 
   std::string key =
       cat(kConvTransposeKey, "\n", group_signature(group), w_layout.to_string(), "\n");
@@ -262,33 +237,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
     Var ow("ow"), oh("oh"), m("m"), batch("batch");
     std::vector<Var> vars = {ow, oh, m, batch};
     BuiltPipeline built;
-    Halide::ImageParam x_image = make_image_param("x", DType::kFloat32, spec.arguments_[0].view);
-    for (size_t d = 0; d < 2; ++d) {
-      if (static_in[d]) {
-        x_image.dim(static_cast<int>(d)).set_extent(static_cast<int>(*static_in[d]));
-      }
-    }
-    Halide::ImageParam w_image = make_image_param("w", DType::kFloat32, spec.arguments_[1].view);
-    pin_shape(w_image, w_layout.physical_shape());
-    built.arguments = {x_image, w_image};
-    Expr bias_value = 0.f;
-    if (bias_buffer) {
-      Halide::ImageParam bias_image =
-          make_image_param("bias", DType::kFloat32, spec.arguments_[2].view);
-      built.arguments.push_back(bias_image);
-      // Clamped: the last channel tile may run past M (its extra channels are discarded).
-      bias_value = bias_image(0, 0, Halide::min(m, static_cast<int>(out_channels) - 1), 0);
-    } else if (bias) {
-      bias_value = group_expr(group, bias, nullptr);
-    }
-    std::map<const Value*, Expr> reads_of;
-    for (size_t i = 0; i < epilogue.size(); ++i) {
-      const OperandView& view = spec.arguments_[first_epilogue + i].view;
-      Halide::ImageParam image =
-          make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
-      built.arguments.push_back(image);
-      reads_of[epilogue[i]] = read_view(image, view, vars);
-    }
+    const ConvImages images = conv_images(spec, arguments, group, bias, w_layout, static_in,
+                                          out_channels, vars, built);
+    const Halide::ImageParam& x_image = images.x;
+    const Halide::ImageParam& w_image = images.w;
     Func out("out");
     // U, once per batch item: zeros, then each input position i scattered to i * stride - lo
     // (only those that land inside the extent the output reads: out + (k - 1) * dilation). The
@@ -326,7 +278,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
       return w_image(w_layout.physical_coords(logical));
     };
     Func prod("prod");
-    prod(vars) = bias_value;
+    prod(vars) = images.bias_value;
     // Ungrouped: the input channel is the reduction's alone (a vector of output channels reads
     // one broadcast input value).
     Expr in_channel =
@@ -337,7 +289,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
                   upsampled(ow + r.x * static_cast<int>(ax_w.dilation),
                             oh + r.y * static_cast<int>(ax_h.dilation), in_channel, batch);
     auto leaf = [&](const Value* value) {
-      return value == root.output(0) ? Expr(prod(vars)) : reads_of.at(value);
+      return value == root.output(0) ? Expr(prod(vars)) : images.reads_of.at(value);
     };
     out(vars) = Halide::cast<float>(group_expr(group, result, leaf));
 
@@ -382,7 +334,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
       }
       out.push_back(extent);
     }
-    return check_epilogue(out, tensors, first_epilogue, context);
+    return check_epilogue(out, tensors, arguments.first_epilogue, context);
   };
   std::string strides = cat(ax_w.stride);
   if (two_d) strides = cat(ax_h.stride, "x", ax_w.stride);

@@ -574,6 +574,78 @@ std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vec
 
 }  // namespace
 
+ConvArguments add_conv_arguments(HalideBlock& block, const FusionGroup& group, const Value* x,
+                                 const Value* bias, Tensor marshaled_weights,
+                                 const LayoutMap& w_layout, int rank,
+                                 const std::vector<LoopDim>& loops, const Shape& result_shape) {
+  const bool two_d = rank == 4;
+  OperandView view_x = {ViewDim{rank - 1, rank}, two_d ? ViewDim{2, 3} : ViewDim{0, 0},
+                        ViewDim{1, 2}, ViewDim{0, 1}};
+  view_x[1].broadcast = !two_d;
+  block.arguments_.push_back(argument_of(x, view_x));
+  HalideBlock::Argument weights;
+  weights.constant = std::move(marshaled_weights);
+  const int physical_rank = static_cast<int>(w_layout.physical_shape().size());
+  for (int d = physical_rank - 1; d >= 0; --d) weights.view.push_back(ViewDim{d, d + 1});
+  block.arguments_.push_back(std::move(weights));
+  ConvArguments arguments;
+  arguments.bias_buffer = bias && !is_inline_scalar(bias);
+  if (arguments.bias_buffer) {
+    OperandView view_bias = {ViewDim{0, 0}, ViewDim{0, 0}, ViewDim{0, 1}, ViewDim{0, 0}};
+    for (int i : {0, 1, 3}) view_bias[static_cast<size_t>(i)].broadcast = true;
+    view_bias[2].out_first = 1;
+    view_bias[2].out_last = 2;
+    block.arguments_.push_back(argument_of(bias, view_bias));
+  }
+  arguments.first_epilogue = block.arguments_.size();
+  arguments.epilogue = epilogue_operands(group);
+  const Node& root = *group.root;
+  for (const Value* operand : arguments.epilogue) {
+    if (static_cast<int>(operand->type.shape->size()) > rank) {
+      raise_unsupported(cat(root.describe(), ": operand '", operand->name(),
+                            "' has a higher rank than the result"));
+    }
+    block.arguments_.push_back(argument_of(
+        operand, operand_view(static_cast<int>(operand->type.shape->size()), rank, loops,
+                              classify_operand(*operand->type.shape, result_shape))));
+  }
+  return arguments;
+}
+
+ConvImages conv_images(const HalideBlock& spec, const ConvArguments& arguments,
+                       const FusionGroup& group, const Value* bias, const LayoutMap& w_layout,
+                       const std::vector<std::optional<int64_t>>& static_in, int64_t out_channels,
+                       const std::vector<Var>& vars, BuiltPipeline& built) {
+  ConvImages images;
+  images.x = make_image_param("x", DType::kFloat32, spec.arguments_[0].view);
+  for (size_t d = 0; d < static_in.size() && d < 2; ++d) {
+    if (static_in[d]) images.x.dim(static_cast<int>(d)).set_extent(static_cast<int>(*static_in[d]));
+  }
+  images.w = make_image_param("w", DType::kFloat32, spec.arguments_[1].view);
+  pin_shape(images.w, w_layout.physical_shape());
+  built.arguments = {images.x, images.w};
+  images.bias_value = 0.f;
+  if (arguments.bias_buffer) {
+    Halide::ImageParam bias_image =
+        make_image_param("bias", DType::kFloat32, spec.arguments_[2].view);
+    built.arguments.push_back(bias_image);
+    // Clamped: the last channel tile may run past M (its extra channels are discarded).
+    const Var& m = vars[2];
+    images.bias_value =
+        bias_image(0, 0, Halide::min(m, static_cast<int>(out_channels) - 1), 0);
+  } else if (bias) {
+    images.bias_value = group_expr(group, bias, nullptr);
+  }
+  for (size_t i = 0; i < arguments.epilogue.size(); ++i) {
+    const OperandView& view = spec.arguments_[arguments.first_epilogue + i].view;
+    Halide::ImageParam image =
+        make_image_param(cat("epilogue", i), arguments.epilogue[i]->type.dtype, view);
+    built.arguments.push_back(image);
+    images.reads_of[arguments.epilogue[i]] = read_view(image, view, vars);
+  }
+  return images;
+}
+
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache) {
   const Node& root = *group.root;
   const Value* x = root.input(0);
@@ -633,34 +705,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   block->context_ = root.describe();
   block->output_value_ = result;
   block->output_view_ = output_view(loops);
-  OperandView view_x = {ViewDim{rank - 1, rank}, two_d ? ViewDim{2, 3} : ViewDim{0, 0},
-                       ViewDim{1, 2}, ViewDim{0, 1}};
-  view_x[1].broadcast = !two_d;
-  block->arguments_.push_back(argument_of(x, view_x));
-  HalideBlock::Argument weights;
-  weights.constant = w_layout.marshal(*w->constant());
-  int physical_rank = static_cast<int>(w_layout.physical_shape().size());
-  for (int d = physical_rank - 1; d >= 0; --d) weights.view.push_back(ViewDim{d, d + 1});
-  block->arguments_.push_back(std::move(weights));
-  bool bias_buffer = bias && !is_inline_scalar(bias);
-  if (bias_buffer) {
-    OperandView view_bias = {ViewDim{0, 0}, ViewDim{0, 0}, ViewDim{0, 1}, ViewDim{0, 0}};
-    for (int i : {0, 1, 3}) view_bias[static_cast<size_t>(i)].broadcast = true;
-    view_bias[2].out_first = 1;
-    view_bias[2].out_last = 2;
-    block->arguments_.push_back(argument_of(bias, view_bias));
-  }
-  std::vector<const Value*> epilogue = epilogue_operands(group);
-  for (const Value* operand : epilogue) {
-    if (static_cast<int>(operand->type.shape->size()) > rank) {
-      raise_unsupported(cat(root.describe(), ": operand '", operand->name(),
-                            "' has a higher rank than the result"));
-    }
-    block->arguments_.push_back(
-        argument_of(operand, operand_view(static_cast<int>(operand->type.shape->size()), rank,
-                                          loops, classify_operand(*operand->type.shape, shape))));
-  }
-  size_t first_epilogue = bias_buffer ? 3 : 2;
+  const ConvArguments arguments = add_conv_arguments(
+      *block, group, x, bias, w_layout.marshal(*w->constant()), w_layout, rank, loops, shape);
 
   std::string key = cat(kConvKey, "\n", group_signature(group), w_layout.to_string(), "\n");
   for (const ConvAxis& axis : axes) {
@@ -683,31 +729,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     Var ow("ow"), oh("oh"), m("m"), batch("batch");
     std::vector<Var> vars = {ow, oh, m, batch};
     BuiltPipeline built;
-    Halide::ImageParam x_image = make_image_param("x", DType::kFloat32, spec.arguments_[0].view);
-    for (size_t d = 0; d < 2; ++d) {
-      if (static_in[d]) x_image.dim(static_cast<int>(d)).set_extent(static_cast<int>(*static_in[d]));
-    }
-    Halide::ImageParam w_image = make_image_param("w", DType::kFloat32, spec.arguments_[1].view);
-    pin_shape(w_image, w_layout.physical_shape());
-    built.arguments = {x_image, w_image};
-    Expr bias_value = 0.f;
-    if (bias_buffer) {
-      Halide::ImageParam bias_image =
-          make_image_param("bias", DType::kFloat32, spec.arguments_[2].view);
-      built.arguments.push_back(bias_image);
-      // Clamped: the last channel tile may run past M (its extra channels are discarded).
-      bias_value = bias_image(0, 0, Halide::min(m, static_cast<int>(out_channels) - 1), 0);
-    } else if (bias) {
-      bias_value = group_expr(group, bias, nullptr);
-    }
-    std::map<const Value*, Expr> reads_of;
-    for (size_t i = 0; i < epilogue.size(); ++i) {
-      const OperandView& view = spec.arguments_[first_epilogue + i].view;
-      Halide::ImageParam image =
-          make_image_param(cat("epilogue", i), epilogue[i]->type.dtype, view);
-      built.arguments.push_back(image);
-      reads_of[epilogue[i]] = read_view(image, view, vars);
-    }
+    const ConvImages images = conv_images(spec, arguments, group, bias, w_layout, static_in,
+                                          out_channels, vars, built);
+    const Halide::ImageParam& x_image = images.x;
+    const Halide::ImageParam& w_image = images.w;
     // The input with zeros around it, once per batch item (taps in the padding read zero; the
     // channel is clamped for the tiles that run past the last output channel): zeros, then the
     // input copied over its interior, both dense vector loops. (One select over clamped
@@ -728,7 +753,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       return w_image(w_layout.physical_coords(logical));
     };
     Func prod("prod");
-    prod(vars) = bias_value;
+    prod(vars) = images.bias_value;
     // Ungrouped: the input channel is the reduction's alone (no m term, so a vector of output
     // channels reads one broadcast input value, not a gather).
     Expr in_channel =
@@ -742,7 +767,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
                              r.y * static_cast<int>(ax_h.dilation),
                          in_channel, batch);
     auto leaf = [&](const Value* value) {
-      return value == root.output(0) ? Expr(prod(vars)) : reads_of.at(value);
+      return value == root.output(0) ? Expr(prod(vars)) : images.reads_of.at(value);
     };
     Func out("out");
     out(vars) = Halide::cast<float>(group_expr(group, result, leaf));
@@ -786,7 +811,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       }
       out.push_back((padded - extent) / axis.stride + 1);
     }
-    return check_epilogue(out, tensors, first_epilogue, context);
+    return check_epilogue(out, tensors, arguments.first_epilogue, context);
   };
   block->kind_ =
       cat("halide ", group_op_names(group), " [M=", out_channels, ",C=", group_channels * groups,

@@ -26,6 +26,7 @@
 // Everything is single-threaded Halide code; oneTBB parallelizes across blocks and plans.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@
 #include "lowering/block.h"
 #include "lowering/halide_block.h"
 #include "lowering/halide_cache.h"
+#include "lowering/layout.h"
 #include "lowering/lower_elementwise.h"
 
 namespace rnnc {
@@ -92,6 +94,32 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
 
 // A group rooted at a Conv with constant weights, 1-D or 2-D (float32).
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache);
+
+// A convolution block's arguments, as Conv and ConvTranspose bind them: X viewed (w, h, c, n)
+// (h broadcast for a 1-D convolution), the weights as `w_layout` marshaled them, the bias when it
+// is a buffer (clamped to the last channel when read), then the epilogue's operands.
+struct ConvArguments {
+  bool bias_buffer = false;
+  std::vector<const Value*> epilogue;
+  size_t first_epilogue = 0;  // the index of the first epilogue argument
+};
+ConvArguments add_conv_arguments(HalideBlock& block, const FusionGroup& group, const Value* x,
+                                 const Value* bias, Tensor marshaled_weights,
+                                 const LayoutMap& w_layout, int rank,
+                                 const std::vector<LoopDim>& loops, const Shape& result_shape);
+// Their Halide parameters, appended to `built.arguments`: X with the static spatial extents
+// (width, then height) pinned, W with its physical shape pinned; the bias as its value at
+// channel m, and each epilogue operand's read at `vars` (ow, oh, m, batch).
+struct ConvImages {
+  Halide::ImageParam x;
+  Halide::ImageParam w;
+  Halide::Expr bias_value;
+  std::map<const Value*, Halide::Expr> reads_of;
+};
+ConvImages conv_images(const HalideBlock& spec, const ConvArguments& arguments,
+                       const FusionGroup& group, const Value* bias, const LayoutMap& w_layout,
+                       const std::vector<std::optional<int64_t>>& static_in, int64_t out_channels,
+                       const std::vector<Halide::Var>& vars, BuiltPipeline& built);
 
 struct ConvSchedule;  // schedule_table.h
 // The direct convolution's register tiling, shared with ConvTranspose (lower_conv_transpose.h):
