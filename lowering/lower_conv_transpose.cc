@@ -207,13 +207,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
   const LayoutMap w_layout(flipped.shape(), schedule.w_layout);
 
   // Loop dims (ow, oh, m, n), as Conv's; a 1-D convolution has an extent-1 oh.
-  const std::vector<LoopDim> loops = {LoopDim{rank - 1, rank},
-                                      two_d ? LoopDim{2, 3} : LoopDim{rank, rank}, LoopDim{1, 2},
-                                      LoopDim{0, 1}};
-  auto block = std::make_unique<HalideBlock>();
-  block->context_ = root.describe();
-  block->output_value_ = result;
-  block->output_view_ = output_view(loops);
+  std::vector<LoopDim> loops;
+  std::unique_ptr<HalideBlock> block = conv_block(root, result, rank, loops);
   const ConvArguments arguments = add_conv_arguments(*block, group, x, bias,
                                                      w_layout.marshal(flipped), w_layout, rank,
                                                      loops, shape);
@@ -221,14 +216,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
   std::string key =
       cat(kConvTransposeKey, "\n", group_signature(group), w_layout.to_string(), "\n");
   for (const TransposedAxis& axis : axes) key += cat("axis ", axis.to_string(), "\n");
-  for (const HalideBlock::Argument& argument : block->arguments_) {
-    key += view_to_string(argument.view) + "\n";
-  }
-  key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
-  for (size_t d = 0; d < 2; ++d) {
-    key += cat(" static in ", static_in[d] ? cat(*static_in[d]) : "?", " out ",
-               static_out[d] ? cat(*static_out[d]) : "?");
-  }
+  key += conv_key_tail(*block, schedule, static_in, static_out);
 
   block->check_limits();
   const HalideBlock& spec = *block;

@@ -574,6 +574,33 @@ std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vec
 
 }  // namespace
 
+std::unique_ptr<HalideBlock> conv_block(const Node& root, const Value* result, int rank,
+                                        std::vector<LoopDim>& loops) {
+  const bool two_d = rank == 4;
+  loops = {LoopDim{rank - 1, rank}, two_d ? LoopDim{2, 3} : LoopDim{rank, rank}, LoopDim{1, 2},
+           LoopDim{0, 1}};
+  auto block = std::make_unique<HalideBlock>();
+  block->context_ = root.describe();
+  block->output_value_ = result;
+  block->output_view_ = output_view(loops);
+  return block;
+}
+
+std::string conv_key_tail(const HalideBlock& block, const ConvSchedule& schedule,
+                          const std::vector<std::optional<int64_t>>& static_in,
+                          const std::vector<std::optional<int64_t>>& static_out) {
+  std::string key;
+  for (const HalideBlock::Argument& argument : block.arguments_) {
+    key += view_to_string(argument.view) + "\n";
+  }
+  key += cat("out ", view_to_string(block.output_view_), "\n", schedule.to_string());
+  for (size_t d = 0; d < 2; ++d) {
+    key += cat(" static in ", static_in[d] ? cat(*static_in[d]) : "?", " out ",
+               static_out[d] ? cat(*static_out[d]) : "?");
+  }
+  return key;
+}
+
 ConvArguments add_conv_arguments(HalideBlock& block, const FusionGroup& group, const Value* x,
                                  const Value* bias, Tensor marshaled_weights,
                                  const LayoutMap& w_layout, int rank,
@@ -697,14 +724,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, static_out[0]);
   LayoutMap w_layout(w_shape, schedule.w_layout);
 
-  // Loop dims (ow, oh, m, n): no merging, the kernel indexes each. A 1-D conv has an extent-1 oh.
-  std::vector<LoopDim> loops = {LoopDim{rank - 1, rank},
-                                two_d ? LoopDim{2, 3} : LoopDim{rank, rank}, LoopDim{1, 2},
-                                LoopDim{0, 1}};
-  auto block = std::make_unique<HalideBlock>();
-  block->context_ = root.describe();
-  block->output_value_ = result;
-  block->output_view_ = output_view(loops);
+  std::vector<LoopDim> loops;
+  std::unique_ptr<HalideBlock> block = conv_block(root, result, rank, loops);
   const ConvArguments arguments = add_conv_arguments(
       *block, group, x, bias, w_layout.marshal(*w->constant()), w_layout, rank, loops, shape);
 
@@ -713,14 +734,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     key += cat("axis k=", axis.kernel, " s=", axis.stride, " d=", axis.dilation,
                " p=", axis.pad_begin, ",", axis.pad_end, "\n");
   }
-  for (const HalideBlock::Argument& argument : block->arguments_) {
-    key += view_to_string(argument.view) + "\n";
-  }
-  key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
-  for (size_t d = 0; d < 2; ++d) {
-    key += cat(" static in ", static_in[d] ? cat(*static_in[d]) : "?", " out ",
-               static_out[d] ? cat(*static_out[d]) : "?");
-  }
+  key += conv_key_tail(*block, schedule, static_in, static_out);
 
   block->check_limits();
   const HalideBlock& spec = *block;

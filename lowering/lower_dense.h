@@ -95,6 +95,18 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
 // A group rooted at a Conv with constant weights, 1-D or 2-D (float32).
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache);
 
+struct ConvSchedule;  // schedule_table.h
+
+// A convolution block writing `result`, over loop dims (ow, oh, m, n) with no merging (the kernel
+// indexes each; a 1-D convolution has an extent-1 oh), which `loops` receives.
+std::unique_ptr<HalideBlock> conv_block(const Node& root, const Value* result, int rank,
+                                        std::vector<LoopDim>& loops);
+// The end of a convolution kernel's cache key: every argument's view, the output's, the schedule
+// and the static spatial extents.
+std::string conv_key_tail(const HalideBlock& block, const ConvSchedule& schedule,
+                          const std::vector<std::optional<int64_t>>& static_in,
+                          const std::vector<std::optional<int64_t>>& static_out);
+
 // A convolution block's arguments, as Conv and ConvTranspose bind them: X viewed (w, h, c, n)
 // (h broadcast for a 1-D convolution), the weights as `w_layout` marshaled them, the bias when it
 // is a buffer (clamped to the last channel when read), then the epilogue's operands.
@@ -121,7 +133,6 @@ ConvImages conv_images(const HalideBlock& spec, const ConvArguments& arguments,
                        const std::vector<std::optional<int64_t>>& static_in, int64_t out_channels,
                        const std::vector<Halide::Var>& vars, BuiltPipeline& built);
 
-struct ConvSchedule;  // schedule_table.h
 // The direct convolution's register tiling, shared with ConvTranspose (lower_conv_transpose.h):
 // `out` over vars (ow, oh, m, batch) reads the accumulators `prod`, whose update reduces over
 // r = (kx, ky, c); W is marshaled by schedule.w_layout. Pins the output's mins and its channel
