@@ -18,78 +18,6 @@ using Halide::Expr;
 // Bump when the code a node compiles to changes, so stale cached kernels are not reused.
 constexpr const char* kResizeKey = "rnnc resize";
 
-// The coordinate transforms the reference kernel implements (ir/reference/kernels_resize.cc), all
-// but tf_crop_and_resize.
-double original_coordinate(const std::string& mode, int64_t o, int64_t in, int64_t out,
-                           double scale, double length) {
-  const double x = static_cast<double>(o);
-  const double length_in = static_cast<double>(in);
-  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
-  if (mode == "half_pixel_symmetric") {
-    const double adjustment = static_cast<double>(out) / length;
-    const double offset = length_in / 2 * (1 - adjustment);
-    return offset + (x + 0.5) / scale - 0.5;
-  }
-  if (mode == "pytorch_half_pixel") return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return length == 1 ? 0.0 : x * (length_in - 1) / (length - 1);
-  if (mode == "asymmetric") return x / scale;
-  RNNC_CHECK(mode == "tf_half_pixel_for_nn", "coordinate mode ", mode, " reached the tables");
-  return (x + 0.5) / scale;
-}
-
-int64_t nearest_index(double x, const std::string& nearest_mode) {
-  const double picked = nearest_mode == "round_prefer_floor"  ? std::ceil(x - 0.5)
-                        : nearest_mode == "round_prefer_ceil" ? std::floor(x + 0.5)
-                        : nearest_mode == "floor"             ? std::floor(x)
-                                                              : std::ceil(x);
-  return static_cast<int64_t>(picked);
-}
-
-// The cubic convolution kernel with coefficient a (Keys 1981), as the reference's.
-double cubic_weight(double t, double a) {
-  t = std::fabs(t);
-  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
-  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
-  return 0;
-}
-
-// The reference kernel's taps of one output position (sample_axis in kernels_resize.cc): the
-// input indices, clamped into the input, and their weights.
-std::vector<std::pair<int64_t, double>> sample_taps(const ResizeAttributes& attributes, double x,
-                                                    int64_t in, double scale) {
-  auto clamp = [in](int64_t j) { return std::min<int64_t>(std::max<int64_t>(j, 0), in - 1); };
-  if (attributes.mode == "nearest") return {{clamp(nearest_index(x, attributes.nearest_mode)), 1}};
-  const bool cubic = attributes.mode == "cubic";
-  const double support = cubic ? 2.0 : 1.0;
-  // Antialiasing stretches the filter by 1 / scale when downscaling: more inputs per output.
-  const double stretch = attributes.antialias ? std::min(scale, 1.0) : 1.0;
-  const double reach = support / stretch;
-  double total = 0;
-  std::vector<std::pair<int64_t, double>> raw, taps;
-  for (int64_t j = static_cast<int64_t>(std::ceil(x - reach));
-       j <= static_cast<int64_t>(std::floor(x + reach)); ++j) {
-    const double t = (static_cast<double>(j) - x) * stretch;
-    const double weight =
-        cubic ? cubic_weight(t, attributes.cubic_coeff_a) : std::max(0.0, 1 - std::fabs(t));
-    if (weight == 0) continue;
-    raw.emplace_back(j, weight);
-    total += weight;
-  }
-  if (attributes.antialias && total != 0) {
-    for (auto& tap : raw) tap.second /= total;
-  }
-  double kept = 0;
-  for (const auto& [j, weight] : raw) {
-    if (attributes.exclude_outside && (j < 0 || j >= in)) continue;
-    taps.emplace_back(clamp(j), weight);
-    kept += weight;
-  }
-  if (attributes.exclude_outside && kept != 0) {
-    for (auto& tap : taps) tap.second /= kept;
-  }
-  return taps;
-}
-
 // One resized axis: per output position, `taps` input indices and their weights (positions with
 // fewer taps are padded with weight 0 on their first index).
 struct AxisTable {
@@ -103,10 +31,11 @@ AxisTable axis_table(const ResizeAttributes& attributes, int64_t in, int64_t out
   AxisTable table;
   table.in = in;
   table.out = out;
-  std::vector<std::vector<std::pair<int64_t, double>>> samples;
+  // The reference kernel's taps (ir/shape_inference/resize.h); tf_crop_and_resize, the one mode
+  // with positions outside the input, is not lowered.
+  std::vector<std::vector<Tap>> samples;
   for (int64_t o = 0; o < out; ++o) {
-    const double x = original_coordinate(attributes.coordinate_mode, o, in, out, scale, length);
-    samples.push_back(sample_taps(attributes, x, in, scale));
+    samples.push_back(sample_axis(attributes, o, in, out, scale, length, 0, 1).taps);
     table.taps = std::max(table.taps, static_cast<int>(samples.back().size()));
   }
   table.index = Tensor(DType::kInt32, {table.taps, out});
@@ -117,8 +46,8 @@ AxisTable axis_table(const ResizeAttributes& attributes, int64_t in, int64_t out
       const bool real = t < static_cast<int>(taps.size());
       const size_t at = static_cast<size_t>(real ? t : 0);
       table.index.data<int32_t>()[t * out + o] =
-          taps.empty() ? 0 : static_cast<int32_t>(taps[at].first);
-      table.weight.data<float>()[t * out + o] = real ? static_cast<float>(taps[at].second) : 0.f;
+          taps.empty() ? 0 : static_cast<int32_t>(taps[at].index);
+      table.weight.data<float>()[t * out + o] = real ? static_cast<float>(taps[at].weight) : 0.f;
     }
   }
   return table;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "ir/error.h"
 #include "ir/op_schema.h"
 
 namespace rnnc {
@@ -392,6 +393,97 @@ void register_resize_schemas(std::vector<OpSchema>& registry) {
   registry.push_back({"Resize", 10, 1, 4, 1, 1, infer_resize});
   registry.push_back({"Upsample", 7, 1, 2, 1, 1, infer_resize});
   registry.push_back({"GridSample", 16, 2, 2, 1, 1, infer_grid_sample});
+}
+
+// x_original for output position `o` of an axis of `in` elements resized to `out` elements, with
+// `scale` and the real-valued resized `length` (ResizeGeometry).
+namespace {
+
+double original_coordinate(const std::string& mode, int64_t o, int64_t in, int64_t out,
+                           double scale, double length, double roi_start, double roi_end) {
+  double x = static_cast<double>(o);
+  double length_in = static_cast<double>(in);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    // Centers the sampled region when floor() made the output smaller than in * scale.
+    double adjustment = static_cast<double>(out) / length;
+    double offset = length_in / 2 * (1 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (mode == "pytorch_half_pixel") return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return length == 1 ? 0.0 : x * (length_in - 1) / (length - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  RNNC_CHECK(mode == "tf_crop_and_resize", "coordinate mode ", mode, " passed validation");
+  if (length == 1) return 0.5 * (roi_start + roi_end) * (length_in - 1);
+  return roi_start * (length_in - 1) + x * (roi_end - roi_start) * (length_in - 1) / (length - 1);
+}
+
+int64_t nearest_index(double x, const std::string& nearest_mode) {
+  double picked = nearest_mode == "round_prefer_floor"  ? std::ceil(x - 0.5)
+                  : nearest_mode == "round_prefer_ceil" ? std::floor(x + 0.5)
+                  : nearest_mode == "floor"             ? std::floor(x)
+                                                        : std::ceil(x);
+  return static_cast<int64_t>(picked);
+}
+
+}  // namespace
+
+double cubic_weight(double t, double a) {
+  t = std::fabs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+AxisSample sample_axis(const ResizeAttributes& attributes, int64_t o, int64_t in, int64_t out,
+                       double scale, double length, double roi_start, double roi_end) {
+  AxisSample sample;
+  double x = original_coordinate(attributes.coordinate_mode, o, in, out, scale, length, roi_start,
+                                 roi_end);
+  if (attributes.coordinate_mode == "tf_crop_and_resize" &&
+      (x < 0 || x > static_cast<double>(in - 1))) {
+    sample.outside = true;
+    return sample;
+  }
+  auto clamp = [in](int64_t j) { return std::min<int64_t>(std::max<int64_t>(j, 0), in - 1); };
+  if (attributes.mode == "nearest") {
+    sample.taps.push_back({clamp(nearest_index(x, attributes.nearest_mode)), 1.0});
+    return sample;
+  }
+  bool cubic = attributes.mode == "cubic";
+  double support = cubic ? 2.0 : 1.0;
+  // Antialiasing stretches the filter by 1 / scale when downscaling: more inputs per output.
+  double stretch = attributes.antialias ? std::min(scale, 1.0) : 1.0;
+  double reach = support / stretch;
+  int64_t first = static_cast<int64_t>(std::ceil(x - reach));
+  int64_t last = static_cast<int64_t>(std::floor(x + reach));
+  double total = 0;
+  std::vector<Tap> raw;
+  for (int64_t j = first; j <= last; ++j) {
+    double t = (static_cast<double>(j) - x) * stretch;
+    double weight =
+        cubic ? cubic_weight(t, attributes.cubic_coeff_a) : std::max(0.0, 1 - std::fabs(t));
+    if (weight == 0) continue;
+    raw.push_back({j, weight});
+    total += weight;
+  }
+  // The stretched filter no longer sums to 1: normalize it (the unstretched ones already do).
+  if (attributes.antialias && total != 0) {
+    for (Tap& tap : raw) tap.weight /= total;
+  }
+  double kept = 0;
+  for (const Tap& tap : raw) {
+    bool inside = tap.index >= 0 && tap.index < in;
+    if (attributes.exclude_outside && !inside) continue;
+    sample.taps.push_back({clamp(tap.index), tap.weight});
+    kept += tap.weight;
+  }
+  if (attributes.exclude_outside && kept != 0) {
+    for (Tap& tap : sample.taps) tap.weight /= kept;
+  }
+  RNNC_CHECK(!sample.taps.empty(), "no input position within reach of coordinate ", x);
+  return sample;
 }
 
 }  // namespace rnnc

@@ -63,4 +63,27 @@ ResizeGeometry resize_geometry(const Node& node, const ResizeAttributes& attribu
 std::vector<int64_t> resize_axes(const Node& node, const ResizeAttributes& attributes,
                                  int64_t rank);
 
+// The cubic convolution kernel with coefficient a (Keys 1981): 1 at 0, 0 at the other integers
+// (Resize's cubic mode, GridSample's bicubic with a = -0.75).
+double cubic_weight(double t, double a);
+
+// One input position of an axis's interpolation and its weight.
+struct Tap {
+  int64_t index;
+  double weight;
+};
+
+// The taps of output position `o` of an axis of `in` elements resized to `out` (with `scale` and
+// the real-valued `length` of ResizeGeometry, and the axis's roi): the coordinate transform, then
+// nearest (one tap), linear (two) or cubic (four), the filter stretched by antialias, outside taps
+// dropped by exclude_outside, indices clamped into the input. `outside` when tf_crop_and_resize
+// maps the position out of the input (its output is extrapolation_value). The reference kernel
+// and the compiled lowering (lowering/lower_resize.cc) both sample with this.
+struct AxisSample {
+  std::vector<Tap> taps;
+  bool outside = false;
+};
+AxisSample sample_axis(const ResizeAttributes& attributes, int64_t o, int64_t in, int64_t out,
+                       double scale, double length, double roi_start, double roi_end);
+
 }  // namespace rnnc
