@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "lowering/halide_block.h"
+#include "lowering/lower_dense.h"
 #include "lowering/lower_elementwise.h"
 #include "lowering/schedule_table.h"
 
@@ -55,14 +56,7 @@ std::unique_ptr<ExecutionBlock> lower_cumsum(const Node& node, HalideCache& cach
   block->output_value_ = y;
   block->output_dtype_ = dtype;
   block->output_view_ = view;
-  HalideBlock::Argument input;
-  input.view = view;
-  if (is_held_constant(x)) {
-    input.constant = *x->constant();
-  } else {
-    input.value = x;
-  }
-  block->arguments_.push_back(std::move(input));
+  block->arguments_.push_back(argument_of(x, view));
 
   const std::string key =
       cat(kCumSumKey, "\n", dtype_name(dtype), shape_to_string(*x->type.shape), " axis ", axis,

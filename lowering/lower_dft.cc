@@ -153,14 +153,7 @@ std::unique_ptr<ExecutionBlock> lower_dft(const Node& node, HalideCache& cache) 
   block->context_ = node.describe();
   block->output_value_ = y;
   block->output_view_ = view_out;
-  HalideBlock::Argument signal;
-  signal.view = view_x;
-  if (is_held_constant(x)) {
-    signal.constant = *x->constant();
-  } else {
-    signal.value = x;
-  }
-  block->arguments_.push_back(std::move(signal));
+  block->arguments_.push_back(argument_of(x, view_x));
   HalideBlock::Argument matrix;
   matrix.constant = t_layout.marshal(t.matrix());
   const int physical_rank = static_cast<int>(t_layout.physical_shape().size());

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "ir/shape_inference/resize.h"
 #include "lowering/halide_block.h"
+#include "lowering/lower_dense.h"
 #include "lowering/lower_elementwise.h"
 #include "lowering/schedule_table.h"
 
@@ -144,14 +145,7 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
   block->output_value_ = y;
   block->output_dtype_ = dtype;
   block->output_view_ = view;
-  HalideBlock::Argument input;
-  input.view = view;
-  if (is_held_constant(x)) {
-    input.constant = *x->constant();
-  } else {
-    input.value = x;
-  }
-  block->arguments_.push_back(std::move(input));
+  block->arguments_.push_back(argument_of(x, view));
   // Per resized axis: its index table, and its weight table unless nearest (one tap of weight 1).
   for (int d = 0; d < 2; ++d) {
     if (!tables[d]) continue;
