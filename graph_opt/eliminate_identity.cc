@@ -151,13 +151,8 @@ bool remove_whole_slice(Graph& graph, Node* slice, PassStats& stats) {
   return forward_input(graph, slice, stats);
 }
 
-struct Rule {
-  const char* op_type;
-  bool (*apply)(Graph& graph, Node* node, PassStats& stats);
-};
-
 // clang-format off
-constexpr Rule kRules[] = {
+const std::vector<PeepholeRule> kRules = {
     {"Identity",           forward_input},           // y = Identity(x)         -> x
     {"Dropout",            remove_dropout},          // y, mask = Dropout(x)    -> x, true
     {"LayerNormalization", drop_unused_statistics},  // Y, Mean, InvStdDev = .. -> Y
@@ -166,35 +161,14 @@ constexpr Rule kRules[] = {
 };
 // clang-format on
 
-bool eliminate_in_graph(Graph& graph, PassStats& stats) {
-  bool changed = false;
-  for (bool progress = true; progress;) {
-    progress = false;
-    // A rule removes or changes only its own node, so the nodes still to visit stay valid; an
-    // Identity a rule adds (at the end) is visited on the next sweep.
-    std::vector<Node*> order;
-    for (const auto& node : graph.nodes()) order.push_back(node.get());
-    for (Node* node : order) {
-      if (!node->domain().empty() && node->domain() != "ai.onnx") continue;
-      for (const Rule& rule : kRules) {
-        if (node->op_type() != rule.op_type) continue;
-        progress = rule.apply(graph, node, stats) || progress;
-        break;  // the rule may have removed the node
-      }
-    }
-    if (progress) graph.sort_topologically();  // an added Identity goes where it belongs
-    changed = changed || progress;
-  }
-  return changed;
-}
-
 }  // namespace
 
 bool eliminate_identity(Model& model, const PassContext& context, PassStats& stats) {
   (void)context;
   bool changed = false;
-  for_each_graph(model,
-                 [&](Graph& graph) { changed = eliminate_in_graph(graph, stats) || changed; });
+  for_each_graph(model, [&](Graph& graph) {
+    changed = apply_peephole_rules(graph, kRules, stats) || changed;
+  });
   return changed;
 }
 

@@ -261,45 +261,21 @@ bool slice_of_concat(Graph& graph, Node* slice, PassStats& stats) {
   return true;
 }
 
-struct Rule {
-  const char* op_type;
-  bool (*apply)(Graph& graph, Node* node, PassStats& stats);
-};
-
 // clang-format off
-constexpr Rule kRules[] = {
+const std::vector<PeepholeRule> kRules = {
     {"ScatterND", scatter_block},    // ScatterND(c, block, u)     -> Concat(c.., u, c..)
     {"Slice",     slice_of_concat},  // Slice(Concat(p..), range)  -> the parts it covers
 };
 // clang-format on
-
-bool fold_in_graph(Graph& graph, PassStats& stats) {
-  bool changed = false;
-  for (bool progress = true; progress;) {
-    progress = false;
-    // A rule removes only its own node and adds nodes at the end, visited on the next sweep.
-    std::vector<Node*> order;
-    for (const auto& node : graph.nodes()) order.push_back(node.get());
-    for (Node* node : order) {
-      if (!node->domain().empty()) continue;
-      for (const Rule& rule : kRules) {
-        if (node->op_type() != rule.op_type) continue;
-        progress = rule.apply(graph, node, stats) || progress;
-        break;
-      }
-    }
-    if (progress) graph.sort_topologically();
-    changed = changed || progress;
-  }
-  return changed;
-}
 
 }  // namespace
 
 bool fold_cache_updates(Model& model, const PassContext& context, PassStats& stats) {
   (void)context;
   bool changed = false;
-  for_each_graph(model, [&](Graph& graph) { changed = fold_in_graph(graph, stats) || changed; });
+  for_each_graph(model, [&](Graph& graph) {
+    changed = apply_peephole_rules(graph, kRules, stats) || changed;
+  });
   return changed;
 }
 

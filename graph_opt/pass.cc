@@ -33,6 +33,27 @@ void for_each_graph(Model& model, const std::function<void(Graph&)>& visit) {
   visit_graph(*model.graph, visit);
 }
 
+bool apply_peephole_rules(Graph& graph, const std::vector<PeepholeRule>& rules, PassStats& stats) {
+  bool changed = false;
+  for (bool progress = true; progress;) {
+    progress = false;
+    // A rule removes or changes only its own node, so the nodes still to visit stay valid.
+    std::vector<Node*> order;
+    for (const auto& node : graph.nodes()) order.push_back(node.get());
+    for (Node* node : order) {
+      if (!node->domain().empty() && node->domain() != "ai.onnx") continue;
+      for (const PeepholeRule& rule : rules) {
+        if (node->op_type() != rule.op_type) continue;
+        progress = rule.apply(graph, node, stats) || progress;
+        break;  // the rule may have removed the node
+      }
+    }
+    if (progress) graph.sort_topologically();
+    changed = changed || progress;
+  }
+  return changed;
+}
+
 int64_t count_nodes(const Graph& graph) {
   int64_t count = 0;
   for (const auto& node : graph.nodes()) {

@@ -45,4 +45,16 @@ const PassInfo* find_pass(const std::string& name);
 void for_each_graph(Model& model, const std::function<void(Graph&)>& visit);
 int64_t count_nodes(const Graph& graph);  // including nested graphs
 
+// A peephole rule of a rule-table pass: `apply` may rewrite a default-domain node of `op_type`
+// and says whether it changed the graph. It removes or changes only its own node; nodes it adds
+// go at the end of the graph.
+struct PeepholeRule {
+  const char* op_type;
+  bool (*apply)(Graph& graph, Node* node, PassStats& stats);
+};
+// Sweeps `graph`'s nodes, each through the first rule for its op type, until a sweep changes
+// nothing (added nodes are visited on the next sweep), sorting topologically after every sweep
+// that changed something. Returns whether any did.
+bool apply_peephole_rules(Graph& graph, const std::vector<PeepholeRule>& rules, PassStats& stats);
+
 }  // namespace rnnc
