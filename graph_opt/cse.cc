@@ -70,6 +70,8 @@ bool same_attribute(const Attribute& a, const Attribute& b) {
         if (!a.tensors[i].bitwise_equal(b.tensors[i])) return false;
       }
       return true;
+    case Attribute::Kind::kType:
+      return a.tp.to_string() == b.tp.to_string();
     case Attribute::Kind::kGraph:
     case Attribute::Kind::kGraphs:
       return false;  // nodes with nested graphs are not merged

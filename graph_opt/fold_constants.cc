@@ -17,6 +17,8 @@
 // Not folded (the kNotFolded table and the growth rule below):
 //  - nodes with nested graphs (If/Loop/Scan: inlining is control flow's business), ops outside
 //    the default domain, ops without a reference kernel;
+//  - nodes with a sequence or optional output (SequenceConstruct, Optional, ...): initializers
+//    are tensors, so such a value stays computed at run time (the nodes reading it then do too);
 //  - nondeterministic ops (Random*, Bernoulli, Multinomial) and Dropout in training mode;
 //  - DequantizeLinear of a constant integer tensor: a quantized weight stays quantized, so the
 //    model keeps its integer size and quant/, lowering and other runtimes see the standard form;
@@ -49,6 +51,13 @@ const NotFoldedRule kNotFolded[] = {
     [](const Node& n) { return !n.domain().empty() && n.domain() != "ai.onnx"; },
     // If/Loop/Scan: inlining a constant If is control flow's business (inline_if).
     [](const Node& n) { return !n.subgraphs().empty(); },
+    // A sequence or optional output: an initializer holds a tensor only.
+    [](const Node& n) {
+      for (const Value* out : n.outputs()) {
+        if (out && !out->type.is_tensor()) return true;
+      }
+      return false;
+    },
     // Random ops: a new draw on every run.
     [](const Node& n) {
       static const std::set<std::string> ops = {"RandomNormal",  "RandomNormalLike",

@@ -84,6 +84,7 @@ const char* Attribute::kind_name(Kind kind) {
     case Kind::kStrings: return "STRINGS";
     case Kind::kTensors: return "TENSORS";
     case Kind::kGraphs: return "GRAPHS";
+    case Kind::kType: return "TYPE_PROTO";
   }
   return "?";
 }

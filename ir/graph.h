@@ -123,7 +123,7 @@ inline std::string slot_layout_annotation(const std::string& slot) {
 
 struct Attribute {
   enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors,
-                    kGraphs };
+                    kGraphs, kType };
   Kind kind = Kind::kInt;
   float f = 0;
   int64_t i = 0;
@@ -135,6 +135,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<Graph>> graphs;
+  TensorType tp;  // kType: a value type (ONNX TYPE_PROTO, e.g. Optional's 'type')
 
   static const char* kind_name(Kind kind);  // the ONNX spelling: FLOAT, INT, STRING, ...
 

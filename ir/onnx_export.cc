@@ -49,6 +49,10 @@ void export_attribute(const std::string& name, const Attribute& a, onnx::Attribu
   using AP = onnx::AttributeProto;
   switch (a.kind) {
     case Attribute::Kind::kFloat: proto->set_type(AP::FLOAT); proto->set_f(a.f); break;
+    case Attribute::Kind::kType:
+      proto->set_type(AP::TYPE_PROTO);
+      export_type(a.tp, proto->mutable_tp());
+      break;
     case Attribute::Kind::kInt: proto->set_type(AP::INT); proto->set_i(a.i); break;
     case Attribute::Kind::kString: proto->set_type(AP::STRING); proto->set_s(a.s); break;
     case Attribute::Kind::kTensor:

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/onnx-data_pb.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -263,6 +264,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
 }
 
 void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {
+  RNNC_CHECK(tensor.is_tensor(), "tensor_to_proto of a sequence or an empty optional ('", name, "')");
   proto->Clear();
   proto->set_name(name);
   proto->set_data_type(static_cast<int32_t>(tensor.dtype()));
@@ -297,12 +299,123 @@ Tensor read_tensor_pb(const std::string& path, std::string* name) {
   return tensor_from_proto(proto, std::filesystem::path(path).parent_path().string(), what);
 }
 
+namespace {
+
+Tensor sequence_from_proto(const onnx::SequenceProto& proto, DType declared,
+                           const std::string& base_dir, const std::string& what) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR &&
+      proto.elem_type() != onnx::SequenceProto::UNDEFINED) {
+    raise_unsupported(cat(what, ": a sequence of element kind ", proto.elem_type(),
+                          " (only sequences of tensors are supported)"));
+  }
+  std::vector<Tensor> elements;
+  for (int i = 0; i < proto.tensor_values_size(); ++i) {
+    elements.push_back(tensor_from_proto(proto.tensor_values(i), base_dir, cat(what, " element ", i)));
+    if (elements.back().dtype() != elements[0].dtype()) {
+      raise_invalid_input(cat(what, ": element ", i, " is ", dtype_onnx_name(elements.back().dtype()),
+                              " but element 0 is ", dtype_onnx_name(elements[0].dtype())));
+    }
+  }
+  DType dtype = elements.empty() ? declared : elements[0].dtype();
+  return Tensor::sequence(dtype, std::move(elements));
+}
+
+}  // namespace
+
+Tensor read_value_pb(const std::string& path, const TensorType& declared, std::string* name) {
+  if (declared.kind == ValueKind::kTensor) return read_tensor_pb(path, name);
+  std::string bytes = read_file_bytes(path, "value file");
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  if (declared.kind == ValueKind::kSequence) {
+    onnx::SequenceProto proto;
+    std::string what = cat("sequence file '", path, "'");
+    try {
+      parse_message(proto, bytes.data(), bytes.size(), what);
+    } catch (const Error&) {
+      raise_invalid_input(cat(what, " is not a valid ONNX SequenceProto (truncated or corrupt)"));
+    }
+    if (name) *name = proto.name();
+    return sequence_from_proto(proto, declared.dtype, base_dir, what);
+  }
+  onnx::OptionalProto proto;
+  std::string what = cat("optional file '", path, "'");
+  try {
+    parse_message(proto, bytes.data(), bytes.size(), what);
+  } catch (const Error&) {
+    raise_invalid_input(cat(what, " is not a valid ONNX OptionalProto (truncated or corrupt)"));
+  }
+  if (name) *name = proto.name();
+  if (proto.has_tensor_value()) {
+    if (declared.kind != ValueKind::kOptionalTensor) {
+      raise_invalid_input(cat(what, " holds a tensor, but the input is ", declared.to_string()));
+    }
+    return tensor_from_proto(proto.tensor_value(), base_dir, what);
+  }
+  if (proto.has_sequence_value()) {
+    if (declared.kind != ValueKind::kOptionalSequence) {
+      raise_invalid_input(cat(what, " holds a sequence, but the input is ", declared.to_string()));
+    }
+    return sequence_from_proto(proto.sequence_value(), declared.dtype, base_dir, what);
+  }
+  if (proto.has_sparse_tensor_value() || proto.has_map_value() || proto.has_optional_value()) {
+    raise_unsupported(cat(what, ": optionals of sparse tensors, maps and optionals are not "
+                          "supported"));
+  }
+  return Tensor::none(declared.dtype);
+}
+
+namespace {
+
+void write_message(const std::string& path, const google::protobuf::Message& proto,
+                   const char* what) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !proto.SerializeToOstream(&out)) {
+    raise(ErrorKind::kIo, cat("cannot write ", what, " file '", path, "'"));
+  }
+}
+
+void sequence_to_proto(const Tensor& value, const std::string& name, onnx::SequenceProto* proto) {
+  proto->set_name(name);
+  proto->set_elem_type(onnx::SequenceProto::TENSOR);
+  for (const Tensor& element : value.elements()) {
+    tensor_to_proto(element, "", proto->add_tensor_values());
+  }
+}
+
+}  // namespace
+
 void write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name) {
   onnx::TensorProto proto;
   tensor_to_proto(tensor, name, &proto);
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !proto.SerializeToOstream(&out)) {
-    raise(ErrorKind::kIo, cat("cannot write tensor file '", path, "'"));
+  write_message(path, proto, "tensor");
+}
+
+void write_value_pb(const std::string& path, const Tensor& value, const TensorType& declared,
+                    const std::string& name) {
+  switch (declared.kind) {
+    case ValueKind::kTensor:
+      write_tensor_pb(path, value, name);
+      return;
+    case ValueKind::kSequence: {
+      onnx::SequenceProto proto;
+      sequence_to_proto(value, name, &proto);
+      write_message(path, proto, "sequence");
+      return;
+    }
+    case ValueKind::kOptionalTensor:
+    case ValueKind::kOptionalSequence: {
+      onnx::OptionalProto proto;
+      proto.set_name(name);
+      bool sequence = declared.kind == ValueKind::kOptionalSequence;
+      proto.set_elem_type(sequence ? onnx::OptionalProto::SEQUENCE : onnx::OptionalProto::TENSOR);
+      if (value.is_sequence()) {
+        sequence_to_proto(value, "", proto.mutable_sequence_value());
+      } else if (value.is_tensor()) {
+        tensor_to_proto(value, "", proto.mutable_tensor_value());
+      }
+      write_message(path, proto, "optional");
+      return;
+    }
   }
 }
 
@@ -488,9 +601,13 @@ class Importer {
         a.kind = Attribute::Kind::kGraphs;
         for (const auto& g : proto.graphs()) a.graphs.push_back(import_subgraph(g, graph, what));
         break;
+      case AP::TYPE_PROTO:
+        a.kind = Attribute::Kind::kType;
+        a.tp = import_type(proto.tp(), what);
+        break;
       default:
         raise_unsupported(cat(what, " has attribute type ", type,
-                              " (sparse tensors and type protos are not supported)"));
+                              " (sparse tensors and lists of type protos are not supported)"));
     }
     return a;
   }

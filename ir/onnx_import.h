@@ -25,5 +25,13 @@ std::unique_ptr<Model> import_onnx_file(const std::string& path);
 Tensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
 Tensor parse_tensor_pb(const void* data, size_t size, const std::string& what);
 void write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name);
+// A value of type `declared` from its file: an onnx.TensorProto for a tensor, a SequenceProto
+// for a sequence (Tensor::sequence), an OptionalProto for an optional (its value, or
+// Tensor::none). An empty sequence or optional takes its element type from `declared`.
+Tensor read_value_pb(const std::string& path, const TensorType& declared,
+                     std::string* name = nullptr);
+// Writes `value` of type `declared` as read_value_pb reads it.
+void write_value_pb(const std::string& path, const Tensor& value, const TensorType& declared,
+                    const std::string& name);
 
 }  // namespace rnnc

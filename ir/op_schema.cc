@@ -20,6 +20,7 @@ const std::map<std::string, OpSchema>& registry() {
     register_quant_schemas(schemas);
     register_resize_schemas(schemas);
     register_signal_schemas(schemas);
+    register_sequence_schemas(schemas);
     std::map<std::string, OpSchema> by_name;
     for (auto& schema : schemas) {
       RNNC_CHECK(!by_name.count(schema.op_type), "op ", schema.op_type, " registered twice");
@@ -98,6 +99,29 @@ void InferenceContext::set_output(size_t i, DType dtype, Shape shape) const {
   }
   value->type.dtype = dtype;
   value->type.shape = std::move(shape);
+}
+
+void InferenceContext::set_output_type(size_t i, const TensorType& type) const {
+  if (Value* output = node_.output(i)) output->type.kind = type.kind;
+  if (type.shape) {
+    set_output(i, type.dtype, *type.shape);
+  } else {
+    set_output_unknown_rank(i, type.dtype);
+  }
+}
+
+TensorType join_types(const TensorType& a, const TensorType& b) {
+  TensorType out;
+  out.kind = a.kind;
+  out.dtype = a.dtype;
+  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+    Shape shape;
+    for (size_t k = 0; k < a.shape->size(); ++k) {
+      shape.push_back((*a.shape)[k] == (*b.shape)[k] ? (*a.shape)[k] : Dim::unknown());
+    }
+    out.shape = shape;
+  }
+  return out;
 }
 
 void InferenceContext::set_output_unknown_rank(size_t i, DType dtype) const {
@@ -213,16 +237,12 @@ void infer_node(Node& node) {
                             schema->min_outputs, schema->max_outputs > schema->min_outputs
                                 ? cat(" to ", schema->max_outputs) : std::string()));
   }
-  // Sequences and optionals pass through Identity and control flow only; every other op's
-  // inference and kernel read tensors.
-  bool passes_any_kind = node.domain().empty() &&
-      (node.op_type() == "Identity" || node.op_type() == "If" || node.op_type() == "Loop");
-  for (size_t i = 0; i < node.num_inputs() && !passes_any_kind; ++i) {
+  for (size_t i = 0; i < node.num_inputs() && !schema->any_value_kind; ++i) {
     const Value* input = node.input(i);
     if (input && !input->type.is_tensor()) {
-      raise_unsupported(cat(node.describe(), ": input ", i, " '", input->name(), "' is ",
-                            input->type.to_string(), " (only Identity, If and Loop take ",
-                            "sequence and optional values)"));
+      raise_invalid_model(cat(node.describe(), ": input ", i, " '", input->name(), "' is ",
+                              input->type.to_string(), ", but ", node.op_type(),
+                              " takes tensors only"));
     }
   }
   InferenceContext context(node);

@@ -34,6 +34,8 @@ class InferenceContext {
   void set_output(size_t i, DType dtype, Shape shape) const;
   void set_output_unknown_rank(size_t i, DType dtype) const;
   void set_output_dims_value(size_t i, std::vector<Dim> value) const;
+  // Sets output i to `type`, its kind included (a sequence, an optional), merging as set_output.
+  void set_output_type(size_t i, const TensorType& type) const;
 
   // Reports an invalid model: "<node description>: <message>".
   [[noreturn]] void fail(const std::string& message) const;
@@ -55,6 +57,10 @@ class InferenceContext {
 // give an unknown dim. Two known dims that differ and are not 1 fail naming the node.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const InferenceContext& context);
 
+// The type two values agree on (an If's branches, a Loop's iterations, a sequence's elements):
+// a's kind and dtype; dims that differ become unknown, ranks that differ make the rank unknown.
+TensorType join_types(const TensorType& a, const TensorType& b);
+
 using ShapeInferenceFn = void (*)(InferenceContext&);
 
 struct OpSchema {
@@ -65,6 +71,9 @@ struct OpSchema {
   int min_outputs;
   int max_outputs;
   ShapeInferenceFn infer;
+  // The op takes sequence and optional values (Identity, If, Loop, the sequence and optional
+  // ops); every other op's inputs must be tensors, which infer_node checks.
+  bool any_value_kind = false;
 };
 
 // The default-domain opsets every stage after import reads. Import also accepts opsets
@@ -93,5 +102,6 @@ void register_control_flow_schemas(std::vector<OpSchema>& registry);
 void register_quant_schemas(std::vector<OpSchema>& registry);
 void register_resize_schemas(std::vector<OpSchema>& registry);
 void register_signal_schemas(std::vector<OpSchema>& registry);
+void register_sequence_schemas(std::vector<OpSchema>& registry);
 
 }  // namespace rnnc

@@ -220,6 +220,7 @@ class Printer {
       case Attribute::Kind::kTensors: list(a.tensors, constant_text); break;
       case Attribute::Kind::kGraphs: out << "graphs[]"; break;  // only empty lists print here
       case Attribute::Kind::kGraph: break;
+      case Attribute::Kind::kType: out << "type<" << type_text(a.tp) << ">"; break;
     }
     return out.str();
   }

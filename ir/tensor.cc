@@ -104,12 +104,39 @@ bool Tensor::recycle(Tensor& tensor, DType dtype, const int64_t* shape, size_t r
 }
 
 void Tensor::check_access(size_t element_size, bool is_u16, DType requested) const {
+  RNNC_CHECK(holds_ == Holds::kTensor, "typed access to a ",
+             holds_ == Holds::kSequence ? "sequence" : "none", " value");
   bool ok = requested == dtype_ ||
             (is_u16 && (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16));
   RNNC_CHECK(ok && element_size == dtype_size(dtype_), "typed access as ", dtype_name(requested),
              " to a ", dtype_name(dtype_), " tensor");
   RNNC_CHECK(has_data(), "typed access to a ", dtype_name(dtype_), " tensor without data (a constant "
              "a compiled block holds)");
+}
+
+Tensor Tensor::sequence(DType dtype, std::vector<Tensor> elements) {
+  for (const Tensor& element : elements) {
+    RNNC_CHECK(element.is_tensor() && element.dtype() == dtype, "a sequence of ",
+               dtype_name(dtype), " holds a ", element.is_tensor() ? dtype_name(element.dtype())
+                                                                  : "non-tensor", " element");
+  }
+  Tensor out;
+  out.dtype_ = dtype;
+  out.holds_ = Holds::kSequence;
+  out.elements_ = std::make_shared<const std::vector<Tensor>>(std::move(elements));
+  return out;
+}
+
+Tensor Tensor::none(DType dtype) {
+  Tensor out;
+  out.dtype_ = dtype;
+  out.holds_ = Holds::kNone;
+  return out;
+}
+
+const std::vector<Tensor>& Tensor::elements() const {
+  RNNC_CHECK(holds_ == Holds::kSequence && elements_, "elements() of a value that is not a sequence");
+  return *elements_;
 }
 
 std::vector<std::string>& Tensor::strings() {
@@ -196,6 +223,7 @@ void Tensor::set_double(int64_t i, double value) {
 }
 
 Tensor Tensor::clone() const {
+  if (holds_ != Holds::kTensor) return *this;  // sequences and none are never written in place
   Tensor copy(dtype_, shape_);
   if (dtype_ == DType::kString) {
     *copy.strings_ = *strings_;
@@ -206,7 +234,8 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
-  RNNC_CHECK(shape_numel(shape) == numel_, "reshape changes the element count");
+  RNNC_CHECK(holds_ == Holds::kTensor && shape_numel(shape) == numel_,
+             "reshape changes the element count or reshapes a non-tensor value");
   Tensor view = *this;
   view.shape_ = std::move(shape);
   if (view.borrow_ == Borrow::kWritable) view.borrow_ = Borrow::kReadOnly;  // one writer per buffer
@@ -214,7 +243,8 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
 }
 
 void Tensor::alias(const Tensor& source, int64_t offset, const int64_t* shape, size_t rank) {
-  RNNC_CHECK(source.dtype_ != DType::kString, "a view of a string tensor");
+  RNNC_CHECK(source.dtype_ != DType::kString && source.holds_ == Holds::kTensor,
+             "a view of a string tensor or of a non-tensor value");
   dtype_ = source.dtype_;
   shape_.assign(shape, shape + rank);
   numel_ = shape_numel(shape_);
@@ -236,6 +266,8 @@ Tensor Tensor::without_data() const {
 void Tensor::drop_storage() {
   bytes_.reset();
   strings_.reset();
+  elements_.reset();
+  holds_ = Holds::kTensor;
   dtype_ = DType::kUndefined;
   borrow_ = Borrow::kOwned;
   numel_ = 0;
@@ -267,13 +299,33 @@ Tensor Tensor::cast(DType to) const {
 }
 
 bool Tensor::bitwise_equal(const Tensor& other) const {
-  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (holds_ != other.holds_ || dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (holds_ == Holds::kNone) return true;
+  if (holds_ == Holds::kSequence) {
+    const std::vector<Tensor>& a = elements();
+    const std::vector<Tensor>& b = other.elements();
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].bitwise_equal(b[i])) return false;
+    }
+    return true;
+  }
   if (dtype_ == DType::kString) return *strings_ == *other.strings_;
   return numel_ == 0 || std::memcmp(bytes_.get(), other.bytes_.get(), nbytes()) == 0;
 }
 
 std::string tensor_summary(const Tensor& tensor, int max_values) {
   std::ostringstream out;
+  if (tensor.is_none()) return cat("none<", dtype_name(tensor.dtype()), ">");
+  if (tensor.is_sequence()) {
+    const std::vector<Tensor>& elements = tensor.elements();
+    out << "seq<" << dtype_name(tensor.dtype()) << ">(" << elements.size() << ") [";
+    size_t shown = std::min<size_t>(elements.size(), 4);
+    for (size_t i = 0; i < shown; ++i) out << (i ? ", " : "") << tensor_summary(elements[i], max_values);
+    if (elements.size() > shown) out << ", ...";
+    out << "]";
+    return out.str();
+  }
   out << dtype_name(tensor.dtype()) << "[";
   for (size_t i = 0; i < tensor.shape().size(); ++i) out << (i ? ", " : "") << tensor.shape()[i];
   out << "]";

@@ -1,6 +1,12 @@
 // Tensor: a concrete, dense, row-major array of one element type. Used for initializers,
 // Constant values and every value the reference evaluator computes.
 //
+// The same object also carries ONNX's two other value kinds where a graph has them (the reference
+// evaluator and reference blocks pass them between nodes as they pass tensors): a sequence of
+// tensors, and the absent value of an optional. A present optional is its tensor or sequence
+// itself. Only the sequence ops, Identity, If, Loop and the Optional ops see these; every other
+// kernel reads tensors, and typed access to a sequence or to none is an internal error.
+//
 // A Tensor is a handle: copying it shares the storage (initializers of a large model are not
 // duplicated when the evaluator binds them). Code that writes into a tensor must own a fresh one
 // (construct it, or clone()). Storage is 64-byte aligned so later stages can hand it to vectorized
@@ -34,6 +40,13 @@ template <> constexpr DType dtype_of<uint64_t>() { return DType::kUInt64; }
 template <> constexpr DType dtype_of<bool>() { return DType::kBool; }
 
 int64_t shape_numel(const std::vector<int64_t>& shape);
+
+// What a Tensor object holds (see above).
+enum class Holds : uint8_t {
+  kTensor,
+  kSequence,  // elements(): tensors of dtype() each, possibly none
+  kNone,      // an optional without a value; dtype() is its declared element type
+};
 
 class Tensor {
  public:
@@ -81,13 +94,24 @@ class Tensor {
     return from_vector<T>({}, {value});
   }
 
+  // A sequence of `elements`, each of element type `dtype` (checked).
+  static Tensor sequence(DType dtype, std::vector<Tensor> elements);
+  // An optional's absent value: a tensor or sequence of `dtype` elements when present.
+  static Tensor none(DType dtype);
+  Holds holds() const { return holds_; }
+  bool is_tensor() const { return holds_ == Holds::kTensor; }
+  bool is_sequence() const { return holds_ == Holds::kSequence; }
+  bool is_none() const { return holds_ == Holds::kNone; }
+  // A sequence's elements; internal error on anything else.
+  const std::vector<Tensor>& elements() const;
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t dim(int64_t axis) const { return shape_.at(static_cast<size_t>(axis)); }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
-  bool defined() const { return dtype_ != DType::kUndefined; }
+  bool defined() const { return dtype_ != DType::kUndefined || holds_ != Holds::kTensor; }
 
   // Typed access; the element type must match dtype() exactly (16-bit floats are uint16_t).
   template <typename T>
@@ -152,13 +176,16 @@ class Tensor {
 
   enum class Borrow { kOwned, kReadOnly, kWritable };
   DType dtype_ = DType::kUndefined;
+  Holds holds_ = Holds::kTensor;
   Borrow borrow_ = Borrow::kOwned;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   std::shared_ptr<uint8_t> bytes_;
   std::shared_ptr<std::vector<std::string>> strings_;
+  std::shared_ptr<const std::vector<Tensor>> elements_;  // kSequence
 };
 
+// "f32[2, 3] {1, 2, ...}"; a sequence as "seq<f32>(2) [f32[3] {...}, ...]", none as "none<f32>".
 std::string tensor_summary(const Tensor& tensor, int max_values = 8);
 // A shape or any list of integers as error messages print it: "[2, -1, 3]".
 std::string shape_text(const std::vector<int64_t>& values);

@@ -998,6 +998,14 @@ class TextParser {
           {"strings", Attribute::Kind::kStrings},
           {"tensors", Attribute::Kind::kTensors},
           {"graphs", Attribute::Kind::kGraphs}};
+      if (word == "type" && pos_ + length < text_.size() && text_[pos_ + length] == '<') {
+        pos_ += length;
+        expect('<', "after 'type'");
+        a.kind = Attribute::Kind::kType;
+        a.tp = parse_type();
+        expect('>', "after a type attribute's type");
+        return a;
+      }
       auto kind = kListKinds.find(word);
       if (kind != kListKinds.end() && bracket) {
         pos_ += length;

@@ -241,8 +241,22 @@ void assign_block_io(ExecutionBlock& block, const Graph& graph) {
   }
 }
 
+// Sequences and optionals (ValueKind) have no buffer layout: a block that reads or writes one
+// runs on reference kernels, which pass them as values.
+bool handles_only_tensors(const BlockSpec& spec) {
+  for (const Node* node : spec.nodes) {
+    for (const Value* v : node->inputs()) {
+      if (v && !v->type.is_tensor()) return false;
+    }
+    for (const Value* v : node->outputs()) {
+      if (v && !v->type.is_tensor()) return false;
+    }
+  }
+  return true;
+}
+
 std::unique_ptr<ExecutionBlock> lower_block(const BlockSpec& spec, HalideCache* cache) {
-  if (cache) {
+  if (cache && handles_only_tensors(spec)) {
     for (BlockLowerer lowerer : lowerers()) {
       try {
         std::unique_ptr<ExecutionBlock> block = lowerer(spec, *cache);

@@ -76,13 +76,20 @@ int run_run(const Parsed& args) {
   // path loads the file itself and this copy is released first (it holds every weight).
   std::unique_ptr<Model> model = import_onnx_file(args.positional[0]);
   std::vector<std::string> output_names;
-  for (const Value* output : model->graph->outputs()) output_names.push_back(output->name());
+  std::vector<TensorType> output_types;
+  for (const Value* output : model->graph->outputs()) {
+    output_names.push_back(output->name());
+    output_types.push_back(output->type);
+  }
 
   std::map<std::string, Tensor> inputs;
   for (const auto& text : args.all("input")) {
     auto [name, path] = split_assignment(text, "input");
     if (inputs.count(name)) raise_invalid_input(cat("input '", name, "' is given twice"));
-    inputs[name] = read_tensor_file(path);
+    // A sequence or optional input of the model is read from its SequenceProto / OptionalProto.
+    const Value* input = model->graph->find_local_value(name);
+    bool other_kind = input && input->is_graph_input() && !input->type.is_tensor();
+    inputs[name] = other_kind ? read_value_pb(path, input->type) : read_tensor_file(path);
   }
   std::map<std::string, int64_t> dims = parse_dims(args);
   if (args.has("random")) {
@@ -154,7 +161,7 @@ int run_run(const Parsed& args) {
         const Value* value = node.output(i);
         if (!value) continue;
         std::string file = file_name_for(value->name()) + ".pb";
-        write_tensor_pb(dump_dir + "/" + file, outputs[i], value->name());
+        write_value_pb(dump_dir + "/" + file, outputs[i], value->type, value->name());
         dump_index << value->name() << "\t" << file << "\t" << node.describe() << "\t"
                    << tensor_summary(outputs[i], 4) << "\n";
       }
@@ -180,7 +187,7 @@ int run_run(const Parsed& args) {
     const std::string& name = output_names[i];
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + file_name_for(name) + ".pb";
-      write_tensor_pb(path, outputs[i], name);
+      write_value_pb(path, outputs[i], output_types[i], name);
       std::cout << "wrote " << path << "\n";
     } else {
       print_output(name, outputs[i]);

@@ -19,6 +19,7 @@ const std::map<std::string, Kernel>& kernels() {
     register_quant_kernels(registry);
     register_resize_kernels(registry);
     register_signal_kernels(registry);
+    register_sequence_kernels(registry);
     return registry;
   }();
   return table;
@@ -41,16 +42,45 @@ struct Scope {
   }
 };
 
-void check_dtype_and_rank(const Value& input, const Tensor& tensor) {
-  if (input.type.dtype != tensor.dtype()) {
-    raise_invalid_input(cat("input '", input.name(), "': expected element type ",
-                            dtype_onnx_name(input.type.dtype), ", got ",
-                            dtype_onnx_name(tensor.dtype())));
+// Whether `value` is of `kind`: a present optional is its tensor or sequence, an empty one none.
+bool holds_kind(const Tensor& value, ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kTensor: return value.is_tensor();
+    case ValueKind::kSequence: return value.is_sequence();
+    case ValueKind::kOptionalTensor: return value.is_tensor() || value.is_none();
+    case ValueKind::kOptionalSequence: return value.is_sequence() || value.is_none();
   }
+  return false;
+}
+
+const char* holds_name(const Tensor& value) {
+  return value.is_sequence() ? "a sequence" : value.is_none() ? "an empty optional" : "a tensor";
+}
+
+void check_rank(const Value& input, const Tensor& tensor, const std::string& what) {
   if (input.type.shape && static_cast<int64_t>(input.type.shape->size()) != tensor.rank()) {
-    raise_invalid_input(cat("input '", input.name(), "': expected rank ",
-                            input.type.shape->size(), " ", shape_to_string(*input.type.shape),
-                            ", got rank ", tensor.rank()));
+    raise_invalid_input(cat(what, ": expected rank ", input.type.shape->size(), " ",
+                            shape_to_string(*input.type.shape), ", got rank ", tensor.rank()));
+  }
+}
+
+// A graph input's kind, element type and rank (each element's, for a sequence).
+void check_kind_dtype_and_rank(const Value& input, const Tensor& value) {
+  std::string what = cat("input '", input.name(), "'");
+  if (!holds_kind(value, input.type.kind)) {
+    raise_invalid_input(cat(what, ": expected ", input.type.to_string(), ", got ",
+                            holds_name(value)));
+  }
+  if (input.type.dtype != value.dtype()) {
+    raise_invalid_input(cat(what, ": expected element type ", dtype_onnx_name(input.type.dtype),
+                            ", got ", dtype_onnx_name(value.dtype())));
+  }
+  if (value.is_tensor()) {
+    check_rank(input, value, what);
+  } else if (value.is_sequence()) {
+    for (size_t i = 0; i < value.elements().size(); ++i) {
+      check_rank(input, value.elements()[i], cat(what, " element ", i));
+    }
   }
 }
 
@@ -75,6 +105,8 @@ std::vector<Tensor> run_node(const Node& node, std::vector<const Tensor*> inputs
     const Value* out = node.output(i);
     if (!out) continue;
     RNNC_CHECK(context.outputs[i].defined(), node.describe(), " did not produce output ", i);
+    RNNC_CHECK(holds_kind(context.outputs[i], out->type.kind), node.describe(), " output ", i,
+               " is ", holds_name(context.outputs[i]), " but inferred as ", out->type.to_string());
     if (out->type.dtype != DType::kUndefined) {
       RNNC_CHECK(out->type.dtype == context.outputs[i].dtype(), node.describe(), " output ", i,
                  " is ", dtype_name(context.outputs[i].dtype()), " but inferred as ",
@@ -176,8 +208,8 @@ void check_tensor_interface(const Graph& graph) {
   auto check = [](const Value* value, const char* role) {
     if (value->type.is_tensor()) return;
     raise_unsupported(cat("graph ", role, " '", value->name(), "' is ", value->type.to_string(),
-                          ": sequence and optional graph inputs and outputs are not supported "
-                          "(only tensors are)"));
+                          ": compiled models take and return tensors only (the reference "
+                          "evaluator, rnnc run --reference, runs sequence and optional ones)"));
   };
   for (const Value* input : graph.inputs()) check(input, "input");
   for (const Value* output : graph.outputs()) check(output, "output");
@@ -185,7 +217,6 @@ void check_tensor_interface(const Graph& graph) {
 
 std::map<std::string, int64_t> bind_inputs(const Graph& graph,
                                            const std::map<std::string, Tensor>& inputs) {
-  check_tensor_interface(graph);
   for (const auto& [name, tensor] : inputs) {
     bool known = false;
     for (const Value* input : graph.inputs()) known = known || input->name() == name;
@@ -207,8 +238,8 @@ std::map<std::string, int64_t> bind_inputs(const Graph& graph,
                               ") is missing"));
     }
     const Tensor& tensor = it->second;
-    check_dtype_and_rank(*input, tensor);
-    if (!input->type.shape) continue;
+    check_kind_dtype_and_rank(*input, tensor);
+    if (!input->type.shape || !tensor.is_tensor()) continue;
     const Shape& shape = *input->type.shape;
     for (size_t axis = 0; axis < shape.size(); ++axis) {
       const Dim& dim = shape[axis];

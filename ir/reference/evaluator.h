@@ -32,7 +32,8 @@ std::vector<Tensor> evaluate_node(const Node& node, const std::vector<const Tens
                                   const ValueLookup& outer);
 
 // kUnsupported naming the first graph input or output that is a sequence or an optional: values
-// cross the API as tensors only.
+// cross the compiled runtime's API as tensors only. The evaluator itself takes and returns
+// sequences (Tensor::sequence) and optionals (the value, or Tensor::none).
 void check_tensor_interface(const Graph& graph);
 
 // Binds the graph's symbolic dims to the given inputs' sizes (the checks above), returning the

@@ -48,6 +48,7 @@ void register_control_flow_kernels(std::map<std::string, Kernel>& registry);
 void register_quant_kernels(std::map<std::string, Kernel>& registry);
 void register_resize_kernels(std::map<std::string, Kernel>& registry);
 void register_signal_kernels(std::map<std::string, Kernel>& registry);
+void register_sequence_kernels(std::map<std::string, Kernel>& registry);
 
 // ---- helpers -----------------------------------------------------------------------------------
 
@@ -97,6 +98,15 @@ void dispatch_numeric(DType dtype, const KernelContext& context, Fn&& fn) {
 // Converts f16/bf16 tensors to f32 (other dtypes pass through), and back.
 Tensor widen_half(const Tensor& tensor);
 Tensor narrow_to(const Tensor& tensor, DType dtype);
+
+// The inputs joined along `axis` (normalized), which they must agree on except along it
+// (kInvalidInput naming the first that does not): Concat and ConcatFromSequence.
+Tensor concat_tensors(const KernelContext& context, const std::vector<const Tensor*>& inputs,
+                      size_t axis);
+// `input` cut along `axis` into pieces of `sizes` (non-negative, summing to the axis's length):
+// Split and SplitToSequence.
+std::vector<Tensor> split_tensor(const Tensor& input, size_t axis,
+                                 const std::vector<int64_t>& sizes);
 
 // Reads an int64 list from a 1-D (or scalar) integer tensor input (shape, axes, pads, ...).
 std::vector<int64_t> tensor_to_int64s(const Tensor& tensor);

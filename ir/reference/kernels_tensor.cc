@@ -330,34 +330,7 @@ void concat_kernel(KernelContext& context) {
   if (!context.node.has_attr("axis")) context.fail("attribute 'axis' is required");
   size_t axis = static_cast<size_t>(
       normalize_axis(context, context.node.attr_int("axis", 0), first.rank(), "attribute 'axis'"));
-  std::vector<int64_t> shape = first.shape();
-  shape[axis] = 0;
-  for (size_t i = 0; i < context.inputs.size(); ++i) {
-    const Tensor& input = context.input(i);
-    bool fits = input.rank() == first.rank() && input.dtype() == first.dtype();
-    for (size_t k = 0; fits && k < shape.size(); ++k) {
-      fits = k == axis || input.shape()[k] == shape[k];
-    }
-    if (!fits) {
-      context.fail_input(cat("input ", i, " has shape ", shape_text(input.shape()),
-                             ", which does not concatenate with input 0 ", shape_text(first.shape()),
-                             " along axis ", axis));
-    }
-    shape[axis] += input.shape()[axis];
-  }
-  Tensor out(first.dtype(), shape);
-  // Row-major: each of the `outer` slabs of the output is the inputs' slabs one after another.
-  int64_t outer = product(shape, 0, axis);
-  int64_t inner = product(shape, axis + 1, shape.size());
-  int64_t written = 0;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const Tensor* input : context.inputs) {
-      int64_t slab = input->shape()[axis] * inner;
-      copy_elements(*input, o * slab, out, written, slab);
-      written += slab;
-    }
-  }
-  context.outputs[0] = out;
+  context.outputs[0] = concat_tensors(context, context.inputs, axis);
 }
 
 void split_kernel(KernelContext& context) {
@@ -397,19 +370,8 @@ void split_kernel(KernelContext& context) {
     }
     sizes.assign(static_cast<size_t>(n), d / n);
   }
-  int64_t outer = product(input.shape(), 0, axis);
-  int64_t inner = product(input.shape(), axis + 1, input.shape().size());
-  int64_t offset = 0;  // along the axis
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    std::vector<int64_t> shape = input.shape();
-    shape[axis] = sizes[i];
-    Tensor out(input.dtype(), shape);
-    for (int64_t o = 0; o < outer; ++o) {
-      copy_elements(input, (o * d + offset) * inner, out, o * sizes[i] * inner, sizes[i] * inner);
-    }
-    offset += sizes[i];
-    context.outputs[i] = out;
-  }
+  std::vector<Tensor> pieces = split_tensor(input, axis, sizes);
+  for (size_t i = 0; i < pieces.size(); ++i) context.outputs[i] = std::move(pieces[i]);
 }
 
 // ---- index-mapping ops ---------------------------------------------------------------------
@@ -1554,6 +1516,59 @@ void cast_like_kernel(KernelContext& context) {
 }
 
 }  // namespace
+
+Tensor concat_tensors(const KernelContext& context, const std::vector<const Tensor*>& inputs,
+                      size_t axis) {
+  const Tensor& first = *inputs.at(0);
+  std::vector<int64_t> shape = first.shape();
+  shape[axis] = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& input = *inputs[i];
+    bool fits = input.rank() == first.rank() && input.dtype() == first.dtype();
+    for (size_t k = 0; fits && k < shape.size(); ++k) {
+      fits = k == axis || input.shape()[k] == shape[k];
+    }
+    if (!fits) {
+      context.fail_input(cat("input ", i, " has shape ", shape_text(input.shape()),
+                             ", which does not concatenate with input 0 ", shape_text(first.shape()),
+                             " along axis ", axis));
+    }
+    shape[axis] += input.shape()[axis];
+  }
+  Tensor out(first.dtype(), shape);
+  // Row-major: each of the `outer` slabs of the output is the inputs' slabs one after another.
+  int64_t outer = product(shape, 0, axis);
+  int64_t inner = product(shape, axis + 1, shape.size());
+  int64_t written = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor* input : inputs) {
+      int64_t slab = input->shape()[axis] * inner;
+      copy_elements(*input, o * slab, out, written, slab);
+      written += slab;
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> split_tensor(const Tensor& input, size_t axis,
+                                 const std::vector<int64_t>& sizes) {
+  int64_t d = input.dim(static_cast<int64_t>(axis));
+  std::vector<Tensor> pieces;
+  int64_t outer = product(input.shape(), 0, axis);
+  int64_t inner = product(input.shape(), axis + 1, input.shape().size());
+  int64_t offset = 0;  // along the axis
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> shape = input.shape();
+    shape[axis] = sizes[i];
+    Tensor out(input.dtype(), shape);
+    for (int64_t o = 0; o < outer; ++o) {
+      copy_elements(input, (o * d + offset) * inner, out, o * sizes[i] * inner, sizes[i] * inner);
+    }
+    offset += sizes[i];
+    pieces.push_back(std::move(out));
+  }
+  return pieces;
+}
 
 void register_tensor_kernels(std::map<std::string, Kernel>& registry) {
   const std::pair<const char*, Kernel> kernels[] = {

@@ -8,31 +8,6 @@ namespace rnnc {
 
 namespace {
 
-// The type two branches/iterations agree on: dims that differ become unknown, ranks that differ
-// make the rank unknown.
-TensorType join_types(const TensorType& a, const TensorType& b) {
-  TensorType out;
-  out.kind = a.kind;
-  out.dtype = a.dtype;
-  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
-    Shape shape;
-    for (size_t k = 0; k < a.shape->size(); ++k) {
-      shape.push_back((*a.shape)[k] == (*b.shape)[k] ? (*a.shape)[k] : Dim::unknown());
-    }
-    out.shape = shape;
-  }
-  return out;
-}
-
-void set_output_type(const InferenceContext& context, size_t i, const TensorType& type) {
-  if (Value* output = context.node().output(i)) output->type.kind = type.kind;
-  if (type.shape) {
-    context.set_output(i, type.dtype, *type.shape);
-  } else {
-    context.set_output_unknown_rank(i, type.dtype);
-  }
-}
-
 Graph& required_graph(const InferenceContext& context, const std::string& name) {
   Graph* graph = context.node().attr_graph(name);
   if (!graph) context.fail(cat("attribute '", name, "' (a graph) is missing"));
@@ -65,9 +40,9 @@ void infer_if(InferenceContext& context) {
                        " but else_branch returns ", dtype_onnx_name(else_type.dtype)));
     }
     if (constant && constant->numel() == 1) {
-      set_output_type(context, i, constant->get_int64(0) ? then_type : else_type);
+      context.set_output_type(i, constant->get_int64(0) ? then_type : else_type);
     } else {
-      set_output_type(context, i, join_types(then_type, else_type));
+      context.set_output_type(i, join_types(then_type, else_type));
     }
   }
 }
@@ -116,8 +91,9 @@ void infer_loop(InferenceContext& context) {
                      " loop-carried values and ", scans, " scan outputs"));
   }
   for (size_t k = 0; k < carried; ++k) {
+    // The final value is the body's (an optional initial value may become a sequence).
     TensorType initial = context.input_type(k + 2);
-    set_output_type(context, k, join_types(initial, body.outputs()[k + 1]->type));
+    context.set_output_type(k, join_types(body.outputs()[k + 1]->type, initial));
   }
   Dim trips = Dim::unknown();
   const Tensor* max_trips = context.input_constant(0);
@@ -227,7 +203,7 @@ void infer_scan(InferenceContext& context) {
   for (size_t k = 0; k < states && k < node.num_outputs(); ++k) {
     TensorType type = body.outputs()[k]->type;
     if (batched && type.shape) type.shape->insert(type.shape->begin(), batch);
-    set_output_type(context, k, join_types(context.input_type(first + k), type));
+    context.set_output_type(k, join_types(context.input_type(first + k), type));
   }
   std::vector<int64_t> output_axes = ints("scan_output_axes", scan_outputs);
   ints("scan_output_directions", scan_outputs);
@@ -254,9 +230,9 @@ void infer_scan(InferenceContext& context) {
 void register_control_flow_schemas(std::vector<OpSchema>& registry) {
   // Opset 8's first input, sequence_lens, may be omitted: infer_scan counts the inputs.
   registry.push_back({"Scan", 8, 0, -1, 1, -1, infer_scan});
-  registry.push_back({"If", 1, 1, 1, 1, -1, infer_if});
+  registry.push_back({"If", 1, 1, 1, 1, -1, infer_if, /*any_value_kind=*/true});
   // M and cond are optional but their slots are not: infer_loop checks there are two.
-  registry.push_back({"Loop", 1, 0, -1, 1, -1, infer_loop});
+  registry.push_back({"Loop", 1, 0, -1, 1, -1, infer_loop, /*any_value_kind=*/true});
 }
 
 }  // namespace rnnc

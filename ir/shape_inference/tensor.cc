@@ -1436,7 +1436,7 @@ void register_tensor_schemas(std::vector<OpSchema>& registry) {
       {"Gather", 1, 2, 2, 1, 1, infer_gather},
       {"GatherElements", 11, 2, 2, 1, 1, infer_gather_elements},
       {"GatherND", 11, 2, 2, 1, 1, infer_gather_nd},
-      {"Identity", 1, 1, 1, 1, 1, infer_identity},
+      {"Identity", 1, 1, 1, 1, 1, infer_identity, /*any_value_kind=*/true},
       {"NonZero", 9, 1, 1, 1, 1, infer_non_zero},
       {"OneHot", 9, 3, 3, 1, 1, infer_one_hot},
       {"Pad", 1, 1, 4, 1, 1, infer_pad},

@@ -44,18 +44,7 @@ std::vector<std::map<std::string, Tensor>> read_data_sets(const std::string& dir
                                                           const Graph& graph) {
   std::vector<std::map<std::string, Tensor>> data;
   for (const std::string& set : testing::backend_data_sets(dir)) {
-    std::map<std::string, Tensor> inputs;
-    for (size_t i = 0;; ++i) {
-      const fs::path file = fs::path(set) / cat("input_", i, ".pb");
-      if (!fs::exists(file)) break;
-      std::string name;
-      Tensor tensor = read_tensor_pb(file.string(), &name);
-      const Value* value = graph.find_local_value(name);
-      if ((!value || !value->is_graph_input()) && i < graph.inputs().size()) {
-        name = graph.inputs()[i]->name();
-      }
-      inputs[name] = std::move(tensor);
-    }
+    std::map<std::string, Tensor> inputs = testing::read_backend_inputs(set, graph);
     data.push_back(std::move(inputs));
   }
   return data;
@@ -221,11 +210,11 @@ void check_case(const BackendCase& test_case, bool quantized) {
       ASSERT_EQ(outputs[o].shape(), jit.shape()) << name;
       EXPECT_EQ(std::memcmp(outputs[o].raw_data(), jit.raw_data(), jit.nbytes()), 0)
           << "output '" << name << "': the library's bits differ from the runtime's";
-      const fs::path stored = fs::path(test_case.dir) / cat("test_data_set_", set) /
-                              cat("output_", index, ".pb");
-      if (!quantized && fs::exists(stored)) {
+      const std::optional<Tensor> stored = testing::read_backend_output(
+          (fs::path(test_case.dir) / cat("test_data_set_", set)).string(), index, graph);
+      if (!quantized && stored) {
         const testing::Comparison comparison =
-            testing::compare_tensors(outputs[o], read_tensor_pb(stored.string()), kTolerance);
+            testing::compare_tensors(outputs[o], *stored, kTolerance);
         EXPECT_TRUE(comparison.ok) << "output '" << name << "': " << comparison.message;
       }
     }

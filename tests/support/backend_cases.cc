@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
+
+#include "ir/onnx_import.h"
 
 namespace fs = std::filesystem;
 
@@ -44,6 +47,47 @@ std::string backend_case_name(const BackendCase& test_case) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
   return name;
+}
+
+namespace {
+
+// ONNX 1.12's test data stores bfloat16 tensors with data_type UINT16 (the same bits).
+Tensor as_declared_bfloat16(Tensor tensor, DType declared) {
+  if (declared != DType::kBFloat16 || !tensor.is_tensor() || tensor.dtype() != DType::kUInt16) {
+    return tensor;
+  }
+  Tensor bf16(DType::kBFloat16, tensor.shape());
+  std::memcpy(bf16.raw_data(), tensor.raw_data(), tensor.nbytes());
+  return bf16;
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> read_backend_inputs(const std::string& data_set, const Graph& graph) {
+  std::map<std::string, Tensor> inputs;
+  for (size_t i = 0;; ++i) {
+    const fs::path file = fs::path(data_set) / cat("input_", i, ".pb");
+    if (!fs::exists(file)) break;
+    const Value* input = i < graph.inputs().size() ? graph.inputs()[i] : nullptr;
+    std::string name;
+    Tensor value = read_value_pb(file.string(), input ? input->type : TensorType{}, &name);
+    const Value* named = graph.find_local_value(name);
+    if (named && named->is_graph_input() && named != input) {
+      input = named;
+      value = read_value_pb(file.string(), input->type);
+    }
+    if (!input) raise_invalid_input(cat(file.string(), ": more input files than graph inputs"));
+    inputs[input->name()] = as_declared_bfloat16(std::move(value), input->type.dtype);
+  }
+  return inputs;
+}
+
+std::optional<Tensor> read_backend_output(const std::string& data_set, size_t index,
+                                          const Graph& graph) {
+  const fs::path file = fs::path(data_set) / cat("output_", index, ".pb");
+  if (!fs::exists(file)) return std::nullopt;
+  const TensorType& type = graph.outputs().at(index)->type;
+  return as_declared_bfloat16(read_value_pb(file.string(), type), type.dtype);
 }
 
 }  // namespace rnnc::testing

@@ -1,5 +1,6 @@
 #include "tests/support/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -76,6 +77,37 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, Toleran
   if (mismatches) {
     result.ok = false;
     result.message += cat("; ", mismatches, " of ", actual.numel(), " elements differ");
+  }
+  return result;
+}
+
+Comparison compare_values(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
+  auto kind = [](const Tensor& value) {
+    return value.is_sequence() ? "a sequence" : value.is_none() ? "an empty optional" : "a tensor";
+  };
+  if (actual.holds() != expected.holds()) {
+    Comparison mismatch;
+    mismatch.ok = false;
+    mismatch.message = cat("got ", kind(actual), ", expected ", kind(expected));
+    return mismatch;
+  }
+  if (actual.is_tensor()) return compare_tensors(actual, expected, tolerance);
+  Comparison result;
+  if (actual.is_none()) return result;
+  const std::vector<Tensor>& got = actual.elements();
+  const std::vector<Tensor>& want = expected.elements();
+  if (got.size() != want.size()) {
+    result.ok = false;
+    result.message = cat("a sequence of ", got.size(), " elements, expected ", want.size());
+    return result;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    Comparison element = compare_tensors(got[i], want[i], tolerance);
+    result.max_abs_diff = std::max(result.max_abs_diff, element.max_abs_diff);
+    if (!element.ok) {
+      element.message = cat("element ", i, ": ", element.message);
+      return element;
+    }
   }
   return result;
 }

@@ -20,5 +20,8 @@ struct Comparison {
 };
 
 Comparison compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tolerance);
+// The same for any value: sequences element by element (their lengths equal), an empty optional
+// only against an empty optional.
+Comparison compare_values(const Tensor& actual, const Tensor& expected, Tolerance tolerance);
 
 }  // namespace rnnc::testing

@@ -24,6 +24,7 @@
 #include "ir/printer.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
+#include "tests/support/backend_cases.h"
 #include "tests/support/compare.h"
 
 namespace fs = std::filesystem;
@@ -455,28 +456,6 @@ TEST(GraphOptFold, FixedInputTextErrorsNameTheInputAndTheValue) {
 
 // ---- every ONNX backend node test model --------------------------------------------------------
 
-// ONNX 1.12's test data stores bfloat16 tensors with data_type UINT16 (the same bits).
-Tensor as_declared(Tensor tensor, DType declared) {
-  if (declared != DType::kBFloat16 || tensor.dtype() != DType::kUInt16) return tensor;
-  Tensor bf16(DType::kBFloat16, tensor.shape());
-  std::memcpy(bf16.raw_data(), tensor.raw_data(), tensor.nbytes());
-  return bf16;
-}
-
-std::map<std::string, Tensor> backend_inputs(const fs::path& data_set, const Graph& graph) {
-  std::map<std::string, Tensor> inputs;
-  for (size_t i = 0;; ++i) {
-    fs::path file = data_set / cat("input_", i, ".pb");
-    if (!fs::exists(file)) break;
-    std::string name;
-    Tensor tensor = read_tensor_pb(file.string(), &name);
-    const Value* named = graph.find_local_value(name);
-    if (!named || !named->is_graph_input()) name = graph.inputs().at(i)->name();
-    inputs[name] = as_declared(std::move(tensor), graph.find_local_value(name)->type.dtype);
-  }
-  return inputs;
-}
-
 TEST(GraphOptFold, DefaultPipelineKeepsEveryBackendNodeModelsOutputs) {
   const fs::path root = "/usr/share/libonnx-testdata/data/node";
   if (!fs::exists(root)) GTEST_SKIP() << root << " is not installed";
@@ -492,7 +471,7 @@ TEST(GraphOptFold, DefaultPipelineKeepsEveryBackendNodeModelsOutputs) {
     std::vector<Tensor> expected;
     try {
       model = import_onnx_file((dir / "model.onnx").string());
-      inputs = backend_inputs(dir / "test_data_set_0", *model->graph);
+      inputs = testing::read_backend_inputs((dir / "test_data_set_0").string(), *model->graph);
       expected = evaluate(*model->graph, inputs);
     } catch (const Error& error) {
       // Unsupported, or one of the cases tests/onnx_backend/expected_failures.txt lists.
@@ -507,7 +486,7 @@ TEST(GraphOptFold, DefaultPipelineKeepsEveryBackendNodeModelsOutputs) {
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t i = 0; i < actual.size(); ++i) {
       testing::Comparison comparison =
-          testing::compare_tensors(actual[i], expected[i], {1e-5, 1e-6});
+          testing::compare_values(actual[i], expected[i], {1e-5, 1e-6});
       EXPECT_TRUE(comparison.ok) << "output " << i << ": " << comparison.message;
       if (comparison.ok && !actual[i].bitwise_equal(expected[i])) {
         inexact.push_back(cat(dir.filename().string(), " output ", i, " (max abs diff ",

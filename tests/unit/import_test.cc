@@ -308,24 +308,48 @@ TEST(ImportErrors, AMainGraphInputNeedsAType) {
   expect_import_error(model, ErrorKind::kInvalidModel, "graph 'g' input 'x' has no type");
 }
 
-TEST(ImportErrors, ATensorOpGivenASequenceIsUnsupported) {
+TEST(ImportErrors, ATensorOpGivenASequenceIsInvalid) {
   onnx::ModelProto model = sequence_and_optional_model();
   model.mutable_graph()->mutable_node(0)->set_op_type("Relu");
-  expect_import_error(model, ErrorKind::kUnsupported,
-                      "Relu 'pass_list' (opset 16): input 0 'list' is seq<f32[?rank]> (only "
-                      "Identity, If and Loop take sequence and optional values)");
+  expect_import_error(model, ErrorKind::kInvalidModel,
+                      "Relu 'pass_list' (opset 16): input 0 'list' is seq<f32[?rank]>, but Relu "
+                      "takes tensors only");
 }
 
-TEST(EvaluatorErrors, SequenceAndOptionalGraphInputsAreUnsupported) {
+// The evaluator takes and returns sequences and optionals: Identity passes each kind through,
+// and a value of the wrong kind for an input is an input error naming it.
+TEST(Evaluator, SequenceAndOptionalGraphInputsPassThrough) {
   auto imported = import(sequence_and_optional_model());
+  Tensor a = Tensor::from_vector<float>({2}, {1, 2});
+  Tensor b = Tensor::from_vector<float>({}, {3});
+  std::map<std::string, Tensor> inputs = {
+      {"list", Tensor::sequence(DType::kFloat32, {a, b})},
+      {"maybe", Tensor::none(DType::kInt64)},
+      {"maybe_list", Tensor::sequence(DType::kFloat32, {})}};
+  std::vector<Tensor> outputs = evaluate(*imported->graph, inputs);
+  ASSERT_EQ(outputs.size(), 3u);
+  ASSERT_TRUE(outputs[0].is_sequence());
+  ASSERT_EQ(outputs[0].elements().size(), 2u);
+  EXPECT_TRUE(outputs[0].elements()[1].bitwise_equal(b));
+  EXPECT_TRUE(outputs[1].is_none());
+  EXPECT_TRUE(outputs[2].is_sequence());
+  EXPECT_TRUE(outputs[2].elements().empty());
+
+  inputs["list"] = a;
   try {
-    evaluate(*imported->graph, {});
-    ADD_FAILURE() << "evaluated a graph with a sequence input";
+    evaluate(*imported->graph, inputs);
+    ADD_FAILURE() << "a tensor was taken for a sequence input";
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_STREQ(e.what(),
-                 "graph input 'list' is seq<f32[?rank]>: sequence and optional graph inputs and "
-                 "outputs are not supported (only tensors are)");
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_STREQ(e.what(), "input 'list': expected seq<f32[?rank]>, got a tensor");
+  }
+  inputs["list"] = Tensor::sequence(DType::kInt64, {});
+  try {
+    evaluate(*imported->graph, inputs);
+    ADD_FAILURE() << "a sequence of int64 was taken for a sequence of float";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_STREQ(e.what(), "input 'list': expected element type float, got int64");
   }
 }
 

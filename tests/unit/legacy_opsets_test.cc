@@ -16,6 +16,7 @@
 #include "ir/printer.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
+#include "tests/support/backend_cases.h"
 
 namespace rnnc {
 namespace {
@@ -542,13 +543,9 @@ TEST(LegacyOpsets, EveryLegacyBackendModelExportsAsOpset7AndComputesTheSame) {
       EXPECT_EQ(written.opset_import(0).version(), 7);
       auto reloaded = import_onnx_bytes(exported.data(), exported.size());
       EXPECT_EQ(to_text(*reloaded), to_text(*imported));
-      std::map<std::string, Tensor> inputs;
       const Graph& graph = *imported->graph;
-      for (size_t i = 0;; ++i) {
-        const auto input = entry.path() / "test_data_set_0" / cat("input_", i, ".pb");
-        if (!std::filesystem::exists(input)) break;
-        inputs[graph.inputs().at(i)->name()] = read_tensor_pb(input.string());
-      }
+      std::map<std::string, Tensor> inputs =
+          rnnc::testing::read_backend_inputs((entry.path() / "test_data_set_0").string(), graph);
       const std::vector<Tensor> expected = evaluate(graph, inputs);
       const std::vector<Tensor> actual = evaluate(*reloaded->graph, inputs);
       ASSERT_EQ(actual.size(), expected.size());

@@ -14,6 +14,7 @@
 #include "ir/onnx_import.h"
 #include "ir/reference/evaluator.h"
 #include "lowering/program.h"
+#include "tests/support/backend_cases.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 
@@ -77,13 +78,8 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
                      name.rfind("test_rnn", 0) == 0 || name.rfind("test_simple_rnn", 0) == 0;
     if (!recurrent) continue;
     auto model = import_onnx_file(entry.path().string() + "/model.onnx");
-    std::map<std::string, Tensor> inputs;
-    for (size_t i = 0; i < model->graph->inputs().size(); ++i) {
-      auto file = entry.path() / "test_data_set_0" / cat("input_", i, ".pb");
-      if (std::filesystem::exists(file)) {
-        inputs[model->graph->inputs()[i]->name()] = read_tensor_pb(file.string());
-      }
-    }
+    std::map<std::string, Tensor> inputs =
+        testing::read_backend_inputs((entry.path() / "test_data_set_0").string(), *model->graph);
     auto reference = evaluate(*model->graph, inputs);
     // The cases feed the weights as inputs; a deployment compiles them in: fix every input but X.
     ProgramOptions options = test_options();
