@@ -277,26 +277,11 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::Tensor
 }
 
 Tensor parse_tensor_pb(const void* data, size_t size, const std::string& what) {
-  onnx::TensorProto proto;
-  try {
-    parse_message(proto, data, size, what);
-  } catch (const Error& e) {
-    raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
-  }
-  return tensor_from_proto(proto, "", what);
+  return parse_value_pb(data, size, TensorType{}, what);
 }
 
 Tensor read_tensor_pb(const std::string& path, std::string* name) {
-  std::string bytes = read_file_bytes(path, "tensor file");
-  onnx::TensorProto proto;
-  std::string what = cat("tensor file '", path, "'");
-  try {
-    parse_message(proto, bytes.data(), bytes.size(), what);
-  } catch (const Error&) {
-    raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
-  }
-  if (name) *name = proto.name();
-  return tensor_from_proto(proto, std::filesystem::path(path).parent_path().string(), what);
+  return read_value_pb(path, TensorType{}, name);
 }
 
 namespace {
@@ -322,15 +307,22 @@ Tensor sequence_from_proto(const onnx::SequenceProto& proto, DType declared,
 
 }  // namespace
 
-Tensor read_value_pb(const std::string& path, const TensorType& declared, std::string* name) {
-  if (declared.kind == ValueKind::kTensor) return read_tensor_pb(path, name);
-  std::string bytes = read_file_bytes(path, "value file");
-  std::string base_dir = std::filesystem::path(path).parent_path().string();
+Tensor parse_value_pb(const void* data, size_t size, const TensorType& declared,
+                      const std::string& what, const std::string& base_dir, std::string* name) {
+  if (declared.kind == ValueKind::kTensor) {
+    onnx::TensorProto proto;
+    try {
+      parse_message(proto, data, size, what);
+    } catch (const Error&) {
+      raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
+    }
+    if (name) *name = proto.name();
+    return tensor_from_proto(proto, base_dir, what);
+  }
   if (declared.kind == ValueKind::kSequence) {
     onnx::SequenceProto proto;
-    std::string what = cat("sequence file '", path, "'");
     try {
-      parse_message(proto, bytes.data(), bytes.size(), what);
+      parse_message(proto, data, size, what);
     } catch (const Error&) {
       raise_invalid_input(cat(what, " is not a valid ONNX SequenceProto (truncated or corrupt)"));
     }
@@ -338,22 +330,21 @@ Tensor read_value_pb(const std::string& path, const TensorType& declared, std::s
     return sequence_from_proto(proto, declared.dtype, base_dir, what);
   }
   onnx::OptionalProto proto;
-  std::string what = cat("optional file '", path, "'");
   try {
-    parse_message(proto, bytes.data(), bytes.size(), what);
+    parse_message(proto, data, size, what);
   } catch (const Error&) {
     raise_invalid_input(cat(what, " is not a valid ONNX OptionalProto (truncated or corrupt)"));
   }
   if (name) *name = proto.name();
   if (proto.has_tensor_value()) {
     if (declared.kind != ValueKind::kOptionalTensor) {
-      raise_invalid_input(cat(what, " holds a tensor, but the input is ", declared.to_string()));
+      raise_invalid_input(cat(what, " holds a tensor, but the value is ", declared.to_string()));
     }
     return tensor_from_proto(proto.tensor_value(), base_dir, what);
   }
   if (proto.has_sequence_value()) {
     if (declared.kind != ValueKind::kOptionalSequence) {
-      raise_invalid_input(cat(what, " holds a sequence, but the input is ", declared.to_string()));
+      raise_invalid_input(cat(what, " holds a sequence, but the value is ", declared.to_string()));
     }
     return sequence_from_proto(proto.sequence_value(), declared.dtype, base_dir, what);
   }
@@ -362,6 +353,15 @@ Tensor read_value_pb(const std::string& path, const TensorType& declared, std::s
                           "supported"));
   }
   return Tensor::none(declared.dtype);
+}
+
+Tensor read_value_pb(const std::string& path, const TensorType& declared, std::string* name) {
+  std::string bytes = read_file_bytes(path, "value file");
+  const char* kind = declared.kind == ValueKind::kTensor     ? "tensor"
+                     : declared.kind == ValueKind::kSequence ? "sequence"
+                                                             : "optional";
+  return parse_value_pb(bytes.data(), bytes.size(), declared, cat(kind, " file '", path, "'"),
+                        std::filesystem::path(path).parent_path().string(), name);
 }
 
 namespace {

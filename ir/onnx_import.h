@@ -25,6 +25,11 @@ std::unique_ptr<Model> import_onnx_file(const std::string& path);
 Tensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
 Tensor parse_tensor_pb(const void* data, size_t size, const std::string& what);
 void write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name);
+// A value of type `declared` from the bytes of its proto (`what` names it in errors; base_dir as
+// for import: where external data is looked up, "" forbids it).
+Tensor parse_value_pb(const void* data, size_t size, const TensorType& declared,
+                      const std::string& what, const std::string& base_dir = "",
+                      std::string* name = nullptr);
 // A value of type `declared` from its file: an onnx.TensorProto for a tensor, a SequenceProto
 // for a sequence (Tensor::sequence), an OptionalProto for an optional (its value, or
 // Tensor::none). An empty sequence or optional takes its element type from `declared`.

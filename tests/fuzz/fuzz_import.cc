@@ -1,5 +1,6 @@
 // libFuzzer target for the parsers that read untrusted bytes: ONNX models (import + inference +
-// text form), TensorProto .pb files and .npy files. The first byte picks the parser. Any
+// text form), TensorProto, SequenceProto and OptionalProto .pb files and .npy files. The first
+// byte picks the parser. Any
 // rnnc::Error is an acceptable outcome; a crash, hang, leak or sanitizer report is a bug.
 //
 // Built by scripts/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined); the same entry point
@@ -15,7 +16,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   try {
-    switch (data[0] % 3) {
+    rnnc::TensorType sequence{rnnc::DType::kFloat32, std::nullopt, nullptr,
+                              rnnc::ValueKind::kSequence};
+    rnnc::TensorType optional_sequence = sequence;
+    optional_sequence.kind = rnnc::ValueKind::kOptionalSequence;
+    switch (data[0] % 5) {
       case 0: {
         auto model = rnnc::import_onnx_bytes(data + 1, size - 1);
         (void)rnnc::to_text(*model);
@@ -23,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 1: (void)rnnc::parse_tensor_pb(data + 1, size - 1, "fuzz tensor"); break;
       case 2: (void)rnnc::parse_npy(data + 1, size - 1, "fuzz npy"); break;
+      case 3: (void)rnnc::parse_value_pb(data + 1, size - 1, sequence, "fuzz sequence"); break;
+      case 4:
+        (void)rnnc::parse_value_pb(data + 1, size - 1, optional_sequence, "fuzz optional");
+        break;
     }
   } catch (const rnnc::Error&) {
   }

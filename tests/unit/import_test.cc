@@ -11,6 +11,7 @@
 #include "ir/onnx_import.h"
 #include "ir/printer.h"
 #include "ir/reference/evaluator.h"
+#include "ir/text_parser.h"
 #include "tests/support/temp_dir.h"
 
 namespace rnnc {
@@ -350,6 +351,46 @@ TEST(Evaluator, SequenceAndOptionalGraphInputsPassThrough) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_STREQ(e.what(), "input 'list': expected element type float, got int64");
+  }
+}
+
+// A TYPE_PROTO attribute (Optional's 'type', as in ONNX's test_if_opt) keeps its type through
+// the IR text and ONNX export, and the model computes the same after both.
+TEST(Import, TypeAttributesRoundTripThroughTextAndOnnx) {
+  const std::string text = R"(model ir_version=8 opset=16
+graph if_opt(%cond: bool[]) {
+  %sequence: opt<seq<f32[2]>> = If 'if' (%cond)
+    else_branch = graph else_body() {
+      %x: f32[2] = Constant 'x' () {value=f32[2] = {1, 2}}
+      %else_seq: seq<f32[2]> = SequenceConstruct 'construct' (%x)
+      %else_opt: opt<seq<f32[2]>> = Optional 'wrap' (%else_seq)
+      return %else_opt: opt<seq<f32[2]>>
+    }
+    then_branch = graph then_body() {
+      %optional_empty: opt<seq<f32[2]>> = Optional 'empty' () {type=type<seq<f32[2]>>}
+      return %optional_empty: opt<seq<f32[2]>>
+    }
+  return %sequence: opt<seq<f32[2]>>
+}
+)";
+  auto parsed = parse_model_text(text, "if_opt.ir");
+  const Attribute* type = nullptr;
+  for (const auto& node : parsed->graph->nodes().front()->attr_graph("then_branch")->nodes()) {
+    type = node->find_attr("type");
+  }
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(type->kind, Attribute::Kind::kType);
+  EXPECT_EQ(type->tp.to_string(), "seq<f32[2]>");
+  std::string printed = to_text(*parsed);
+  std::string bytes = export_onnx_bytes(*parsed);
+  auto reloaded = import_onnx_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(to_text(*reloaded), printed);
+  for (bool cond : {false, true}) {
+    std::vector<Tensor> a = evaluate(*parsed->graph, {{"cond", Tensor::scalar<bool>(cond)}});
+    std::vector<Tensor> b = evaluate(*reloaded->graph, {{"cond", Tensor::scalar<bool>(cond)}});
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].is_none(), cond);
+    EXPECT_TRUE(a[0].bitwise_equal(b[0]));
   }
 }
 

@@ -97,6 +97,33 @@ TEST(Program, OfficialRecurrentCasesMatchStoredOutputs) {
   EXPECT_EQ(cases, 12);
 }
 
+// Sequence values inside a graph whose inputs and outputs are tensors (ONNX's simple/
+// test_sequence_model1-8: SequenceConstruct/Empty/Insert/Erase/At, SplitToSequence,
+// ConcatFromSequence, SequenceLength): the nodes that touch a sequence run as reference blocks
+// passing it on as a value, and the compiled program equals the evaluator bit for bit.
+TEST(Program, SequenceValuesInsideAGraphRunCompiled) {
+  int cases = 0;
+  for (int k = 1; k <= 8; ++k) {
+    const std::string dir = cat("/usr/share/libonnx-testdata/data/simple/test_sequence_model", k);
+    if (!std::filesystem::exists(dir)) continue;
+    SCOPED_TRACE(dir);
+    auto model = import_onnx_file(dir + "/model.onnx");
+    std::map<std::string, Tensor> inputs =
+        testing::read_backend_inputs(dir + "/test_data_set_0", *model->graph);
+    std::vector<Tensor> reference = evaluate(*model->graph, inputs);
+    auto program = compile_program(std::move(model), test_options());
+    EXPECT_NE(program->describe().find("reference"), std::string::npos) << program->describe();
+    std::vector<Tensor> compiled = program->run(inputs);
+    ASSERT_EQ(compiled.size(), reference.size());
+    for (size_t i = 0; i < compiled.size(); ++i) {
+      EXPECT_TRUE(compiled[i].is_tensor());
+      EXPECT_TRUE(compiled[i].bitwise_equal(reference[i])) << "output " << i;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 8);
+}
+
 }  // namespace
 }  // namespace rnnc
 
