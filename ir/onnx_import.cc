@@ -307,34 +307,32 @@ Tensor sequence_from_proto(const onnx::SequenceProto& proto, DType declared,
 
 }  // namespace
 
+// parse_message with the error a user sees for a bad value file.
+void parse_value_message(google::protobuf::Message& proto, const void* data, size_t size,
+                         const std::string& what, const char* type_name) {
+  try {
+    parse_message(proto, data, size, what);
+  } catch (const Error&) {
+    raise_invalid_input(cat(what, " is not a valid ONNX ", type_name, " (truncated or corrupt)"));
+  }
+}
+
 Tensor parse_value_pb(const void* data, size_t size, const TensorType& declared,
                       const std::string& what, const std::string& base_dir, std::string* name) {
   if (declared.kind == ValueKind::kTensor) {
     onnx::TensorProto proto;
-    try {
-      parse_message(proto, data, size, what);
-    } catch (const Error&) {
-      raise_invalid_input(cat(what, " is not a valid ONNX TensorProto (truncated or corrupt)"));
-    }
+    parse_value_message(proto, data, size, what, "TensorProto");
     if (name) *name = proto.name();
     return tensor_from_proto(proto, base_dir, what);
   }
   if (declared.kind == ValueKind::kSequence) {
     onnx::SequenceProto proto;
-    try {
-      parse_message(proto, data, size, what);
-    } catch (const Error&) {
-      raise_invalid_input(cat(what, " is not a valid ONNX SequenceProto (truncated or corrupt)"));
-    }
+    parse_value_message(proto, data, size, what, "SequenceProto");
     if (name) *name = proto.name();
     return sequence_from_proto(proto, declared.dtype, base_dir, what);
   }
   onnx::OptionalProto proto;
-  try {
-    parse_message(proto, data, size, what);
-  } catch (const Error&) {
-    raise_invalid_input(cat(what, " is not a valid ONNX OptionalProto (truncated or corrupt)"));
-  }
+  parse_value_message(proto, data, size, what, "OptionalProto");
   if (name) *name = proto.name();
   if (proto.has_tensor_value()) {
     if (declared.kind != ValueKind::kOptionalTensor) {
