@@ -354,10 +354,10 @@ Tensor parse_value_pb(const void* data, size_t size, const TensorType& declared,
 }
 
 Tensor read_value_pb(const std::string& path, const TensorType& declared, std::string* name) {
-  std::string bytes = read_file_bytes(path, "value file");
   const char* kind = declared.kind == ValueKind::kTensor     ? "tensor"
                      : declared.kind == ValueKind::kSequence ? "sequence"
                                                              : "optional";
+  std::string bytes = read_file_bytes(path, cat(kind, " file"));
   return parse_value_pb(bytes.data(), bytes.size(), declared, cat(kind, " file '", path, "'"),
                         std::filesystem::path(path).parent_path().string(), name);
 }
