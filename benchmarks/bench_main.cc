@@ -764,8 +764,8 @@ int bench_main(int argc, char** argv) {
           kernel_release()));
   const KernelTarget kernel_target = resolve_kernel_target("");
   log(cat("rnnc kernel target: ", kernel_target.name, " (", kernel_target.features.to_string(),
-          "; tuned for ", kernel_target.tune_cpu, "), L2 ", host_cpu().l2_bytes_per_core / 1024,
-          " KiB per core"));
+          "; tuned for ", kernel_target.tune_cpu, "), schedule class: ",
+          kernel_target.schedule_class()));
   const bool peak_rss_supported = reset_peak_rss();
   const std::string load_at_start = load_average();
 
@@ -812,6 +812,7 @@ int bench_main(int argc, char** argv) {
     meta.set("kernel_target", cat(kernel_target.name, " (", kernel_target.features.to_string(),
                                   "; tuned for ", kernel_target.tune_cpu, ")"));
     meta.set("l2_bytes_per_core", host_cpu().l2_bytes_per_core);
+    meta.set("schedule_class", kernel_target.schedule_class());
     meta.set("cores", static_cast<int64_t>(std::thread::hardware_concurrency()));
     meta.set("kernel", kernel_release());
     meta.set("loadavg_start", load_at_start);

@@ -322,6 +322,8 @@ def main():
         f"its end: {meta.get('loadavg_end', '?')}"
         + (f"; PyTorch run: {tm.get('loadavg_start')} → {tm.get('loadavg_end')}" if tm else "")
         + " (above 2 means other work shared the 2 cores).")
+    add(f"- rnnc kernel target: {meta.get('kernel_target', '?')}; schedule class: "
+        f"{meta.get('schedule_class', '?')} (docs/lowering.md, \"Targets and schedule classes\").")
     busy = []
     for label, value in (("rnnc/ORT run", meta.get("loadavg_end")),
                          ("PyTorch run", tm.get("loadavg_end") if tm else None)):

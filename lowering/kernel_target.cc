@@ -240,7 +240,16 @@ std::string KernelTarget::llvm_features() const {
 
 std::string KernelTarget::key() const {
   if (halide_cpu) return cat(halide.to_string(), " cpu=halide");
-  return cat(halide.to_string(), " cpu=x86-64 tune=", tune_cpu, " features=", llvm_features());
+  return cat(halide.to_string(), " cpu=x86-64 tune=", tune_cpu, " l2=", l2_bytes,
+             " features=", llvm_features());
+}
+
+std::string KernelTarget::schedule_class() const {
+  const char* width = halide.has_feature(Halide::Target::AVX512)  ? "avx512"
+                      : halide.has_feature(Halide::Target::AVX2) ? "avx2"
+                                                                 : "sse4.1";
+  return l2_bytes % (int64_t{1} << 20) == 0 ? cat(width, ", L2 ", l2_bytes >> 20, " MiB")
+                                             : cat(width, ", L2 ", l2_bytes >> 10, " KiB");
 }
 
 KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
@@ -250,9 +259,10 @@ KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
 }
 
 KernelTarget kernel_target_for(const CpuFeatureSet& features, const std::string& tune_cpu,
-                               const std::string& name) {
+                               const std::string& name, int64_t l2_bytes) {
   KernelTarget target;
   target.name = name;
+  target.l2_bytes = l2_bytes;
   target.features = features;
   target.halide = halide_target_for(features);
   target.tune_cpu = tune_cpu.empty() ? "generic" : tune_cpu;
@@ -267,7 +277,8 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
   }
   if (name == "host") {
     const HostCpu& cpu = host_cpu();
-    return kernel_target_for(cpu.features, host_tune_cpu(cpu), "host");
+    return kernel_target_for(cpu.features, host_tune_cpu(cpu), "host",
+                             cpu.l2_bytes_per_core > 0 ? cpu.l2_bytes_per_core : kDefaultL2Bytes);
   }
   if (name == "x86-64-v3" || name == "avx2" || name == "x86-64-avx2") {
     return kernel_target_for(x86_64_v3_features(), "", "x86-64-v3");
@@ -278,9 +289,10 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
     set.add(F::kAvx512vnni);
     return kernel_target_for(set, "", "x86-64-v4-vnni");
   }
-  if (name == "zen4") return kernel_target_for(zen4_features(), "znver3", "zen4");
+  if (name == "zen4") return kernel_target_for(zen4_features(), "znver3", "zen4", int64_t{1} << 20);
   if (name == "sapphirerapids") {
-    return kernel_target_for(sapphire_rapids_features(), "sapphirerapids", "sapphirerapids");
+    return kernel_target_for(sapphire_rapids_features(), "sapphirerapids", "sapphirerapids",
+                             int64_t{2} << 20);
   }
   raise_invalid_input(cat("unknown target '", name,
                           "' (use host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or "

@@ -83,12 +83,21 @@ CpuFeatureSet x86_64_v4_features();
 CpuFeatureSet zen4_features();             // AMD EPYC Zen 4: no AVX512-FP16, AMX or AVX-VNNI
 CpuFeatureSet sapphire_rapids_features();  // Intel Xeon Sapphire Rapids
 
+// L2 per core when the target does not say: the smaller of the two host kinds the project runs
+// on (AMD EPYC Zen 4/5: 1 MiB; Intel Xeon Sapphire Rapids: 2 MiB), so code for a portable level
+// never assumes weights stay in an L2 they overflow on the other kind.
+constexpr int64_t kDefaultL2Bytes = int64_t{1} << 20;
+
 // What kernels are compiled for.
 struct KernelTarget {
   std::string name;          // a name resolve_kernel_target accepts, or "features"
   CpuFeatureSet features;    // what the code may use
   Halide::Target halide;     // steers Halide's instruction selection (schedules read it too)
   std::string tune_cpu;      // LLVM scheduling model; implies no features
+  // The schedule class: the vector width Halide's flags give (AVX-512 or AVX2) and the L2 per
+  // core that the schedules compare weight bytes against (lowering/schedule_table.h). The host's
+  // L2 comes from CPUID; the named CPUs state theirs; portable levels take kDefaultL2Bytes.
+  int64_t l2_bytes = kDefaultL2Bytes;
   // Compile for the CPU Halide's flags name (avx512_sapphirerapids: LLVM's sapphirerapids, FP16
   // and AMX included) instead of the explicit list: the choice this module exists to prevent,
   // kept so that a test can show its instruction scan catches what that choice emits.
@@ -98,6 +107,8 @@ struct KernelTarget {
   std::string llvm_features() const;
   // Everything that changes the generated code, for cache keys.
   std::string key() const;
+  // "avx512, L2 1 MiB": what `rnnc plan`, `rnnc --version` and the benchmark report print.
+  std::string schedule_class() const;
   KernelTarget with_feature(Halide::Target::Feature feature) const;
 };
 
@@ -107,7 +118,8 @@ KernelTarget resolve_kernel_target(const std::string& name);
 // The target for an explicit feature set (tests: a Zen 4 feature set on any host). tune_cpu ""
 // picks LLVM's generic scheduling model.
 KernelTarget kernel_target_for(const CpuFeatureSet& features, const std::string& tune_cpu = "",
-                               const std::string& name = "features");
+                               const std::string& name = "features",
+                               int64_t l2_bytes = kDefaultL2Bytes);
 
 // Raises an invalid-input error when this CPU lacks a feature `target` uses (kernels compiled for
 // it would stop with an illegal instruction), naming the first missing feature.

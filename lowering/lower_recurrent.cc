@@ -577,9 +577,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     }
     block->directions_.push_back(std::move(direction_part));
   }
-  block->schedule_ = choose_recurrent_schedule(block->directions_[0].cell, cache.target());
+  block->schedule_ = choose_recurrent_schedule(block->directions_[0].cell, cache.kernel_target());
   block->batched_schedule_ =
-      choose_recurrent_schedule(block->directions_[0].cell, cache.target(), /*batched=*/true);
+      choose_recurrent_schedule(block->directions_[0].cell, cache.kernel_target(),
+                                /*batched=*/true);
   const RecurrentSchedule& schedule = block->schedule_;
 
   // Pack the weights (layouts in recurrent_pipelines.h) per direction.

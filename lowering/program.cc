@@ -410,7 +410,7 @@ std::string Program::describe() const {
   if (cache_) {
     const KernelTarget& target = cache_->kernel_target();
     out << " (target " << target.name << ": " << target.features.to_string() << "; tuned for "
-        << target.tune_cpu << ")";
+        << target.tune_cpu << "; schedule class " << target.schedule_class() << ")";
   }
   out << "\n";
   for (size_t i = 0; i < blocks_.size(); ++i) {

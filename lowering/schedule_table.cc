@@ -161,7 +161,8 @@ namespace {
 //   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
 //   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
 //   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
-//   operands byte by byte (vpinsrb). A W over 1 MiB (read from L3 or DRAM at every call) takes
+//   operands byte by byte (vpinsrb). A W larger than the target's L2 per core (read from L3 or
+//   DRAM at every call) takes
 //   16 x 1 tiles with the next panel prefetched instead: 6-row tiles fetch each panel in their
 //   first row tile and leave memory idle in the others (docs/lowering.md "Streamed weights").
 //   The measurements behind each choice: docs/measurements.md, "Schedule tables".
@@ -173,23 +174,16 @@ struct ScheduleRow {
   int gemm_vectors;
   int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
-  int l2_bytes;  // above this many weight bytes the projection walks column panels outermost
-  // Above this many bytes of W (at its storage width) the projection streams it (stream_weights)
-  // in tiles of streamed_rows rows x 1 vector (0: never; AVX2 has too few registers).
-  int streamed_weight_bytes;
+  // The projection streams W (stream_weights) in tiles of streamed_rows rows x 1 vector when W
+  // (at its storage width) overflows L2 (0: never; AVX2 has too few registers).
   int streamed_rows;
-  // Above this many bytes of R the step's hidden tiles are a parallel loop: a step then streams
-  // its weights for hundreds of microseconds, and with a second thread free (a model of 2+
-  // threads whose other blocks are idle) both cores' bandwidth serves it. Below, a step is
-  // short enough that a parallel loop's hand-off would cost more than it saves.
-  int parallel_step_bytes;
 };
 
 constexpr ScheduleRow kScheduleTable[] = {
     // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
-    {16, 64, 2, 4, 4, 2, 6, 512 * 1024, 1024 * 1024, 16, 1024 * 1024},
+    {16, 64, 2, 4, 4, 2, 6, 16},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 1, 2, 2, 6, 512 * 1024, 0, 0, 1024 * 1024},
+    {8, 64, 1, 1, 2, 2, 6, 0},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -197,9 +191,10 @@ constexpr double kMaxExtraPadding = 1.15;
 
 }  // namespace
 
-RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const KernelTarget& target,
                                             bool batched) {
-  const int vector_width = target.natural_vector_size(Halide::Float(32));
+  const int vector_width = target.halide.natural_vector_size(Halide::Float(32));
+  const double l2_bytes = static_cast<double>(target.l2_bytes);
   const ScheduleRow* row = &kScheduleTable[std::size(kScheduleTable) - 1];
   for (const ScheduleRow& candidate : kScheduleTable) {
     if (candidate.vector_width == vector_width) row = &candidate;
@@ -238,10 +233,10 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   }
   schedule.gemm_rows = row->gemm_rows;
   const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
-  schedule.gemm_columns_outer = weight_bytes > row->l2_bytes;
+  schedule.gemm_columns_outer = weight_bytes > l2_bytes / 2;
   const double storage_bytes = cell.quant ? cell.quant->input_widths.storage_bits / 8.0 : 4.0;
-  if (row->streamed_rows > 0 && storage_bytes * gates * schedule.padded_hidden * cell.input_size >
-                                    row->streamed_weight_bytes) {
+  if (row->streamed_rows > 0 &&
+      storage_bytes * gates * schedule.padded_hidden * cell.input_size > l2_bytes) {
     schedule.stream_weights = true;
     schedule.gemm_columns_outer = true;
     schedule.gemm_vectors = 1;
@@ -250,8 +245,12 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Hal
   const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
   const double step_bytes =
       weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);
+  // An R over L2 is streamed from L3 or DRAM for hundreds of microseconds per step: its tiles
+  // become a parallel loop, so with a second thread free (a model of 2+ threads whose other
+  // blocks are idle) both cores' bandwidth and caches serve it. A smaller step is too short for
+  // a parallel loop's hand-off to pay.
   schedule.parallel_tiles =
-      step_bytes > row->parallel_step_bytes && schedule.padded_hidden / schedule.hidden_tile >= 4;
+      step_bytes > l2_bytes && schedule.padded_hidden / schedule.hidden_tile >= 4;
   return schedule;
 }
 

@@ -15,6 +15,7 @@
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "lowering/kernel_target.h"
 #include "lowering/layout.h"
 
 namespace Halide {
@@ -132,8 +133,11 @@ struct RecurrentSchedule {
 };
 
 // batched: the schedule of the step for batch_size > 1, which differs only in batch_tile (the
-// projection and the weight layouts are shared).
-RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Halide::Target& target,
+// projection and the weight layouts are shared). The target's schedule class decides: its vector
+// width picks the row of tile sizes, and its L2 per core the three weight-size thresholds (a W
+// over half of L2 walks column panels outermost, over all of L2 it streams; an R over L2 splits
+// the step's tiles across threads).
+RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const KernelTarget& target,
                                             bool batched = false);
 
 }  // namespace rnnc

@@ -41,7 +41,8 @@ void print_version() {
   try {
     const rnnc::KernelTarget target = rnnc::resolve_kernel_target("");
     std::cout << "kernel target: " << target.name << " (" << target.features.to_string()
-              << "; tuned for " << target.tune_cpu << ")\n";
+              << "; tuned for " << target.tune_cpu << ")\n"
+              << "schedule class: " << target.schedule_class() << "\n";
   } catch (const rnnc::Error& e) {
     std::cout << "kernel target: " << e.what() << "\n";
   }

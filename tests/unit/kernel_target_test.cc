@@ -399,7 +399,7 @@ TEST(KernelIsa, HalidesSapphireRapidsCpuChoiceIsCaught) {
   const KernelTarget zen4 = resolve_kernel_target("zen4");
   std::set<std::string> old_features, new_features;
   for (bool batched : {false, true}) {
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, zen4.halide, batched);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, zen4, batched);
     for (bool projection : {false, true}) {
       for (const KernelTarget* target : std::vector<const KernelTarget*>{&old_choice, &zen4}) {
         const std::string object = cat(::testing::TempDir(), "rnnc_isa_", ::getpid(), "_",

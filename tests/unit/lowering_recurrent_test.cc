@@ -1113,7 +1113,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
     cell.quant = recurrent_quant(activations, cell.input_size, cell.hidden_size,
                                  variant.weight_bits, false, variant.weight_bits, false);
     EXPECT_EQ(cell.quant->state_widths.int64_sum, variant.activation_bits == 16);
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
     for (bool projection : {false, true}) {
       const std::string text = kernel_disassembly(cell, schedule, projection, host);
       EXPECT_NE(text.find(variant.instruction), std::string::npos)
@@ -1123,12 +1123,14 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   }
 }
 
-// Weights streamed from beyond L2 (over 1 MiB of W: hidden 448 x input 600 as int8 or float,
-// not int8 at input 128 or float at hidden 128) take 16-row x 1-vector projection tiles and
-// prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's prefetchnta);
-// weights that stay in L2 take the 6-row tiles and no prefetch.
+// Weights streamed from beyond L2 (over 1 MiB of W for a 1 MiB L2: hidden 448 x input 600 as
+// int8 or float, not int8 at input 128 or float at hidden 128) take 16-row x 1-vector projection
+// tiles and prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's
+// prefetchnta); weights that stay in L2 take the 6-row tiles and no prefetch. The host's
+// features with a stated L2, so the thresholds do not depend on which host runs the test.
 TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
-  const KernelTarget host = resolve_kernel_target("host");
+  KernelTarget host = resolve_kernel_target("host");
+  host.l2_bytes = int64_t{1} << 20;
   if (!host.halide.has_feature(Halide::Target::AVX512_SapphireRapids)) {
     GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.halide.to_string() << ")";
   }
@@ -1148,7 +1150,7 @@ TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
     }
     const std::string what = cat(variant.quantized ? "int8" : "float", " hidden ", variant.hidden,
                                  " input ", variant.input);
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
     EXPECT_EQ(schedule.stream_weights, variant.streamed) << what;
     EXPECT_EQ(schedule.gemm_rows, variant.streamed ? 16 : 6) << what;
     EXPECT_EQ(schedule.gemm_vectors, variant.streamed ? 1 : variant.unstreamed_vectors) << what;
@@ -1169,7 +1171,7 @@ TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
   RecurrentCell cell = lstm_cell(128, 128);
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 128, 8, false, 8, false);
   for (bool batched : {false, true}) {
-    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide, batched);
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
     EXPECT_EQ(schedule.step_k_split, batched ? 1 : 2);
     std::set<std::string> accumulators;  // vpdpbusd destinations (AT&T: the last operand)
     std::istringstream lines(kernel_disassembly(cell, schedule, false, host));
@@ -1188,13 +1190,13 @@ TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
 TEST(LowerRecurrent, ScheduleAlternatesTileOrderExceptInTwoPhaseGru) {
   const KernelTarget host = resolve_kernel_target("host");
   RecurrentCell cell = lstm_cell(64, 32);
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
   cell.op = RecurrentOp::kGru;
   cell.gates = {kGruZ, kGruR, kGruH};
   cell.linear_before_reset = true;
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).alternate_tiles);
   cell.linear_before_reset = false;
-  EXPECT_FALSE(choose_recurrent_schedule(cell, host.halide).alternate_tiles);
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host).alternate_tiles);
 }
 
 // Operands reach the products as whole vectors: no gathers, no vectors assembled byte by byte.
@@ -1209,7 +1211,7 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
                                    8, false);
     }
     for (bool batched : {false, true}) {
-      const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host.halide, batched);
+      const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
       for (bool projection : {false, true}) {
         const std::string text = kernel_disassembly(cell, schedule, projection, host);
         const std::string what = cat(projection ? "projection" : "step",
@@ -1221,23 +1223,46 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
   }
 }
 
-// The step's hidden tiles become a parallel loop only above ~1 MiB of R (the float h128 stacks'
-// 256 KiB steps stay one loop; speech-sized layers split).
+// The step's hidden tiles become a parallel loop only when R overflows L2 (1 MiB here: the
+// float h128 stacks' 256 KiB steps stay one loop; speech-sized layers split).
 TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
-  const KernelTarget host = resolve_kernel_target("host");
+  KernelTarget host = resolve_kernel_target("host");
+  host.l2_bytes = int64_t{1} << 20;
   RecurrentCell cell = lstm_cell(128, 128);
   for (const auto& [hidden, parallel] :
        std::vector<std::pair<int, bool>>{{128, false}, {256, false}, {288, true}, {608, true}}) {
     cell.hidden_size = hidden;
-    EXPECT_EQ(choose_recurrent_schedule(cell, host.halide).parallel_tiles, parallel) << hidden;
+    EXPECT_EQ(choose_recurrent_schedule(cell, host).parallel_tiles, parallel) << hidden;
   }
   // int8 weights are a quarter of the bytes: h608's 1.4 MiB still splits, h288's 324 KiB not.
   cell.hidden_size = 288;
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 288, 8, false, 8, false);
-  EXPECT_FALSE(choose_recurrent_schedule(cell, host.halide).parallel_tiles);
+  EXPECT_FALSE(choose_recurrent_schedule(cell, host).parallel_tiles);
   cell.hidden_size = 608;
   cell.quant = recurrent_quant(ActivationQuant{}, 128, 608, 8, false, 8, false);
-  EXPECT_TRUE(choose_recurrent_schedule(cell, host.halide).parallel_tiles);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, host).parallel_tiles);
+}
+
+// The weight thresholds follow the schedule class's L2: with 2 MiB per core (a Sapphire Rapids
+// Xeon) a speech layer's 1.3 MiB float R and 1 MiB int8 W stay in L2 (no parallel step, no
+// streaming) where a 1 MiB L2 (an AMD EPYC) splits and streams them.
+TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
+  for (const char* name : {"zen4", "sapphirerapids"}) {
+    const KernelTarget target = resolve_kernel_target(name);
+    const bool small_l2 = target.l2_bytes == (int64_t{1} << 20);
+    EXPECT_EQ(target.l2_bytes, small_l2 ? int64_t{1} << 20 : int64_t{2} << 20) << name;
+    RecurrentCell cell = lstm_cell(288, 128);
+    EXPECT_EQ(choose_recurrent_schedule(cell, target).parallel_tiles, small_l2) << name;
+    cell = lstm_cell(448, 600);
+    cell.quant = recurrent_quant(ActivationQuant{}, 600, 448, 8, false, 8, false);
+    EXPECT_EQ(choose_recurrent_schedule(cell, target).stream_weights, small_l2) << name;
+  }
+  EXPECT_EQ(resolve_kernel_target("zen4").schedule_class(), "avx512, L2 1 MiB");
+  EXPECT_EQ(resolve_kernel_target("sapphirerapids").schedule_class(), "avx512, L2 2 MiB");
+  EXPECT_EQ(resolve_kernel_target("x86-64-v3").schedule_class(), "avx2, L2 1 MiB");
+  KernelTarget larger = resolve_kernel_target("zen4");
+  larger.l2_bytes *= 2;  // kernels cached for one L2 are never served to another
+  EXPECT_NE(larger.key(), resolve_kernel_target("zen4").key());
 }
 
 // ---- targets, caching, plan text ----------------------------------------------------------------
