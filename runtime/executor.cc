@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "runtime/batch_split.h"
 #include "runtime/fp_mode.h"
+#include "runtime/halide_tbb.h"
 #include "runtime/parallel_indices.h"
 #include "runtime/tsan.h"
 
@@ -429,8 +431,13 @@ bool Executor::run_batch_slices(Context& context, const size_t* list, size_t cou
     previous = layout;
   }
   // One thread per slice runs every block over its entries: a block's slice reads only the rows
-  // the same thread wrote in the block before. Slice 0's times stand for the block's.
+  // the same thread wrote in the block before. Slice 0's times stand for the block's. With a
+  // slice per arena thread, the kernels' own parallel loops (the projection's row tiles) run in
+  // order on their slice's thread: every thread is busy, and a thread taking another slice's
+  // tiles would pull that slice's weights into its cache.
   parallel_indices(slices, [&](int64_t slice) {
+    std::optional<SerialHalideLoops> serial;
+    if (slices >= threads_) serial.emplace();
     for (size_t i = 0; i < count && !context.failed.load(std::memory_order_relaxed); ++i) {
       const size_t b = list[i];
       try {
