@@ -159,8 +159,8 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
 
 static const halide_type_code_t rn_f = halide_type_float, rn_i = halide_type_int;
 
-/* Projects `rows` contiguous rows of X starting at `x` into XW's rows from `row_begin` (argument
- * order: recurrent_pipelines.h). */
+/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's rows from `row_begin`
+ * (argument order: recurrent_pipelines.h). */
 static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
                                 const float* x_rows, int64_t row_begin, int64_t rows) {
   const rn_recurrent_direction* part = &layer->dir[d];
