@@ -54,6 +54,16 @@ void ExecutionBlock::run_chunk(BlockIO&, int64_t, int64_t) const {
   RNNC_CHECK(false, kind(), " cannot run in chunks");
 }
 void ExecutionBlock::end_chunks(BlockIO&) const { RNNC_CHECK(false, kind(), " cannot run in chunks"); }
+int64_t ExecutionBlock::batch_size(BlockIO&) const { return -1; }
+bool ExecutionBlock::begin_batch_slices(BlockIO&, const int64_t*, int) const {
+  RNNC_CHECK(false, kind(), " has no batch slices");
+}
+void ExecutionBlock::run_batch_slice(BlockIO&, int) const {
+  RNNC_CHECK(false, kind(), " has no batch slices");
+}
+ExecutionBlock::SliceLayout ExecutionBlock::batch_slice_layout(const BlockIO&) const {
+  RNNC_CHECK(false, kind(), " has no batch slices");
+}
 void ExecutionBlock::begin_parts(BlockIO&) const { RNNC_CHECK(false, kind(), " has no parts"); }
 void ExecutionBlock::run_part(BlockIO&, int) const { RNNC_CHECK(false, kind(), " has no parts"); }
 void ExecutionBlock::end_parts(BlockIO&) const { RNNC_CHECK(false, kind(), " has no parts"); }

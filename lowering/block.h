@@ -137,6 +137,28 @@ class ExecutionBlock {
   virtual void begin_parts(BlockIO& io) const;
   virtual void run_part(BlockIO& io, int part) const;
   virtual void end_parts(BlockIO& io) const;
+  // Batch slices, for blocks whose batch entries are computed independently (a recurrent layer's
+  // rows). batch_slice_unit() > 0 says the block can run in slices; batch_size(io) is the batch
+  // of the run io's inputs describe (-1 when they do not say). begin_batch_slices checks the
+  // inputs, binds the outputs and prepares slice i = entries [bounds[i], bounds[i + 1]) for
+  // i < slices (returns false, running nothing, when bounds[slices] is not the batch); then
+  // run_batch_slice(io, i) for every slice - concurrently for distinct slices - each writing only
+  // its entries' rows: bitwise what run() writes there when every slice has at least 2 entries.
+  // A slice of a multiple of batch_slice_unit() entries steps no padding entries of its own.
+  virtual int64_t batch_slice_unit() const { return 0; }
+  virtual int64_t batch_size(BlockIO& io) const;
+  virtual bool begin_batch_slices(BlockIO& io, const int64_t* bounds, int slices) const;
+  virtual void run_batch_slice(BlockIO& io, int slice) const;
+  // After begin_batch_slices: where the run reads X and writes Y, with their seq and batch strides
+  // in elements, so a caller running a chain's slices can check that an entry's rows of one
+  // layer's Y are the same entry's rows of the next layer's X.
+  struct SliceLayout {
+    const void *x = nullptr, *y = nullptr;
+    int64_t x_seq_stride = 0, x_batch_stride = 0, y_seq_stride = 0, y_batch_stride = 0;
+  };
+  virtual SliceLayout batch_slice_layout(const BlockIO& io) const;
+  // Bytes of weights a slice reads at every step (a recurrent layer's R), for the split rule.
+  virtual double step_weight_bytes() const { return 0; }
   // For a chunkable block: the value whose time rows a chunk reads, and the one whose rows it
   // writes (a chain of layers passes one's sequence_output to the next's sequence_input).
   virtual const Value* sequence_input() const { return nullptr; }

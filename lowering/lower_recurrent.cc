@@ -877,6 +877,13 @@ struct RecurrentBlock::ChunkState : BlockRunState {
   Workspace local;  // when the BlockIO brings no workspace
   rn_recurrent run;
   rn_recurrent_state directions[2];  // chunked runs use [0] (forward only); parts one per direction
+  // Batch slices: each slice's run and direction states (kept across runs: no allocation once
+  // the slice count repeats).
+  struct Slice {
+    rn_recurrent run;
+    rn_recurrent_state directions[2];
+  };
+  std::vector<Slice> slices;
 };
 
 bool RecurrentBlock::chunkable() const {
@@ -930,6 +937,60 @@ void RecurrentBlock::run_chunk(BlockIO& io, int64_t begin, int64_t end) const {
 void RecurrentBlock::end_chunks(BlockIO& io) const {
   ChunkState& state = chunk_state(io);
   rn_recurrent_finish(&state.run, 0, &state.directions[0]);
+}
+
+// ---- batch slices (the runtime's split of a batch across threads) ----------------------------
+
+int64_t RecurrentBlock::batch_slice_unit() const {
+  // Float cells only: a quantized projection takes a few rows as one padded row tile, and
+  // which rows share a tile changes with the slices.
+  return directions_[0].cell.quant ? 0 : std::max(1, batched_schedule_.batch_tile);
+}
+
+int64_t RecurrentBlock::batch_size(BlockIO& io) const {
+  const Tensor* x = kX < io.inputs.size() ? io.inputs[kX] : nullptr;
+  if (!x || x->rank() != static_cast<int64_t>(x_axes_.size())) return -1;
+  return x->dim(static_cast<int64_t>(x_position(Axis::kBatch)));
+}
+
+bool RecurrentBlock::begin_batch_slices(BlockIO& io, const int64_t* bounds, int slices) const {
+  RNNC_CHECK(batch_slice_unit() > 0, kind(), " has no batch slices");
+  ChunkState& state = chunk_state(io);
+  Workspace& workspace = io.workspace ? *io.workspace : state.local;
+  workspace.reset();
+  state.run = begin(io, workspace);
+  if (slices < 1 || bounds[0] != 0 || bounds[slices] != state.run.batch) return false;
+  state.slices.resize(static_cast<size_t>(slices));
+  // Every slice's memory is taken here, on one thread: the workspace is not thread-safe.
+  for (int i = 0; i < slices; ++i) {
+    ChunkState::Slice& slice = state.slices[static_cast<size_t>(i)];
+    rn_recurrent_batch_slice(&state.run, bounds[i], bounds[i + 1], &slice.run);
+    for (int d = 0; d < num_directions(); ++d) {
+      slice.directions[d] = start_direction(slice.run, d, workspace);
+    }
+  }
+  return true;
+}
+
+void RecurrentBlock::run_batch_slice(BlockIO& io, int slice) const {
+  ChunkState::Slice& part = chunk_state(io).slices.at(static_cast<size_t>(slice));
+  for (int d = 0; d < num_directions(); ++d) {
+    advance(part.run, d, part.directions[d], 0, part.run.steps);
+    rn_recurrent_finish(&part.run, d, &part.directions[d]);
+  }
+}
+
+ExecutionBlock::SliceLayout RecurrentBlock::batch_slice_layout(const BlockIO& io) const {
+  const ChunkState& state = static_cast<const ChunkState&>(*io.state);
+  const rn_recurrent& run = state.run;
+  return {run.x, run.y, run.x_seq_stride, run.x_batch_stride, run.y_seq, run.y_batch};
+}
+
+double RecurrentBlock::step_weight_bytes() const {
+  const RecurrentCell& cell = directions_[0].cell;
+  const double bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
+  return bits / 8 * static_cast<double>(cell.gates.size()) * schedule_.padded_hidden *
+         static_cast<double>(hidden_size_);
 }
 
 }  // namespace rnnc

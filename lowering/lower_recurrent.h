@@ -85,6 +85,15 @@ class RecurrentBlock : public ExecutionBlock {
   void begin_parts(BlockIO& io) const override;
   void run_part(BlockIO& io, int part) const override;
   void end_parts(BlockIO& io) const override {}
+  // Batch slices (float cells; any direction, layout and sequence_lens): each slice is a run
+  // over its entries (rn_recurrent_batch_slice), with its own projection of its X rows.
+  int64_t batch_slice_unit() const override;
+  int64_t batch_size(BlockIO& io) const override;
+  bool begin_batch_slices(BlockIO& io, const int64_t* bounds, int slices) const override;
+  void run_batch_slice(BlockIO& io, int slice) const override;
+  SliceLayout batch_slice_layout(const BlockIO& io) const override;
+  // R's bytes per direction at its storage width: what every step reads.
+  double step_weight_bytes() const override;
   // The run as C for an ahead-of-time library (recurrent_block_aot.cc): the same pipelines and
   // time loop; io holds the node's slots.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override;

@@ -113,6 +113,27 @@ class NodeConventionBlock : public ExecutionBlock {
   }
   void run_part(BlockIO& io, int part) const override { inner_->run_part(inner_io(io), part); }
   void end_parts(BlockIO& io) const override { inner_->end_parts(inner_io(io)); }
+  int64_t batch_slice_unit() const override { return inner_->batch_slice_unit(); }
+  int64_t batch_size(BlockIO& io) const override {
+    BlockIO& inner = inner_io(io);
+    inner.inputs.resize(input_from_.size());
+    for (size_t i = 0; i < input_from_.size(); ++i) {
+      inner.inputs[i] = input_from_[i] >= 0 ? io.inputs[input_from_[i]] : nullptr;
+    }
+    return inner_->batch_size(inner);
+  }
+  bool begin_batch_slices(BlockIO& io, const int64_t* bounds, int slices) const override {
+    const bool ready = inner_->begin_batch_slices(enter(io), bounds, slices);
+    leave(io);
+    return ready;
+  }
+  void run_batch_slice(BlockIO& io, int slice) const override {
+    inner_->run_batch_slice(inner_io(io), slice);
+  }
+  SliceLayout batch_slice_layout(const BlockIO& io) const override {
+    return inner_->batch_slice_layout(static_cast<const State&>(*io.state).inner);
+  }
+  double step_weight_bytes() const override { return inner_->step_weight_bytes(); }
   // The inner block writes the node's slots: the block's values mapped as enter() maps tensors.
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
     AotBlockIO slots;

@@ -8,9 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <thread>
 
+#include "runtime/batch_split.h"
 #include "runtime/fp_mode.h"
+#include "runtime/halide_tbb.h"
 #include "runtime/parallel_indices.h"
 #include "runtime/tsan.h"
 
@@ -334,8 +338,14 @@ std::string Executor::profile_report(const Context& context) const {
 void Executor::run_block(Context& context, size_t b) const {
   // A flow-graph node runs on whichever arena thread takes it: set the mode there too.
   ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
-  BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
   const ExecutionBlock& block = *program_.blocks()[b];
+  // With threads to spare, a block's batch entries may run as slices on the model's arena
+  // (a bidirectional layer's directions already fill two threads).
+  if (threads_ > 1 && plan_ != RunPlan::kSequential && block.batch_slice_unit() > 0 &&
+      block.independent_parts() <= 1 && run_batch_slices(context, &b, 1)) {
+    return;
+  }
+  BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
   BlockIO& io = context.io[b];
   const BlockSlots& slots = blocks_[b];
   for (size_t k = 0; k < slots.inputs.size(); ++k) io.inputs[k] = &context.slots[slots.inputs[k]];
@@ -372,8 +382,79 @@ void Executor::run_block(Context& context, size_t b) const {
   }
 }
 
+bool Executor::run_batch_slices(Context& context, const size_t* list, size_t count) const {
+  const auto& blocks = program_.blocks();
+  int64_t unit = 1;
+  double weight_bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const ExecutionBlock& block = *blocks[list[i]];
+    const int64_t block_unit = block.batch_slice_unit();
+    if (block_unit <= 0) return false;
+    unit = std::lcm(unit, block_unit);
+    weight_bytes = std::max(weight_bytes, block.step_weight_bytes());
+  }
+  auto bind = [&](size_t b) {
+    BlockIO& io = context.io[b];
+    const BlockSlots& slots = blocks_[b];
+    for (size_t k = 0; k < slots.inputs.size(); ++k) {
+      io.inputs[k] = &context.slots[slots.inputs[k]];
+    }
+  };
+  bind(list[0]);
+  const int64_t batch = blocks[list[0]]->batch_size(context.io[list[0]]);
+  int64_t bounds[kMaxSlices + 1];
+  const int slices = batch < 0 ? 0 : batch_slices(batch, unit, weight_bytes, threads_, bounds);
+  if (slices < 2) return false;
+  // Every block binds its outputs first (a layer's sequence output is the next one's input), and
+  // an entry's rows of one layer's Y must be that entry's rows of the next layer's X.
+  ExecutionBlock::SliceLayout previous;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t b = list[i];
+    const ExecutionBlock& block = *blocks[b];
+    BlockIO& io = context.io[b];
+    const BlockSlots& slots = blocks_[b];
+    bind(b);
+    io.outputs.resize(slots.outputs.size());
+    for (size_t j = 0; j < slots.outputs.size(); ++j) {
+      io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
+    }
+    const bool ready = block.begin_batch_slices(io, bounds, slices);
+    for (size_t j = 0; j < slots.outputs.size(); ++j) {
+      context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
+    }
+    if (!ready) return false;
+    const ExecutionBlock::SliceLayout layout = block.batch_slice_layout(io);
+    if (i > 0 && (layout.x != previous.y || layout.x_seq_stride != previous.y_seq_stride ||
+                  layout.x_batch_stride != previous.y_batch_stride)) {
+      return false;
+    }
+    previous = layout;
+  }
+  // One thread per slice runs every block over its entries: a block's slice reads only the rows
+  // the same thread wrote in the block before. Slice 0's times stand for the block's. With a
+  // slice per arena thread, the kernels' own parallel loops (the projection's row tiles) run in
+  // order on their slice's thread: every thread is busy, and a thread taking another slice's
+  // tiles would pull that slice's weights into its cache.
+  parallel_indices(slices, [&](int64_t slice) {
+    std::optional<SerialHalideLoops> serial;
+    if (slices >= threads_) serial.emplace();
+    for (size_t i = 0; i < count && !context.failed.load(std::memory_order_relaxed); ++i) {
+      const size_t b = list[i];
+      try {
+        BlockTimer timer(context.profiling && slice == 0, context.block_us[b],
+                         context.block_calls[b]);
+        blocks[b]->run_batch_slice(context.io[b], static_cast<int>(slice));
+      } catch (...) {
+        fail(context);
+      }
+    }
+  });
+  return true;
+}
+
 void Executor::run_chain(Context& context, size_t index) const {
   const std::vector<size_t>& chain = chains_[index];
+  if (run_batch_slices(context, chain.data(), chain.size())) return;
   Context::Chain& c = context.chains[index];
   // Every layer binds its outputs first (a layer's sequence output is the next one's input).
   int64_t length = -1;

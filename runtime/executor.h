@@ -12,6 +12,9 @@
 //               threads schedule the chunks themselves: a flow graph of serial per-layer nodes
 //               lets oneTBB run the chunk tasks depth-first on the calling thread, which
 //               serializes the layers.
+// A chain (pipeline plan), or a recurrent block alone (pipeline and parallel plans), whose batch
+// is large enough runs as batch slices instead (runtime/batch_split.h): each thread runs every
+// layer over its own batch entries, with the same per-entry arithmetic as one thread.
 //
 // Memory: every value has a slot holding its tensor. A block's outputs from the previous run go
 // back to it for recycling (Tensor::recycle), and every block has its own Workspace, so once
@@ -83,6 +86,10 @@ class Executor {
   ContextPtr build_context() const;
   void run_block(Context& context, size_t block) const;
   void run_chain(Context& context, size_t chain) const;
+  // Runs blocks list[0..count) (a chain, or one block) as batch slices, one thread per slice
+  // running every block over its entries, when runtime/batch_split.h's rule says so and each
+  // block's entries are the next one's; false (nothing run) otherwise.
+  bool run_batch_slices(Context& context, const size_t* list, size_t count) const;
   void fail(Context& context) const;
 
   const Program& program_;

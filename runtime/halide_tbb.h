@@ -14,4 +14,17 @@ void* tbb_do_par_for();
 // Parallel loops run through it in this process so far (tests check the routing).
 int64_t tbb_parallel_loops_run();
 
+// While one lives, the Halide parallel loops this thread starts run their iterations in order on
+// this thread: for work that already keeps every thread of the arena busy (batch slices).
+class SerialHalideLoops {
+ public:
+  SerialHalideLoops();
+  ~SerialHalideLoops();
+  SerialHalideLoops(const SerialHalideLoops&) = delete;
+  SerialHalideLoops& operator=(const SerialHalideLoops&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace rnnc

@@ -83,12 +83,44 @@ RN_CORE_API int rn_recurrent_has_short_entry(const rn_recurrent* layer) {
   return 0;
 }
 
+RN_CORE_API void rn_recurrent_batch_slice(const rn_recurrent* layer, int64_t begin, int64_t end,
+                                          rn_recurrent* slice) {
+  *slice = *layer;
+  slice->batch = end - begin;
+  slice->x = layer->x + begin * layer->x_batch_stride;
+  slice->lengths = layer->lengths + begin;
+  slice->steps = 0;
+  for (int64_t b = 0; b < slice->batch; ++b) {
+    if (slice->lengths[b] > slice->steps) slice->steps = slice->lengths[b];
+  }
+  if (layer->initial_h) slice->initial_h = layer->initial_h + begin * layer->h0_batch;
+  if (layer->initial_c) slice->initial_c = layer->initial_c + begin * layer->c0_batch;
+  if (layer->y) slice->y = layer->y + begin * layer->y_batch;
+  if (layer->y_h) slice->y_h = layer->y_h + begin * layer->y_h_batch;
+  if (layer->y_c) slice->y_c = layer->y_c + begin * layer->y_c_batch;
+}
+
+/* X's layout is seq-outer (time steps outermost) or batch-outer; with one entry or one step
+ * either reading is the same. */
+static int rn_loop_seq_outer(const rn_recurrent* layer) {
+  return layer->x_seq_stride >= layer->x_batch_stride;
+}
+
+/* Whether the run's seq * batch rows of X are contiguous: always for a whole run, and for a batch
+ * slice of a batch-outer X; a slice of a seq-outer X has each time step's entries contiguous,
+ * the steps a whole batch of rows apart. */
+static int rn_loop_x_dense(const rn_recurrent* layer) {
+  return rn_loop_seq_outer(layer) ? layer->x_seq_stride == layer->batch * layer->input
+                                  : layer->x_batch_stride == layer->seq * layer->input;
+}
+
 RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer) {
   const int64_t n = layer->gates * layer->padded, rows = layer->seq * layer->batch;
   const int64_t pb = rn_loop_padded_batch(layer);
   /* One row tile of slack for a call projecting a few rows as a padded tile. */
   return RN_LOOP_ALIGN(4 * n * (rows + layer->gemm_rows)) +
-         4 * RN_LOOP_ALIGN(4 * layer->padded * pb) + RN_LOOP_ALIGN(4 * pb);
+         4 * RN_LOOP_ALIGN(4 * layer->padded * pb) + RN_LOOP_ALIGN(4 * pb) +
+         (rn_loop_x_dense(layer) ? 0 : RN_LOOP_ALIGN(4 * rows * layer->input));
 }
 
 RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memory,
@@ -110,7 +142,9 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
   /* Padding lanes and padding batch entries stay zero: R . h reads them. */
   memset(state->h[0], 0, (size_t)(4 * RN_LOOP_ALIGN(4 * padded * pb)));
   state->step_time = (int32_t*)next;
+  next += RN_LOOP_ALIGN(4 * pb);
   for (int64_t b = 0; b < pb; ++b) state->step_time[b] = -1;
+  if (!rn_loop_x_dense(layer)) state->x_rows = (float*)next;
   for (int64_t b = 0; b < layer->batch; ++b) {
     if (layer->initial_h) {
       memcpy(state->h[0] + b * padded, layer->initial_h + d * layer->h0_dir + b * layer->h0_batch,
@@ -125,16 +159,16 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
 
 static const halide_type_code_t rn_f = halide_type_float, rn_i = halide_type_int;
 
-/* Projects X's rows [row_begin, row_end) into XW (argument order: recurrent_pipelines.h). */
+/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's rows from `row_begin`
+ * (argument order: recurrent_pipelines.h). */
 static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
-                                int64_t row_begin, int64_t row_end) {
+                                const float* x_rows, int64_t row_begin, int64_t rows) {
   const rn_recurrent_direction* part = &layer->dir[d];
-  const int64_t n = layer->gates * layer->padded, rows = row_end - row_begin;
+  const int64_t n = layer->gates * layer->padded;
   const int64_t panel = layer->wt_panel, input = layer->input;
   if (rows <= 0) return 0;
   rn_view x, wt, bias, xw, wq, scale, colsum, zero, overflow;
-  rn_view_init(&x, layer->x + row_begin * input, rn_f, 32, 2,
-               (const int64_t[]){input, 1, rows, input});
+  rn_view_init(&x, x_rows, rn_f, 32, 2, (const int64_t[]){input, 1, rows, input});
   rn_view_init(&bias, part->bias, rn_f, 32, 1, (const int64_t[]){n, 1});
   const int64_t written = rn_recurrent_projected_rows(layer, rows);
   rn_view_init(&xw, state->xw + row_begin * n, rn_f, 32, 2, (const int64_t[]){n, 1, written, n});
@@ -175,6 +209,24 @@ static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_s
   return 0;
 }
 
+/* Projects the XW rows of time steps [t_begin, t_end): the whole run (0, seq) in any layout, a
+ * range of steps when X is seq-outer. XW's rows are dense in X's axis order over the run's own
+ * entries. A batch slice of a seq-outer X first gathers its entries' rows of those steps into
+ * x_rows, so the projection is one call over all of them, as for a whole run. */
+static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                      int64_t t_begin, int64_t t_end) {
+  const int64_t batch = layer->batch, input = layer->input;
+  const float* rows = layer->x + t_begin * batch * input;
+  if (state->x_rows) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      memcpy(state->x_rows + t * batch * input, layer->x + t * layer->x_seq_stride,
+             (size_t)(4 * batch * input));
+    }
+    rows = state->x_rows + t_begin * batch * input;
+  }
+  return rn_recurrent_project(layer, d, state, rows, t_begin * batch, (t_end - t_begin) * batch);
+}
+
 RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurrent_state* state,
                                      int64_t step_begin, int64_t step_end) {
   const rn_recurrent_direction* part = &layer->dir[d];
@@ -186,15 +238,15 @@ RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurr
 
   /* A whole run projects every row (a reverse direction or short entries read rows out of
    * order); a chunk its own time rows. */
-  const int status =
-      step_begin == 0 && step_end == layer->steps
-          ? rn_recurrent_project(layer, d, state, 0, seq * batch)
-          : rn_recurrent_project(layer, d, state, step_begin * batch, step_end * batch);
+  const int status = step_begin == 0 && step_end == layer->steps
+                         ? rn_recurrent_project_steps(layer, d, state, 0, seq)
+                         : rn_recurrent_project_steps(layer, d, state, step_begin, step_end);
   if (status != 0) return status;
 
-  /* XW's rows are X's rows, in X's (seq, batch) order. */
-  const int64_t b_stride = layer->x_batch_stride / layer->input * n;
-  const int64_t t_stride = layer->x_seq_stride / layer->input * n;
+  /* XW's rows are X's rows, dense in X's axis order. */
+  const int seq_outer = rn_loop_seq_outer(layer);
+  const int64_t b_stride = seq_outer ? n : seq * n;
+  const int64_t t_stride = seq_outer ? batch * n : n;
   const int64_t lane = layer->lane, ko = layer->r_ko;
   const int64_t tiles_spec[] = {tile, 1, tiles, tile, pb, padded};
   const int64_t row_tiles[] = {tile, 1, g, tile, tiles, g * tile};

@@ -5,7 +5,7 @@
  * into every generated driver (aot/CMakeLists.txt), where the same struct is filled from the
  * weight file and the driver's buffers. Per direction:
  *
- *   XW = projection(X, Wt, bias)                 rows of X, in X's (seq, batch) order
+ *   XW = projection(X, Wt, bias)                 rows of X, dense in X's (seq, batch) order
  *   for s in steps:  step_time[b] = s, len_b - 1 - s (reverse) or -1 (past len_b)
  *                    h', c' = step(R, XW, step_time, h, c)      double-buffered state
  *                    Y[step_time[b], d, b] = h'[b]
@@ -82,6 +82,7 @@ typedef struct rn_recurrent {
 /* One direction's progress through a run: XW and the double-buffered state. */
 typedef struct rn_recurrent_state {
   float* xw;
+  float* x_rows; /* a batch slice of a seq-outer X: its rows gathered densely; else NULL */
   float *h[2], *c[2];
   int current; /* h[current], c[current] hold the state after the steps so far */
   int32_t* step_time;
@@ -98,6 +99,15 @@ RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequen
 
 /* Whether an entry stops before seq (layer->lengths set): Y past its length must be zero. */
 RN_CORE_API int rn_recurrent_has_short_entry(const rn_recurrent* layer);
+
+/* The run restricted to batch entries [begin, end) of `layer` (lengths set): the same slots and
+ * strides, the pointers moved to entry `begin`, batch = end - begin, steps = the entries' longest
+ * length. A slice runs like a whole run (its own rn_recurrent_direction_bytes, start, advance,
+ * finish) and writes only its entries' rows of Y, Y_h and Y_c, so slices of one run may advance
+ * on different threads. Each entry's arithmetic is the whole run's when both step with the same
+ * pipeline (batch > 1 in the slice as in the run). */
+RN_CORE_API void rn_recurrent_batch_slice(const rn_recurrent* layer, int64_t begin, int64_t end,
+                                          rn_recurrent* slice);
 
 /* Bytes one direction of a run needs (64-byte aligned memory, any contents). */
 RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer);

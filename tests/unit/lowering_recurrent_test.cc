@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -437,6 +438,84 @@ TEST(LowerRecurrent, LstmBatch0AndSeq0) {
   expect_matches_reference(c);
 }
 
+// ---- batch slices ------------------------------------------------------------------------------
+
+// Runs the block as the batch slices [bounds[i], bounds[i + 1]), last slice first (no slice reads
+// another's rows), and checks every output equals one whole run's bit for bit.
+void expect_slices_equal_the_whole_run(const Case& c, const std::vector<int64_t>& bounds) {
+  std::unique_ptr<Built> built = build(c);
+  const std::vector<Tensor> whole = run_lowered(*built);
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, cache_for("host"));
+  ASSERT_GT(block->batch_slice_unit(), 0);
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  EXPECT_EQ(block->batch_size(io), c.batch);
+  const int slices = static_cast<int>(bounds.size()) - 1;
+  ASSERT_TRUE(block->begin_batch_slices(io, bounds.data(), slices));
+  for (int i = slices - 1; i >= 0; --i) block->run_batch_slice(io, i);
+  ASSERT_EQ(io.outputs.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    ASSERT_EQ(io.outputs[i].defined(), whole[i].defined()) << "output " << i;
+    if (!whole[i].defined()) continue;
+    ASSERT_EQ(io.outputs[i].shape(), whole[i].shape()) << "output " << i;
+    EXPECT_EQ(std::memcmp(io.outputs[i].raw_data(), whole[i].raw_data(), whole[i].nbytes()), 0)
+        << "output " << i;
+  }
+}
+
+TEST(LowerRecurrentBatchSlices, LstmSlicesEqualTheWholeRunBitwise) {
+  Case c;
+  c.seq = 7;
+  c.batch = 11;
+  expect_slices_equal_the_whole_run(c, {0, 4, 11});
+  c.initial_h = c.initial_c = true;
+  expect_slices_equal_the_whole_run(c, {0, 2, 5, 9, 11});
+}
+
+// Layout 1 (batch outermost in X): a slice's rows of X are contiguous.
+TEST(LowerRecurrentBatchSlices, Layout1SlicesEqualTheWholeRunBitwise) {
+  Case c;
+  c.layout = 1;
+  c.seq = 6;
+  c.batch = 9;
+  c.initial_h = c.initial_c = true;
+  expect_slices_equal_the_whole_run(c, {0, 4, 9});
+}
+
+TEST(LowerRecurrentBatchSlices, BidirectionalSequenceLensSlicesEqualTheWholeRunBitwise) {
+  Case c;
+  c.seq = 7;
+  c.batch = 6;
+  c.direction = "bidirectional";
+  c.sequence_lens = {7, 0, 3, 7, 5, 1};
+  c.initial_h = true;
+  expect_slices_equal_the_whole_run(c, {0, 2, 6});
+  expect_slices_equal_the_whole_run(gru(c), {0, 4, 6});
+}
+
+TEST(LowerRecurrentBatchSlices, GruAndRnnSlicesEqualTheWholeRunBitwise) {
+  Case c;
+  c.seq = 5;
+  c.batch = 8;
+  c.hidden = 40;
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
+  expect_slices_equal_the_whole_run(gru(c), {0, 4, 8});
+  c.attributes.clear();
+  expect_slices_equal_the_whole_run(gru(c), {0, 3, 8});
+  expect_slices_equal_the_whole_run(rnn(c), {0, 2, 4, 6, 8});
+}
+
+TEST(LowerRecurrentBatchSlices, BoundsThatDoNotEndAtTheBatchRunNothing) {
+  Case c;
+  c.batch = 6;
+  std::unique_ptr<Built> built = build(c);
+  std::unique_ptr<ExecutionBlock> block = lower_recurrent(*built->node, cache_for("host"));
+  BlockIO io;
+  io.inputs = input_pointers(*built);
+  const std::vector<int64_t> bounds = {0, 4, 8};
+  EXPECT_FALSE(block->begin_batch_slices(io, bounds.data(), 2));
+}
+
 TEST(LowerRecurrent, LongSequenceStaysWithinTolerance) {
   Case c;
   c.hidden = 256;
@@ -698,6 +777,14 @@ double expect_quantized_matches_reference(Case c) {
 }
 
 TEST(LowerRecurrentQuant, LstmDynamicU8) { expect_quantized_matches_reference({}); }
+
+// A quantized projection's padded row tiles depend on which rows a call takes: no batch slices.
+TEST(LowerRecurrentQuant, QuantizedCellsHaveNoBatchSlices) {
+  Case c;
+  c.quantize = dynamic_u8();
+  std::unique_ptr<Built> built = build(c);
+  EXPECT_EQ(lower_recurrent(*built->node, cache_for("host"))->batch_slice_unit(), 0);
+}
 
 TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
   Case c;
