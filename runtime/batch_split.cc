@@ -1,9 +1,9 @@
 #include "runtime/batch_split.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
+
+#include "lowering/kernel_target.h"
 
 namespace rnnc {
 
@@ -22,11 +22,8 @@ int forced_split() {
 }  // namespace
 
 int64_t l2_cache_bytes() {
-  static const int64_t bytes = [] {
-    const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return size > 0 ? static_cast<int64_t>(size) : int64_t{1} << 20;
-  }();
-  return bytes;
+  const int64_t bytes = host_cpu().l2_bytes_per_core;
+  return bytes > 0 ? bytes : kDefaultL2Bytes;
 }
 
 int batch_slices(int64_t batch, int64_t unit, double step_weight_bytes, int threads,

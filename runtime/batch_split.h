@@ -22,7 +22,8 @@ constexpr int64_t kMinSliceUnits = 1;
 // At most this many slices (one per thread).
 constexpr int kMaxSlices = 64;
 
-// The per-core L2 size in bytes (sysconf; 1 MiB when the system does not say).
+// This CPU's L2 per core in bytes (CPUID, as the host's schedule class reads it; kDefaultL2Bytes
+// when CPUID does not say).
 int64_t l2_cache_bytes();
 
 // How many slices (0: do not split) a run of `batch` entries takes on `threads` threads, for
