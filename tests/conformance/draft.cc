@@ -310,6 +310,7 @@ const std::map<std::string, SpecialCase>& special_cases() {
     add_tensor_special_cases(all);
     add_control_flow_special_cases(all);
     add_quant_special_cases(all);
+    add_sequence_special_cases(all);
     return all;
   }();
   return table;

@@ -98,7 +98,10 @@ class Draft {
   // fixed instance (a function of the shapes at most); in the full profile they vary per test.
   Rng rng;
   Rng attr_rng;
-  // Called with the node after it is created and before inference (If/Loop build their bodies).
+  // Called with the node after it is created and before inference: If/Loop build their bodies;
+  // the sequence ops add the nodes that build a sequence or optional input from graph inputs and,
+  // by adding graph outputs themselves, turn a sequence or optional result into tensors (when it
+  // adds none, the node's outputs are the graph outputs).
   std::function<void(Graph& graph, Node& node)> finish_node;
 
   // Attributes.
@@ -153,5 +156,6 @@ void add_nn_special_cases(std::map<std::string, SpecialCase>& table);
 void add_tensor_special_cases(std::map<std::string, SpecialCase>& table);
 void add_control_flow_special_cases(std::map<std::string, SpecialCase>& table);
 void add_quant_special_cases(std::map<std::string, SpecialCase>& table);
+void add_sequence_special_cases(std::map<std::string, SpecialCase>& table);
 
 }  // namespace rnnc::conformance

@@ -335,7 +335,8 @@ void draw_attributes(Draft& draft) {
         break;
       }
       case AttrKind::kGraph:
-        break;  // bodies are built by the special case
+      case AttrKind::kType:
+        break;  // bodies and value types are set by the special case
       case AttrKind::kStrings: {
         std::vector<std::string> values;
         int64_t n = rng.uniform_int(attr.min_length, attr.max_length);
@@ -581,10 +582,15 @@ GeneratedTest build(Draft& draft) {
   Node* node = graph.add_node(draft.spec.op_type, draft.spec.op_type, node_inputs, output_names,
                               draft.opset);
   for (const auto& [name, attr] : draft.attrs) node->set_attr(name, attr);
-  if (draft.finish_node) draft.finish_node(graph, *node);
+  if (draft.finish_node) {
+    draft.finish_node(graph, *node);
+    graph.sort_topologically();  // nodes it added may feed the op's node
+  }
   infer_graph(graph);
-  for (Value* output : node->outputs()) {
-    if (output) graph.add_output(output);
+  if (graph.outputs().empty()) {
+    for (Value* output : node->outputs()) {
+      if (output) graph.add_output(output);
+    }
   }
   verify_model(*model);
 

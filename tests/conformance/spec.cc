@@ -285,6 +285,7 @@ const std::vector<OpSpec>& all_specs() {
     add_tensor_specs(all);
     add_control_flow_specs(all);
     add_quant_specs(all);
+    add_sequence_specs(all);
     std::sort(all.begin(), all.end(),
               [](const OpSpec& a, const OpSpec& b) { return a.op_type < b.op_type; });
     for (size_t i = 1; i < all.size(); ++i) {

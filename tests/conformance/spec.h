@@ -28,7 +28,7 @@ struct Interval {
   double hi;
 };
 
-enum class AttrKind { kInt, kFloat, kString, kInts, kFloats, kStrings, kGraph };
+enum class AttrKind { kInt, kFloat, kString, kInts, kFloats, kStrings, kGraph, kType };
 
 struct AttrSpec {
   std::string name;
@@ -83,7 +83,8 @@ struct OperandSpec {
   // The generator may pass this operand as an initializer (constant) instead of a graph input,
   // which the optimized path treats differently (constant folding, weight marshaling).
   bool may_be_constant = false;
-  // Not a node input: a graph input the op's nested graphs use from the outer scope (If/Loop).
+  // Not a node input: a graph input the op's nested graphs use from the outer scope (If/Loop), or
+  // an element of a sequence or optional input the special case builds in the model.
   bool captured = false;
   int since_opset = 0;
   int until_opset = 0;
@@ -201,5 +202,6 @@ void add_nn_specs(std::vector<OpSpec>& specs);
 void add_tensor_specs(std::vector<OpSpec>& specs);
 void add_control_flow_specs(std::vector<OpSpec>& specs);
 void add_quant_specs(std::vector<OpSpec>& specs);
+void add_sequence_specs(std::vector<OpSpec>& specs);
 
 }  // namespace rnnc::conformance
