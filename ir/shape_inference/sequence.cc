@@ -141,10 +141,10 @@ void infer_split_to_sequence(InferenceContext& context) {
       const Tensor* split = context.input_constant(1);
       std::optional<int64_t> common;  // the length every piece has, when one does
       if (split && split->rank() == 1 && split->numel() > 0) {
-        common = split->get_int64(0);
-        for (int64_t k = 1; k < split->numel(); ++k) {
-          if (split->get_int64(k) != *common) common.reset();
-        }
+        const int64_t first = split->get_int64(0);
+        bool equal = true;
+        for (int64_t k = 1; k < split->numel(); ++k) equal = equal && split->get_int64(k) == first;
+        if (equal) common = first;
       }
       shape[static_cast<size_t>(axis)] = common ? Dim(*common) : Dim::unknown();
     }

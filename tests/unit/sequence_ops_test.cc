@@ -1,7 +1,9 @@
-// Reference-kernel behaviour of the sequence ops beyond the ONNX backend cases
-// (docs/ops/sequence.md): SplitToSequence's 1-D `split` at run time.
+// Behaviour of the sequence ops beyond the ONNX backend cases (docs/ops/sequence.md):
+// SplitToSequence's 1-D `split` at run time, and the element shape inference gives it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +51,27 @@ TEST(SequenceOps, SplitToSequenceNegativeLengthIsAnInputError) {
                                           {"split", Tensor::from_vector<int64_t>({2}, {5, -1})}};
   EXPECT_EQ(error_message([&] { evaluate(*model->graph, inputs); }, ErrorKind::kInvalidInput),
             "SplitToSequence 'split_x' (opset 11): 'split' [5, -1] has a negative length");
+}
+
+// A constant `split` whose lengths all agree gives the elements that length along the axis; one
+// that differs anywhere (here the middle, then the last) leaves the axis unknown.
+TEST(SequenceOps, SplitToSequenceElementTypeFromAConstantSplit) {
+  for (const auto& [lengths, element] : std::vector<std::pair<std::string, std::string>>{
+           {"{2, 2, 2}", "seq<f32[2, 3]>"}, {"{2, 3, 1}", "seq<f32[?, 3]>"},
+           {"{2, 2, 1, 1}", "seq<f32[?, 3]>"}}) {
+    const size_t count = std::count(lengths.begin(), lengths.end(), ',') + 1;
+    auto model = parse_model_text(cat(R"(model ir_version=8 opset=11
+graph split_test(%x: f32[6, 3]) {
+  %split: i64[)", count, "] = Constant 'split' () {value=i64[", count, "] = ", lengths, R"(}
+  %pieces = SplitToSequence 'split_x' (%x, %split)
+  %count: i64[] = SequenceLength 'count' (%pieces)
+  return %count: i64[]
+}
+)"),
+                                  "split_test.ir");
+    const Node& split = **std::next(model->graph->nodes().begin());
+    EXPECT_EQ(split.output(0)->type.to_string(), element) << lengths;
+  }
 }
 
 }  // namespace
