@@ -335,6 +335,25 @@ std::string Executor::profile_report(const Context& context) const {
   return text;
 }
 
+void Executor::bind_inputs(Context& context, size_t b) const {
+  const std::vector<size_t>& inputs = blocks_[b].inputs;
+  BlockIO& io = context.io[b];
+  for (size_t k = 0; k < inputs.size(); ++k) io.inputs[k] = &context.slots[inputs[k]];
+}
+
+void Executor::take_outputs(Context& context, size_t b) const {
+  const std::vector<size_t>& outputs = blocks_[b].outputs;
+  BlockIO& io = context.io[b];
+  io.outputs.resize(outputs.size());
+  for (size_t j = 0; j < outputs.size(); ++j) io.outputs[j] = std::move(context.slots[outputs[j]]);
+}
+
+void Executor::return_outputs(Context& context, size_t b) const {
+  const std::vector<size_t>& outputs = blocks_[b].outputs;
+  BlockIO& io = context.io[b];
+  for (size_t j = 0; j < outputs.size(); ++j) context.slots[outputs[j]] = std::move(io.outputs[j]);
+}
+
 void Executor::run_block(Context& context, size_t b) const {
   // A flow-graph node runs on whichever arena thread takes it: set the mode there too.
   ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
@@ -348,12 +367,8 @@ void Executor::run_block(Context& context, size_t b) const {
   BlockTimer timer(context.profiling, context.block_us[b], context.block_calls[b]);
   BlockIO& io = context.io[b];
   const BlockSlots& slots = blocks_[b];
-  for (size_t k = 0; k < slots.inputs.size(); ++k) io.inputs[k] = &context.slots[slots.inputs[k]];
-  // Last run's outputs (or a caller's buffer) go back to the block for recycling.
-  io.outputs.resize(slots.outputs.size());
-  for (size_t j = 0; j < slots.outputs.size(); ++j) {
-    io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
-  }
+  bind_inputs(context, b);
+  take_outputs(context, b);
   // An in-place update takes its input's buffer when it alone holds it (not a view of another
   // value, not a caller's output buffer) and gives the producer its last output to recycle.
   if (const size_t s = in_place_slot_[b]; s != kNoSlot) {
@@ -377,9 +392,7 @@ void Executor::run_block(Context& context, size_t b) const {
   }
   RNNC_CHECK(io.outputs.size() == slots.outputs.size(), "block '", block.kind(), "' produced ",
              io.outputs.size(), " outputs, expected ", slots.outputs.size());
-  for (size_t j = 0; j < slots.outputs.size(); ++j) {
-    context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
-  }
+  return_outputs(context, b);
 }
 
 bool Executor::run_batch_slices(Context& context, const size_t* list, size_t count) const {
@@ -393,14 +406,7 @@ bool Executor::run_batch_slices(Context& context, const size_t* list, size_t cou
     unit = std::lcm(unit, block_unit);
     weight_bytes = std::max(weight_bytes, block.step_weight_bytes());
   }
-  auto bind = [&](size_t b) {
-    BlockIO& io = context.io[b];
-    const BlockSlots& slots = blocks_[b];
-    for (size_t k = 0; k < slots.inputs.size(); ++k) {
-      io.inputs[k] = &context.slots[slots.inputs[k]];
-    }
-  };
-  bind(list[0]);
+  bind_inputs(context, list[0]);
   const int64_t batch = blocks[list[0]]->batch_size(context.io[list[0]]);
   int64_t bounds[kMaxSlices + 1];
   const int slices = batch < 0 ? 0 : batch_slices(batch, unit, weight_bytes, threads_, bounds);
@@ -412,16 +418,10 @@ bool Executor::run_batch_slices(Context& context, const size_t* list, size_t cou
     const size_t b = list[i];
     const ExecutionBlock& block = *blocks[b];
     BlockIO& io = context.io[b];
-    const BlockSlots& slots = blocks_[b];
-    bind(b);
-    io.outputs.resize(slots.outputs.size());
-    for (size_t j = 0; j < slots.outputs.size(); ++j) {
-      io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
-    }
+    bind_inputs(context, b);
+    take_outputs(context, b);
     const bool ready = block.begin_batch_slices(io, bounds, slices);
-    for (size_t j = 0; j < slots.outputs.size(); ++j) {
-      context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
-    }
+    return_outputs(context, b);
     if (!ready) return false;
     const ExecutionBlock::SliceLayout layout = block.batch_slice_layout(io);
     if (i > 0 && (layout.x != previous.y || layout.x_seq_stride != previous.y_seq_stride ||
@@ -460,22 +460,13 @@ void Executor::run_chain(Context& context, size_t index) const {
   int64_t length = -1;
   for (size_t b : chain) {
     const ExecutionBlock& block = *program_.blocks()[b];
-    BlockIO& io = context.io[b];
-    const BlockSlots& slots = blocks_[b];
-    for (size_t k = 0; k < slots.inputs.size(); ++k) {
-      io.inputs[k] = &context.slots[slots.inputs[k]];
-    }
-    io.outputs.resize(slots.outputs.size());
-    for (size_t j = 0; j < slots.outputs.size(); ++j) {
-      io.outputs[j] = std::move(context.slots[slots.outputs[j]]);
-    }
-    const int64_t layer_length = block.begin_chunks(io);
+    bind_inputs(context, b);
+    take_outputs(context, b);
+    const int64_t layer_length = block.begin_chunks(context.io[b]);
     RNNC_CHECK(length < 0 || layer_length == length, "pipeline layers with sequence lengths ",
                length, " and ", layer_length);
     length = layer_length;
-    for (size_t j = 0; j < slots.outputs.size(); ++j) {
-      context.slots[slots.outputs[j]] = std::move(io.outputs[j]);
-    }
+    return_outputs(context, b);
   }
   const int64_t chunk = pipeline_chunk();
   const int64_t chunks = (length + chunk - 1) / chunk;

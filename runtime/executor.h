@@ -84,6 +84,12 @@ class Executor {
     std::vector<size_t> predecessors;  // blocks producing what this one reads
   };
   ContextPtr build_context() const;
+  // Points block b's io at its input slots.
+  void bind_inputs(Context& context, size_t b) const;
+  // Moves block b's outputs of the previous run (or a caller's buffers) from their slots into its
+  // io for recycling; return_outputs moves what the block wrote back.
+  void take_outputs(Context& context, size_t b) const;
+  void return_outputs(Context& context, size_t b) const;
   void run_block(Context& context, size_t block) const;
   void run_chain(Context& context, size_t chain) const;
   // Runs blocks list[0..count) (a chain, or one block) as batch slices, one thread per slice
