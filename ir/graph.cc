@@ -51,6 +51,20 @@ Attribute Attribute::of_string(std::string value) {
   return attribute;
 }
 
+Attribute Attribute::of_graph(std::shared_ptr<Graph> graph) {
+  Attribute attribute;
+  attribute.kind = Kind::kGraph;
+  attribute.g = std::move(graph);
+  return attribute;
+}
+
+Attribute Attribute::of_type(TensorType type) {
+  Attribute attribute;
+  attribute.kind = Kind::kType;
+  attribute.tp = std::move(type);
+  return attribute;
+}
+
 Attribute Attribute::of_ints(std::vector<int64_t> values) {
   Attribute attribute;
   attribute.kind = Kind::kInts;

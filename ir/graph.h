@@ -146,6 +146,8 @@ struct Attribute {
   static Attribute of_ints(std::vector<int64_t> values);
   static Attribute of_floats(std::vector<float> values);
   static Attribute of_strings(std::vector<std::string> values);
+  static Attribute of_graph(std::shared_ptr<Graph> graph);
+  static Attribute of_type(TensorType type);
 };
 
 class Node {

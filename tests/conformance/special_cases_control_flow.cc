@@ -9,13 +9,6 @@ namespace rnnc::conformance {
 
 namespace {
 
-Attribute graph_attribute(std::shared_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 // If: each branch computes its first output with one op of the menu on x; a second output, when
 // asked for, is x itself.
 void if_op(Draft& draft) {
@@ -40,7 +33,7 @@ void if_op(Draft& draft) {
         Node* second = body->add_node("Identity", branch + "_id", {x}, {branch + "_y1"}, opset);
         body->add_output(second->output(0));
       }
-      node.set_attr(branch, graph_attribute(body));
+      node.set_attr(branch, Attribute::of_graph(body));
     }
   };
 }
@@ -104,15 +97,8 @@ void loop(Draft& draft) {
                                   {cat("body_scan_out", k)}, opset);
       body->add_output(scan->output(0));
     }
-    node.set_attr("body", graph_attribute(body));
+    node.set_attr("body", Attribute::of_graph(body));
   };
-}
-
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
 }
 
 // Scan(state, xs): xs is the state's shape with L steps inserted at a random axis (negative half
@@ -154,12 +140,12 @@ void scan(Draft& draft) {
         body->add_node("Mul", "body_product", {next->output(0), x}, {"body_y"}, opset);
     body->add_output(next->output(0));
     body->add_output(product->output(0));
-    node.set_attr("body", graph_attribute(body));
+    node.set_attr("body", Attribute::of_graph(body));
     node.set_attr("num_scan_inputs", Attribute::of_int(1));
-    node.set_attr("scan_input_axes", ints_attribute({input_axis}));
-    node.set_attr("scan_input_directions", ints_attribute({input_direction}));
-    node.set_attr("scan_output_axes", ints_attribute({output_axis}));
-    node.set_attr("scan_output_directions", ints_attribute({output_direction}));
+    node.set_attr("scan_input_axes", Attribute::of_ints({input_axis}));
+    node.set_attr("scan_input_directions", Attribute::of_ints({input_direction}));
+    node.set_attr("scan_output_axes", Attribute::of_ints({output_axis}));
+    node.set_attr("scan_output_directions", Attribute::of_ints({output_direction}));
   };
 }
 

@@ -91,20 +91,6 @@ void set_position(Draft& draft, OperandDraft& position, int64_t value) {
 
 // ---- the model: building sequence and optional values, and taking them apart -----------------
 
-Attribute type_attribute(const TensorType& type) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kType;
-  attribute.tp = type;
-  return attribute;
-}
-
-Attribute graph_attribute(std::shared_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 // Makes `inputs` the node's inputs (nullptr for an omitted optional one).
 void set_inputs(Node& node, const std::vector<Value*>& inputs) {
   RNNC_CHECK(inputs.size() >= node.num_inputs(), node.op_type(), ": fewer inputs than it has");
@@ -402,7 +388,7 @@ void sequence_map(Draft& draft) {
       body->add_output(
           body->add_node("Shape", "body_shape", {x}, {"body_shape"}, opset)->output(0));
     }
-    node.set_attr("body", graph_attribute(body));
+    node.set_attr("body", Attribute::of_graph(body));
     for (size_t k = 0; k < outputs; ++k) {
       output_sequence(graph, node.output(k), count, cat("out_sequence_", k), opset);
     }
@@ -495,7 +481,7 @@ Value* build_form(Graph& graph, Form form, const std::string& tensor,
     case Form::kEmptyTensor:
     case Form::kEmptySequence: {
       Node* optional = graph.add_node("Optional", "optional", {}, {"optional"}, opset);
-      optional->set_attr("type", type_attribute(empty));
+      optional->set_attr("type", Attribute::of_type(empty));
       return optional->output(0);
     }
   }
@@ -517,7 +503,7 @@ void optional(Draft& draft) {
                                                Form::kEmptyTensor, Form::kEmptySequence});
   std::vector<std::string> elements = form_inputs(draft, form, "input");
   if (form == Form::kEmptyTensor || form == Form::kEmptySequence) {
-    draft.attrs["type"] = type_attribute(empty_type(draft, form == Form::kEmptySequence));
+    draft.attrs["type"] = Attribute::of_type(empty_type(draft, form == Form::kEmptySequence));
   }
   const DType dtype = draft.types.at("T");
   const size_t count = elements.size();
