@@ -16,6 +16,7 @@
 // --smoke. --json writes the raw results benchmarks/report.py turns into the docs.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -679,6 +680,20 @@ std::string load_average() {
   return one + " " + five + " " + fifteen;
 }
 
+// The L3 this CPU shares, as the kernel sees it (sysfs: "32768K"); in a VM CPUID may describe
+// the host's whole L3 instead. 0 when neither says.
+int64_t l3_bytes() {
+  const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index3/";
+  std::ifstream level_file(dir + "level"), size_file(dir + "size");
+  int level = 0;
+  int64_t size = 0;
+  char unit = 0;
+  if (level_file >> level && level == 3 && size_file >> size >> unit) {
+    return unit == 'K' ? size << 10 : unit == 'M' ? size << 20 : size;
+  }
+  return std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
+}
+
 std::string utc_now() {
   std::time_t now = std::time(nullptr);
   char text[32];
@@ -812,6 +827,8 @@ int bench_main(int argc, char** argv) {
     meta.set("kernel_target", cat(kernel_target.name, " (", kernel_target.features.to_string(),
                                   "; tuned for ", kernel_target.tune_cpu, ")"));
     meta.set("l2_bytes_per_core", host_cpu().l2_bytes_per_core);
+    // The weight-streaming floors price bytes by the cache level they fit (benchmarks/report.py).
+    meta.set("l3_bytes", l3_bytes());
     meta.set("schedule_class", kernel_target.schedule_class());
     meta.set("cores", static_cast<int64_t>(std::thread::hardware_concurrency()));
     meta.set("kernel", kernel_release());

@@ -12,7 +12,7 @@ sections other tools measured (after KEPT_MARKER), so the report holds the lates
 Ratios are rnnc / peer latency (median over per-run samples); below 1 means rnnc is faster. The
 speedup in the chart is the inverse, peer / rnnc. Every ratio compares numbers from one run. When
 rnnc_bench measured the machine bounds (its "machine_bounds" object), a section compares the
-stacked LSTMs with a per-step floor derived from them.
+recurrent stacks with the weight-streaming floor derived from them (weight_floor).
 """
 import argparse
 import json
@@ -71,34 +71,64 @@ def fmt_bytes(size):
     return f"{size >> 20} MiB" if size >= 2**20 else f"{size >> 10} KiB"
 
 
-def step_floor(workload, bounds):
-    """The floor of one batch-1 run of a unidirectional LSTM stack on one core, in µs, and the
-    per-layer-step terms: each step reads the layer's recurrent matrix (4·H × H floats) at the
-    measured L2 rate (256 KiB working set) and does the input projection (2·input·4H flops) at
-    the measured FMA peak; both at the best call's rate. None when the model does not fit this
-    picture: not an LSTM, bidirectional, batched, or a recurrent matrix larger than the L2 set."""
-    if (workload.get("cell") != "lstm" or workload.get("bidirectional")
-            or workload.get("batch") != 1):
+def stream_rate(bounds, level, size):
+    """Bytes per µs of the best call of the measured stream set for a cache level: the smallest
+    set of that level that holds `size` bytes, else its largest."""
+    sets = sorted((m for m in bounds["stream"] if m["level"] == level), key=lambda m: m["bytes"])
+    if not sets:
         return None
-    l2 = next((m for m in bounds["stream"] if m["bytes"] == 256 << 10), None)
-    if l2 is None:
+    chosen = next((m for m in sets if m["bytes"] >= size), sets[-1])
+    return chosen["gbps_best"] * 1e3
+
+
+def weight_floor(workload, bounds, meta, weight_bytes, ops_per_us):
+    """The weight-streaming floor of one batch-1 run of a recurrent stack on one core, in µs:
+    (floor, reads alone), or None for workloads that are not batch-1 LSTM/GRU/RNN stacks.
+
+    Per layer and direction, with R = gates·H·H and W = gates·H·input weights of `weight_bytes`:
+    - the model's weights stay between runs in the smallest level that holds them all (L2 per
+      core, L3, else DRAM), so each run reads W and its first R from there;
+    - the other seq - 1 steps read R again: the part the L2 can keep from the step before (a
+      step walks its tiles backwards every other step, so that part is the one read last) at the
+      L2 rate, the rest from L3 (DRAM if R is larger than L3);
+    - the input projection (2·seq·input·gates·H ops, at the measured peak: FMA for float, VNNI
+      for int8) overlaps W's read: the larger of the two counts.
+    The recurrent product's own arithmetic runs on R as it arrives and is not counted. Rates are
+    the best call's of the stream set of that level (Machine bounds)."""
+    cell = workload.get("cell")
+    if cell not in ("lstm", "gru", "rnn") or workload.get("batch") != 1:
         return None
-    hidden = workload["hidden_size"]
-    recurrent_bytes = 4 * hidden * 4 * hidden
-    if recurrent_bytes > l2["bytes"]:
-        return None
-    read_us = recurrent_bytes / (l2["gbps_best"] * 1e9) * 1e6
-    total_us, terms = 0.0, []
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
+    hidden, seq = workload["hidden_size"], workload["seq"]
+    dirs = 2 if workload.get("bidirectional") else 1
+    l2 = meta.get("l2_bytes_per_core") or 2**20
+    l3 = meta.get("l3_bytes") or max(
+        [m["bytes"] for m in bounds["stream"] if m["level"] == "L3"] or [16 << 20])
+    layers = []
     for layer in range(workload["layers"]):
-        inputs = workload["input_size"] if layer == 0 else hidden
-        flops = 2 * inputs * 4 * hidden
-        compute_us = flops / (bounds["fma"]["gflops_best"] * 1e9) * 1e6
-        terms.append((recurrent_bytes, read_us, flops, compute_us))
-        total_us += (read_us + compute_us) * workload["seq"]
-    return total_us, terms
+        inputs = workload["input_size"] if layer == 0 else hidden * dirs
+        layers += [(gates * hidden * hidden * weight_bytes, gates * hidden * inputs * weight_bytes,
+                    2 * seq * inputs * gates * hidden)] * dirs
+    total = sum(r + w for r, w, _ in layers)
+    home = "L2" if total <= l2 else "L3" if total <= l3 else "DRAM"
+    home_rate = stream_rate(bounds, home, total)
+    l2_rate = stream_rate(bounds, "L2", l2)
+    if home_rate is None or l2_rate is None:
+        return None
+    floor_us = reads_us = 0.0
+    for r, w, ops in layers:
+        kept = min(r, l2)
+        rest = r - kept
+        rest_rate = stream_rate(bounds, "L3" if r <= l3 else "DRAM", r) or home_rate
+        reread_us = kept / stream_rate(bounds, "L2", kept) + rest / rest_rate
+        first_us = r / home_rate
+        w_us = w / home_rate
+        floor_us += max(w_us, ops / ops_per_us) + first_us + (seq - 1) * reread_us
+        reads_us += w_us + first_us + (seq - 1) * reread_us
+    return floor_us, reads_us
 
 
-def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
+def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_list):
     add("## Machine bounds")
     add("")
     add(f"What one core of this host does, measured by rnnc_bench at the start of this run "
@@ -128,54 +158,57 @@ def machine_bounds_section(add, bounds, workloads, info, by_key, threads_list):
             f"{vnni['gops_worst']:.1f} GOP/s |")
     add("")
 
-    n = 1 if 1 in threads_list else min(threads_list)
-    floors = [(w, step_floor(info[w], bounds)) for w in workloads]
-    floors = [(w, f) for w, f in floors if f is not None and (w, n) in by_key]
-    if not floors:
+    if 1 not in threads_list:
         return
-    add(f"### Floor of the batch-1 LSTM stacks, {n} thread{'s' if n > 1 else ''}")
+    float_floors = [(w, weight_floor(info[w], bounds, meta, 4, fma["gflops_best"] * 1e3))
+                    for w in workloads if (w, 1) in by_key]
+    float_floors = [(w, f) for w, f in float_floors if f is not None]
+    if not float_floors:
+        return
+    l2 = meta.get("l2_bytes_per_core") or 2**20
+    l3 = meta.get("l3_bytes")
+    add("### Weight-streaming floor of the batch-1 stacks, 1 thread")
     add("")
-    first = info[floors[0][0]]
-    recurrent_bytes, read_us, flops, compute_us = floors[0][1][1][0]
-    add("Per layer and step a run reads the layer's recurrent matrix (4H × H float32: too large "
-        "for registers or L1, so from L2 at best) and does the input projection (2 · input · 4H "
-        "flops). At the best measured L2 rate (256 KiB set) and FMA peak, for H = "
-        f"{first['hidden_size']}, input {first['input_size']}: {fmt_bytes(recurrent_bytes)} / "
-        f"{recurrent_bytes / read_us / 1e3:.1f} GB/s = {read_us:.2f} µs, plus "
-        f"{flops / 1e3:.0f} kflop / {flops / compute_us / 1e3:.1f} GFLOP/s = "
-        f"{compute_us:.2f} µs. Floor per run = the sum over layers × seq. Not counted: the "
-        "recurrent product's own FMAs, the gates and cell update, and weights that do not fit "
-        "L2 together (an 8-layer H=128 stack holds 4 MiB, a Xeon core's L2 2 MiB). The read and "
-        "the projection are added; a core that overlapped them perfectly would be held only to "
-        "the larger: the R reads alone are that bound (the projection's FMAs hidden entirely "
-        "under the step's loads, which at batch 1 would need W re-read from L2 per step). "
-        "Latencies: the medians above; \"ORT fastest\" is ONNX Runtime's fastest run, the "
-        "closest this shared machine came to a quiet one, so half of it is the 2× target as a "
-        "quiet machine would set it.")
+    add("The least time a run can take on one core given where its weights must come from "
+        "(benchmarks/report.py `weight_floor`): per layer and direction, W and the first read of "
+        "R from the level that holds the whole model between runs (L2 per core, "
+        f"{fmt_bytes(l2)} here; L3, {fmt_bytes(l3) if l3 else 'the 16 MiB set'}; else DRAM), "
+        "then every later step's R again: the part the L2 keeps from the step before (the step "
+        "walks its tiles backwards every other step) at the L2 rate, the rest at the L3 rate; "
+        "plus the input projection's arithmetic at the FMA (float) or VNNI (int8) peak, counted "
+        "where it exceeds W's read, which it overlaps. The recurrent product's arithmetic runs on "
+        "R as it streams in and is not counted; \"reads alone\" leaves out the projection "
+        "too. Rates are the best calls above. Medians of the 1-thread latency tables.")
     add("")
-    add("| workload | floor | R reads alone | ONNX Runtime | rnnc | ORT / floor | rnnc / floor | "
-        "ORT / 2 | ORT fastest / 2 | where the 2× targets fall |")
-    add("|---|---|---|---|---|---|---|---|---|---|")
-
-    def place(target, floor_us, reads_us):
-        if target is None:
-            return "-"
-        if target < reads_us:
-            return "below the R reads alone"
-        return "below the floor" if target < floor_us else "above the floor"
-
-    for w, (floor_us, terms) in floors:
-        result = by_key[(w, n)]
+    add("| workload | weights | floor | reads alone | ONNX Runtime | rnnc | ORT / floor | "
+        "rnnc / floor |")
+    add("|---|---|---|---|---|---|---|---|")
+    for w, (floor_us, reads_us) in float_floors:
+        result = by_key[(w, 1)]
         ort, rnnc = median(result["onnxruntime"]), median(result["rnnc"])
-        ort_fastest = (result["onnxruntime"].get("latency_us") or {}).get("min")
-        reads_us = sum(term[1] for term in terms) * info[w]["seq"]
-        target = ort / 2 if ort is not None else None
-        quiet_target = ort_fastest / 2 if ort_fastest is not None else None
-        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(reads_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
-            f"{fmt_ratio(ratio(ort, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} | "
-            f"{fmt_us(target)} | {fmt_us(quiet_target)} | median: "
-            f"{place(target, floor_us, reads_us)}; fastest: "
-            f"{place(quiet_target, floor_us, reads_us)} |")
+        add(f"| {w} | {fmt_bytes(info[w].get('param_bytes', 0))} | {fmt_us(floor_us)} | "
+            f"{fmt_us(reads_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
+            f"{fmt_ratio(ratio(ort, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} |")
+    add("")
+    if not vnni:
+        return
+    int8_floors = [(w, weight_floor(info[w], bounds, meta, 1, vnni["gops_best"] * 1e3))
+                   for w, _ in float_floors if "rnnc_int8" in by_key[(w, 1)]]
+    int8_floors = [(w, f) for w, f in int8_floors if f is not None]
+    if not int8_floors:
+        return
+    add("The same floor for int8 weights (one byte each; the per-row scales and column sums, "
+        "under 1% of the bytes, left out), with the projection at the VNNI peak: rnnc int8 and "
+        "ONNX Runtime's DynamicQuantizeLSTM from the Quantized table below.")
+    add("")
+    add("| workload | floor | reads alone | DynamicQuantizeLSTM | rnnc int8 | "
+        "DynamicQuantizeLSTM / floor | rnnc int8 / floor |")
+    add("|---|---|---|---|---|---|---|")
+    for w, (floor_us, reads_us) in int8_floors:
+        result = by_key[(w, 1)]
+        dq, q = median(result.get("ort_dqlstm")), median(result["rnnc_int8"])
+        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(reads_us)} | {fmt_us(dq)} | {fmt_us(q)} | "
+            f"{fmt_ratio(ratio(dq, floor_us))} | {fmt_ratio(ratio(q, floor_us))} |")
     add("")
 
 
@@ -401,7 +434,7 @@ def main():
 
     bounds = bench.get("machine_bounds")
     if bounds:
-        machine_bounds_section(add, bounds, workloads, info, by_key, threads_list)
+        machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_list)
 
     heavy = [w for w in workloads if info[w].get("param_bytes", 0) > 8 * 2**20
              and weight_traffic_bytes(info[w])]
