@@ -5,7 +5,8 @@ sweep (batching off and on), with the latency budget and the chunk period as hor
   /usr/bin/python3 benchmarks/streams_chart.py --out docs/streams.png --budget-ms 100 \
       "batching off=off.txt" "batching on=on.txt"
 
-Each file is the standard output of one `rnnc streams MODEL --streams N,N,...` run. Streams that
+Each file is the standard output of one `rnnc streams MODEL --streams N,N,...` run (or of a
+`--find-max` search, whose trials are drawn in order of the stream count). Streams that
 fell behind (kept_up "no") are drawn hollow. Needs Debian's python3-matplotlib.
 """
 import argparse
@@ -28,7 +29,7 @@ def read_sweep(path):
             fields = line.split()
             if len(fields) == 9 and fields[0].isdigit():
                 rows.append((int(fields[0]), float(fields[2]), fields[8] == "yes"))
-    return rows, period
+    return sorted(rows), period  # --find-max tries counts out of order
 
 
 def main():
