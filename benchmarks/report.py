@@ -82,8 +82,8 @@ def stream_rate(bounds, level, size):
 
 
 def weight_floor(workload, bounds, meta, weight_bytes, ops_per_us):
-    """The weight-streaming floor of one batch-1 run of a recurrent stack on one core, in µs:
-    (floor, reads alone), or None for workloads that are not batch-1 LSTM/GRU/RNN stacks.
+    """The weight-streaming floor of one batch-1 run of a recurrent stack on one core: (floor µs,
+    reads alone µs, weight bytes), or None for workloads that are not batch-1 LSTM/GRU/RNN stacks.
 
     Per layer and direction, with R = gates·H·H and W = gates·H·input weights of `weight_bytes`:
     - the model's weights stay between runs in the smallest level that holds them all (L2 per
@@ -125,7 +125,7 @@ def weight_floor(workload, bounds, meta, weight_bytes, ops_per_us):
         w_us = w / home_rate
         floor_us += max(w_us, ops / ops_per_us) + first_us + (seq - 1) * reread_us
         reads_us += w_us + first_us + (seq - 1) * reread_us
-    return floor_us, reads_us
+    return floor_us, reads_us, total
 
 
 def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_list):
@@ -180,16 +180,7 @@ def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_l
         "R as it streams in and is not counted; \"reads alone\" leaves out the projection "
         "too. Rates are the best calls above. Medians of the 1-thread latency tables.")
     add("")
-    add("| workload | weights | floor | reads alone | ONNX Runtime | rnnc | ORT / floor | "
-        "rnnc / floor |")
-    add("|---|---|---|---|---|---|---|---|")
-    for w, (floor_us, reads_us) in float_floors:
-        result = by_key[(w, 1)]
-        ort, rnnc = median(result["onnxruntime"]), median(result["rnnc"])
-        add(f"| {w} | {fmt_bytes(info[w].get('param_bytes', 0))} | {fmt_us(floor_us)} | "
-            f"{fmt_us(reads_us)} | {fmt_us(ort)} | {fmt_us(rnnc)} | "
-            f"{fmt_ratio(ratio(ort, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} |")
-    add("")
+    floor_table(add, float_floors, by_key, "ONNX Runtime", "onnxruntime", "rnnc", "rnnc")
     if not vnni:
         return
     int8_floors = [(w, weight_floor(info[w], bounds, meta, 1, vnni["gops_best"] * 1e3))
@@ -198,17 +189,25 @@ def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_l
     if not int8_floors:
         return
     add("The same floor for int8 weights (one byte each; the per-row scales and column sums, "
-        "under 1% of the bytes, left out), with the projection at the VNNI peak: rnnc int8 and "
+        "3% of the bytes or less, left out), with the projection at the VNNI peak: rnnc int8 and "
         "ONNX Runtime's DynamicQuantizeLSTM from the Quantized table below.")
     add("")
-    add("| workload | floor | reads alone | DynamicQuantizeLSTM | rnnc int8 | "
-        "DynamicQuantizeLSTM / floor | rnnc int8 / floor |")
-    add("|---|---|---|---|---|---|---|")
-    for w, (floor_us, reads_us) in int8_floors:
+    floor_table(add, int8_floors, by_key, "DynamicQuantizeLSTM", "ort_dqlstm", "rnnc int8",
+                "rnnc_int8")
+
+
+def floor_table(add, floors, by_key, peer_name, peer_key, rnnc_name, rnnc_key):
+    """One row per (workload, weight_floor's result): the two engines' 1-thread medians against
+    the floor."""
+    add(f"| workload | weights | floor | reads alone | {peer_name} | {rnnc_name} | "
+        f"{peer_name} / floor | {rnnc_name} / floor |")
+    add("|---|---|---|---|---|---|---|---|")
+    for w, (floor_us, reads_us, weight_bytes) in floors:
         result = by_key[(w, 1)]
-        dq, q = median(result.get("ort_dqlstm")), median(result["rnnc_int8"])
-        add(f"| {w} | {fmt_us(floor_us)} | {fmt_us(reads_us)} | {fmt_us(dq)} | {fmt_us(q)} | "
-            f"{fmt_ratio(ratio(dq, floor_us))} | {fmt_ratio(ratio(q, floor_us))} |")
+        peer, rnnc = median(result.get(peer_key)), median(result.get(rnnc_key))
+        add(f"| {w} | {fmt_bytes(weight_bytes)} | {fmt_us(floor_us)} | "
+            f"{fmt_us(reads_us)} | {fmt_us(peer)} | {fmt_us(rnnc)} | "
+            f"{fmt_ratio(ratio(peer, floor_us))} | {fmt_ratio(ratio(rnnc, floor_us))} |")
     add("")
 
 
