@@ -793,7 +793,11 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
       }
     };
     auto schedule_padded = [&]() {
-      padded.compute_at(out, batch).vectorize(iw, lanes, TailStrategy::GuardWithIf);
+      // On the stack: Halide keeps a Func's stack allocations up to 16 KiB there (a streaming
+      // model's padded rows, a few KiB) and takes the heap beyond, so a short conv's call does
+      // not allocate.
+      padded.compute_at(out, batch).store_in(Halide::MemoryType::Stack);
+      padded.vectorize(iw, lanes, TailStrategy::GuardWithIf);
       padded.update().vectorize(interior.x, lanes, TailStrategy::GuardWithIf);
     };
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -67,6 +68,7 @@ class Executor::Context {
  public:
   std::vector<Tensor> slots;
   std::vector<char> bound_now, bound_last;  // slot bound to a caller's output buffer
+  std::vector<Tensor> view_copies;          // per slot: a view output's buffer while its block runs
   std::vector<BlockIO> io;                  // per block, kept for recycling
   std::unique_ptr<Workspace[]> workspaces;  // per block
 
@@ -131,11 +133,14 @@ Executor::Executor(const Program& program, RunPlan plan, int threads, bool flush
     }
   }
   for (const Value* output : graph.outputs()) output_slots_.push_back(slot(output));
+  view_output_slots_.resize(blocks.size());
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (!blocks[b]->aliases_input()) continue;
     for (size_t s : blocks_[b].outputs) {
       if (std::find(output_slots_.begin(), output_slots_.end(), s) == output_slots_.end()) {
         alias_slots_.push_back(s);
+      } else {
+        view_output_slots_[b].push_back(s);
       }
     }
   }
@@ -202,6 +207,7 @@ Executor::ContextPtr Executor::build_context() const {
   ctx.slots.resize(num_slots_);
   ctx.bound_now.assign(num_slots_, 0);
   ctx.bound_last.assign(num_slots_, 0);
+  ctx.view_copies.resize(num_slots_);
   const Graph& graph = *program_.model().graph;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Value* input = graph.inputs()[i];
@@ -368,6 +374,11 @@ void Executor::run_block(Context& context, size_t b) const {
   BlockIO& io = context.io[b];
   const BlockSlots& slots = blocks_[b];
   bind_inputs(context, b);
+  for (size_t s : view_output_slots_[b]) {
+    // The copy waits aside; the slot gets the last run's emptied view, whose shape storage the
+    // new view reuses.
+    if (!context.bound_now[s]) std::swap(context.view_copies[s], context.slots[s]);
+  }
   take_outputs(context, b);
   // An in-place update takes its input's buffer when it alone holds it (not a view of another
   // value, not a caller's output buffer) and gives the producer its last output to recycle.
@@ -393,6 +404,19 @@ void Executor::run_block(Context& context, size_t b) const {
   RNNC_CHECK(io.outputs.size() == slots.outputs.size(), "block '", block.kind(), "' produced ",
              io.outputs.size(), " outputs, expected ", slots.outputs.size());
   return_outputs(context, b);
+  for (size_t s : view_output_slots_[b]) copy_view_output(context, s);
+}
+
+void Executor::copy_view_output(Context& context, size_t s) const {
+  Tensor& view = context.slots[s];
+  // A caller's buffer was filled by the block; a block that fell back to computing its output
+  // owns it alone.
+  if (context.bound_now[s] || !view.defined() || !view.is_tensor() || view.exclusive()) return;
+  Tensor& copy = context.view_copies[s];
+  Tensor::recycle(copy, view.dtype(), view.shape().data(), view.shape().size());
+  if (view.nbytes() > 0) std::memcpy(copy.raw_data(), view.raw_data(), view.nbytes());
+  std::swap(view, copy);
+  copy.drop_storage();  // lets the producer recycle the buffer the view shared
 }
 
 bool Executor::run_batch_slices(Context& context, const size_t* list, size_t count) const {

@@ -84,6 +84,8 @@ class Executor {
     std::vector<size_t> predecessors;  // blocks producing what this one reads
   };
   ContextPtr build_context() const;
+  // Gives graph output slot s, which a view block just made, its own copy (view_output_slots_).
+  void copy_view_output(Context& context, size_t s) const;
   // Points block b's io at its input slots.
   void bind_inputs(Context& context, size_t b) const;
   // Moves block b's outputs of the previous run (or a caller's buffers) from their slots into its
@@ -108,6 +110,10 @@ class Executor {
   // Outputs of view blocks (ExecutionBlock::aliases_input) that are not graph outputs: dropped
   // after every run, so the buffers they alias go back to their producers for recycling.
   std::vector<size_t> alias_slots_;
+  // Per block, its view outputs that are graph outputs: each run copies the view into a buffer
+  // the slot keeps from run to run, so what the caller holds never shares the producer's buffer
+  // (which the producer then recycles) and a steady run allocates nothing.
+  std::vector<std::vector<size_t>> view_output_slots_;
   // Per block, the slot of the input whose buffer its output 0 takes over
   // (ExecutionBlock::in_place_input) when the block is that value's only reader; kNoSlot if none.
   static constexpr size_t kNoSlot = static_cast<size_t>(-1);

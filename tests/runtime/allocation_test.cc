@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 
 #include "ir/onnx_export.h"
 #include "ir/text_parser.h"
@@ -117,6 +118,23 @@ TEST(Allocation, SteadyStateRunOfTheDemoModelAllocatesNothing) {
   EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
 }
 
+TEST(Allocation, SteadyStateSileroChunkAllocatesNothing) {
+  // The production streaming model: a 576-sample chunk (64 of context) with sr compiled in and the
+  // state carried by the session; its shapes specialize on the first run (convs, views, the
+  // one-step LSTM, the decoder).
+  const std::string path = RNNC_MODELS_DIR "/silero_vad_16k_op15.onnx";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing (models/fetch_silero.sh)";
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  options.fixed_inputs["sr"] = {16000};
+  auto model = CompiledModel::load(path, options);
+  Session session = model->new_session({{"stateN", "state"}});
+  std::vector<float> chunk = testing::random_vector(576, 5);
+  const std::vector<NamedTensor> inputs = {
+      {"input", {ElementType::kFloat32, {1, 576}, chunk.data()}}};
+  EXPECT_EQ(count_allocations([&] { session.run(inputs); }, 5), 0) << model->describe();
+}
+
 TEST(Allocation, ViewBlocksBetweenKernelsAllocateNothing) {
   // A MatMul, an Unsqueeze and a Gather as view blocks (lowering/lower_view.h), a Sigmoid: the
   // views alias the MatMul's output, and the executor drops the aliases after each run, so the
@@ -145,6 +163,44 @@ graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
   std::vector<float> x = testing::random_vector(5 * 16, 4);
   const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {5, 16}, x.data()}}};
   EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
+}
+
+TEST(Allocation, AViewAsTheGraphOutputAllocatesNothingAndKeepsEachRunsValues) {
+  // The output is a view (Unsqueeze) of a MatMul's result: the executor copies it into a buffer
+  // the output keeps, so the MatMul recycles its own and the caller's values are the run's.
+  auto text_model = parse_model_text(R"(model opset=13
+graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
+  const %axes: i64[1] = {0}
+  %m = MatMul 'project' (%x, %w)
+  %y = Unsqueeze 'unsqueeze' (%m, %axes)
+  return %y
+})",
+                                     "view_output");
+  Tensor w(DType::kFloat32, {16, 8});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 11);
+  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"), w);
+  const std::string bytes = export_onnx_bytes(*text_model);
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+  ASSERT_NE(model->describe().find("view Unsqueeze"), std::string::npos) << model->describe();
+  Session session = model->new_session();
+  std::vector<float> x = testing::random_vector(5 * 16, 7);
+  const std::vector<NamedTensor> inputs = {{"x", {ElementType::kFloat32, {5, 16}, x.data()}}};
+  EXPECT_EQ(count_allocations([&] { session.run(inputs); }), 0) << model->describe();
+
+  // Each run's output holds that run's product (x[0][k] * w[k][0] summed), not a stale one.
+  for (float scale : {1.0f, -2.0f}) {
+    std::vector<float> scaled(x);
+    for (float& v : scaled) v *= scale;
+    const std::vector<NamedTensor> run_inputs = {
+        {"x", {ElementType::kFloat32, {5, 16}, scaled.data()}}};
+    const auto& outputs = session.run(run_inputs);
+    float expected = 0.0f;
+    for (int k = 0; k < 16; ++k) expected += scaled[static_cast<size_t>(k)] * w.data<float>()[k * 8];
+    EXPECT_EQ(outputs[0].tensor.shape, (std::vector<int64_t>{1, 5, 8}));
+    EXPECT_NEAR(static_cast<const float*>(outputs[0].tensor.data)[0], expected, 1e-5f);
+  }
 }
 
 TEST(Allocation, InPlaceScatterNDAllocatesNothing) {
