@@ -185,7 +185,9 @@ expect_error "streams counts" "--streams expects counts >= 1 separated by commas
   "$rnnc" streams "$demo/lstm_demo.onnx" --streams 2,0
 expect_error "streams needs the time dim bound" "input features: float[seq, batch, 40]: dim 'seq' is not bound: give it with --dim seq=N" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --time-dim frames --seconds 0.1
-expect_ok "streams feeds --input files" "^2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +0 +0 +yes$" \
+# Whether both streams keep up depends on the machine's speed (not under sanitizers): the row is
+# what shows the file's chunks ran.
+expect_ok "streams feeds --input files" "^2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ +(yes|no)$" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --streams 2 \
   --seconds 0.5 --frame-ms 2 --chunk-frames 50
 expect_ok "streams --help" "usage: rnnc streams" "$rnnc" streams --help
