@@ -51,20 +51,29 @@ def fmt_ratio(value):
     return f"{value:.3g}"
 
 
-def weight_traffic_bytes(workload):
-    """Weight bytes a run must read at least: each layer's recurrent matrix once per step (it
-    cannot stay in registers across steps) and its input matrix once (one GEMM over all steps).
-    None for workloads that are not plain recurrent stacks."""
+def stack_matrices(workload):
+    """Per layer and direction of a recurrent stack: (R elements, W elements), or None for
+    workloads that are not plain LSTM/GRU/RNN stacks."""
     cell = workload.get("cell")
     if cell not in ("lstm", "gru", "rnn"):
         return None
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
     hidden, dirs = workload["hidden_size"], 2 if workload.get("bidirectional") else 1
-    total = 0
+    matrices = []
     for layer in range(workload["layers"]):
         inputs = workload["input_size"] if layer == 0 else hidden * dirs
-        total += dirs * 4 * gates * hidden * (hidden * workload["seq"] + inputs)
-    return total
+        matrices += [(gates * hidden * hidden, gates * hidden * inputs)] * dirs
+    return matrices
+
+
+def weight_traffic_bytes(workload):
+    """Weight bytes a run must read at least: each layer's recurrent matrix once per step (it
+    cannot stay in registers across steps) and its input matrix once (one GEMM over all steps).
+    None for workloads that are not plain recurrent stacks."""
+    matrices = stack_matrices(workload)
+    if matrices is None:
+        return None
+    return sum(4 * (r * workload["seq"] + w) for r, w in matrices)
 
 
 def fmt_bytes(size):
@@ -95,28 +104,22 @@ def weight_floor(workload, bounds, meta, weight_bytes, ops_per_us):
       for int8) overlaps W's read: the larger of the two counts.
     The recurrent product's own arithmetic runs on R as it arrives and is not counted. Rates are
     the best call's of the stream set of that level (Machine bounds)."""
-    cell = workload.get("cell")
-    if cell not in ("lstm", "gru", "rnn") or workload.get("batch") != 1:
+    matrices = stack_matrices(workload)
+    if matrices is None or workload.get("batch") != 1:
         return None
-    gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
-    hidden, seq = workload["hidden_size"], workload["seq"]
-    dirs = 2 if workload.get("bidirectional") else 1
+    seq = workload["seq"]
     l2 = meta.get("l2_bytes_per_core") or 2**20
     l3 = meta.get("l3_bytes") or max(
         [m["bytes"] for m in bounds["stream"] if m["level"] == "L3"] or [16 << 20])
-    layers = []
-    for layer in range(workload["layers"]):
-        inputs = workload["input_size"] if layer == 0 else hidden * dirs
-        layers += [(gates * hidden * hidden * weight_bytes, gates * hidden * inputs * weight_bytes,
-                    2 * seq * inputs * gates * hidden)] * dirs
-    total = sum(r + w for r, w, _ in layers)
+    total = sum(weight_bytes * (r + w) for r, w in matrices)
     home = "L2" if total <= l2 else "L3" if total <= l3 else "DRAM"
     home_rate = stream_rate(bounds, home, total)
-    l2_rate = stream_rate(bounds, "L2", l2)
-    if home_rate is None or l2_rate is None:
+    if home_rate is None or stream_rate(bounds, "L2", l2) is None:
         return None
     floor_us = reads_us = 0.0
-    for r, w, ops in layers:
+    for r_elements, w_elements in matrices:
+        r, w = weight_bytes * r_elements, weight_bytes * w_elements
+        ops = 2 * seq * w_elements  # 2·seq·input·gates·H
         kept = min(r, l2)
         rest = r - kept
         rest_rate = stream_rate(bounds, "L3" if r <= l3 else "DRAM", r) or home_rate

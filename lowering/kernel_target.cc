@@ -258,6 +258,11 @@ KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
   return copy;
 }
 
+int64_t host_l2_bytes() {
+  const int64_t bytes = host_cpu().l2_bytes_per_core;
+  return bytes > 0 ? bytes : kDefaultL2Bytes;
+}
+
 KernelTarget kernel_target_for(const CpuFeatureSet& features, const std::string& tune_cpu,
                                const std::string& name, int64_t l2_bytes) {
   KernelTarget target;
@@ -277,8 +282,7 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
   }
   if (name == "host") {
     const HostCpu& cpu = host_cpu();
-    return kernel_target_for(cpu.features, host_tune_cpu(cpu), "host",
-                             cpu.l2_bytes_per_core > 0 ? cpu.l2_bytes_per_core : kDefaultL2Bytes);
+    return kernel_target_for(cpu.features, host_tune_cpu(cpu), "host", host_l2_bytes());
   }
   if (name == "x86-64-v3" || name == "avx2" || name == "x86-64-avx2") {
     return kernel_target_for(x86_64_v3_features(), "", "x86-64-v3");

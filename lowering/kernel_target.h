@@ -87,6 +87,8 @@ CpuFeatureSet sapphire_rapids_features();  // Intel Xeon Sapphire Rapids
 // on (AMD EPYC Zen 4/5: 1 MiB; Intel Xeon Sapphire Rapids: 2 MiB), so code for a portable level
 // never assumes weights stay in an L2 they overflow on the other kind.
 constexpr int64_t kDefaultL2Bytes = int64_t{1} << 20;
+// This CPU's L2 per core (CPUID), or kDefaultL2Bytes when CPUID does not say: the host target's.
+int64_t host_l2_bytes();
 
 // What kernels are compiled for.
 struct KernelTarget {

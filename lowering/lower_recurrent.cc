@@ -986,11 +986,6 @@ ExecutionBlock::SliceLayout RecurrentBlock::batch_slice_layout(const BlockIO& io
   return {run.x, run.y, run.x_seq_stride, run.x_batch_stride, run.y_seq, run.y_batch};
 }
 
-double RecurrentBlock::step_weight_bytes() const {
-  const RecurrentCell& cell = directions_[0].cell;
-  const double bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
-  return bits / 8 * static_cast<double>(cell.gates.size()) * schedule_.padded_hidden *
-         static_cast<double>(hidden_size_);
-}
+double RecurrentBlock::step_weight_bytes() const { return schedule_.step_weight_bytes; }
 
 }  // namespace rnnc

@@ -114,14 +114,7 @@ class NodeConventionBlock : public ExecutionBlock {
   void run_part(BlockIO& io, int part) const override { inner_->run_part(inner_io(io), part); }
   void end_parts(BlockIO& io) const override { inner_->end_parts(inner_io(io)); }
   int64_t batch_slice_unit() const override { return inner_->batch_slice_unit(); }
-  int64_t batch_size(BlockIO& io) const override {
-    BlockIO& inner = inner_io(io);
-    inner.inputs.resize(input_from_.size());
-    for (size_t i = 0; i < input_from_.size(); ++i) {
-      inner.inputs[i] = input_from_[i] >= 0 ? io.inputs[input_from_[i]] : nullptr;
-    }
-    return inner_->batch_size(inner);
-  }
+  int64_t batch_size(BlockIO& io) const override { return inner_->batch_size(inner_inputs(io)); }
   bool begin_batch_slices(BlockIO& io, const int64_t* bounds, int slices) const override {
     const bool ready = inner_->begin_batch_slices(enter(io), bounds, slices);
     leave(io);
@@ -156,14 +149,19 @@ class NodeConventionBlock : public ExecutionBlock {
     if (!io.state || !dynamic_cast<State*>(io.state.get())) io.state = std::make_unique<State>();
     return static_cast<State&>(*io.state).inner;
   }
-  // Hands the block's inputs, workspace and recyclable outputs to the inner block's slots.
-  BlockIO& enter(BlockIO& io) const {
+  // Points the inner block's input slots at the block's inputs.
+  BlockIO& inner_inputs(BlockIO& io) const {
     BlockIO& inner = inner_io(io);
-    inner.workspace = io.workspace;
     inner.inputs.resize(input_from_.size());
     for (size_t i = 0; i < input_from_.size(); ++i) {
       inner.inputs[i] = input_from_[i] >= 0 ? io.inputs[input_from_[i]] : nullptr;
     }
+    return inner;
+  }
+  // Hands the block's inputs, workspace and recyclable outputs to the inner block's slots.
+  BlockIO& enter(BlockIO& io) const {
+    BlockIO& inner = inner_inputs(io);
+    inner.workspace = io.workspace;
     inner.outputs.resize(node_.num_outputs());
     for (size_t i = 0; i < io.outputs.size() && i < output_slot_.size(); ++i) {
       inner.outputs[output_slot_[i]] = std::move(io.outputs[i]);

@@ -162,9 +162,9 @@ namespace {
 //   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
 //   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
 //   operands byte by byte (vpinsrb). A W larger than the target's L2 per core (read from L3 or
-//   DRAM at every call) takes
-//   16 x 1 tiles with the next panel prefetched instead: 6-row tiles fetch each panel in their
-//   first row tile and leave memory idle in the others (docs/lowering.md "Streamed weights").
+//   DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 6-row tiles
+//   fetch each panel in their first row tile and leave memory idle in the others
+//   (docs/lowering.md "Streamed weights").
 //   The measurements behind each choice: docs/measurements.md, "Schedule tables".
 struct ScheduleRow {
   int vector_width;
@@ -243,14 +243,14 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
     schedule.gemm_rows = row->streamed_rows;
   }
   const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
-  const double step_bytes =
+  schedule.step_weight_bytes =
       weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);
-  // An R over L2 is streamed from L3 or DRAM for hundreds of microseconds per step: its tiles
-  // become a parallel loop, so with a second thread free (a model of 2+ threads whose other
-  // blocks are idle) both cores' bandwidth and caches serve it. A smaller step is too short for
-  // a parallel loop's hand-off to pay.
-  schedule.parallel_tiles =
-      step_bytes > l2_bytes && schedule.padded_hidden / schedule.hidden_tile >= 4;
+  // An R over L2 is streamed from L3 or DRAM at every step: its tiles become a parallel loop, so
+  // with a second thread free (a model of 2+ threads whose other blocks are idle) both cores'
+  // bandwidth and caches serve it. A smaller step is too short for a parallel loop's hand-off to
+  // pay.
+  schedule.parallel_tiles = schedule.step_weight_bytes > l2_bytes &&
+                            schedule.padded_hidden / schedule.hidden_tile >= 4;
   return schedule;
 }
 

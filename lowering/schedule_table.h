@@ -118,11 +118,12 @@ struct RecurrentSchedule {
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
-  // The projection's weights stream from L3 or DRAM (over 1 MiB at their storage width): tiles
-  // of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once per 6-row
-  // tile, and the next panel is prefetched while this one is multiplied.
+  // The projection's weights stream from L3 or DRAM (over the target's L2 at their storage
+  // width): tiles of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once
+  // per 6-row tile, and the next panel is prefetched while this one is multiplied.
   bool stream_weights = false;
-  bool parallel_tiles = false;  // R above ~1 MiB: the step's hidden tiles are a parallel loop
+  double step_weight_bytes = 0;  // R at its storage width: what every step reads
+  bool parallel_tiles = false;   // R above the target's L2: the step's hidden tiles run in parallel
   bool single_entry = false;    // the step runs batch_size 1 only (its batch extent is 1)
   // The runtime may pass the step views that walk the hidden tiles backwards (negative tile-dim
   // strides) on alternate steps, so a step starts on the R tiles the previous one read last.

@@ -21,16 +21,11 @@ int forced_split() {
 
 }  // namespace
 
-int64_t l2_cache_bytes() {
-  const int64_t bytes = host_cpu().l2_bytes_per_core;
-  return bytes > 0 ? bytes : kDefaultL2Bytes;
-}
-
 int batch_slices(int64_t batch, int64_t unit, double step_weight_bytes, int threads,
                  int64_t* bounds) {
   const int forced = forced_split();
   if (threads < 2 || unit < 1 || forced == 0) return 0;
-  if (forced < 0 && step_weight_bytes > static_cast<double>(l2_cache_bytes())) return 0;
+  if (forced < 0 && step_weight_bytes > static_cast<double>(host_l2_bytes())) return 0;
   if (forced == 1) unit = 1;
   const int64_t min_entries = forced == 1 ? 2 : std::max<int64_t>(2, kMinSliceUnits * unit);
   // Slice boundaries on whole tiles: units split as evenly as they go.

@@ -22,15 +22,12 @@ constexpr int64_t kMinSliceUnits = 1;
 // At most this many slices (one per thread).
 constexpr int kMaxSlices = 64;
 
-// This CPU's L2 per core in bytes (CPUID, as the host's schedule class reads it; kDefaultL2Bytes
-// when CPUID does not say).
-int64_t l2_cache_bytes();
-
 // How many slices (0: do not split) a run of `batch` entries takes on `threads` threads, for
 // blocks whose step tile is `unit` entries and whose largest R is `step_weight_bytes`; writes
 // slices + 1 entries of bounds (room for kMaxSlices + 1), slice i = [bounds[i], bounds[i + 1]),
-// each a multiple of `unit` entries but the last. RNNC_BATCH_SPLIT=0 never splits, =1 splits whenever every slice can
-// have 2 entries (for experiments and tests).
+// each a multiple of `unit` entries but the last. An R over this CPU's L2 per core
+// (host_l2_bytes) never splits. RNNC_BATCH_SPLIT=0 never splits, =1 splits whenever every slice
+// can have 2 entries (for experiments and tests).
 int batch_slices(int64_t batch, int64_t unit, double step_weight_bytes, int threads,
                  int64_t* bounds);
 

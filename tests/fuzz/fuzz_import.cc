@@ -1,7 +1,7 @@
 // libFuzzer target for the parsers that read untrusted bytes: ONNX models (import + inference +
 // text form), TensorProto, SequenceProto and OptionalProto .pb files and .npy files. The first
-// byte picks the parser. Any
-// rnnc::Error is an acceptable outcome; a crash, hang, leak or sanitizer report is a bug.
+// byte picks the parser. Any rnnc::Error is an acceptable outcome; a crash, hang, leak or
+// sanitizer report is a bug.
 //
 // Built by scripts/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined); the same entry point
 // is replayed on deterministic mutations in the regular test suite (tests/unit/fuzz_replay_test.cc).

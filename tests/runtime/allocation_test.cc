@@ -74,6 +74,21 @@ long count_allocations(const std::function<void()>& body, int warmup = 3, int ru
   return allocations.load();
 }
 
+// A model from IR text whose %w input (f32[16, 8]) becomes a constant, loaded as a user loads
+// ONNX bytes, and its weights.
+std::shared_ptr<const CompiledModel> load_with_weights(const std::string& text,
+                                                       const std::string& name, Tensor* weights) {
+  auto text_model = parse_model_text(text, name);
+  Tensor w(DType::kFloat32, {16, 8});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 13);
+  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"), w);
+  const std::string bytes = export_onnx_bytes(*text_model);
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  if (weights) *weights = w;
+  return CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+}
+
 TEST(Allocation, CounterSeesAllocations) {
   // The interposition works: a vector's allocation is counted.
   const long seen = count_allocations([] { std::vector<int> v(100); v[0] = 1; }, 0, 5);
@@ -139,7 +154,7 @@ TEST(Allocation, ViewBlocksBetweenKernelsAllocateNothing) {
   // A MatMul, an Unsqueeze and a Gather as view blocks (lowering/lower_view.h), a Sigmoid: the
   // views alias the MatMul's output, and the executor drops the aliases after each run, so the
   // MatMul still recycles its output in place.
-  auto text_model = parse_model_text(R"(model opset=13
+  auto model = load_with_weights(R"(model opset=13
 graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
   const %axes: i64[1] = {0}
   const %index: i64[] = {0}
@@ -149,14 +164,7 @@ graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
   %y = Sigmoid 'sigmoid' (%g)
   return %y
 })",
-                                     "views");
-  Tensor w(DType::kFloat32, {16, 8});
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 13);
-  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"), w);
-  const std::string bytes = export_onnx_bytes(*text_model);
-  ModelOptions options;
-  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+                                 "views", nullptr);
   ASSERT_NE(model->describe().find("view Unsqueeze"), std::string::npos) << model->describe();
   ASSERT_NE(model->describe().find("view Gather"), std::string::npos) << model->describe();
   Session session = model->new_session();
@@ -168,21 +176,15 @@ graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
 TEST(Allocation, AViewAsTheGraphOutputAllocatesNothingAndKeepsEachRunsValues) {
   // The output is a view (Unsqueeze) of a MatMul's result: the executor copies it into a buffer
   // the output keeps, so the MatMul recycles its own and the caller's values are the run's.
-  auto text_model = parse_model_text(R"(model opset=13
+  Tensor w;
+  auto model = load_with_weights(R"(model opset=13
 graph main(%x: f32[seq, 16], %w: f32[16, 8]) {
   const %axes: i64[1] = {0}
   %m = MatMul 'project' (%x, %w)
   %y = Unsqueeze 'unsqueeze' (%m, %axes)
   return %y
 })",
-                                     "view_output");
-  Tensor w(DType::kFloat32, {16, 8});
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 11);
-  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"), w);
-  const std::string bytes = export_onnx_bytes(*text_model);
-  ModelOptions options;
-  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+                                 "view_output", &w);
   ASSERT_NE(model->describe().find("view Unsqueeze"), std::string::npos) << model->describe();
   Session session = model->new_session();
   std::vector<float> x = testing::random_vector(5 * 16, 7);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/kernel_target.h"
 #include "runtime/batch_split.h"
 #include "tests/runtime/test_models.h"
 
@@ -43,7 +44,7 @@ TEST(BatchSplitRule, KeepsAtLeastOneStepTileAndTwoEntriesPerSlice) {
 
 TEST(BatchSplitRule, NeverSplitsOneThreadOrAStepWhoseWeightsExceedL2) {
   EXPECT_TRUE(slices_of(64, 4, 256 << 10, 1).empty());
-  EXPECT_TRUE(slices_of(64, 4, 2.0 * static_cast<double>(l2_cache_bytes()), 2).empty());
+  EXPECT_TRUE(slices_of(64, 4, 2.0 * static_cast<double>(host_l2_bytes()), 2).empty());
 }
 
 // ---- runs --------------------------------------------------------------------------------------
