@@ -13,10 +13,10 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
     if (dim < 0) raise_invalid_input(cat("negative dimension ", dim, " in a tensor shape"));
-    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) {
+    // The overflow check without a division: tensors are counted on every block's run.
+    if (__builtin_mul_overflow(count, dim, &count)) {
       raise_invalid_input("tensor element count overflows int64");
     }
-    count *= dim;
   }
   return count;
 }

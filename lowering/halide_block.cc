@@ -40,10 +40,10 @@ halide_type_t runtime_type(DType dtype) {
   return {};
 }
 
-// Fills `buffer` with the view of `tensor`. out_shape: the run's output shape, for the dims the
-// view aligns to it.
-void bind_view(const Tensor& tensor, const OperandView& view, const std::vector<int64_t>& out_shape,
-               const std::string& context, halide_buffer_t& buffer, halide_dimension_t* dims) {
+// Fills `dims` with the Halide dims of the view of `tensor`, checking that it broadcasts to the
+// run's output shape `out_shape` (for the dims the view aligns to it).
+void bind_dims(const Tensor& tensor, const OperandView& view, const std::vector<int64_t>& out_shape,
+               const std::string& context, halide_dimension_t* dims) {
   const std::vector<int64_t>& shape = tensor.shape();
   for (size_t i = 0; i < view.size(); ++i) {
     const ViewDim& dim = view[i];
@@ -71,11 +71,6 @@ void bind_view(const Tensor& tensor, const OperandView& view, const std::vector<
                " is too large for 32-bit Halide indexing");
     dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
   }
-  buffer = halide_buffer_t();
-  buffer.host = static_cast<uint8_t*>(const_cast<void*>(tensor.raw_data()));
-  buffer.type = runtime_type(tensor.dtype());
-  buffer.dimensions = static_cast<int32_t>(view.size());
-  buffer.dim = dims;
 }
 
 }  // namespace
@@ -273,13 +268,28 @@ void HalideBlock::check_limits() const {
 }
 
 namespace {
-// A session's last checked argument shapes and the output shape they gave (HalideBlock::run).
+// A session's last checked argument shapes, the output shape they gave, and the Halide dims of
+// every buffer argument (the output's after them) and the extent parameters over those shapes
+// (HalideBlock::run).
 struct ShapeMemo : BlockRunState {
   bool valid = false;
   std::vector<std::vector<int64_t>> argument_shapes;
   std::vector<DType> argument_types;
   std::vector<int64_t> output_shape;
+  std::array<std::array<halide_dimension_t, kMaxViewDims>, kMaxArguments + 1> dims;
+  std::array<int32_t, kMaxExtentParams> extents;
+  bool bound = false;  // dims and extents hold the binding of these shapes
 };
+
+// The Halide buffer of `tensor` over dims bound by bind_dims.
+halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view, halide_dimension_t* dims) {
+  halide_buffer_t buffer = {};
+  buffer.host = static_cast<uint8_t*>(const_cast<void*>(tensor.raw_data()));
+  buffer.type = runtime_type(tensor.dtype());
+  buffer.dimensions = static_cast<int32_t>(view.size());
+  buffer.dim = dims;
+  return buffer;
+}
 }  // namespace
 
 void HalideBlock::run(BlockIO& io) const {
@@ -310,7 +320,9 @@ void HalideBlock::run(BlockIO& io) const {
            tensors[a].shape() == memo.argument_shapes[a];
   }
   if (!same) {
+    // Checks and binds the shapes once; a run with the same shapes only sets the data pointers.
     memo.valid = false;
+    memo.bound = false;
     memo.output_shape = output_shape_(tensors);  // throws for bad shapes: memo stays invalid
     memo.argument_shapes.resize(tensors.size());
     memo.argument_types.resize(tensors.size());
@@ -326,21 +338,27 @@ void HalideBlock::run(BlockIO& io) const {
   const Tensor& result = io.outputs[0];
   if (result.numel() > 0) {
     std::array<halide_buffer_t, kMaxArguments + 1> buffers;
-    std::array<std::array<halide_dimension_t, kMaxViewDims>, kMaxArguments + 1> dims;
-    std::array<int32_t, kMaxExtentParams> extents;
     std::array<void*, kMaxArguments + kMaxExtentParams + 2> args;
     size_t count = 0;
+    // The dims depend on the shapes alone, which the memo holds: bound once per shape (bind_dims
+    // checks them), after which a run only sets the data pointers.
+    if (!memo.bound) {
+      for (size_t a = 0; a < arguments_.size(); ++a) {
+        bind_dims(tensors[a], arguments_[a].view, shape, context_, memo.dims[a].data());
+      }
+      bind_dims(result, output_view_, shape, context_, memo.dims[arguments_.size()].data());
+      for (size_t e = 0; e < extent_params_.size(); ++e) {
+        memo.extents[e] = static_cast<int32_t>(shape.at(static_cast<size_t>(extent_params_[e])));
+      }
+      memo.bound = true;
+    }
     for (size_t a = 0; a < arguments_.size(); ++a) {
-      bind_view(tensors[a], arguments_[a].view, result.shape(), context_, buffers[a],
-                dims[a].data());
+      buffers[a] = buffer_over(tensors[a], arguments_[a].view, memo.dims[a].data());
       args[count++] = &buffers[a];
     }
-    for (size_t e = 0; e < extent_params_.size(); ++e) {
-      extents[e] = static_cast<int32_t>(result.shape().at(static_cast<size_t>(extent_params_[e])));
-      args[count++] = &extents[e];
-    }
+    for (size_t e = 0; e < extent_params_.size(); ++e) args[count++] = &memo.extents[e];
     halide_buffer_t& out = buffers[arguments_.size()];
-    bind_view(result, output_view_, result.shape(), context_, out, dims[arguments_.size()].data());
+    out = buffer_over(result, output_view_, memo.dims[arguments_.size()].data());
     args[count++] = &out;
     int32_t overflow[4] = {};
     halide_dimension_t overflow_dim = {0, 4, 1, 0};

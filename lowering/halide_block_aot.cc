@@ -35,7 +35,7 @@ std::pair<int, int> halide_code(DType dtype) {
   raise_unsupported(cat("ahead-of-time export: no Halide buffer type for ", dtype_name(dtype)));
 }
 
-// The rn_bind call for `view` over a tensor of `shape` (mirrors bind_view in halide_block.cc):
+// The rn_bind call for `view` over a tensor of `shape` (mirrors bind_dims in halide_block.cc):
 // per dim {extent, stride, output extent, check}, check 0 none, 1 equal to the output's, 2 a
 // broadcast (extent 1), 3 full or broadcast by stride 0 (decided at run time).
 std::string bind_call(const std::string& buffer, const std::string& dims, const std::string& host,

@@ -8,6 +8,7 @@
 #include "ir/quantization.h"
 #include "lowering/halide_block.h"
 #include "lowering/layout.h"
+#include "lowering/lower_dft_conv.h"
 #include "lowering/lower_dense_quant.h"
 #include "lowering/lower_reduce.h"
 #include "lowering/schedule_table.h"
@@ -675,6 +676,10 @@ ConvImages conv_images(const HalideBlock& spec, const ConvArguments& arguments,
 
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache) {
   const Node& root = *group.root;
+  // An STFT written as a Conv (a DFT basis for weights) alone in its group: two short DFTs.
+  if (group.sink == &root) {
+    if (std::unique_ptr<ExecutionBlock> block = lower_dft_conv(root, cache)) return block;
+  }
   const Value* x = root.input(0);
   const Value* w = root.input(1);
   const Value* bias = root.input(2);

@@ -21,9 +21,24 @@ struct View {
   int64_t offset = 0;
 };
 
+// A session's last located view and the input shape and dtype it was located for (used when
+// the view's other operands are constants, so the shape alone decides it).
+struct ViewMemo : BlockRunState {
+  bool valid = false;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> input_shape;
+  View view;
+};
+
 class ViewBlock : public ExecutionBlock {
  public:
-  explicit ViewBlock(const Node& node) : node_(node) {}
+  explicit ViewBlock(const Node& node) : node_(node) {
+    constant_operands_ = true;
+    for (size_t i = 1; i < node_.num_inputs(); ++i) {
+      const Value* operand = node_.input(i);
+      if (operand && (!operand->is_constant() || operand->is_graph_input())) constant_operands_ = false;
+    }
+  }
 
   std::string kind() const override { return "view " + node_.op_type(); }
   bool aliases_input() const override { return true; }
@@ -34,7 +49,7 @@ class ViewBlock : public ExecutionBlock {
     RNNC_CHECK(operands[0], kind(), " block has no data input");
     io.outputs.resize(1);
     View view;
-    if (!locate(operands, view)) {
+    if (!locate_memoized(io, operands, view)) {
       std::vector<const Tensor*> node_inputs;
       for (size_t i = 0; i < node_.num_inputs(); ++i) node_inputs.push_back(input_tensor(io, node_.input(i)));
       std::vector<Tensor> results =
@@ -135,6 +150,26 @@ class ViewBlock : public ExecutionBlock {
  private:
   // The view of operands[0] this node's operands ask for; false when the node is invalid for
   // them or the result is not one contiguous range (the reference kernel then decides).
+  // locate(), reusing this session's last result when the input's shape and dtype repeat and
+  // the other operands are constants.
+  bool locate_memoized(BlockIO& io, const Tensor* const* operands, View& view) const {
+    if (!constant_operands_) return locate(operands, view);
+    if (!io.state || !dynamic_cast<ViewMemo*>(io.state.get())) io.state = std::make_unique<ViewMemo>();
+    ViewMemo& memo = static_cast<ViewMemo&>(*io.state);
+    const Tensor& input = *operands[0];
+    if (memo.valid && memo.dtype == input.dtype() && memo.input_shape == input.shape()) {
+      view = memo.view;
+      return true;
+    }
+    memo.valid = false;
+    if (!locate(operands, view)) return false;
+    memo.dtype = input.dtype();
+    memo.input_shape = input.shape();
+    memo.view = view;
+    memo.valid = true;
+    return true;
+  }
+
   bool locate(const Tensor* const* operands, View& view) const {
     const Tensor& input = *operands[0];
     if (input.dtype() == DType::kString || input.rank() > static_cast<int64_t>(kMaxRank)) return false;
@@ -242,6 +277,7 @@ class ViewBlock : public ExecutionBlock {
   }
 
   const Node& node_;
+  bool constant_operands_ = true;  // every input after the data is a constant (not a graph input)
 };
 
 }  // namespace

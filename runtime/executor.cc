@@ -235,6 +235,9 @@ Executor::ContextPtr Executor::build_context() const {
         RNNC_TSAN_ACQUIRE(raw);
         for (size_t p : blocks_[b].predecessors) RNNC_TSAN_ACQUIRE(&raw->io[p]);
         if (!raw->failed.load()) {
+          // A node runs on whichever arena thread takes it: the run's mode is set there too
+          // (the sequential plans set it once per run, in run()).
+          ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
           try {
             run_block(*raw, b);
           } catch (...) {
@@ -361,8 +364,6 @@ void Executor::return_outputs(Context& context, size_t b) const {
 }
 
 void Executor::run_block(Context& context, size_t b) const {
-  // A flow-graph node runs on whichever arena thread takes it: set the mode there too.
-  ScopedFpMode fp_mode(ScopedFpMode::run_mode(flush_denormals_));
   const ExecutionBlock& block = *program_.blocks()[b];
   // With threads to spare, a block's batch entries may run as slices on the model's arena
   // (a bidirectional layer's directions already fill two threads).

@@ -849,6 +849,87 @@ graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
 
 // ---- what falls back ---------------------------------------------------------------------------
 
+// ---- Conv with a DFT basis (lower_dft_conv.h) --------------------------------------------------
+
+// The weights of an STFT written as a Conv: B = N / 2 + 1 rows w[n] cos(2 pi m n / N), then B rows
+// -w[n] sin(2 pi m n / N), as Silero VAD exports it.
+Tensor dft_basis(const std::vector<double>& window) {
+  const int64_t n = static_cast<int64_t>(window.size()), bins = n / 2 + 1;
+  Tensor w(DType::kFloat32, {2 * bins, 1, n});
+  for (int64_t m = 0; m < bins; ++m) {
+    for (int64_t k = 0; k < n; ++k) {
+      const double phase = 2 * M_PI * static_cast<double>(m * k % n) / static_cast<double>(n);
+      w.data<float>()[m * n + k] = static_cast<float>(window[static_cast<size_t>(k)] * std::cos(phase));
+      w.data<float>()[(bins + m) * n + k] =
+          static_cast<float>(-window[static_cast<size_t>(k)] * std::sin(phase));
+    }
+  }
+  return w;
+}
+
+std::vector<double> hann(int64_t n) {
+  std::vector<double> window;
+  for (int64_t k = 0; k < n; ++k) window.push_back(0.5 - 0.5 * std::cos(2 * M_PI * k / n));
+  return window;
+}
+
+// Tolerance: the two short DFTs sum each bin in a different order than the direct product (and
+// over the exact basis, which the float weights round by 6e-8 relative), so the result differs
+// like two float sums of N terms: summed(N), as the direct convolution's own check.
+TEST(LoweringDftConv, AWindowedDftBasisRunsAsTwoShortTransforms) {
+  struct Config {
+    std::vector<double> window;
+    int64_t hop;
+    std::vector<int64_t> lengths;
+  };
+  std::vector<double> random_window;
+  std::mt19937 generator(5);
+  for (int k = 0; k < 48; ++k) random_window.push_back(std::uniform_real_distribution<>(0, 1)(generator));
+  const std::vector<Config> configs = {
+      {hann(256), 128, {640, 256, 700}},               // Silero's: 16 x 16, 4 frames
+      {std::vector<double>(64, 1.0), 16, {64, 129}},   // a rectangular window
+      {random_window, 48, {96, 150}},                  // N = 48: factors 16 x 3 or 8 x 6
+  };
+  for (HalideCache* cache : {&host_cache(), &avx2_cache()}) {
+    for (const Config& config : configs) {
+      const int64_t n = static_cast<int64_t>(config.window.size());
+      SCOPED_TRACE(::testing::Message() << "N=" << n << " on " << cache->target().to_string());
+      Case c;
+      c.node("Conv", {c.input("x", {2, 1, sym("time")}), c.constant("w", dft_basis(config.window))},
+             {{"strides", Attribute::of_ints({config.hop})}});
+      EXPECT_EQ(c.lower(*cache).kind().rfind("halide dft conv [N=" + std::to_string(n), 0), 0u)
+          << c.lower(*cache).kind();
+      for (int64_t length : config.lengths) {
+        SCOPED_TRACE(length);
+        c.expect_matches({{"x", random_tensor({2, 1, length}, 7)}}, summed(n), *cache);
+      }
+    }
+  }
+}
+
+TEST(LoweringDftConv, AnythingElseRunsAsTheDirectConvolution) {
+  auto kind_of = [](Tensor w, const std::map<std::string, Attribute>& attributes, bool bias) {
+    Case c;
+    std::vector<Value*> inputs = {c.input("x", {1, 1, 300}), c.constant("w", w)};
+    if (bias) inputs.push_back(c.constant("b", random_tensor({w.dim(0)}, 2)));
+    c.node("Conv", inputs, attributes);
+    c.expect_matches({{"x", random_tensor({1, 1, 300}, 7)}}, summed(w.dim(2)));
+    return c.lower().kind();
+  };
+  const std::map<std::string, Attribute> hop = {{"strides", Attribute::of_ints({64})}};
+  const Tensor basis = dft_basis(hann(64));
+  EXPECT_EQ(kind_of(basis, hop, false).rfind("halide dft conv", 0), 0u);
+  Tensor off = basis.clone();
+  off.data<float>()[5 * 64 + 7] += 1e-4f;  // one weight off the basis by 1e-4 of the largest
+  EXPECT_EQ(kind_of(off, hop, false).rfind("halide conv", 0), 0u);
+  EXPECT_EQ(kind_of(basis, hop, true).rfind("halide conv", 0), 0u);  // a bias
+  EXPECT_EQ(kind_of(basis, {{"strides", Attribute::of_ints({64})}, {"pads", Attribute::of_ints({2, 2})}},
+                    false)
+                .rfind("halide conv", 0),
+            0u);
+  EXPECT_EQ(kind_of(random_tensor({66, 1, 64}, 3), hop, false).rfind("halide conv", 0), 0u);
+}
+
 // ---- ConvTranspose -----------------------------------------------------------------------------
 // Tolerance summed(C/group * taps): each output sums at most that many products (the taps that
 // fall between input positions add exact zeros, which round nothing).
