@@ -159,40 +159,65 @@ class CopyBlock : public ExecutionBlock {
 
 // ---- Slice ----------------------------------------------------------------------------------
 
+// The plan of a Slice of an input of `shape` whose starts, ends, axes and steps are
+// operands[1..4] (axes and steps may be null); false when they are not usable integers.
+bool make_slice_plan(const Tensor* const* operands, const int64_t* shape, int64_t rank,
+                     rn_slice_plan& plan) {
+  if (rank > static_cast<int64_t>(kMaxRank)) return false;
+  int64_t starts[kMaxRank], ends[kMaxRank], axes[kMaxRank], steps[kMaxRank];
+  size_t n = 0, count = 0;
+  if (!operands[1] || !operands[2] || !read_ints(*operands[1], starts, kMaxRank, n) ||
+      !read_ints(*operands[2], ends, kMaxRank, count) || count != n) {
+    return false;
+  }
+  if (operands[3]) {
+    if (!read_ints(*operands[3], axes, kMaxRank, count) || count != n) return false;
+  } else {
+    for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int64_t>(i);
+  }
+  if (operands[4]) {
+    if (!read_ints(*operands[4], steps, kMaxRank, count) || count != n) return false;
+  } else {
+    std::fill_n(steps, n, 1);
+  }
+  if (!normalize_axes(axes, n, rank)) return false;
+  return rn_slice_plan_make(&plan, static_cast<int>(rank), shape, static_cast<int>(n), starts,
+                            ends, axes, steps) != 0;
+}
+
+// A window that is one contiguous run of its input (every axis before the first one it keeps
+// more than one position of has one position, every axis after it is whole).
+bool contiguous(const rn_slice_plan& plan) {
+  return plan.numel > 0 && plan.merged == 1 && plan.walks[0] == 1;
+}
+
 class SliceBlock : public CopyBlock {
  public:
-  using CopyBlock::CopyBlock;
+  // view: the graph fixes the input's shape and its constant operands select one contiguous run
+  // of it (slice_is_a_view), so the output aliases the input instead of copying it.
+  SliceBlock(const Node& node, bool view) : CopyBlock(node), view_(view) {}
+
+  std::string kind() const override { return view_ ? "view Slice" : "copy Slice"; }
+  bool aliases_input() const override { return view_; }
 
  protected:
   bool copy(const Tensor* const* operands, BlockIO& io) const override {
     const Tensor& input = *operands[0];
     const int64_t rank = input.rank();
-    if (rank > static_cast<int64_t>(kMaxRank) || !copyable(input.dtype())) return false;
-    int64_t starts[kMaxRank], ends[kMaxRank], axes[kMaxRank], steps[kMaxRank];
-    size_t n = 0, count = 0;
-    if (!operands[1] || !operands[2] || !read_ints(*operands[1], starts, kMaxRank, n) ||
-        !read_ints(*operands[2], ends, kMaxRank, count) || count != n) {
-      return false;
-    }
-    if (operands[3]) {
-      if (!read_ints(*operands[3], axes, kMaxRank, count) || count != n) return false;
-    } else {
-      for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int64_t>(i);
-    }
-    if (operands[4]) {
-      if (!read_ints(*operands[4], steps, kMaxRank, count) || count != n) return false;
-    } else {
-      std::fill_n(steps, n, 1);
-    }
-    if (!normalize_axes(axes, n, rank)) return false;
+    if (!copyable(input.dtype())) return false;
     rn_slice_plan plan;
-    if (!rn_slice_plan_make(&plan, static_cast<int>(rank), input.shape().data(),
-                            static_cast<int>(n), starts, ends, axes, steps)) {
-      return false;
+    if (!make_slice_plan(operands, input.shape().data(), rank, plan)) return false;
+    Tensor& out = io.outputs[0];
+    // A caller's output buffer (a writable borrow) is filled; else a view is the alias.
+    const bool caller_buffer = out.borrowed() && out.exclusive() &&
+                               out.reusable_as(input.dtype(), plan.shape, static_cast<size_t>(rank));
+    if (view_ && !caller_buffer && contiguous(plan)) {
+      out.alias(input, plan.base, plan.shape, static_cast<size_t>(rank));
+      return true;
     }
-    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(rank));
+    Tensor::recycle(out, input.dtype(), plan.shape, static_cast<size_t>(rank));
     rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
-                  io.outputs[0].raw_data());
+                  out.raw_data());
     return true;
   }
 
@@ -231,6 +256,9 @@ class SliceBlock : public CopyBlock {
                cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
                    writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
   }
+
+ private:
+  bool view_;
 };
 
 // ---- Pad ------------------------------------------------------------------------------------
@@ -473,6 +501,28 @@ class ScatterNDBlock : public CopyBlock {
   }
 };
 
+// Whether a Slice's window is one contiguous run of its input for every run: the input's shape
+// is static and starts, ends, axes and steps are constants.
+bool slice_is_a_view(const Node& node) {
+  const Value* data = node.input(0);
+  if (!data->type.shape || !copyable(data->type.dtype)) return false;
+  std::vector<int64_t> shape;
+  for (const Dim& dim : *data->type.shape) {
+    if (!dim.is_known()) return false;
+    shape.push_back(dim.value());
+  }
+  const Tensor* operands[kMaxOperands] = {};
+  for (size_t i = 1; i < node.num_inputs(); ++i) {
+    const Value* value = node.input(i);
+    if (!value) continue;
+    if (!value->is_constant() || value->is_graph_input()) return false;
+    operands[i] = value->constant().get();
+  }
+  rn_slice_plan plan;
+  return make_slice_plan(operands, shape.data(), static_cast<int64_t>(shape.size()), plan) &&
+         contiguous(plan);
+}
+
 }  // namespace
 
 std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes) {
@@ -492,7 +542,7 @@ std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes
     raise_unsupported(cat(node.op_type(), " this copy block does not handle"));
   }
   if (scatter) return std::make_unique<ScatterNDBlock>(node);
-  if (slice) return std::make_unique<SliceBlock>(node);
+  if (slice) return std::make_unique<SliceBlock>(node, slice_is_a_view(node));
   const std::string mode = node.attr_string("mode", "constant");
   const int pad_mode = mode == "constant"  ? RN_PAD_CONSTANT
                        : mode == "edge"    ? RN_PAD_EDGE

@@ -4,7 +4,10 @@
 // kernels' per-element offset lists multiply).
 //
 //   Slice: the output is a strided window of the input; axes whose windows are contiguous merge,
-//          so a slice along an outer axis is one memcpy per outer row.
+//          so a slice along an outer axis is one memcpy per outer row. When the graph fixes the
+//          input's shape and the operands are constants that select one contiguous run (Silero's
+//          real and imaginary halves of its STFT), the block is a view: its output aliases the
+//          input (ExecutionBlock::aliases_input, as lower_view.h), no copy.
 //   Pad:   per axis, a table maps each output position to its input position (or to the fill)
 //          following the mode; the interior of every output row is one memcpy, the border is read
 //          through the table. Modes constant, edge, reflect and wrap.

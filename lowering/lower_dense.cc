@@ -759,11 +759,19 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     Var iw("iw"), ih("ih"), ic("ic"), ib("ib");
     Expr in_w = x_image.dim(0).extent(), in_h = x_image.dim(1).extent();
     Expr channels = x_image.dim(2).extent();
+    // Without pads and groups no tap or channel leaves the input: the taps read it in place
+    // (padded is inlined), with no copy and no zeroing per call.
+    bool unpadded = groups == 1;
+    for (const ConvAxis& axis : axes) unpadded = unpadded && axis.pad_begin == 0 && axis.pad_end == 0;
     Func padded("padded");
     RDom interior(0, in_w, 0, in_h, "interior");
-    padded(iw, ih, ic, ib) = 0.f;
-    padded(interior.x, interior.y, ic, ib) =
-        x_image(interior.x, interior.y, Halide::clamp(ic, 0, channels - 1), ib);
+    if (unpadded) {
+      padded(iw, ih, ic, ib) = x_image(iw, ih, ic, ib);
+    } else {
+      padded(iw, ih, ic, ib) = 0.f;
+      padded(interior.x, interior.y, ic, ib) =
+          x_image(interior.x, interior.y, Halide::clamp(ic, 0, channels - 1), ib);
+    }
     RDom r(0, static_cast<int>(ax_w.kernel), 0, static_cast<int>(ax_h.kernel), 0,
            static_cast<int>(group_channels), "r");
     auto weight_at = [&](Expr channel, Expr c, Expr ky, Expr kx) {
@@ -807,7 +815,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     };
 
     schedule_conv_tiles(out, prod, r, vars, schedule, out_channels);
-    schedule_padded();
+    if (!unpadded) schedule_padded();
     pin_static_extents();
     built.output = out;
     return built;

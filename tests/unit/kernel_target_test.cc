@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -202,12 +204,36 @@ struct KernelCase {
   std::string config;
 };
 
-// One model per kernel kind: GEMM with epilogue, conv, ConvTranspose (channels and positions
-// vectorized, strided and not), CumSum (float and integer scans), STFT and DFT (GEMMs against
-// their transform matrices), Resize (linear, cubic, nearest), elementwise, reductions and softmax,
+// An STFT written as a Conv of 16-sample frames, hop 4: its weights the windowed DFT basis
+// (lower_dft_conv.h), so the Conv runs as two short DFTs.
+std::string dft_conv_case() {
+  const int n = 16, bins = n / 2 + 1;
+  std::string values;
+  for (int part = 0; part < 2; ++part) {
+    for (int m = 0; m < bins; ++m) {
+      for (int k = 0; k < n; ++k) {
+        const double window = 0.5 - 0.5 * std::cos(2 * M_PI * k / n);
+        const double phase = 2 * M_PI * ((m * k) % n) / n;
+        const double value = part == 0 ? window * std::cos(phase) : -window * std::sin(phase);
+        char text[32];
+        std::snprintf(text, sizeof text, "%.9g", value);
+        values += cat(values.empty() ? "" : ", ", text);
+      }
+    }
+  }
+  return cat("model opset=17\ngraph main(%x: f32[1, 1, samples]) {\n  const %w: f32[", 2 * bins,
+             ", 1, ", n, "] = {", values, "}\n  %y = Conv 'stft_conv' (%x, %w) {strides=[4]}\n",
+             "  return %y\n}");
+}
+
+// One model per kernel kind: GEMM with epilogue, conv, a DFT-basis conv, ConvTranspose (channels
+// and positions vectorized, strided and not), CumSum (float and integer scans), STFT and DFT
+// (GEMMs against their transform matrices), Resize (linear, cubic, nearest), elementwise,
+// reductions and softmax,
 // recurrent float (LSTM with weights streamed from beyond L2, GRU, RNN), int8, wide (16-bit
 // activations, 12-bit weights) and static 16-bit with asymmetric weights.
 std::vector<KernelCase> kernel_cases() {
+  static const std::string dft_conv = dft_conv_case();
   const char* dense = R"(model opset=17
 graph main(%x: f32[seq, 40], %w: f32[40, 56], %bias: f32[56]) {
   %m = MatMul 'project' (%x, %w)
@@ -293,6 +319,7 @@ graph main(%x: f32[rows, 48]) {
        {},
        {},
        ""},
+      {dft_conv.c_str(), {}, {}, ""},
       {lstm, {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}}, {}, ""},
       {lstm, {{"W", {1, 256, 40}}, {"R", {1, 256, 64}}, {"B", {1, 512}}}, {}, "{}"},
       {lstm,

@@ -9,6 +9,7 @@
 #include "ir/op_schema.h"
 #include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
+#include "lowering/lower_copy.h"
 #include "lowering/lower_view.h"
 
 namespace rnnc {
@@ -22,14 +23,15 @@ struct ViewRun {
 };
 
 // Parses a one-node model whose first graph input is `x`, lowers its node to a view block and
-// runs it on an iota input of the declared shape.
-ViewRun run_view(const std::string& text) {
+// runs it on an iota input of the declared shape (`lower`: the lowering, lower_view or lower_copy).
+ViewRun run_view(const std::string& text,
+                 std::unique_ptr<ExecutionBlock> (*lower)(const std::vector<const Node*>&) = lower_view) {
   ViewRun run;
   run.model = parse_model_text(text, "view case");
   Graph& graph = *run.model->graph;
   infer_graph(graph);
   const Node* node = graph.nodes().front().get();
-  run.block = lower_view({node});
+  run.block = lower({node});
   const Value* x = graph.inputs().front();
   run.block->inputs = {x};
   std::vector<int64_t> shape;
@@ -138,6 +140,70 @@ graph main(%x: f32[2, 5, 3]) {
 })");
   EXPECT_EQ(run.output.shape(), (std::vector<int64_t>{2, 3}));
   EXPECT_NE(run.output.raw_data(), static_cast<const void*>(run.input.data<float>() + 3));
+}
+
+TEST(LoweringView, ContiguousSliceOfAStaticShapeIsAnAlias) {
+  ViewRun middle = run_view(R"(model opset=13
+graph main(%x: f32[1, 6, 4]) {
+  const %starts: i64[1] = {2}
+  const %ends: i64[1] = {5}
+  const %axes: i64[1] = {1}
+  %y = Slice 's' (%x, %starts, %ends, %axes)
+  return %y
+})",
+                            lower_copy);
+  EXPECT_EQ(middle.block->kind(), "view Slice");
+  EXPECT_TRUE(middle.block->aliases_input());
+  EXPECT_EQ(middle.output.shape(), (std::vector<int64_t>{1, 3, 4}));
+  expect_alias(middle, 2 * 4);
+  // One position of the outer axis, the inner ones whole: still one run.
+  ViewRun outer = run_view(R"(model opset=13
+graph main(%x: f32[3, 2, 4]) {
+  const %starts: i64[2] = {1, 0}
+  const %ends: i64[2] = {2, 100}
+  %y = Slice 's' (%x, %starts, %ends)
+  return %y
+})",
+                           lower_copy);
+  EXPECT_EQ(outer.block->kind(), "view Slice");
+  expect_alias(outer, 8);
+}
+
+TEST(LoweringView, OtherSlicesCopy) {
+  // A window of every outer row, a step of 2, a shape known only at run time: copies.
+  ViewRun rows = run_view(R"(model opset=13
+graph main(%x: f32[2, 6, 4]) {
+  const %starts: i64[1] = {2}
+  const %ends: i64[1] = {5}
+  const %axes: i64[1] = {1}
+  %y = Slice 's' (%x, %starts, %ends, %axes)
+  return %y
+})",
+                          lower_copy);
+  EXPECT_EQ(rows.block->kind(), "copy Slice");
+  EXPECT_FALSE(rows.block->aliases_input());
+  ViewRun stepped = run_view(R"(model opset=13
+graph main(%x: f32[1, 6]) {
+  const %starts: i64[1] = {0}
+  const %ends: i64[1] = {6}
+  const %axes: i64[1] = {1}
+  const %steps: i64[1] = {2}
+  %y = Slice 's' (%x, %starts, %ends, %axes, %steps)
+  return %y
+})",
+                             lower_copy);
+  EXPECT_EQ(stepped.block->kind(), "copy Slice");
+  auto model = parse_model_text(R"(model opset=13
+graph main(%x: f32[1, time]) {
+  const %starts: i64[1] = {1}
+  const %ends: i64[1] = {3}
+  const %axes: i64[1] = {1}
+  %y = Slice 's' (%x, %starts, %ends, %axes)
+  return %y
+})",
+                                "slice case");
+  infer_graph(*model->graph);
+  EXPECT_EQ(lower_copy({model->graph->nodes().front().get()})->kind(), "copy Slice");
 }
 
 TEST(LoweringView, InvalidOperandsRaiseTheReferenceError) {
