@@ -215,6 +215,9 @@ struct WorkloadResult {
   bool agreement_ok = false;
   int agreement_steps = 0;
   std::vector<OutputAgreement> agreement;
+  // One run's multiply-adds and weight bytes (workload_cost); cost_error says why it is missing.
+  std::optional<ModelCost> cost;
+  std::string cost_error;
 };
 
 // Records an engine failure as "unsupported" (rnnc's kUnsupported) or "failed" (anything else).
@@ -378,13 +381,16 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     log(progress + ": skipped, " + result.detail);
     return result;
   }
+  try {
+    result.cost = workload_cost(path, workload);
+  } catch (const std::exception& error) {
+    result.cost_error = error.what();
+  }
   EngineOptions engine_options;
   engine_options.threads = threads;
-  for (const InputSpec& input : workload.inputs) {
-    engine_options.input_shapes[input.name] = input.shape;
-    if (input.fill == "const" && input.dtype == DType::kInt64 && input.shape.empty()) {
-      engine_options.fixed_inputs[input.name] = {static_cast<int64_t>(input.value)};
-    }
+  for (const InputSpec& input : workload.inputs) engine_options.input_shapes[input.name] = input.shape;
+  for (const auto& [name, value] : fixed_scalar_inputs(workload)) {
+    engine_options.fixed_inputs[name] = {value};
   }
   OrtEngine ort;
   RnncEngine rnnc;
@@ -611,6 +617,27 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   }
   agreement.set("outputs", outputs);
   json.set("agreement", agreement);
+  Json cost = Json::object();
+  if (result.cost) {
+    cost.set("macs", result.cost->macs);
+    cost.set("weight_bytes", result.cost->weight_bytes);
+    Json nodes = Json::array();
+    for (const NodeCost& node : result.cost->nodes) {
+      Json item = Json::object();
+      item.set("node", node.node);
+      item.set("op", node.op);
+      item.set("macs", node.macs);
+      item.set("weight_bytes", node.weight_bytes);
+      nodes.push(item);
+    }
+    cost.set("nodes", nodes);
+    Json unknown = Json::array();
+    for (const std::string& name : result.cost->unknown) unknown.push(Json(name));
+    cost.set("unknown", unknown);
+  } else {
+    cost.set("error", result.cost_error);
+  }
+  json.set("cost", cost);
   json.set("onnxruntime", engine_json(result.ort, workload));
   json.set("rnnc", engine_json(result.rnnc, workload));
   json.set("rnnc_plan", result.rnnc_plan);

@@ -131,6 +131,64 @@ def weight_floor(workload, bounds, meta, weight_bytes, ops_per_us):
     return floor_us, reads_us, total
 
 
+def model_floor(cost, bounds, meta, flops_per_us):
+    """The floor of one run of a model from its counted cost (rnnc_bench's `cost`: the compute
+    nodes' multiply-adds and weight bytes, ir/model_cost.h): the weight bytes at the L2 stream
+    rate (the set that holds them, else the largest L2 set) plus the arithmetic at the FMA peak.
+    (floor µs, weight bytes, MFLOP), or None without a cost."""
+    if not cost or "macs" not in cost or cost.get("unknown"):
+        return None
+    weights, flops = cost["weight_bytes"], 2 * cost["macs"]
+    rate = stream_rate(bounds, "L2", weights)
+    if rate is None:
+        return None
+    return weights / rate + flops / flops_per_us, weights, flops / 1e6
+
+
+def model_floor_section(add, bounds, meta, workloads, info, by_key, flops_per_us):
+    """The model floor table for the workloads the stack floors do not cover (Silero VAD), with
+    the floor of each node that holds a tenth of the weights or of the arithmetic."""
+    rows = []
+    for w in workloads:
+        result = by_key.get((w, 1))
+        if not result or weight_floor(info[w], bounds, meta, 4, flops_per_us) is not None:
+            continue
+        cost = result.get("cost")
+        whole = model_floor(cost, bounds, meta, flops_per_us)
+        if whole is not None:
+            rows.append((w, result, cost, whole))
+    if not rows:
+        return
+    add("### Model floor of the other workloads, 1 thread")
+    add("")
+    add("Counted on the graph rnnc compiles for the workload's inputs (rnnc_bench's `cost`, "
+        "ir/model_cost.h: Conv, ConvTranspose, MatMul, Gemm and recurrent nodes): their weight "
+        "bytes at the L2 stream rate plus their arithmetic (2 flops per multiply-add) at the FMA "
+        "peak, best calls above (benchmarks/report.py `model_floor`). Elementwise and data "
+        "movement ops are not counted. Below each workload, the nodes with a tenth or more of its "
+        "weights or arithmetic, each with its own floor. Medians of the 1-thread latency tables.")
+    add("")
+    add("| workload | weights | MFLOP | floor | ONNX Runtime | rnnc | ONNX Runtime / floor | "
+        "rnnc / floor |")
+    add("|---|---|---|---|---|---|---|---|")
+    for w, result, cost, (floor_us, weights, mflop) in rows:
+        peer, rnnc = median(result.get("onnxruntime")), median(result.get("rnnc"))
+        add(f"| {w} | {weights / 1e6:.2f} MB | {mflop:.2f} | {fmt_us(floor_us)} | "
+            f"{fmt_us(peer)} | {fmt_us(rnnc)} | {fmt_ratio(ratio(peer, floor_us))} | "
+            f"{fmt_ratio(ratio(rnnc, floor_us))} |")
+        for node in cost["nodes"]:
+            if (node["weight_bytes"] < 0.1 * cost["weight_bytes"] and
+                    node["macs"] < 0.1 * cost["macs"]):
+                continue
+            part = model_floor({"macs": node["macs"], "weight_bytes": node["weight_bytes"]},
+                               bounds, meta, flops_per_us)
+            if part is None:
+                continue
+            add(f"| ↳ {node['op']} `{node['node']}` | {part[1] / 1e6:.3f} MB | {part[2]:.3f} | "
+                f"{fmt_us(part[0])} | | | | |")
+    add("")
+
+
 def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_list):
     add("## Machine bounds")
     add("")
@@ -163,6 +221,7 @@ def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_l
 
     if 1 not in threads_list:
         return
+    model_floor_section(add, bounds, meta, workloads, info, by_key, fma["gflops_best"] * 1e3)
     float_floors = [(w, weight_floor(info[w], bounds, meta, 4, fma["gflops_best"] * 1e3))
                     for w in workloads if (w, 1) in by_key]
     float_floors = [(w, f) for w, f in float_floors if f is not None]

@@ -3,34 +3,10 @@
 #include <chrono>
 #include <thread>
 
+#include "benchmarks/workload.h"
 #include "ir/onnx_import.h"
 
 namespace rnnc::bench {
-
-namespace {
-
-// The sizes the workload binds to the model's symbolic dims (a graph input dim named "seq" that
-// the workload's input has as 17 -> seq = 17).
-std::map<std::string, int64_t> bound_dims(const std::string& path,
-                                          const std::map<std::string, std::vector<int64_t>>& shapes) {
-  std::map<std::string, int64_t> dims;
-  std::unique_ptr<Model> model = import_onnx_file(path);
-  for (const Value* input : model->graph->inputs()) {
-    auto shape = shapes.find(input->name());
-    if (shape == shapes.end() || !input->type.shape ||
-        input->type.shape->size() != shape->second.size()) {
-      continue;
-    }
-    for (size_t i = 0; i < shape->second.size(); ++i) {
-      const Dim& dim = (*input->type.shape)[i];
-      std::vector<std::string> names = dim.symbols();
-      if (names.size() == 1 && dim == Dim::symbol(names[0])) dims[names[0]] = shape->second[i];
-    }
-  }
-  return dims;
-}
-
-}  // namespace
 
 std::string RnncEngine::name() const {
   return cat("rnnc (Halide blocks + reference fallback, runtime ", plan_name(plan_), " plan",
@@ -45,7 +21,9 @@ void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   threads_ = options.threads;
   model_options.plan = plan_;
   model_options.quantization_config = quantization_;
-  if (!quantization_.empty()) model_options.quantization_dims = bound_dims(path, options.input_shapes);
+  if (!quantization_.empty()) {
+    model_options.quantization_dims = bound_dims(*import_onnx_file(path)->graph, options.input_shapes);
+  }
   model_options.expose_recurrent_state = false;  // the harness feeds a model's own state
   model_options.fixed_inputs = options.fixed_inputs;
   fixed_inputs_ = options.fixed_inputs;

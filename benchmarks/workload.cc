@@ -8,7 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include "graph_opt/pipeline.h"
 #include "ir/error.h"
+#include "ir/onnx_import.h"
 
 namespace rnnc::bench {
 namespace {
@@ -179,6 +181,48 @@ void InputStream::advance(const TensorMap& outputs) {
 void InputStream::reset() {
   chunk_ = 0;
   current_ = first_;
+}
+
+std::map<std::string, int64_t> bound_dims(const Graph& graph,
+                                          const std::map<std::string, std::vector<int64_t>>& shapes) {
+  std::map<std::string, int64_t> dims;
+  for (const rnnc::Value* input : graph.inputs()) {
+    auto shape = shapes.find(input->name());
+    if (shape == shapes.end() || !input->type.shape ||
+        input->type.shape->size() != shape->second.size()) {
+      continue;
+    }
+    for (size_t i = 0; i < shape->second.size(); ++i) {
+      const Dim& dim = (*input->type.shape)[i];
+      std::vector<std::string> names = dim.symbols();
+      if (names.size() == 1 && dim == Dim::symbol(names[0])) dims[names[0]] = shape->second[i];
+    }
+  }
+  return dims;
+}
+
+std::map<std::string, int64_t> fixed_scalar_inputs(const Workload& workload) {
+  std::map<std::string, int64_t> fixed;
+  for (const InputSpec& input : workload.inputs) {
+    if (input.fill == "const" && input.dtype == DType::kInt64 && input.shape.empty()) {
+      fixed[input.name] = static_cast<int64_t>(input.value);
+    }
+  }
+  return fixed;
+}
+
+ModelCost workload_cost(const std::string& model_path, const Workload& workload) {
+  std::unique_ptr<Model> model = import_onnx_file(model_path);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const InputSpec& input : workload.inputs) shapes[input.name] = input.shape;
+  OptimizeOptions options;
+  options.steps = default_pipeline();
+  options.context.fixed_dims = bound_dims(*model->graph, shapes);
+  for (const auto& [name, value] : fixed_scalar_inputs(workload)) {
+    options.context.fixed_inputs[name] = Tensor::scalar<int64_t>(value);
+  }
+  optimize(*model, options);
+  return model_cost(*model->graph);
 }
 
 }  // namespace rnnc::bench

@@ -759,9 +759,12 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     Var iw("iw"), ih("ih"), ic("ic"), ib("ib");
     Expr in_w = x_image.dim(0).extent(), in_h = x_image.dim(1).extent();
     Expr channels = x_image.dim(2).extent();
-    // Without pads and groups no tap or channel leaves the input: the taps read it in place
-    // (padded is inlined), with no copy and no zeroing per call.
-    bool unpadded = groups == 1;
+    // Without pads and groups, and with whole tiles of a static output width (a tile computes
+    // all its positions), no tap or channel leaves the input: the taps read it in place (padded
+    // is inlined), with no copy and no zeroing per call.
+    const int tile_width =
+        schedule.channels_vectorized ? schedule.positions : schedule.lanes * schedule.vectors;
+    bool unpadded = groups == 1 && static_out[0] && *static_out[0] % tile_width == 0;
     for (const ConvAxis& axis : axes) unpadded = unpadded && axis.pad_begin == 0 && axis.pad_end == 0;
     Func padded("padded");
     RDom interior(0, in_w, 0, in_h, "interior");

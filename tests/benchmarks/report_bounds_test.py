@@ -92,6 +92,8 @@ def main():
     if not reads_us <= floor_us:
         fail(f"the floor {cells[3]} is below the reads alone {cells[4]}")
 
+    check_model_floor(report_py, bench, smoke, out_dir)
+
     del bench["machine_bounds"]
     old_json = os.path.join(out_dir, "without_bounds.json")
     with open(old_json, "w") as f:
@@ -102,6 +104,50 @@ def main():
     check_paired_rounds(report_py, bench, workloads, out_dir)
     check_cpu_sections(report_py, bench, workloads, out_dir)
     print("report_bounds_test: ok")
+
+
+def check_model_floor(report_py, bench, smoke, out_dir):
+    """rnnc_bench's counted cost of the smoke stack is its LSTMs' multiply-adds and weights; the
+    same result under a workload that is not a stack (a copy of its entry without its cell) gets a Model floor row: weights at the best L2 rate plus 2 flops per multiply-add
+    at the best FMA rate, and a row per LSTM."""
+    result = next(r for r in bench["results"] if r["workload"] == "smoke_lstm64_l2")
+    cost = result.get("cost") or {}
+    hidden, seq, batch = smoke["hidden_size"], smoke["seq"], smoke.get("batch", 1)
+    inputs = [smoke["input_size"] if layer == 0 else hidden for layer in range(smoke["layers"])]
+    macs = sum(seq * batch * 4 * hidden * (i + hidden) for i in inputs)
+    matrices = sum(4 * 4 * hidden * (i + hidden) for i in inputs)
+    biases = 4 * 8 * hidden * smoke["layers"]
+    if cost.get("macs") != macs or cost.get("weight_bytes") not in (matrices, matrices + biases):
+        fail(f"counted cost {cost.get('macs')} multiply-adds, {cost.get('weight_bytes')} bytes; "
+             f"expected {macs} and {matrices} (+{biases} of biases)")
+    if [n["op"] for n in cost["nodes"]] != ["LSTM"] * smoke["layers"] or cost["unknown"]:
+        fail(f"counted nodes {cost['nodes']}, unknown {cost['unknown']}")
+
+    crafted = dict(bench, results=[dict(result, workload="smoke_model")])
+    with open(os.path.join(out_dir, "model.json"), "w") as f:
+        json.dump(crafted, f)
+    entry = {k: v for k, v in smoke.items() if k != "cell"}
+    entry["name"] = "smoke_model"
+    with open(os.path.join(out_dir, "model_workloads.json"), "w") as f:
+        json.dump({"workloads": [entry]}, f)
+    markdown = render(report_py, os.path.join(out_dir, "model.json"),
+                      os.path.join(out_dir, "model_workloads.json"),
+                      os.path.join(out_dir, "model_floor"))
+    bounds = bench["machine_bounds"]
+    l2 = max((m for m in bounds["stream"] if m["level"] == "L2"), key=lambda m: m["bytes"])
+    fits = [m for m in bounds["stream"] if m["level"] == "L2" and m["bytes"] >= cost["weight_bytes"]]
+    rate = (min(fits, key=lambda m: m["bytes"]) if fits else l2)["gbps_best"] * 1e3
+    floor_us = cost["weight_bytes"] / rate + 2 * macs / (bounds["fma"]["gflops_best"] * 1e3)
+    row = next((line for line in markdown.splitlines() if line.startswith("| smoke_model |")
+                and "MB" in line), None)
+    if row is None or "Model floor of the other workloads" not in markdown:
+        fail("no Model floor row for a workload that is not a stack")
+    cells = [c.strip() for c in row.split("|")]
+    expected = f"{floor_us:.1f} µs" if floor_us < 1000 else None
+    if expected and cells[4] != expected:
+        fail(f"model floor rendered as '{cells[4]}', expected {expected}: {row}")
+    if markdown.count("| ↳ LSTM `") != smoke["layers"]:
+        fail(f"expected a row per LSTM under the model floor: {row}")
 
 
 def check_cpu_sections(report_py, bench, workloads, out_dir):

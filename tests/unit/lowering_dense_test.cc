@@ -849,6 +849,33 @@ graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
 
 // ---- what falls back ---------------------------------------------------------------------------
 
+// An ungrouped Conv without pads over whole tiles of a static output reads its input in place:
+// no padded copy, so no memset call per channel row (Silero's 1x1 decoder conv). Partial tiles
+// and run-time widths keep the copy, whose zeros the tile's extra positions read: all agree
+// with the reference.
+TEST(LoweringConv, UnpaddedWholeTilesReadTheInputInPlace) {
+  HalideCache cache(cache_directory().path() + "/unpadded", "");
+  cache.set_keep_objects(true);
+  Case decoder;
+  decoder.node("Conv", {decoder.input("x", {1, 128, 1}), decoder.constant("w", random_tensor({1, 128, 1}, 7)),
+                        decoder.constant("b", random_tensor({1}, 2))});
+  decoder.expect_matches({{"x", random_tensor({1, 128, 1}, 7)}}, summed(128), cache);
+  auto* block = dynamic_cast<HalideBlock*>(&decoder.lower(cache));
+  ASSERT_TRUE(block);
+  const std::string text = testing::disassemble(block->pipeline_.object_path);
+  ASSERT_NE(text.find("vfmadd"), std::string::npos) << "no FMA in the listing: wrong object?";
+  EXPECT_EQ(text.find("memset"), std::string::npos) << block->kind() << " zeroes a padded copy";
+  for (const bool symbolic : {false, true}) {
+    for (int64_t time : {37, 40}) {
+      SCOPED_TRACE(::testing::Message() << time << (symbolic ? " samples, run-time" : " samples"));
+      Case c;
+      c.node("Conv", {c.input("x", {1, 8, symbolic ? sym("time") : Dim(time)}),
+                      c.constant("w", random_tensor({24, 8, 3}, 7))});
+      c.expect_matches({{"x", random_tensor({1, 8, time}, 7)}}, summed(24));
+    }
+  }
+}
+
 // ---- Conv with a DFT basis (lower_dft_conv.h) --------------------------------------------------
 
 // The weights of an STFT written as a Conv: B = N / 2 + 1 rows w[n] cos(2 pi m n / N), then B rows
