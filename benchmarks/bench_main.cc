@@ -388,7 +388,8 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   }
   EngineOptions engine_options;
   engine_options.threads = threads;
-  for (const InputSpec& input : workload.inputs) engine_options.input_shapes[input.name] = input.shape;
+  for (const InputSpec& input : workload.inputs)
+    engine_options.input_shapes[input.name] = input.shape;
   for (const auto& [name, value] : fixed_scalar_inputs(workload)) {
     engine_options.fixed_inputs[name] = {value};
   }

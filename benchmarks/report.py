@@ -165,8 +165,9 @@ def model_floor_section(add, bounds, meta, workloads, info, by_key, flops_per_us
         "ir/model_cost.h: Conv, ConvTranspose, MatMul, Gemm and recurrent nodes): their weight "
         "bytes at the L2 stream rate plus their arithmetic (2 flops per multiply-add) at the FMA "
         "peak, best calls above (benchmarks/report.py `model_floor`). Elementwise and data "
-        "movement ops are not counted. Below each workload, the nodes with a tenth or more of its "
-        "weights or arithmetic, each with its own floor. Medians of the 1-thread latency tables.")
+        "movement ops are not counted. Below each workload whose floor is a microsecond or more, "
+        "the nodes with a tenth or more of its weights or arithmetic, each with its own floor. "
+        "Medians of the 1-thread latency tables.")
     add("")
     add("| workload | weights | MFLOP | floor | ONNX Runtime | rnnc | ONNX Runtime / floor | "
         "rnnc / floor |")
@@ -176,16 +177,20 @@ def model_floor_section(add, bounds, meta, workloads, info, by_key, flops_per_us
         add(f"| {w} | {weights / 1e6:.2f} MB | {mflop:.2f} | {fmt_us(floor_us)} | "
             f"{fmt_us(peer)} | {fmt_us(rnnc)} | {fmt_ratio(ratio(peer, floor_us))} | "
             f"{fmt_ratio(ratio(rnnc, floor_us))} |")
+        # Parts of a sub-microsecond floor say nothing (call overhead is the run); equal nodes
+        # (a stack's layers) are one row.
+        parts = {}
         for node in cost["nodes"]:
-            if (node["weight_bytes"] < 0.1 * cost["weight_bytes"] and
-                    node["macs"] < 0.1 * cost["macs"]):
+            if floor_us < 1 or (node["weight_bytes"] < 0.1 * cost["weight_bytes"] and
+                                node["macs"] < 0.1 * cost["macs"]):
                 continue
-            part = model_floor({"macs": node["macs"], "weight_bytes": node["weight_bytes"]},
-                               bounds, meta, flops_per_us)
-            if part is None:
-                continue
-            add(f"| ↳ {node['op']} `{node['node']}` | {part[1] / 1e6:.3f} MB | {part[2]:.3f} | "
-                f"{fmt_us(part[0])} | | | | |")
+            parts.setdefault((node["op"], node["macs"], node["weight_bytes"]), []).append(node["node"])
+        for (op, macs, weight_bytes), names in parts.items():
+            part = model_floor({"macs": macs, "weight_bytes": weight_bytes}, bounds, meta,
+                               flops_per_us)
+            label = f"{op} `{names[0]}`" if len(names) == 1 else f"{len(names)} × {op}, each"
+            add(f"| ↳ {label} | {part[1] / 1e6:.3f} MB | {part[2]:.3f} | {fmt_us(part[0])} "
+                "| | | | |")
     add("")
 
 

@@ -22,7 +22,8 @@ void RnncEngine::load(const std::string& path, const EngineOptions& options) {
   model_options.plan = plan_;
   model_options.quantization_config = quantization_;
   if (!quantization_.empty()) {
-    model_options.quantization_dims = bound_dims(*import_onnx_file(path)->graph, options.input_shapes);
+    model_options.quantization_dims =
+        bound_dims(*import_onnx_file(path)->graph, options.input_shapes);
   }
   model_options.expose_recurrent_state = false;  // the harness feeds a model's own state
   model_options.fixed_inputs = options.fixed_inputs;

@@ -183,8 +183,8 @@ void InputStream::reset() {
   current_ = first_;
 }
 
-std::map<std::string, int64_t> bound_dims(const Graph& graph,
-                                          const std::map<std::string, std::vector<int64_t>>& shapes) {
+std::map<std::string, int64_t> bound_dims(
+    const Graph& graph, const std::map<std::string, std::vector<int64_t>>& shapes) {
   std::map<std::string, int64_t> dims;
   for (const rnnc::Value* input : graph.inputs()) {
     auto shape = shapes.find(input->name());

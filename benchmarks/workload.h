@@ -45,8 +45,8 @@ std::vector<Workload> read_manifest(const std::string& path);
 
 // The sizes inputs of `shapes` bind to the graph's symbolic dims (a graph input dim named "seq"
 // that the workload's input has as 17 -> seq = 17).
-std::map<std::string, int64_t> bound_dims(const Graph& graph,
-                                          const std::map<std::string, std::vector<int64_t>>& shapes);
+std::map<std::string, int64_t> bound_dims(
+    const Graph& graph, const std::map<std::string, std::vector<int64_t>>& shapes);
 // The workload's scalar int64 "const" inputs (Silero's sr), which the engines compile in.
 std::map<std::string, int64_t> fixed_scalar_inputs(const Workload& workload);
 // One run's multiply-adds and weight bytes (ir/model_cost.h), counted on the model the graph

@@ -21,7 +21,8 @@ int64_t constant_bytes(const Node& node) {
   int64_t bytes = 0;
   for (const Value* input : node.inputs()) {
     if (input && input->is_constant() && !input->is_graph_input()) {
-      bytes += input->constant()->numel() * static_cast<int64_t>(dtype_size(input->constant()->dtype()));
+      bytes +=
+          input->constant()->numel() * static_cast<int64_t>(dtype_size(input->constant()->dtype()));
     }
   }
   return bytes;

@@ -282,7 +282,8 @@ struct ShapeMemo : BlockRunState {
 };
 
 // The Halide buffer of `tensor` over dims bound by bind_dims.
-halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view, halide_dimension_t* dims) {
+halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view,
+                            halide_dimension_t* dims) {
   halide_buffer_t buffer = {};
   buffer.host = static_cast<uint8_t*>(const_cast<void*>(tensor.raw_data()));
   buffer.type = runtime_type(tensor.dtype());

@@ -181,8 +181,8 @@ bool make_slice_plan(const Tensor* const* operands, const int64_t* shape, int64_
     std::fill_n(steps, n, 1);
   }
   if (!normalize_axes(axes, n, rank)) return false;
-  return rn_slice_plan_make(&plan, static_cast<int>(rank), shape, static_cast<int>(n), starts,
-                            ends, axes, steps) != 0;
+  return rn_slice_plan_make(&plan, static_cast<int>(rank), shape, static_cast<int>(n), starts, ends,
+                            axes, steps) != 0;
 }
 
 // A window that is one contiguous run of its input (every axis before the first one it keeps
@@ -209,8 +209,9 @@ class SliceBlock : public CopyBlock {
     if (!make_slice_plan(operands, input.shape().data(), rank, plan)) return false;
     Tensor& out = io.outputs[0];
     // A caller's output buffer (a writable borrow) is filled; else a view is the alias.
-    const bool caller_buffer = out.borrowed() && out.exclusive() &&
-                               out.reusable_as(input.dtype(), plan.shape, static_cast<size_t>(rank));
+    const bool caller_buffer =
+        out.borrowed() && out.exclusive() &&
+        out.reusable_as(input.dtype(), plan.shape, static_cast<size_t>(rank));
     if (view_ && !caller_buffer && contiguous(plan)) {
       out.alias(input, plan.base, plan.shape, static_cast<size_t>(rank));
       return true;

@@ -8,8 +8,8 @@
 #include "ir/quantization.h"
 #include "lowering/halide_block.h"
 #include "lowering/layout.h"
-#include "lowering/lower_dft_conv.h"
 #include "lowering/lower_dense_quant.h"
+#include "lowering/lower_dft_conv.h"
 #include "lowering/lower_reduce.h"
 #include "lowering/schedule_table.h"
 
@@ -765,7 +765,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     const int tile_width =
         schedule.channels_vectorized ? schedule.positions : schedule.lanes * schedule.vectors;
     bool unpadded = groups == 1 && static_out[0] && *static_out[0] % tile_width == 0;
-    for (const ConvAxis& axis : axes) unpadded = unpadded && axis.pad_begin == 0 && axis.pad_end == 0;
+    for (const ConvAxis& axis : axes)
+      unpadded = unpadded && axis.pad_begin == 0 && axis.pad_end == 0;
     Func padded("padded");
     RDom interior(0, in_w, 0, in_h, "interior");
     if (unpadded) {

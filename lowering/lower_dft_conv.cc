@@ -28,8 +28,12 @@ constexpr double kPi = 3.14159265358979323846;
 constexpr double kBasisTolerance = 1e-6;
 
 // cos and sin of 2 pi p / q, p reduced mod q first so large products stay exact.
-double cos_turn(int64_t p, int64_t q) { return std::cos(2 * kPi * static_cast<double>(p % q) / static_cast<double>(q)); }
-double sin_turn(int64_t p, int64_t q) { return std::sin(2 * kPi * static_cast<double>(p % q) / static_cast<double>(q)); }
+double cos_turn(int64_t p, int64_t q) {
+  return std::cos(2 * kPi * static_cast<double>(p % q) / static_cast<double>(q));
+}
+double sin_turn(int64_t p, int64_t q) {
+  return std::sin(2 * kPi * static_cast<double>(p % q) / static_cast<double>(q));
+}
 
 // The matched transform: frame length N = n1 * n2, hop, the window, bins B = N / 2 + 1.
 struct DftConv {
@@ -93,7 +97,8 @@ std::optional<DftConv> match(const Node& conv, int lanes) {
 
   const float* data = weights.data<float>();
   double largest = 0;
-  for (int64_t i = 0; i < weights.numel(); ++i) largest = std::max(largest, std::abs(double{data[i]}));
+  for (int64_t i = 0; i < weights.numel(); ++i)
+    largest = std::max(largest, std::abs(double{data[i]}));
   if (largest == 0) return std::nullopt;
   const double tolerance = kBasisTolerance * largest;
   t.window.assign(data, data + t.n);  // row 0: w[n] cos 0
@@ -151,22 +156,28 @@ std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, HalideCache& ca
       table(1, n, [&](int64_t, int64_t k) { return t.window[static_cast<size_t>(k)]; }));
   // Stage A (n2 -> k2), the twiddle (n1, k2) and stage B (n1 -> k1): cos and -sin of e^(-i..)
   // are read (k, n) so the vectorized k is the inner index.
-  block->arguments_.push_back(table(n2, n2, [&](int64_t r, int64_t k) { return cos_turn(r * k, n2); }));
-  block->arguments_.push_back(table(n2, n2, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n2); }));
-  block->arguments_.push_back(table(n1, n2, [&](int64_t r, int64_t k) { return cos_turn(r * k, n); }));
-  block->arguments_.push_back(table(n1, n2, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n); }));
-  block->arguments_.push_back(table(n1, k1_rows, [&](int64_t r, int64_t k) { return cos_turn(r * k, n1); }));
-  block->arguments_.push_back(table(n1, k1_rows, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n1); }));
+  block->arguments_.push_back(
+      table(n2, n2, [&](int64_t r, int64_t k) { return cos_turn(r * k, n2); }));
+  block->arguments_.push_back(
+      table(n2, n2, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n2); }));
+  block->arguments_.push_back(
+      table(n1, n2, [&](int64_t r, int64_t k) { return cos_turn(r * k, n); }));
+  block->arguments_.push_back(
+      table(n1, n2, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n); }));
+  block->arguments_.push_back(
+      table(n1, k1_rows, [&](int64_t r, int64_t k) { return cos_turn(r * k, n1); }));
+  block->arguments_.push_back(
+      table(n1, k1_rows, [&](int64_t r, int64_t k) { return -sin_turn(r * k, n1); }));
 
-  // The tables' values are not in the key: N, the factors and the window's values decide them.
-  std::string key = cat(kDftConvKey, "\nN=", n, " n1=", n1, " n2=", n2, " hop=", t.hop,
-                        " bins=", t.bins, " lanes=", lanes, " window");
-  for (float v : t.window) key += cat(" ", v);
+  // The window and the tables are arguments, not compiled in: the code depends on the sizes.
+  const std::string key = cat(kDftConvKey, "\nN=", n, " n1=", n1, " n2=", n2, " hop=", t.hop,
+                              " bins=", t.bins, " lanes=", lanes);
   block->check_limits();
   const HalideBlock& spec = *block;
   block->pipeline_ = compile_cached(cache, key, [&]() {
     BuiltPipeline built;
-    Halide::ImageParam x_image = make_image_param("signal", DType::kFloat32, spec.arguments_[0].view);
+    Halide::ImageParam x_image =
+        make_image_param("signal", DType::kFloat32, spec.arguments_[0].view);
     const char* names[] = {"window", "cos_a", "sin_a", "cos_tw", "sin_tw", "cos_b", "sin_b"};
     std::vector<Halide::ImageParam> tables;
     built.arguments = {x_image};
@@ -205,8 +216,8 @@ std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, HalideCache& ca
     Expr cb = cos_b(kb, r1), sb = sin_b(kb, r1);
     Expr re = tw(kr, r1, f, b)[0], im = tw(kr, r1, f, b)[1];
     spectrum(k, f, b) = Tuple(0.f, 0.f);
-    spectrum(k, f, b) = Tuple(spectrum(k, f, b)[0] + re * cb - im * sb,
-                              spectrum(k, f, b)[1] + re * sb + im * cb);
+    spectrum(k, f, b) =
+        Tuple(spectrum(k, f, b)[0] + re * cb - im * sb, spectrum(k, f, b)[1] + re * sb + im * cb);
     // Channels: the B real parts, then the B imaginary parts, gathered per frame as two dense
     // runs; the output stores them with the frames' stride.
     RDom bin(0, bins, "bin");
@@ -249,7 +260,8 @@ std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, HalideCache& ca
     }
     return std::vector<int64_t>{shape[0], 2 * t.bins, (shape[2] - n) / t.hop + 1};
   };
-  block->kind_ = cat("halide dft conv [N=", n, "=", n1, "x", n2, ",bins=", t.bins, ",hop=", t.hop, "]");
+  block->kind_ =
+      cat("halide dft conv [N=", n, "=", n1, "x", n2, ",bins=", t.bins, ",hop=", t.hop, "]");
   block->nodes = {&conv};
   block->inputs = {x};
   block->outputs = {y};

@@ -36,7 +36,8 @@ class ViewBlock : public ExecutionBlock {
     constant_operands_ = true;
     for (size_t i = 1; i < node_.num_inputs(); ++i) {
       const Value* operand = node_.input(i);
-      if (operand && (!operand->is_constant() || operand->is_graph_input())) constant_operands_ = false;
+      if (operand && (!operand->is_constant() || operand->is_graph_input()))
+        constant_operands_ = false;
     }
   }
 
@@ -154,7 +155,8 @@ class ViewBlock : public ExecutionBlock {
   // the other operands are constants.
   bool locate_memoized(BlockIO& io, const Tensor* const* operands, View& view) const {
     if (!constant_operands_) return locate(operands, view);
-    if (!io.state || !dynamic_cast<ViewMemo*>(io.state.get())) io.state = std::make_unique<ViewMemo>();
+    if (!io.state || !dynamic_cast<ViewMemo*>(io.state.get()))
+      io.state = std::make_unique<ViewMemo>();
     ViewMemo& memo = static_cast<ViewMemo&>(*io.state);
     const Tensor& input = *operands[0];
     if (memo.valid && memo.dtype == input.dtype() && memo.input_shape == input.shape()) {

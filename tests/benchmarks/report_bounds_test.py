@@ -109,7 +109,7 @@ def main():
 def check_model_floor(report_py, bench, smoke, out_dir):
     """rnnc_bench's counted cost of the smoke stack is its LSTMs' multiply-adds and weights; the
     same result under a workload that is not a stack (a copy of its entry without its cell) gets a Model floor row: weights at the best L2 rate plus 2 flops per multiply-add
-    at the best FMA rate, and a row per LSTM."""
+    at the best FMA rate, and one row for its equal LSTMs."""
     result = next(r for r in bench["results"] if r["workload"] == "smoke_lstm64_l2")
     cost = result.get("cost") or {}
     hidden, seq, batch = smoke["hidden_size"], smoke["seq"], smoke.get("batch", 1)
@@ -143,11 +143,14 @@ def check_model_floor(report_py, bench, smoke, out_dir):
     if row is None or "Model floor of the other workloads" not in markdown:
         fail("no Model floor row for a workload that is not a stack")
     cells = [c.strip() for c in row.split("|")]
-    expected = f"{floor_us:.1f} µs" if floor_us < 1000 else None
-    if expected and cells[4] != expected:
+    if not 1 <= floor_us < 100:
+        fail(f"the smoke stack's model floor {floor_us:.1f} µs left the range this check renders")
+    expected = f"{floor_us:.1f} µs"
+    if cells[4] != expected:
         fail(f"model floor rendered as '{cells[4]}', expected {expected}: {row}")
-    if markdown.count("| ↳ LSTM `") != smoke["layers"]:
-        fail(f"expected a row per LSTM under the model floor: {row}")
+    # The smoke stack's layers are equal (input size = hidden size): one row for them.
+    if f"| ↳ {smoke['layers']} × LSTM, each |" not in markdown:
+        fail(f"expected one row for the {smoke['layers']} equal LSTMs under the model floor")
 
 
 def check_cpu_sections(report_py, bench, workloads, out_dir):

@@ -857,7 +857,8 @@ TEST(LoweringConv, UnpaddedWholeTilesReadTheInputInPlace) {
   HalideCache cache(cache_directory().path() + "/unpadded", "");
   cache.set_keep_objects(true);
   Case decoder;
-  decoder.node("Conv", {decoder.input("x", {1, 128, 1}), decoder.constant("w", random_tensor({1, 128, 1}, 7)),
+  decoder.node("Conv", {decoder.input("x", {1, 128, 1}),
+                        decoder.constant("w", random_tensor({1, 128, 1}, 7)),
                         decoder.constant("b", random_tensor({1}, 2))});
   decoder.expect_matches({{"x", random_tensor({1, 128, 1}, 7)}}, summed(128), cache);
   auto* block = dynamic_cast<HalideBlock*>(&decoder.lower(cache));
@@ -886,7 +887,8 @@ Tensor dft_basis(const std::vector<double>& window) {
   for (int64_t m = 0; m < bins; ++m) {
     for (int64_t k = 0; k < n; ++k) {
       const double phase = 2 * M_PI * static_cast<double>(m * k % n) / static_cast<double>(n);
-      w.data<float>()[m * n + k] = static_cast<float>(window[static_cast<size_t>(k)] * std::cos(phase));
+      w.data<float>()[m * n + k] =
+          static_cast<float>(window[static_cast<size_t>(k)] * std::cos(phase));
       w.data<float>()[(bins + m) * n + k] =
           static_cast<float>(-window[static_cast<size_t>(k)] * std::sin(phase));
     }
@@ -911,11 +913,12 @@ TEST(LoweringDftConv, AWindowedDftBasisRunsAsTwoShortTransforms) {
   };
   std::vector<double> random_window;
   std::mt19937 generator(5);
-  for (int k = 0; k < 48; ++k) random_window.push_back(std::uniform_real_distribution<>(0, 1)(generator));
+  for (int k = 0; k < 48; ++k)
+    random_window.push_back(std::uniform_real_distribution<>(0, 1)(generator));
   const std::vector<Config> configs = {
-      {hann(256), 128, {640, 256, 700}},               // Silero's: 16 x 16, 4 frames
-      {std::vector<double>(64, 1.0), 16, {64, 129}},   // a rectangular window
-      {random_window, 48, {96, 150}},                  // N = 48: factors 16 x 3 or 8 x 6
+      {hann(256), 128, {640, 256, 700}},              // Silero's: 16 x 16, 4 frames
+      {std::vector<double>(64, 1.0), 16, {64, 129}},  // a rectangular window
+      {random_window, 48, {96, 150}},                 // N = 48: factors 16 x 3 or 8 x 6
   };
   for (HalideCache* cache : {&host_cache(), &avx2_cache()}) {
     for (const Config& config : configs) {
@@ -950,10 +953,11 @@ TEST(LoweringDftConv, AnythingElseRunsAsTheDirectConvolution) {
   off.data<float>()[5 * 64 + 7] += 1e-4f;  // one weight off the basis by 1e-4 of the largest
   EXPECT_EQ(kind_of(off, hop, false).rfind("halide conv", 0), 0u);
   EXPECT_EQ(kind_of(basis, hop, true).rfind("halide conv", 0), 0u);  // a bias
-  EXPECT_EQ(kind_of(basis, {{"strides", Attribute::of_ints({64})}, {"pads", Attribute::of_ints({2, 2})}},
-                    false)
-                .rfind("halide conv", 0),
-            0u);
+  EXPECT_EQ(
+      kind_of(basis, {{"strides", Attribute::of_ints({64})}, {"pads", Attribute::of_ints({2, 2})}},
+              false)
+          .rfind("halide conv", 0),
+      0u);
   EXPECT_EQ(kind_of(random_tensor({66, 1, 64}, 3), hop, false).rfind("halide conv", 0), 0u);
 }
 

@@ -24,8 +24,8 @@ struct ViewRun {
 
 // Parses a one-node model whose first graph input is `x`, lowers its node to a view block and
 // runs it on an iota input of the declared shape (`lower`: the lowering, lower_view or lower_copy).
-ViewRun run_view(const std::string& text,
-                 std::unique_ptr<ExecutionBlock> (*lower)(const std::vector<const Node*>&) = lower_view) {
+ViewRun run_view(const std::string& text, std::unique_ptr<ExecutionBlock> (*lower)(
+                                              const std::vector<const Node*>&) = lower_view) {
   ViewRun run;
   run.model = parse_model_text(text, "view case");
   Graph& graph = *run.model->graph;

@@ -27,18 +27,27 @@ ModelCost cost_of(const std::string& text) {
 }
 
 TEST(ModelCost, EachComputeNodeByItsFormula) {
-  const ModelCost cost = cost_of("model opset=17\n"
-                                 "graph main(%x: f32[2, 3, 10], %s: f32[5, 2, 8]) {\n"
-                                 "  const %w: f32[4, 3, 3] = " + zeros(36) + "\n"
-                                 "  const %m: f32[8, 6] = " + zeros(48) + "\n"
-                                 "  const %W: f32[1, 12, 8] = " + zeros(96) + "\n"
-                                 "  const %R: f32[1, 12, 4] = " + zeros(48) + "\n"
-                                 "  %c = Conv 'conv' (%x, %w) {pads=[1, 1]}\n"
-                                 "  %r = Relu 'relu' (%c)\n"
-                                 "  %p = MatMul 'project' (%s, %m)\n"
-                                 "  %y, %h = GRU 'gru' (%s, %W, %R) {hidden_size=4}\n"
-                                 "  return %r, %p, %y\n"
-                                 "}");
+  const ModelCost cost = cost_of(
+      "model opset=17\n"
+      "graph main(%x: f32[2, 3, 10], %s: f32[5, 2, 8]) {\n"
+      "  const %w: f32[4, 3, 3] = " +
+      zeros(36) +
+      "\n"
+      "  const %m: f32[8, 6] = " +
+      zeros(48) +
+      "\n"
+      "  const %W: f32[1, 12, 8] = " +
+      zeros(96) +
+      "\n"
+      "  const %R: f32[1, 12, 4] = " +
+      zeros(48) +
+      "\n"
+      "  %c = Conv 'conv' (%x, %w) {pads=[1, 1]}\n"
+      "  %r = Relu 'relu' (%c)\n"
+      "  %p = MatMul 'project' (%s, %m)\n"
+      "  %y, %h = GRU 'gru' (%s, %W, %R) {hidden_size=4}\n"
+      "  return %r, %p, %y\n"
+      "}");
   ASSERT_EQ(cost.nodes.size(), 3u);
   // Conv: output [2, 4, 10] x (3 channels x 3 taps); MatMul: [5, 2, 6] x K 8;
   // GRU: seq 5 x batch 2 x (3 gates x 4 hidden) x (8 inputs + 4 hidden).
