@@ -3,7 +3,7 @@
 # model's, the 4-layer stacked LSTM's and a wide LSTM's libraries (examples/aot), PyTorch's stacked
 # LSTM with initial states and bidirectional GRU, an LSTM with sequence_lens, int8 models `rnnc
 # quantize` wrote, view blocks, a decoder's ConvTranspose and CumSum blocks, a front-end's STFT
-# and DFT blocks and a vocoder's Resize blocks gives the JIT path's outputs (`rnnc run`, the
+# and DFT blocks, an STFT written as a Conv and a vocoder's Resize blocks gives the JIT path's outputs (`rnnc run`, the
 # runtime) bit for bit - same kernels for the same target, same time loop and copy code
 # (lowering/core/) - for whole runs, batched runs and streams in uneven chunks; it links nothing of Halide, LLVM, oneTBB, protobuf or
 # ONNX; rnnc compile's errors name what it cannot export.
@@ -184,6 +184,25 @@ for batch in 1 3; do
   for output in spectrum bins; do
     same "front end $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
   done
+done
+
+# An STFT written as a Conv (tests/data/aot/stft_conv.onnx, as Silero VAD exports it): a reflect
+# Pad (a copy block) and the Conv with a windowed DFT basis, run as two short DFTs; batch 1 and 2.
+sc=$src/tests/data/aot/stft_conv.onnx
+compile_example sc "$sc"
+if grep -qF "halide dft conv" "$tmp/sc/sc_driver.c"; then
+  pass
+else
+  fail "stft conv: no 'halide dft conv' block"
+fi
+for batch in 1 2; do
+  dir=$tmp/sc_$batch
+  mkdir -p "$dir/in"
+  run "stft conv $batch: AOT run" "$tmp/aot_example_sc" "$tmp/sc/sc.weights" --dim batch=$batch \
+    --save-inputs "$dir/in" --out "$dir"
+  run "stft conv $batch: JIT run" "$rnnc" run "$sc" --input "signal=$dir/in/signal.npy" \
+    --output-dir "$dir/jit" --cache-dir "$cache"
+  same "stft conv $batch: AOT spectrum == JIT" "$dir/spectrum.npy" "$dir/jit/spectrum.pb"
 done
 
 # A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
