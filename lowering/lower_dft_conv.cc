@@ -42,12 +42,14 @@ struct DftConv {
 };
 
 // The factor n2 of N (the vectorized one) with the fewest multiply-adds per frame, 2 n2 + 4 n1,
-// counting n2 rounded up to whole vectors of `lanes`; 0 when N has no factor in [2, N / 2].
+// counting n2 rounded up to whole vectors of `lanes`. The stages are vectorized by
+// min(lanes, n2) along n2 with no tail, so n2 is at most one vector or whole vectors of `lanes`;
+// 0 when N has no such factor in [2, N / 2].
 int64_t choose_n2(int64_t n, int lanes) {
   int64_t best = 0;
   double best_cost = 0;
   for (int64_t n2 = 2; n2 <= n / 2; ++n2) {
-    if (n % n2 != 0) continue;
+    if (n % n2 != 0 || (n2 > lanes && n2 % lanes != 0)) continue;
     const int64_t padded = (n2 + lanes - 1) / lanes * lanes;
     const double cost = static_cast<double>(2 * padded + 4 * (n / n2));
     if (best == 0 || cost < best_cost) {

@@ -12,7 +12,7 @@
 //     A(k2, n1) = sum_n2 w[n] x[n] e^(-2 pi i n2 k2 / N2)        N1 DFTs of length N2 (real input)
 //     X(k)      = sum_n1 A(k2, n1) e^(-2 pi i n1 k2 / N) e^(-2 pi i n1 k1 / N1)
 // about (2 N2 + 4 N1) N multiply-adds per frame (N = 256: 16 x 16, 6.5x fewer) over tables of
-// O(N) floats. Vectorized along k2 (N2 a multiple of 8 where N allows).
+// O(N) floats. Vectorized along k2: n2 is one vector or less, or whole vectors.
 //
 // The match: C = 1 input channel, 2 B output channels, no bias, group 1, dilation 1, no padding,
 // and every weight within 1e-6 of the largest weight's magnitude of the basis over w = row 0

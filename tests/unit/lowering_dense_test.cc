@@ -919,6 +919,7 @@ TEST(LoweringDftConv, AWindowedDftBasisRunsAsTwoShortTransforms) {
       {hann(256), 128, {640, 256, 700}},              // Silero's: 16 x 16, 4 frames
       {std::vector<double>(64, 1.0), 16, {64, 129}},  // a rectangular window
       {random_window, 48, {96, 150}},                 // N = 48: factors 16 x 3 or 8 x 6
+      {hann(400), 160, {400, 1000}},                  // 25 ms at 16 kHz: 25 x 16 (AVX2: 50 x 8)
   };
   for (HalideCache* cache : {&host_cache(), &avx2_cache()}) {
     for (const Config& config : configs) {
@@ -933,6 +934,21 @@ TEST(LoweringDftConv, AWindowedDftBasisRunsAsTwoShortTransforms) {
         SCOPED_TRACE(length);
         c.expect_matches({{"x", random_tensor({2, 1, length}, 7)}}, summed(n), *cache);
       }
+    }
+  }
+}
+
+// Frame lengths whose factors vectorize differently: one odd vector (18 = 2 x 9), a vector of 2
+// (62 = 31 x 2), whole vectors (100, 512), the smallest matched (16).
+TEST(LoweringDftConv, EveryFactorizationOfTheFrameLength) {
+  for (HalideCache* cache : {&host_cache(), &avx2_cache()}) {
+    for (int64_t n : {16, 18, 62, 100, 512}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << n << " on " << cache->target().to_string());
+      Case c;
+      c.node("Conv", {c.input("x", {1, 1, 3 * n}), c.constant("w", dft_basis(hann(n)))},
+             {{"strides", Attribute::of_ints({n / 2})}});
+      EXPECT_EQ(c.lower(*cache).kind().rfind("halide dft conv", 0), 0u) << c.lower(*cache).kind();
+      c.expect_matches({{"x", random_tensor({1, 1, 3 * n}, 7)}}, summed(n), *cache);
     }
   }
 }
