@@ -83,6 +83,25 @@ compile_example() {  # compile_example NAME MODEL [COMPILE OPTION]...: $tmp/NAME
     -o "$tmp/aot_example_$name"
 }
 
+aot_equals_jit() {  # aot_equals_jit NAME MODEL "BATCHES" "INPUTS" "OUTPUTS": per batch size the
+  # library's run on random inputs (saved) and `rnnc run` on the same inputs, every output equal
+  # bit for bit.
+  local name=$1 model=$2 batches=$3 inputs=$4 outputs=$5 batch dir input output
+  for batch in $batches; do
+    dir=$tmp/${name}_$batch
+    mkdir -p "$dir/in"
+    run "$name $batch: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" \
+      --dim batch="$batch" --save-inputs "$dir/in" --out "$dir"
+    local args=()
+    for input in $inputs; do args+=(--input "$input=$dir/in/$input.npy"); done
+    run "$name $batch: JIT run" "$rnnc" run "$model" "${args[@]}" --output-dir "$dir/jit" \
+      --cache-dir "$cache"
+    for output in $outputs; do
+      same "$name $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+    done
+  done
+}
+
 # PyTorch's exports of a 2-layer LSTM called with (h0, c0) and of a 2-layer bidirectional GRU
 # called with h0 (tests/data/aot/make_models.py): Slice blocks cut each layer's initial state out
 # of h0 / c0, Concat blocks stack the final states; the library runs them (the copy kernels
@@ -174,17 +193,7 @@ for driver_kind in "halide stft" "halide dft"; do
     fail "front end: no '$driver_kind' block"
   fi
 done
-for batch in 1 3; do
-  dir=$tmp/fe_$batch
-  mkdir -p "$dir/in"
-  run "front end $batch: AOT run" "$tmp/aot_example_fe" "$tmp/fe/fe.weights" --dim batch=$batch \
-    --save-inputs "$dir/in" --out "$dir"
-  run "front end $batch: JIT run" "$rnnc" run "$fe" --input "signal=$dir/in/signal.npy" \
-    --input "x=$dir/in/x.npy" --output-dir "$dir/jit" --cache-dir "$cache"
-  for output in spectrum bins; do
-    same "front end $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
-  done
-done
+aot_equals_jit fe "$fe" "1 3" "signal x" "spectrum bins"
 
 # An STFT written as a Conv (tests/data/aot/stft_conv.onnx, as Silero VAD exports it): a reflect
 # Pad (a copy block) and the Conv with a windowed DFT basis, run as two short DFTs; batch 1 and 2.
@@ -195,15 +204,7 @@ if grep -qF "halide dft conv" "$tmp/sc/sc_driver.c"; then
 else
   fail "stft conv: no 'halide dft conv' block"
 fi
-for batch in 1 2; do
-  dir=$tmp/sc_$batch
-  mkdir -p "$dir/in"
-  run "stft conv $batch: AOT run" "$tmp/aot_example_sc" "$tmp/sc/sc.weights" --dim batch=$batch \
-    --save-inputs "$dir/in" --out "$dir"
-  run "stft conv $batch: JIT run" "$rnnc" run "$sc" --input "signal=$dir/in/signal.npy" \
-    --output-dir "$dir/jit" --cache-dir "$cache"
-  same "stft conv $batch: AOT spectrum == JIT" "$dir/spectrum.npy" "$dir/jit/spectrum.pb"
-done
+aot_equals_jit sc "$sc" "1 2" "signal" "spectrum"
 
 # A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
 # a 2-D nearest one, each a Halide block; batch 1 and 2.
@@ -214,17 +215,7 @@ if [[ $(grep -c "halide resize" "$tmp/up/up_driver.c") -ge 2 ]]; then
 else
   fail "upsampler: fewer than two resize blocks"
 fi
-for batch in 1 2; do
-  dir=$tmp/up_$batch
-  mkdir -p "$dir/in"
-  run "upsampler $batch: AOT run" "$tmp/aot_example_up" "$tmp/up/up.weights" --dim batch=$batch \
-    --save-inputs "$dir/in" --out "$dir"
-  run "upsampler $batch: JIT run" "$rnnc" run "$up" --input "x=$dir/in/x.npy" \
-    --input "s=$dir/in/s.npy" --output-dir "$dir/jit" --cache-dir "$cache"
-  for output in y grid; do
-    same "upsampler $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
-  done
-done
+aot_equals_jit up "$up" "1 2" "x s" "y grid"
 
 # Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start, a Pad whose
 # pads and a Reshape whose shape are int64 inputs. The library names the extents they give as

@@ -142,16 +142,19 @@ graph main(%x: f32[2, 5, 3]) {
   EXPECT_NE(run.output.raw_data(), static_cast<const void*>(run.input.data<float>() + 3));
 }
 
-TEST(LoweringView, ContiguousSliceOfAStaticShapeIsAnAlias) {
-  ViewRun middle = run_view(R"(model opset=13
-graph main(%x: f32[1, 6, 4]) {
+// A Slice of rows 2..4 along axis 1 of %x: f32[shape].
+std::string middle_rows(const std::string& shape) {
+  return "model opset=13\ngraph main(%x: f32[" + shape + R"(]) {
   const %starts: i64[1] = {2}
   const %ends: i64[1] = {5}
   const %axes: i64[1] = {1}
   %y = Slice 's' (%x, %starts, %ends, %axes)
   return %y
-})",
-                            lower_copy);
+})";
+}
+
+TEST(LoweringView, ContiguousSliceOfAStaticShapeIsAnAlias) {
+  ViewRun middle = run_view(middle_rows("1, 6, 4"), lower_copy);
   EXPECT_EQ(middle.block->kind(), "view Slice");
   EXPECT_TRUE(middle.block->aliases_input());
   EXPECT_EQ(middle.output.shape(), (std::vector<int64_t>{1, 3, 4}));
@@ -171,15 +174,7 @@ graph main(%x: f32[3, 2, 4]) {
 
 TEST(LoweringView, OtherSlicesCopy) {
   // A window of every outer row, a step of 2, a shape known only at run time: copies.
-  ViewRun rows = run_view(R"(model opset=13
-graph main(%x: f32[2, 6, 4]) {
-  const %starts: i64[1] = {2}
-  const %ends: i64[1] = {5}
-  const %axes: i64[1] = {1}
-  %y = Slice 's' (%x, %starts, %ends, %axes)
-  return %y
-})",
-                          lower_copy);
+  ViewRun rows = run_view(middle_rows("2, 6, 4"), lower_copy);
   EXPECT_EQ(rows.block->kind(), "copy Slice");
   EXPECT_FALSE(rows.block->aliases_input());
   ViewRun stepped = run_view(R"(model opset=13
@@ -193,15 +188,7 @@ graph main(%x: f32[1, 6]) {
 })",
                              lower_copy);
   EXPECT_EQ(stepped.block->kind(), "copy Slice");
-  auto model = parse_model_text(R"(model opset=13
-graph main(%x: f32[1, time]) {
-  const %starts: i64[1] = {1}
-  const %ends: i64[1] = {3}
-  const %axes: i64[1] = {1}
-  %y = Slice 's' (%x, %starts, %ends, %axes)
-  return %y
-})",
-                                "slice case");
+  auto model = parse_model_text(middle_rows("1, time"), "slice case");
   infer_graph(*model->graph);
   EXPECT_EQ(lower_copy({model->graph->nodes().front().get()})->kind(), "copy Slice");
 }
