@@ -262,6 +262,88 @@ class SliceBlock : public CopyBlock {
   bool view_;
 };
 
+// ---- Transpose and Expand ------------------------------------------------------------------
+
+// The axes' order: the perm attribute, else reversed.
+std::vector<int64_t> transpose_perm(const Node& node, int64_t rank) {
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (!node.has_attr("perm")) {
+    for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
+  }
+  return perm;
+}
+
+class TransposeBlock : public CopyBlock {
+ public:
+  using CopyBlock::CopyBlock;
+
+ protected:
+  bool copy(const Tensor* const* operands, BlockIO& io) const override {
+    const Tensor& input = *operands[0];
+    const int64_t rank = input.rank();
+    if (rank > static_cast<int64_t>(kMaxRank) || !copyable(input.dtype())) return false;
+    const std::vector<int64_t> perm = transpose_perm(node_, rank);
+    rn_slice_plan plan;
+    if (static_cast<int64_t>(perm.size()) != rank ||
+        !rn_transpose_plan_make(&plan, static_cast<int>(rank), input.shape().data(), perm.data())) {
+      return false;
+    }
+    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(rank));
+    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
+                  io.outputs[0].raw_data());
+    return true;
+  }
+
+  // The same plan and copy in the driver; the perm is an attribute, so a constant.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty() || !io.outputs[0]) return;
+    std::vector<std::string> input;
+    check_aot_operands(writer, io, input);
+    const std::vector<int64_t> perm = transpose_perm(node_, static_cast<int64_t>(input.size()));
+    if (perm.size() != input.size()) {
+      raise_invalid_model(cat(node_.describe(), ": 'perm' has ", perm.size(),
+                              " entries for an input of rank ", input.size()));
+    }
+    const std::string plan = writer.fresh("transpose");
+    std::string shape;
+    for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
+    writer.code(cat("{\n  rn_slice_plan ", plan, ";\n  if (!rn_transpose_plan_make(&", plan, ", ",
+                    input.size(), ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
+                    c_array(perm), ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                    c_string_literal(cat(node_.describe(), ": 'perm' is not a permutation")),
+                    ");\n"));
+    finish_aot(writer, io, plan,
+               cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
+                   writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+  }
+};
+
+class ExpandBlock : public CopyBlock {
+ public:
+  using CopyBlock::CopyBlock;
+
+ protected:
+  bool copy(const Tensor* const* operands, BlockIO& io) const override {
+    const Tensor& input = *operands[0];
+    const int64_t rank = input.rank();
+    int64_t shape[kMaxRank];
+    size_t n = 0;
+    if (rank > static_cast<int64_t>(kMaxRank) || !copyable(input.dtype()) || !operands[1] ||
+        operands[1]->dtype() != DType::kInt64 || !read_ints(*operands[1], shape, kMaxRank, n)) {
+      return false;
+    }
+    rn_slice_plan plan;
+    if (!rn_expand_plan_make(&plan, static_cast<int>(rank), input.shape().data(),
+                             static_cast<int>(n), shape)) {
+      return false;
+    }
+    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(plan.rank));
+    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
+                  io.outputs[0].raw_data());
+    return true;
+  }
+};
+
 // ---- Pad ------------------------------------------------------------------------------------
 
 class PadBlock : public CopyBlock {
@@ -530,11 +612,13 @@ std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes
   if (nodes.size() != 1) raise_unsupported("not one node");
   const Node& node = *nodes[0];
   const bool slice = node.op_type() == "Slice" && node.opset() >= 10;
+  const bool transpose = node.op_type() == "Transpose";
+  const bool expand = node.op_type() == "Expand" && node.num_inputs() == 2;
   const bool pad = node.op_type() == "Pad" && node.opset() >= 11;
   const bool scatter = node.op_type() == "ScatterND" &&
                        node.attr_string("reduction", "none") == "none" && node.num_inputs() == 3;
-  if (!node.domain().empty() || (!slice && !pad && !scatter)) {
-    raise_unsupported("not a Slice, Pad or ScatterND without reduction");
+  if (!node.domain().empty() || (!slice && !pad && !scatter && !transpose && !expand)) {
+    raise_unsupported("not a Slice, Pad, Transpose, Expand or ScatterND without reduction");
   }
   const Value* out = node.output(0);
   if (!out || node.num_inputs() == 0 || !node.input(0) || node.num_inputs() > kMaxOperands ||
@@ -543,6 +627,8 @@ std::unique_ptr<ExecutionBlock> lower_copy(const std::vector<const Node*>& nodes
     raise_unsupported(cat(node.op_type(), " this copy block does not handle"));
   }
   if (scatter) return std::make_unique<ScatterNDBlock>(node);
+  if (transpose) return std::make_unique<TransposeBlock>(node);
+  if (expand) return std::make_unique<ExpandBlock>(node);
   if (slice) return std::make_unique<SliceBlock>(node, slice_is_a_view(node));
   const std::string mode = node.attr_string("mode", "constant");
   const int pad_mode = mode == "constant"  ? RN_PAD_CONSTANT

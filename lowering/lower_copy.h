@@ -1,5 +1,5 @@
-// lower_copy: a block of one Slice (opset >= 10), Pad (opset >= 11) or ScatterND node -> strided
-// copies into the output (no Halide pipeline: both are data movement only, and the small ones of a
+// lower_copy: a block of one Slice (opset >= 10), Pad (opset >= 11), ScatterND, Transpose or Expand
+// node -> strided copies into the output (no Halide pipeline: both are data movement only, and the small ones of a
 // streaming model - Silero's STFT framing - are dominated by call overhead, which the reference
 // kernels' per-element offset lists multiply).
 //
@@ -11,6 +11,9 @@
 //   Pad:   per axis, a table maps each output position to its input position (or to the fill)
 //          following the mode; the interior of every output row is one memcpy, the border is read
 //          through the table. Modes constant, edge, reflect and wrap.
+//   Transpose: the input read with each output axis walking its perm axis's stride; Expand: the
+//          input broadcast to the shape operand, a broadcast axis walking 0 (both the Slice's
+//          strided copy, its axes merged where they chain).
 //   ScatterND (reduction "none"): the data with each index tuple's slice of the updates written
 //          over it; tuples whose slices follow one another are one memcpy (a frame written into
 //          a stream cache). The block takes the data's buffer and writes only the slices when the
@@ -18,10 +21,10 @@
 //          which is not a graph input or output); otherwise one copy of the data, then the slices.
 //
 // The plans and copies are the C execution core's (core/copy_kernels.h), which ahead-of-time
-// libraries run too (write_aot: with constant operands only).
+// libraries run too (write_aot: with constant operands only; an Expand is not exported).
 //
-// Operands (starts/ends/axes/steps, pads/constant_value/axes) may be constants or run-time int32 /
-// int64 tensors; they are read every run. The output is recycled across runs, and the only scratch
+// Operands (starts/ends/axes/steps, pads/constant_value/axes, Expand's shape) may be constants or
+// run-time int32 / int64 tensors (Expand's: int64); they are read every run. The output is recycled across runs, and the only scratch
 // (Pad's tables, ScatterND's slice offsets) comes from the block's workspace, so steady-state runs
 // do not touch the heap. Input the fast path does not take - every invalid operand, string data, an
 // element type of an unusual size - runs the node's reference kernel instead, so results and error

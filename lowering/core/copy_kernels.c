@@ -93,6 +93,28 @@ static int64_t rn_resolve_slice(int64_t d, int64_t start, int64_t end, int64_t s
   return start;
 }
 
+/* plan->dims and walks from the output's shape (plan->shape) and each output axis's walk through
+ * the input: axes of one position walk nowhere and drop out, an axis whose walk spans the next
+ * one's extent merges into it. Also sets numel. */
+static void rn_plan_walks(rn_slice_plan* plan, const int64_t* walk) {
+  plan->numel = 1;
+  for (int k = 0; k < plan->rank; ++k) plan->numel *= plan->shape[k];
+  plan->merged = 0;
+  for (int k = 0; k < plan->rank; ++k) {
+    /* An empty axis empties the copy (numel 0), and its walk may be huge (a step of -2^63 times
+     * a stride would overflow); it is never walked. */
+    if (plan->shape[k] <= 1) continue;
+    if (plan->merged > 0 && plan->walks[plan->merged - 1] == walk[k] * plan->shape[k]) {
+      plan->dims[plan->merged - 1] *= plan->shape[k];
+      plan->walks[plan->merged - 1] = walk[k];
+    } else {
+      plan->dims[plan->merged] = plan->shape[k];
+      plan->walks[plan->merged++] = walk[k];
+    }
+  }
+  if (plan->merged == 0) plan->dims[0] = 1, plan->walks[0] = 1, plan->merged = 1;
+}
+
 RN_CORE_API int rn_slice_plan_make(rn_slice_plan* plan, int rank, const int64_t* input_shape, int n,
                                    const int64_t* starts, const int64_t* ends, const int64_t* axes,
                                    const int64_t* steps) {
@@ -109,25 +131,51 @@ RN_CORE_API int rn_slice_plan_make(rn_slice_plan* plan, int rank, const int64_t*
         rn_resolve_slice(plan->shape[axis], starts[i], ends[i], steps[i], &plan->shape[axis]);
     step[axis] = steps[i];
   }
-  plan->numel = 1;
-  for (int k = 0; k < rank; ++k) plan->numel *= plan->shape[k];
-  int64_t strides[RN_COPY_MAX_RANK], stride = 1;
+  int64_t strides[RN_COPY_MAX_RANK], walk[RN_COPY_MAX_RANK], stride = 1;
   for (int k = rank - 1; k >= 0; --k) strides[k] = stride, stride *= input_shape[k];
   for (int k = 0; k < rank; ++k) {
     plan->base += first[k] * strides[k];
-    /* An axis of one position walks nowhere; an empty one empties the copy (numel 0), and its
-     * step may be huge (a step of -2^63 times a stride would overflow). */
-    if (plan->shape[k] <= 1) continue;
-    const int64_t walk = step[k] * strides[k];
-    if (plan->merged > 0 && plan->walks[plan->merged - 1] == walk * plan->shape[k]) {
-      plan->dims[plan->merged - 1] *= plan->shape[k];
-      plan->walks[plan->merged - 1] = walk;
-    } else {
-      plan->dims[plan->merged] = plan->shape[k];
-      plan->walks[plan->merged++] = walk;
-    }
+    walk[k] = plan->shape[k] <= 1 ? 0 : step[k] * strides[k];
   }
-  if (plan->merged == 0) plan->dims[0] = 1, plan->walks[0] = 1, plan->merged = 1;
+  rn_plan_walks(plan, walk);
+  return 1;
+}
+
+RN_CORE_API int rn_transpose_plan_make(rn_slice_plan* plan, int rank, const int64_t* input_shape,
+                                       const int64_t* perm) {
+  if (rank < 0 || rank > RN_COPY_MAX_RANK) return 0;
+  memset(plan, 0, sizeof *plan);
+  plan->rank = rank;
+  int64_t strides[RN_COPY_MAX_RANK], walk[RN_COPY_MAX_RANK], stride = 1;
+  for (int k = rank - 1; k >= 0; --k) strides[k] = stride, stride *= input_shape[k];
+  unsigned seen = 0;
+  for (int k = 0; k < rank; ++k) {
+    if (perm[k] < 0 || perm[k] >= rank || (seen >> perm[k]) & 1u) return 0;
+    seen |= 1u << perm[k];
+    plan->shape[k] = input_shape[perm[k]];
+    walk[k] = strides[perm[k]];
+  }
+  rn_plan_walks(plan, walk);
+  return 1;
+}
+
+RN_CORE_API int rn_expand_plan_make(rn_slice_plan* plan, int input_rank,
+                                    const int64_t* input_shape, int n, const int64_t* shape) {
+  const int rank = input_rank > n ? input_rank : n;
+  if (input_rank < 0 || n < 0 || rank > RN_COPY_MAX_RANK) return 0;
+  memset(plan, 0, sizeof *plan);
+  plan->rank = rank;
+  int64_t strides[RN_COPY_MAX_RANK], walk[RN_COPY_MAX_RANK], stride = 1;
+  for (int k = input_rank - 1; k >= 0; --k) strides[k] = stride, stride *= input_shape[k];
+  /* Numpy broadcasting, right-aligned: equal extents, or either one 1. */
+  for (int k = 0; k < rank; ++k) {
+    const int i = k - (rank - input_rank), j = k - (rank - n);
+    const int64_t a = i >= 0 ? input_shape[i] : 1, b = j >= 0 ? shape[j] : 1;
+    if (a != b && a != 1 && b != 1) return 0;
+    plan->shape[k] = a == 1 ? b : a;
+    walk[k] = a == 1 ? 0 : strides[i];
+  }
+  rn_plan_walks(plan, walk);
   return 1;
 }
 

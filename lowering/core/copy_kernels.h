@@ -57,6 +57,14 @@ RN_CORE_API int rn_slice_plan_make(rn_slice_plan* plan, int rank, const int64_t*
                                    const int64_t* steps);
 RN_CORE_API void rn_slice_copy(const rn_slice_plan* plan, int word_bytes, const void* input,
                                void* output);
+/* The same strided copy for Transpose (output axis k is input axis perm[k]) and Expand (the input
+ * broadcast, numpy rules, with `shape` of n entries: a broadcast axis walks 0). 0 for a perm that
+ * is not a permutation of [0, rank), a shape the input does not broadcast with, or a rank above
+ * 8. */
+RN_CORE_API int rn_transpose_plan_make(rn_slice_plan* plan, int rank, const int64_t* input_shape,
+                                       const int64_t* perm);
+RN_CORE_API int rn_expand_plan_make(rn_slice_plan* plan, int input_rank,
+                                    const int64_t* input_shape, int n, const int64_t* shape);
 
 /* Pad (opset >= 11): per axis, a table maps each output position to its input position (or to the
  * fill) following the mode; a row's interior is one memcpy. */

@@ -196,15 +196,18 @@ done
 aot_equals_jit fe "$fe" "1 3" "signal x" "spectrum bins"
 
 # An STFT written as a Conv (tests/data/aot/stft_conv.onnx, as Silero VAD exports it): a reflect
-# Pad (a copy block) and the Conv with a windowed DFT basis, run as two short DFTs; batch 1 and 2.
+# Pad (a copy block), the Conv with a windowed DFT basis, run as two short DFTs, and a Transpose
+# (a copy block); batch 1 and 2.
 sc=$src/tests/data/aot/stft_conv.onnx
 compile_example sc "$sc"
-if grep -qF "halide dft conv" "$tmp/sc/sc_driver.c"; then
-  pass
-else
-  fail "stft conv: no 'halide dft conv' block"
-fi
-aot_equals_jit sc "$sc" "1 2" "signal" "spectrum"
+for driver_kind in "halide dft conv" "copy Transpose"; do
+  if grep -qF "$driver_kind" "$tmp/sc/sc_driver.c"; then
+    pass
+  else
+    fail "stft conv: no '$driver_kind' block"
+  fi
+done
+aot_equals_jit sc "$sc" "1 2" "signal" "frames"
 
 # A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
 # a 2-D nearest one, each a Halide block; batch 1 and 2.

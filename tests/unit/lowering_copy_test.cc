@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -76,7 +78,7 @@ Outcome outcome_of(Fn&& fn) {
   return outcome;
 }
 
-// A graph of one Slice, Pad or ScatterND node. Operands are added in input order, each a constant
+// A graph of one Slice, Pad, ScatterND, Transpose or Expand node. Operands are added in input order, each a constant
 // (initializer) or a run-time graph input; omit() leaves an optional input out.
 class OneNode {
  public:
@@ -110,13 +112,17 @@ class OneNode {
     return *this;
   }
 
+  OneNode& attr_ints(const std::string& name, std::vector<int64_t> values) {
+    attributes_[name] = Attribute::of_ints(std::move(values));
+    return *this;
+  }
+
   ExecutionBlock& block() {
     if (!block_) {
-      node_ = graph_.add_node(op_type_,
-                              op_type_ == "Pad"     ? "pad"
-                              : op_type_ == "Slice" ? "slice"
-                                                    : "scatter",
-                              operands_, {"out"}, opset_);
+      std::string node_name = op_type_ == "ScatterND" ? "scatter" : op_type_;
+      std::transform(node_name.begin(), node_name.end(), node_name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      node_ = graph_.add_node(op_type_, node_name, operands_, {"out"}, opset_);
       for (const auto& [name, attribute] : attributes_) node_->set_attr(name, attribute);
       graph_.add_output(node_->output(0));
       infer_graph(graph_);
@@ -342,6 +348,72 @@ TEST(LoweringCopySlice, RepeatedOrOutOfRangeAxesAreTheReferenceError) {
   out_of_range.runtime(iota_f32({2, 3})).runtime(i64({0})).runtime(i64({1})).runtime(i64({2}));
   EXPECT_EQ(out_of_range.input_error(),
             "Slice 'slice' (opset 13): 'axes' [2] has 2, out of range for rank 2");
+}
+
+// ---- Transpose and Expand ----------------------------------------------------------------------
+
+TEST(LoweringCopyTranspose, MatchesReferenceOnRandomCases) {
+  std::mt19937 rng(17);
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t rank = uniform(1, 5);
+    std::vector<int64_t> shape, perm;
+    for (int64_t k = 0; k < rank; ++k) {
+      shape.push_back(uniform(0, 9) == 0 ? 0 : uniform(1, 5));
+      perm.push_back(k);
+    }
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const bool given = uniform(0, 3) != 0;  // else no perm: the axes reversed
+    OneNode transpose("Transpose", 13);
+    transpose.runtime(uniform(0, 1) ? iota_f32(shape) : random_tensor(shape, 3));
+    if (given) transpose.attr_ints("perm", perm);
+    std::string what = "shape";
+    for (int64_t d : shape) what += " " + std::to_string(d);
+    if (given) {
+      what += ", perm";
+      for (int64_t p : perm) what += " " + std::to_string(p);
+    }
+    transpose.expect_matches(what);
+  }
+}
+
+TEST(LoweringCopyExpand, MatchesReferenceOnRandomCases) {
+  std::mt19937 rng(19);
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    // An output shape, the input a broadcastable cut of it, the target shape another one.
+    const int64_t rank = uniform(1, 5);
+    std::vector<int64_t> out;
+    for (int64_t k = 0; k < rank; ++k) out.push_back(uniform(0, 9) == 0 ? 0 : uniform(1, 4));
+    auto cut = [&](bool keep_rank) {
+      const int64_t drop = keep_rank ? 0 : uniform(0, rank - 1);
+      std::vector<int64_t> shape(out.begin() + drop, out.end());
+      for (int64_t& d : shape) {
+        if (uniform(0, 2) == 0) d = 1;
+      }
+      return shape;
+    };
+    const bool input_full = uniform(0, 1);
+    const std::vector<int64_t> input = cut(input_full);
+    const std::vector<int64_t> target = cut(!input_full);
+    OneNode expand("Expand", 13);
+    expand.runtime(iota_f32(input)).operand(i64(target), uniform(0, 1));
+    std::string what = "input";
+    for (int64_t d : input) what += " " + std::to_string(d);
+    what += ", shape";
+    for (int64_t d : target) what += " " + std::to_string(d);
+    expand.expect_matches(what);
+  }
+}
+
+TEST(LoweringCopyExpand, AShapeThatDoesNotBroadcastIsTheReferenceError) {
+  OneNode expand("Expand", 13);
+  expand.runtime(iota_f32({2, 3})).runtime(i64({4, 3}));
+  EXPECT_THAT(expand.input_error(), HasSubstr("Expand 'expand' (opset 13)"));
 }
 
 // ---- Pad ----------------------------------------------------------------------------------------

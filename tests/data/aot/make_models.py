@@ -152,8 +152,9 @@ onnx.save(model, os.path.join(here, "front_end.onnx"))
 
 # stft_conv.onnx: an STFT written as a Conv, as Silero VAD exports it (opset 15): the chunk
 # reflect-padded by 32 on each side, then a Conv of stride 16 whose 66 filters are a Hann window
-# times cos (33 real parts) and -sin (33 imaginary parts) of the 64-point DFT basis. rnnc runs
-# the Conv as two short DFTs (lowering/lower_dft_conv.h; tests/aot/aot_test.sh).
+# times cos (33 real parts) and -sin (33 imaginary parts) of the 64-point DFT basis, then the
+# frames moved first (Transpose). rnnc runs the Conv as two short DFTs (lowering/lower_dft_conv.h)
+# and the Transpose as a copy block (tests/aot/aot_test.sh).
 n_fft, bins = 64, 33
 taps = np.arange(n_fft)
 window = 0.5 - 0.5 * np.cos(2 * np.pi * taps / n_fft)
@@ -161,10 +162,11 @@ phase = 2 * np.pi * np.outer(np.arange(bins), taps) / n_fft
 basis = np.concatenate([window * np.cos(phase), -window * np.sin(phase)])[:, None, :]
 graph = helper.make_graph(
     [helper.make_node("Pad", ["signal", "pads"], ["padded"], name="pad", mode="reflect"),
-     helper.make_node("Conv", ["padded", "basis"], ["spectrum"], name="stft_conv", strides=[16])],
+     helper.make_node("Conv", ["padded", "basis"], ["spectrum"], name="stft_conv", strides=[16]),
+     helper.make_node("Transpose", ["spectrum"], ["frames"], name="frames_first", perm=[0, 2, 1])],
     "stft_conv",
     [helper.make_tensor_value_info("signal", TensorProto.FLOAT, ["batch", 1, 400])],
-    [helper.make_tensor_value_info("spectrum", TensorProto.FLOAT, ["batch", 66, 26])],
+    [helper.make_tensor_value_info("frames", TensorProto.FLOAT, ["batch", 26, 66])],
     [numpy_helper.from_array(np.array([0, 0, 32, 0, 0, 32], dtype=np.int64), "pads"),
      numpy_helper.from_array(basis.astype(np.float32), "basis")])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
