@@ -52,8 +52,8 @@ void ExecutionBlock::write_aot(AotWriter&, const AotBlockIO&) const {
   for (const Node* node : nodes) names += cat(names.empty() ? "" : ", ", node->describe());
   raise_unsupported(cat("ahead-of-time export: ", names.empty() ? kind() : names,
                         " runs as '", kind(), "', which needs rnnc's C++ at run time; Halide, "
-                        "recurrent, view and copy (Concat, Slice, Pad, Transpose) blocks compile into "
-                        "a standalone library"));
+                        "recurrent, view and copy (Concat, Slice, Pad, Transpose, Expand) blocks "
+                        "compile into a standalone library"));
 }
 
 }  // namespace rnnc

@@ -342,6 +342,39 @@ class ExpandBlock : public CopyBlock {
                   io.outputs[0].raw_data());
     return true;
   }
+
+  // The same plan and copy in the driver. The shape operand may be a run-time tensor (of a
+  // static element count: the output's rank); the output's extents then come from the plan.
+  void write_aot(AotWriter& writer, const AotBlockIO& io) const override {
+    if (io.outputs.empty() || !io.outputs[0]) return;
+    const Value* data = node_.input(0);
+    if (!copyable(data->type.dtype)) {
+      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": element type ",
+                            dtype_onnx_name(data->type.dtype)));
+    }
+    const std::vector<std::string> input = writer.shape(data);
+    const int64_t output_rank = io.outputs[0]->type.rank();
+    std::string operands;
+    size_t n = 0;
+    const std::string shape = aot_ints(writer, 1, "shape", operands, n);
+    if (input.size() > kMaxRank || output_rank != static_cast<int64_t>(std::max(input.size(), n))) {
+      raise_unsupported(cat("ahead-of-time export: ", node_.describe(), ": input rank ",
+                            input.size(), ", ", n, " shape entries, output rank ", output_rank));
+    }
+    const std::string plan = writer.fresh("expand");
+    std::string extents;
+    for (const std::string& extent : input) extents += (extents.empty() ? "" : ", ") + extent;
+    writer.code(cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_expand_plan_make(&",
+                    plan, ", ", input.size(), ", (const int64_t[]){",
+                    extents.empty() ? "0" : extents, "}, ", n, ", ", shape,
+                    ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                    c_string_literal(cat(node_.describe(),
+                                         ": 'shape' does not broadcast with the input")),
+                    ");\n"));
+    finish_aot(writer, io, plan,
+               cat("  rn_slice_copy(&", plan, ", ", dtype_size(data->type.dtype), ", ",
+                   writer.value(data), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+  }
 };
 
 // ---- Pad ------------------------------------------------------------------------------------

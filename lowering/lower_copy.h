@@ -21,7 +21,8 @@
 //          which is not a graph input or output); otherwise one copy of the data, then the slices.
 //
 // The plans and copies are the C execution core's (core/copy_kernels.h), which ahead-of-time
-// libraries run too (write_aot: with constant operands only; an Expand is not exported).
+// libraries run too (write_aot: an operand may be a run-time tensor of a static element count;
+// Transpose's perm is an attribute).
 //
 // Operands (starts/ends/axes/steps, pads/constant_value/axes, Expand's shape) may be constants or
 // run-time int32 / int64 tensors (Expand's: int64); they are read every run. The output is recycled across runs, and the only scratch
