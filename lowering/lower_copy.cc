@@ -148,6 +148,21 @@ class CopyBlock : public ExecutionBlock {
                     c_string_literal(cat(node_.describe(), ": the result")), "));\n", copy));
   }
 
+  // Writes the plan's strided copy of `input` into io.outputs[0], recycled to the plan's shape
+  // (Slice, Transpose, Expand).
+  static void copy_planned(const rn_slice_plan& plan, const Tensor& input, BlockIO& io) {
+    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(plan.rank));
+    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
+                  io.outputs[0].raw_data());
+  }
+
+  // For write_aot: the same, after the plan named `plan` was made (finish_aot's checks first).
+  void finish_planned_aot(AotWriter& writer, const AotBlockIO& io, const std::string& plan) const {
+    finish_aot(writer, io, plan,
+               cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
+                   writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+  }
+
   static std::string c_array(const std::vector<int64_t>& values) {
     std::string text;
     for (int64_t value : values) text += cat(text.empty() ? "" : ", ", value, "LL");
@@ -216,9 +231,7 @@ class SliceBlock : public CopyBlock {
       out.alias(input, plan.base, plan.shape, static_cast<size_t>(rank));
       return true;
     }
-    Tensor::recycle(out, input.dtype(), plan.shape, static_cast<size_t>(rank));
-    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
-                  out.raw_data());
+    copy_planned(plan, input, io);
     return true;
   }
 
@@ -253,9 +266,7 @@ class SliceBlock : public CopyBlock {
                     n, ", ", starts, ", ", ends, ", ", axes, ", ", steps,
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(), ": a step is 0")), ");\n"));
-    finish_aot(writer, io, plan,
-               cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
-                   writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+    finish_planned_aot(writer, io, plan);
   }
 
  private:
@@ -288,9 +299,7 @@ class TransposeBlock : public CopyBlock {
         !rn_transpose_plan_make(&plan, static_cast<int>(rank), input.shape().data(), perm.data())) {
       return false;
     }
-    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(rank));
-    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
-                  io.outputs[0].raw_data());
+    copy_planned(plan, input, io);
     return true;
   }
 
@@ -312,9 +321,7 @@ class TransposeBlock : public CopyBlock {
                     c_array(perm), ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(), ": 'perm' is not a permutation")),
                     ");\n"));
-    finish_aot(writer, io, plan,
-               cat("  rn_slice_copy(&", plan, ", ", dtype_size(node_.input(0)->type.dtype), ", ",
-                   writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+    finish_planned_aot(writer, io, plan);
   }
 };
 
@@ -337,9 +344,7 @@ class ExpandBlock : public CopyBlock {
                              static_cast<int>(n), shape)) {
       return false;
     }
-    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(plan.rank));
-    rn_slice_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
-                  io.outputs[0].raw_data());
+    copy_planned(plan, input, io);
     return true;
   }
 
@@ -371,9 +376,7 @@ class ExpandBlock : public CopyBlock {
                     c_string_literal(cat(node_.describe(),
                                          ": 'shape' does not broadcast with the input")),
                     ");\n"));
-    finish_aot(writer, io, plan,
-               cat("  rn_slice_copy(&", plan, ", ", dtype_size(data->type.dtype), ", ",
-                   writer.value(data), ", ", writer.value(io.outputs[0]), ");\n}\n"));
+    finish_planned_aot(writer, io, plan);
   }
 };
 
