@@ -343,8 +343,9 @@ namespace {
 // Tiles a projection's output stage: `columns` x `rows` register tiles (n split into no, ni and m
 // into mo, mi; a last row tile shifted inward onto rows already computed), column panels or row
 // tiles outermost as the schedule says. The outermost loop has independent iterations: a
-// parallel loop, which runs on the executor's oneTBB arena (runtime/halide_tbb.h), one thread
-// for a single-threaded model. Same arithmetic per element either way.
+// parallel loop when the schedule says so (parallel_projection), which runs on the executor's
+// oneTBB arena (runtime/halide_tbb.h), one thread for a single-threaded model. Same arithmetic per
+// element either way.
 void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, const Var& n,
                      const Var& m, const Var& no, const Var& ni, const Var& mo, const Var& mi,
                      int columns, int rows) {
@@ -353,8 +354,8 @@ void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, con
       .reorder(ni, mi, schedule.gemm_columns_outer ? mo : no, schedule.gemm_columns_outer ? no : mo)
       .vectorize(ni, schedule.vector_width)
       .unroll(ni)
-      .unroll(mi)
-      .parallel(schedule.gemm_columns_outer ? no : mo);
+      .unroll(mi);
+  if (schedule.parallel_projection) stage.parallel(schedule.gemm_columns_outer ? no : mo);
 }
 
 // The column panels of a single-row tile: the largest count up to `wanted` that divides `panels`.

@@ -140,7 +140,8 @@ std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
              gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
-             parallel_tiles ? " parallel_tiles" : "", single_entry ? " single_entry" : "",
+             parallel_tiles ? " parallel_tiles" : "",
+             parallel_projection ? " parallel_projection" : "", single_entry ? " single_entry" : "",
              alternate_tiles ? " alternate_tiles" : "",
              step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string());
 }
@@ -188,6 +189,9 @@ constexpr ScheduleRow kScheduleTable[] = {
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
 constexpr double kMaxExtraPadding = 1.15;
+// The projection's W elements from which its outer tiles run as a parallel loop (64 KiB of float:
+// an LSTM of 32 units over 128 inputs).
+constexpr int64_t kParallelProjectionWeights = 16384;
 
 }  // namespace
 
@@ -251,6 +255,12 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   // pay.
   schedule.parallel_tiles = schedule.step_weight_bytes > l2_bytes &&
                             schedule.padded_hidden / schedule.hidden_tile >= 4;
+  // A small W makes a call's work a few microseconds at most, even over a long sequence (an
+  // enhancement model's GRU of 4 units: 96 weights): less than handing tiles to another thread
+  // costs, so its projection stays one loop on the calling thread.
+  schedule.parallel_projection =
+      static_cast<int64_t>(gates) * schedule.padded_hidden * cell.input_size >=
+      kParallelProjectionWeights;
   return schedule;
 }
 

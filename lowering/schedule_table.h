@@ -124,6 +124,8 @@ struct RecurrentSchedule {
   bool stream_weights = false;
   double step_weight_bytes = 0;  // R at its storage width: what every step reads
   bool parallel_tiles = false;   // R above the target's L2: the step's hidden tiles run in parallel
+  // W of at least 16384 elements (schedule_table.cc): the projection's outer tiles run in parallel.
+  bool parallel_projection = false;
   bool single_entry = false;    // the step runs batch_size 1 only (its batch extent is 1)
   // The runtime may pass the step views that walk the hidden tiles backwards (negative tile-dim
   // strides) on alternate steps, so a step starts on the R tiles the previous one read last.

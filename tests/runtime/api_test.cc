@@ -276,16 +276,26 @@ TEST(RuntimeApi, BidirectionalDirectionsRunAsParallelPartsWithIdenticalResults) 
 }
 
 TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
-  // The input projection's row tiles are a Halide parallel loop: each run routes it through the
-  // runtime's oneTBB do_par_for, never Halide's own thread pool.
+  // The input projection's row tiles are a Halide parallel loop when W has 16384 elements or more
+  // (lowering/schedule_table.h parallel_projection): each run routes it through the runtime's
+  // oneTBB do_par_for, never Halide's own thread pool. A smaller W's projection is one loop on
+  // the calling thread: its work is less than a hand-off costs.
   ModelOptions options;
   options.threads = 2;
-  auto model = load_stack("LSTM", 2, kHidden, kInput, options);
-  Session session = model->new_session();
-  std::vector<float> x = random_vector(30 * kInput, 9);
+  constexpr int64_t kWide = 64;  // W: 4 gates x 64 units x 64 inputs = 16384
+  auto wide = load_stack("LSTM", 2, kWide, kWide, options);
+  Session session = wide->new_session();
+  std::vector<float> x = random_vector(30 * kWide, 9);
   const int64_t before = tbb_parallel_loops_run();
-  session.run({input_x(x, 30, 1)});
+  session.run({{"x", {ElementType::kFloat32, {30, 1, kWide}, x.data()}}});
   EXPECT_GE(tbb_parallel_loops_run() - before, 2) << "one loop per layer's projection";
+
+  auto small = load_stack("LSTM", 2, kHidden, kInput, options);
+  Session small_session = small->new_session();
+  std::vector<float> small_x = random_vector(30 * kInput, 9);
+  const int64_t small_before = tbb_parallel_loops_run();
+  small_session.run({input_x(small_x, 30, 1)});
+  EXPECT_EQ(tbb_parallel_loops_run() - small_before, 0) << "a small W's projection ran in parallel";
 }
 
 TEST(RuntimeApi, AutoPlanChoosesPerShapeAndEveryTrialRunGivesTheSameResult) {
