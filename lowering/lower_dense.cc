@@ -530,13 +530,9 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
 namespace {
 
 // One spatial axis of a convolution with auto_pad resolved (docs/ops/nn.md).
-struct ConvAxis {
-  int64_t kernel = 1;
-  int64_t stride = 1;
-  int64_t dilation = 1;
-  int64_t pad_begin = 0;
-  int64_t pad_end = 0;
-};
+
+
+}  // namespace
 
 std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vector<int64_t>& w) {
   size_t spatial = w.size() - 2;
@@ -572,8 +568,6 @@ std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vec
   }
   return axes;
 }
-
-}  // namespace
 
 std::unique_ptr<HalideBlock> conv_block(const Node& root, const Value* result, int rank,
                                         std::vector<LoopDim>& loops) {
@@ -676,10 +670,6 @@ ConvImages conv_images(const HalideBlock& spec, const ConvArguments& arguments,
 
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache) {
   const Node& root = *group.root;
-  // An STFT written as a Conv (a DFT basis for weights) alone in its group: two short DFTs.
-  if (group.sink == &root) {
-    if (std::unique_ptr<ExecutionBlock> block = lower_dft_conv(root, cache)) return block;
-  }
   const Value* x = root.input(0);
   const Value* w = root.input(1);
   const Value* bias = root.input(2);
@@ -712,6 +702,10 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   }
   int64_t group_out_channels = out_channels / groups;
   std::vector<ConvAxis> axes = conv_axes(root, sx, w_shape);
+  // An STFT written as a Conv (a DFT basis for weights) alone in its group: two short DFTs.
+  if (group.sink == &root && axes.size() == 1) {
+    if (std::unique_ptr<ExecutionBlock> block = lower_dft_conv(root, axes[0], cache)) return block;
+  }
   const ConvAxis& ax_w = axes.back();
   ConvAxis ax_h = two_d ? axes[0] : ConvAxis{};
 

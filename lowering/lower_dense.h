@@ -92,6 +92,18 @@ std::vector<const Value*> epilogue_operands(const FusionGroup& group);
 std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunTensors& tensors,
                                     size_t first, const std::string& context);
 
+// One spatial axis of a Conv: its kernel, stride, dilation and pads (auto_pad resolved).
+struct ConvAxis {
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t dilation = 1;
+  int64_t pad_begin = 0;
+  int64_t pad_end = 0;
+};
+// The Conv's spatial axes from its attributes and W's shape; kUnsupported for attributes that do
+// not match W's rank, or SAME padding over a run-time size.
+std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vector<int64_t>& w);
+
 // A group rooted at a Conv with constant weights, 1-D or 2-D (float32).
 std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, HalideCache& cache);
 

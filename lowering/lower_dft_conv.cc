@@ -60,14 +60,8 @@ int64_t choose_n2(int64_t n, int lanes) {
   return best;
 }
 
-int64_t int_attr(const Node& node, const char* name, size_t index, int64_t fallback) {
-  if (!node.has_attr(name)) return fallback;
-  const std::vector<int64_t> values = node.attr_ints(name);
-  return index < values.size() ? values[index] : fallback;
-}
-
 // The transform `conv` computes, when its weights are a windowed DFT basis (lower_dft_conv.h).
-std::optional<DftConv> match(const Node& conv, int lanes) {
+std::optional<DftConv> match(const Node& conv, const ConvAxis& axis, int lanes) {
   const Value* x = conv.input(0);
   const Value* w = conv.input(1);
   if (conv.num_inputs() > 2 && conv.input(2)) return std::nullopt;  // a bias
@@ -79,19 +73,14 @@ std::optional<DftConv> match(const Node& conv, int lanes) {
       x->type.shape->size() != 3) {
     return std::nullopt;
   }
-  const std::vector<int64_t> pads = conv.attr_ints("pads", std::vector<int64_t>{});
-  const std::string auto_pad = conv.attr_string("auto_pad", "NOTSET");
-  if (conv.attr_int("group", 1) != 1 || int_attr(conv, "dilations", 0, 1) != 1 ||
-      (auto_pad != "NOTSET" && auto_pad != "VALID")) {
+  if (conv.attr_int("group", 1) != 1 || axis.dilation != 1 || axis.pad_begin != 0 ||
+      axis.pad_end != 0) {
     return std::nullopt;
-  }
-  for (int64_t pad : pads) {
-    if (pad != 0) return std::nullopt;
   }
   DftConv t;
   t.n = weights.dim(2);
   t.bins = t.n / 2 + 1;
-  t.hop = int_attr(conv, "strides", 0, 1);
+  t.hop = axis.stride;
   if (t.n < 16 || t.n % 2 != 0 || weights.dim(0) != 2 * t.bins || t.hop < 1) return std::nullopt;
   t.n2 = choose_n2(t.n, lanes);
   if (t.n2 == 0) return std::nullopt;
@@ -133,10 +122,11 @@ HalideBlock::Argument table(int64_t rows, int64_t columns,
 
 }  // namespace
 
-std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, HalideCache& cache) {
+std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, const ConvAxis& axis,
+                                               HalideCache& cache) {
   const ArchTable& arch = arch_table(cache.target());
   const int lanes = arch.lanes;
-  const std::optional<DftConv> matched = match(conv, lanes);
+  const std::optional<DftConv> matched = match(conv, axis, lanes);
   if (!matched) return nullptr;
   const DftConv t = *matched;
   const int64_t k1_rows = (t.bins + t.n2 - 1) / t.n2;  // k1 values holding the bins below B

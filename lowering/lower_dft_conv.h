@@ -26,11 +26,13 @@
 #include "ir/graph.h"
 #include "lowering/block.h"
 #include "lowering/halide_cache.h"
+#include "lowering/lower_dense.h"
 
 namespace rnnc {
 
-// The block, or nullptr when the Conv is not a DFT basis as above (the direct convolution then
-// lowers it).
-std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, HalideCache& cache);
+// The block, or nullptr when the Conv (its one spatial axis `axis`, conv_axes) is not a DFT
+// basis as above (the direct convolution then lowers it).
+std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, const ConvAxis& axis,
+                                               HalideCache& cache);
 
 }  // namespace rnnc

@@ -33,7 +33,6 @@ struct ViewMemo : BlockRunState {
 class ViewBlock : public ExecutionBlock {
  public:
   explicit ViewBlock(const Node& node) : node_(node) {
-    constant_operands_ = true;
     for (size_t i = 1; i < node_.num_inputs(); ++i) {
       const Value* operand = node_.input(i);
       if (operand && (!operand->is_constant() || operand->is_graph_input()))

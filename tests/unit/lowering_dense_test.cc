@@ -919,7 +919,7 @@ TEST(LoweringDftConv, AWindowedDftBasisRunsAsTwoShortTransforms) {
       {hann(256), 128, {640, 256, 700}},              // Silero's: 16 x 16, 4 frames
       {std::vector<double>(64, 1.0), 16, {64, 129}},  // a rectangular window
       {random_window, 48, {96, 150}},                 // N = 48: factors 16 x 3 or 8 x 6
-      {hann(400), 160, {400, 1000}},                  // 25 ms at 16 kHz: 25 x 16 (AVX2: 50 x 8)
+      {hann(400), 160, {400, 1000}},                  // 400 samples: n1 25 x n2 16 (AVX2: 50 x 8)
   };
   for (HalideCache* cache : {&host_cache(), &avx2_cache()}) {
     for (const Config& config : configs) {
