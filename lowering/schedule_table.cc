@@ -139,6 +139,7 @@ int round_up(int value, int multiple) { return (value + multiple - 1) / multiple
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
              " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
+             gemm_rows_exact > 0 ? cat(" exact_rows=", gemm_rows_exact) : std::string(),
              gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
              parallel_tiles ? " parallel_tiles" : "",
              parallel_projection ? " parallel_projection" : "", single_entry ? " single_entry" : "",
@@ -162,8 +163,10 @@ namespace {
 //   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
 //   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
 //   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
-//   operands byte by byte (vpinsrb). A W larger than the target's L2 per core (read from L3 or
-//   DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 6-row tiles
+//   operands byte by byte (vpinsrb). Its AVX-512 row also has 2 x 8 tiles (16 accumulators) for
+//   row counts that are multiples of 8, which 6-row tiles would cover with recomputed rows (a
+//   sequence of 16 steps: 18 rows computed). A W larger than the target's L2 per core (read from L3
+//   or DRAM at every call) takes 16 x 1 tiles with the next panel prefetched instead: 6-row tiles
 //   fetch each panel in their first row tile and leave memory idle in the others
 //   (docs/lowering.md "Streamed weights").
 //   The measurements behind each choice: docs/measurements.md, "Schedule tables".
@@ -175,6 +178,7 @@ struct ScheduleRow {
   int gemm_vectors;
   int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
+  int integer_exact_rows;  // the quantized projection's tile for row counts it divides (0: none)
   // The projection streams W (stream_weights) in tiles of streamed_rows rows x 1 vector when W
   // (at its storage width) overflows L2 (0: never; AVX2 has too few registers).
   int streamed_rows;
@@ -182,9 +186,9 @@ struct ScheduleRow {
 
 constexpr ScheduleRow kScheduleTable[] = {
     // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
-    {16, 64, 2, 4, 4, 2, 6, 16},
+    {16, 64, 2, 4, 4, 2, 6, 8, 16},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 1, 2, 2, 6, 0},
+    {8, 64, 1, 1, 2, 2, 6, 0, 0},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -236,6 +240,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
     }
   }
   schedule.gemm_rows = row->gemm_rows;
+  if (cell.quant) schedule.gemm_rows_exact = row->integer_exact_rows;
   const double weight_bytes = 4.0 * gates * schedule.padded_hidden * cell.input_size;
   schedule.gemm_columns_outer = weight_bytes > l2_bytes / 2;
   const double storage_bytes = cell.quant ? cell.quant->input_widths.storage_bits / 8.0 : 4.0;
@@ -245,6 +250,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
     schedule.gemm_columns_outer = true;
     schedule.gemm_vectors = 1;
     schedule.gemm_rows = row->streamed_rows;
+    schedule.gemm_rows_exact = 0;
   }
   const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
   schedule.step_weight_bytes =

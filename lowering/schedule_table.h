@@ -117,6 +117,9 @@ struct RecurrentSchedule {
   int batch_tile = 1;               // batch entries per step tile (the batch is padded to it)
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
+  // The quantized projection's row tile for a row count that is a multiple of it (0: none): no
+  // padded or recomputed rows where gemm_rows does not divide the rows (16 rows: 16, not 18).
+  int gemm_rows_exact = 0;
   bool gemm_columns_outer = false;  // weights too big for L2: walk column panels outermost
   // The projection's weights stream from L3 or DRAM (over the target's L2 at their storage
   // width): tiles of gemm_rows rows x 1 vector, so each panel is read once per 16 rows, not once

@@ -798,9 +798,10 @@ TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
 
 // The integer input projection's row tiles: one row alone (up to 4 column panels per tile; GRU
 // hidden 20 has 3), 2 to 5 rows as one padded tile, more as whole tiles with the last shifted
-// inward; row tiles outermost and (input 600: over 512 KB of float weights) column panels.
+// inward, multiples of 8 (AVX-512) in 8-row tiles; row tiles outermost and (input 600: over
+// 512 KB of float weights) column panels.
 TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
-  for (const int64_t seq : {1, 2, 5, 6, 7, 13}) {
+  for (const int64_t seq : {1, 2, 5, 6, 7, 8, 13, 16, 24}) {
     for (const int64_t input : {8, 600}) {
       Case c;
       c.seq = seq;
@@ -1240,6 +1241,7 @@ TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
     EXPECT_EQ(schedule.stream_weights, variant.streamed) << what;
     EXPECT_EQ(schedule.gemm_rows, variant.streamed ? 16 : 6) << what;
+    EXPECT_EQ(schedule.gemm_rows_exact, variant.quantized && !variant.streamed ? 8 : 0) << what;
     EXPECT_EQ(schedule.gemm_vectors, variant.streamed ? 1 : variant.unstreamed_vectors) << what;
     const std::string text = kernel_disassembly(cell, schedule, true, host);
     EXPECT_EQ(text.find("prefetch") != std::string::npos, variant.streamed) << what;
