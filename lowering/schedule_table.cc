@@ -185,7 +185,8 @@ struct ScheduleRow {
 };
 
 constexpr ScheduleRow kScheduleTable[] = {
-    // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer
+    // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer (16 + 3
+    // in 8-row tiles)
     {16, 64, 2, 4, 4, 2, 6, 8, 16},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
     {8, 64, 1, 1, 2, 2, 6, 0, 0},
