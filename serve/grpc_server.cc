@@ -14,14 +14,13 @@
 #include "ir/error.h"
 #include "rnnc/version.h"
 #include "serve/datatype.h"
-#include "serve/parameters.h"
+#include "serve/grpc_codec.h"
 #include "serve/server_metadata.h"
 
 namespace rnnc::serve {
 
 namespace {
 
-using inference::InferTensorContents;
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using inference::ModelStreamInferResponse;
@@ -48,182 +47,13 @@ grpc::StatusCode grpc_code(StatusCode code) {
   return grpc::StatusCode::UNKNOWN;
 }
 
-ParameterValue parameter_value(const inference::InferParameter& parameter) {
-  switch (parameter.parameter_choice_case()) {
-    case inference::InferParameter::kBoolParam:
-      return parameter.bool_param();
-    case inference::InferParameter::kInt64Param:
-      return parameter.int64_param();
-    case inference::InferParameter::kStringParam:
-      return parameter.string_param();
-    case inference::InferParameter::kDoubleParam:
-      return parameter.double_param();
-    case inference::InferParameter::kUint64Param:
-      return parameter.uint64_param();
-    default:
-      return std::string();
-  }
-}
-
-// `read(contents)` for const contents, `*write(contents)` otherwise.
-template <typename Contents, typename Read, typename Write>
-auto& field_of(Contents& contents, Read read, Write write) {
-  if constexpr (std::is_const_v<Contents>) {
-    return read(contents);
-  } else {
-    return *write(contents);
-  }
-}
-
-// The typed contents field holding elements of C++ type T, const or mutable as `Contents` is:
-// BOOL in bool_contents, the other integers of up to 32 bits in int_contents or uint_contents,
-// the 64-bit and floating-point types each in a field of their own.
-template <typename T, typename Contents>
-auto& contents_field(Contents& contents, const char*& name) {
-  if constexpr (std::is_same_v<T, bool>) {
-    name = "bool_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.bool_contents(); },
-        [](auto& c) { return c.mutable_bool_contents(); });
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    name = "int64_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.int64_contents(); },
-        [](auto& c) { return c.mutable_int64_contents(); });
-  } else if constexpr (std::is_same_v<T, uint64_t>) {
-    name = "uint64_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.uint64_contents(); },
-        [](auto& c) { return c.mutable_uint64_contents(); });
-  } else if constexpr (std::is_same_v<T, float>) {
-    name = "fp32_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.fp32_contents(); },
-        [](auto& c) { return c.mutable_fp32_contents(); });
-  } else if constexpr (std::is_same_v<T, double>) {
-    name = "fp64_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.fp64_contents(); },
-        [](auto& c) { return c.mutable_fp64_contents(); });
-  } else if constexpr (std::is_signed_v<T>) {
-    name = "int_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.int_contents(); },
-        [](auto& c) { return c.mutable_int_contents(); });
-  } else {
-    name = "uint_contents";
-    return field_of(
-        contents, [](auto& c) -> auto& { return c.uint_contents(); },
-        [](auto& c) { return c.mutable_uint_contents(); });
-  }
-}
-
-// Reads the typed contents into the tensor, after checking their count against the shape.
-void decode_contents(const InferTensorContents& contents, HostTensor& tensor, size_t bytes) {
-  const bool typed = with_element_type(tensor.type, [&](auto element) {
-    using T = decltype(element);
-    const char* field = nullptr;
-    const auto& values = contents_field<T>(contents, field);
-    const size_t count = bytes / sizeof(T);
-    if (static_cast<size_t>(values.size()) != count) {
-      raise_request(StatusCode::kInvalidArgument,
-                    cat("input '", tensor.name, "': contents.", field, " holds ", values.size(),
-                        " values, its shape needs ", count));
-    }
-    tensor.resize_bytes(bytes);
-    T* out = static_cast<T*>(tensor.data());
-    for (size_t k = 0; k < count; ++k) out[k] = static_cast<T>(values[static_cast<int>(k)]);
-  });
-  if (!typed) {
-    raise_request(StatusCode::kInvalidArgument,
-                  cat("input '", tensor.name, "': ", datatype_name(tensor.type),
-                      " has no typed contents field: send it in raw_input_contents"));
-  }
-}
-
-// False when the type has no typed contents field (FP16, BF16): the response goes raw.
-bool encode_contents(const HostTensor& tensor, InferTensorContents& contents) {
-  return with_element_type(tensor.type, [&](auto element) {
-    using T = decltype(element);
-    const char* field = nullptr;
-    auto& values = contents_field<T>(contents, field);
-    const T* data = static_cast<const T*>(tensor.data());
-    const size_t count = tensor.byte_size() / sizeof(T);
-    values.Reserve(static_cast<int>(count));
-    for (size_t k = 0; k < count; ++k) values.Add(data[k]);
-  });
-}
-
-InferRequest decode_request(const ModelInferRequest& message,
-                            const grpc::CallbackServerContext& context, size_t max_tensor_bytes) {
-  InferRequest request;
-  request.model_name = message.model_name();
-  request.id = message.id();
-  check_model_version(message.model_name(), message.model_version());
-  std::map<std::string, ParameterValue> parameters;
-  for (const auto& [name, value] : message.parameters()) parameters[name] = parameter_value(value);
-  apply_request_parameters(parameters, request);
+// Caps a decoded request's deadline at the call's.
+void apply_call_deadline(const grpc::CallbackServerContext& context, InferRequest& request) {
   const auto deadline = context.deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     request.deadline =
         std::min(request.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                       deadline - std::chrono::system_clock::now()));
-  }
-  const bool raw = message.raw_input_contents_size() > 0;
-  if (raw && message.raw_input_contents_size() != message.inputs_size()) {
-    raise_request(StatusCode::kInvalidArgument,
-                  cat("raw_input_contents has ", message.raw_input_contents_size(), " entries for ",
-                      message.inputs_size(), " inputs (one per input, in order)"));
-  }
-  for (int k = 0; k < message.inputs_size(); ++k) {
-    const auto& input = message.inputs(k);
-    HostTensor tensor;
-    tensor.name = input.name();
-    tensor.type = input_datatype(input.name(), input.datatype());
-    tensor.shape.assign(input.shape().begin(), input.shape().end());
-    const size_t bytes = tensor_bytes(tensor.name, tensor.type, tensor.shape, max_tensor_bytes);
-    if (raw) {
-      if (input.has_contents()) {
-        raise_request(StatusCode::kInvalidArgument, cat("input '", tensor.name,
-                                                        "' has contents although the request uses "
-                                                        "raw_input_contents"));
-      }
-      const std::string& data = message.raw_input_contents(k);
-      if (data.size() != bytes) {
-        raise_request(StatusCode::kInvalidArgument,
-                      cat("input '", tensor.name, "': raw_input_contents holds ", data.size(),
-                          " bytes, its shape and datatype need ", bytes));
-      }
-      tensor.resize_bytes(bytes);
-      if (bytes > 0) std::memcpy(tensor.data(), data.data(), bytes);
-    } else {
-      decode_contents(input.contents(), tensor, bytes);
-    }
-    request.inputs.push_back(std::move(tensor));
-  }
-  for (const auto& output : message.outputs()) request.requested_outputs.push_back(output.name());
-  return request;
-}
-
-void encode_response(const InferResponse& response, bool raw, ModelInferResponse& message) {
-  message.set_model_name(response.model_name);
-  message.set_model_version(kModelVersion);
-  message.set_id(response.id);
-  for (const HostTensor& output : response.outputs) {
-    if (!raw && (output.type == ElementType::kFloat16 || output.type == ElementType::kBFloat16)) {
-      raw = true;  // the protocol has no typed field for them, and raw is all or nothing
-    }
-  }
-  for (const HostTensor& output : response.outputs) {
-    auto* tensor = message.add_outputs();
-    tensor->set_name(output.name);
-    tensor->set_datatype(datatype_name(output.type));
-    for (int64_t d : output.shape) tensor->add_shape(d);
-    if (raw) {
-      message.add_raw_output_contents(static_cast<const char*>(output.data()), output.byte_size());
-    } else {
-      encode_contents(output, *tensor->mutable_contents());
-    }
   }
 }
 
@@ -326,7 +156,8 @@ class InferenceHandler final : public HandlerBase {
     InferRequest decoded;
     try {
       parse_request(*const_cast<grpc::ByteBuffer*>(request_bytes), request);
-      decoded = decode_request(request, *context, service_.max_tensor_bytes());
+      decoded = decode_grpc_request(request, service_.max_tensor_bytes());
+      apply_call_deadline(*context, decoded);
     } catch (const RequestError& e) {
       service_.metrics().record(request.model_name(), e.code(), 0);
       reactor->Finish(error_status(e));
@@ -342,7 +173,7 @@ class InferenceHandler final : public HandlerBase {
                        return;
                      }
                      ModelInferResponse response;
-                     encode_response(result, raw, response);
+                     encode_grpc_response(result, raw, response);
                      *response_bytes = serialize(response);
                      reactor->Finish(grpc::Status::OK);
                    });
@@ -384,7 +215,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     InferRequest decoded;
     try {
       parse_request(request_bytes_, request);
-      decoded = decode_request(request, *context_, service_.max_tensor_bytes());
+      decoded = decode_grpc_request(request, service_.max_tensor_bytes());
+      apply_call_deadline(*context_, decoded);
     } catch (const RequestError& e) {
       service_.metrics().record(request.model_name(), e.code(), 0);
       ModelStreamInferResponse response;
@@ -400,7 +232,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                      if (code != StatusCode::kOk) {
                        response.set_error_message(cat(status_code_name(code), ": ", error));
                      } else {
-                       encode_response(result, raw, *response.mutable_infer_response());
+                       encode_grpc_response(result, raw, *response.mutable_infer_response());
                      }
                      respond(response);
                    });

@@ -55,4 +55,16 @@ size_t tensor_bytes(const std::string& name, ElementType type, const std::vector
   return bytes;
 }
 
+void check_bool_bytes(const HostTensor& tensor, const char* source) {
+  if (tensor.type != ElementType::kBool) return;
+  const auto* bytes = static_cast<const uint8_t*>(tensor.data());
+  for (size_t k = 0; k < tensor.byte_size(); ++k) {
+    if (bytes[k] > 1) {
+      raise_request(StatusCode::kInvalidArgument,
+                    cat("input '", tensor.name, "': byte ", k, " of its BOOL ", source, " is ",
+                        static_cast<int>(bytes[k]), ", not 0 or 1"));
+    }
+  }
+}
+
 }  // namespace rnnc::serve

@@ -38,6 +38,10 @@ struct HostTensor {
 size_t tensor_bytes(const std::string& name, ElementType type, const std::vector<int64_t>& shape,
                     size_t max_bytes);
 
+// RequestError (INVALID_ARGUMENT) naming the tensor and the byte when a BOOL tensor holds a byte
+// other than 0 or 1 (`source`: where the message carried its bytes). Other types: no check.
+void check_bool_bytes(const HostTensor& tensor, const char* source);
+
 // Triton's sequence extension: the request parameters sequence_id, sequence_start, sequence_end.
 struct SequenceControl {
   std::string id;  // "" = not part of a sequence (ids given as integers are kept as decimal text)
