@@ -307,8 +307,9 @@ Report quantize_model(Model& model, const Config& config, const std::vector<Samp
   for (size_t i = 0; i < plan.size(); ++i) {
     auto& [node, scheme] = plan[i];
     if (progress) progress("quantizing", i, plan.size());
+    const std::string& name = node->name();  // (C++17 lambdas cannot capture a binding)
     NodeReport& entry = *std::find_if(report.nodes.begin(), report.nodes.end(),
-                                      [&](const NodeReport& r) { return r.node == node->name(); });
+                                      [&](const NodeReport& r) { return r.node == name; });
     int64_t terms[2] = {0, 0};  // the products' K: W.x and R.h, or A.B
     if (is_recurrent(*node)) {
       const int64_t hidden = node->attr_int("hidden_size", node->input(2)->constant()->dim(2));

@@ -28,8 +28,10 @@
 #include "rnnc/error.h"
 #include "rnnc/version.h"
 
-// Everything declared here is librnnc.so's public API (its symbols are exported).
+// Everything declared here is librnnc.so's public API (its symbols are exported), except the
+// classes' private implementation types (RNNC_IMPL_TYPE), which stay inside the library.
 #pragma GCC visibility push(default)
+#define RNNC_IMPL_TYPE __attribute__((visibility("hidden")))
 
 namespace rnnc {
 
@@ -199,7 +201,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   };
   std::vector<Output> run(const std::vector<NamedTensor>& inputs) const;
 
-  struct Impl;
+  struct RNNC_IMPL_TYPE Impl;
   const Impl& impl() const { return *impl_; }
 
  private:
@@ -234,7 +236,7 @@ class Session {
   // The plan the last run used (kAuto resolved); before the first run, the model's plan().
   Plan last_plan() const;
 
-  struct Impl;
+  struct RNNC_IMPL_TYPE Impl;
 
  private:
   friend class CompiledModel;
@@ -336,7 +338,7 @@ class BatchStream {
   void wait() const;
   uint64_t id() const;  // unique within its batcher
 
-  struct State;
+  struct RNNC_IMPL_TYPE State;
 
  private:
   friend class StreamBatcher;
@@ -369,7 +371,7 @@ class StreamBatcher {
   BatcherStats stats() const;
   const CompiledModel& model() const;
 
-  struct Impl;
+  struct RNNC_IMPL_TYPE Impl;
 
  private:
   std::shared_ptr<Impl> impl_;
@@ -410,4 +412,5 @@ QuantizeResult quantize_model(const std::string& input_path, const std::string& 
 
 }  // namespace rnnc
 
+#undef RNNC_IMPL_TYPE
 #pragma GCC visibility pop
