@@ -270,7 +270,9 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
     for (const std::string& name : candidates) names += (names.empty() ? "'" : ", '") + name + "'";
     return cat("has no batch axis: the dim symbols ", names, " could each be it");
   };
-  for (const auto& [name, axis] : options.batch_axes) {
+  for (const auto& entry : options.batch_axes) {
+    const std::string& name = entry.first;  // (C++17 lambdas cannot capture a binding)
+    const int axis = entry.second;
     bool found = false;
     auto check_axis = [&](const TensorInfo& info) {
       found = found || info.name == name;
