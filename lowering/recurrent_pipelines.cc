@@ -413,11 +413,11 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
 
   // Register tiles: a multiple of gemm_rows_exact rows takes tiles of that many rows; otherwise
   // gemm_rows rows or more (rn_recurrent_projected_rows pads 2 to gemm_rows - 1 rows to one tile)
-  // take whole tiles of gemm_vectors x gemm_rows accumulators, the last one shifted inward onto rows
-  // already computed. A single row (a streamed chunk of one step) is one row tile of up to 4 column
-  // panels (8 independent accumulators on AVX-512) instead of a padded tile: 6x fewer dot products.
-  // Each row streams all of W from L2, where a tile of 6 rows streams it once: from 2 rows on, the
-  // padded tile costs less (docs/measurements.md).
+  // take whole tiles of gemm_vectors x gemm_rows accumulators, the last one shifted inward onto
+  // rows already computed. A single row (a streamed chunk of one step) is one row tile of up to 4
+  // column panels (8 independent accumulators on AVX-512) instead of a padded tile: 6x fewer dot
+  // products. Each row streams all of W from L2, where a tile of 6 rows streams it once: from 2
+  // rows on, the padded tile costs less (docs/measurements.md).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
   const Expr rows_out = xw.output_buffer().dim(1).extent();
   if (schedule.gemm_rows_exact > 0) {
