@@ -30,21 +30,22 @@ HostTensor HostTensor::copy_of(const NamedTensor& tensor) {
 
 size_t tensor_bytes(const std::string& name, ElementType type, const std::vector<int64_t>& shape,
                     size_t max_bytes) {
-  const size_t element = element_size(type);
-  size_t bytes = element;
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] < 0) {
       raise_request(StatusCode::kInvalidArgument,
                     cat("input '", name, "': dim ", k, " is ", shape[k], ", must be >= 0"));
     }
-    const auto dim = static_cast<size_t>(shape[k]);
-    if (dim != 0 && bytes > std::numeric_limits<size_t>::max() / dim)
-      bytes = max_bytes + 1;
-    else
-      bytes *= dim;
-    if (bytes > max_bytes) break;
   }
-  if (bytes > max_bytes) {
+  // Past the limit (or 64 bits) the product is only marked as over it: a later zero dim still
+  // makes it 0.
+  size_t bytes = element_size(type);
+  bool over = false;
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+    over =
+        over || __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes) || bytes > max_bytes;
+  }
+  if (over) {
     std::string dims;
     for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     raise_request(StatusCode::kInvalidArgument,

@@ -113,6 +113,13 @@ TEST(TensorBytes, ShapeAndLimit) {
               tensor_bytes("x", ElementType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40}, 1024);
             }).find("larger than the server's limit"),
             std::string::npos);
+  // A zero dim after dims over the limit is still an empty tensor; a negative dim anywhere is
+  // named as such.
+  EXPECT_EQ(tensor_bytes("x", ElementType::kFloat32, {int64_t{1} << 40, 0}, 1024), 0u);
+  EXPECT_EQ(failure([] {
+              tensor_bytes("x", ElementType::kFloat32, {int64_t{1} << 40, -3}, 1024);
+            }),
+            "input 'x': dim 1 is -3, must be >= 0");
 }
 
 // A backend whose streams count the chunks they ran.
