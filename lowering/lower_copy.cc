@@ -140,11 +140,9 @@ class CopyBlock : public ExecutionBlock {
   void finish_aot(AotWriter& writer, const AotBlockIO& io, const std::string& plan,
                   const std::string& copy) const {
     writer.define_shape(io.outputs[0], plan + ".shape");
-    std::string shape;
     const std::vector<std::string> output = writer.shape(io.outputs[0]);
-    for (const std::string& extent : output) shape += (shape.empty() ? "" : ", ") + extent;
-    writer.code(cat("  RN_TRY(rn_check_shape(ctx, ", output.size(), ", ", plan,
-                    ".shape, (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
+    writer.code(cat("  RN_TRY(rn_check_shape(ctx, ", output.size(), ", ", plan, ".shape, ",
+                    c_extents(output), ", ",
                     c_string_literal(cat(node_.describe(), ": the result")), "));\n", copy));
   }
 
@@ -163,10 +161,18 @@ class CopyBlock : public ExecutionBlock {
                    writer.value(node_.input(0)), ", ", writer.value(io.outputs[0]), ");\n}\n"));
   }
 
-  static std::string c_array(const std::vector<int64_t>& values) {
+  // C expressions (a shape's extents) as an int64_t array literal; {0} for none (C has no empty
+  // initializer).
+  static std::string c_extents(const std::vector<std::string>& extents) {
     std::string text;
-    for (int64_t value : values) text += cat(text.empty() ? "" : ", ", value, "LL");
+    for (const std::string& extent : extents) text += (text.empty() ? "" : ", ") + extent;
     return cat("(const int64_t[]){", text.empty() ? "0" : text, "}");
+  }
+
+  static std::string c_array(const std::vector<int64_t>& values) {
+    std::vector<std::string> literals;
+    for (int64_t value : values) literals.push_back(cat(value, "LL"));
+    return c_extents(literals);
   }
 
   const Node& node_;
@@ -259,11 +265,9 @@ class SliceBlock : public CopyBlock {
                               " entries)"));
     }
     const std::string plan = writer.fresh("slice");
-    std::string shape;
-    for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
     writer.code(cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_slice_plan_make(&",
-                    plan, ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
-                    n, ", ", starts, ", ", ends, ", ", axes, ", ", steps,
+                    plan, ", ", rank, ", ", c_extents(input), ", ", n, ", ", starts, ", ", ends,
+                    ", ", axes, ", ", steps,
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(), ": a step is 0")), ");\n"));
     finish_planned_aot(writer, io, plan);
@@ -314,11 +318,9 @@ class TransposeBlock : public CopyBlock {
                               " entries for an input of rank ", input.size()));
     }
     const std::string plan = writer.fresh("transpose");
-    std::string shape;
-    for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
     writer.code(cat("{\n  rn_slice_plan ", plan, ";\n  if (!rn_transpose_plan_make(&", plan, ", ",
-                    input.size(), ", (const int64_t[]){", shape.empty() ? "0" : shape, "}, ",
-                    c_array(perm), ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                    input.size(), ", ", c_extents(input), ", ", c_array(perm),
+                    ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(), ": 'perm' is not a permutation")),
                     ");\n"));
     finish_planned_aot(writer, io, plan);
@@ -367,15 +369,12 @@ class ExpandBlock : public CopyBlock {
                             input.size(), ", ", n, " shape entries, output rank ", output_rank));
     }
     const std::string plan = writer.fresh("expand");
-    std::string extents;
-    for (const std::string& extent : input) extents += (extents.empty() ? "" : ", ") + extent;
-    writer.code(cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_expand_plan_make(&",
-                    plan, ", ", input.size(), ", (const int64_t[]){",
-                    extents.empty() ? "0" : extents, "}, ", n, ", ", shape,
-                    ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
-                    c_string_literal(cat(node_.describe(),
-                                         ": 'shape' does not broadcast with the input")),
-                    ");\n"));
+    writer.code(
+        cat("{\n", operands, "  rn_slice_plan ", plan, ";\n  if (!rn_expand_plan_make(&", plan,
+            ", ", input.size(), ", ", c_extents(input), ", ", n, ", ", shape,
+            ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+            c_string_literal(cat(node_.describe(), ": 'shape' does not broadcast with the input")),
+            ");\n"));
     finish_planned_aot(writer, io, plan);
   }
 };
@@ -472,11 +471,8 @@ class PadBlock : public CopyBlock {
                     "[i]] = ", pads, "[i];\n    ", after, "[", axes, "[i]] = ", pads, "[i + ",
                     axes_count, "];\n  }\n");
     const std::string plan = writer.fresh("pad");
-    std::string shape;
-    for (const std::string& extent : input) shape += (shape.empty() ? "" : ", ") + extent;
     writer.code(cat("{\n", operands, "  rn_pad_plan ", plan, ";\n  if (!rn_pad_plan_make(&", plan,
-                    ", ", mode_, ", ", rank, ", (const int64_t[]){", shape.empty() ? "0" : shape,
-                    "}, ", before, ", ", after,
+                    ", ", mode_, ", ", rank, ", ", c_extents(input), ", ", before, ", ", after,
                     ")) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                     c_string_literal(cat(node_.describe(),
                                          ": the pads give a negative extent or pad an "

@@ -1,7 +1,7 @@
-// lower_copy: a block of one Slice (opset >= 10), Pad (opset >= 11), ScatterND, Transpose or Expand
-// node -> strided copies into the output (no Halide pipeline: both are data movement only, and the small ones of a
-// streaming model - Silero's STFT framing - are dominated by call overhead, which the reference
-// kernels' per-element offset lists multiply).
+// lower_copy: a block of one Slice (opset >= 10), Pad (opset >= 11), ScatterND, Transpose or
+// Expand node -> strided copies into the output (no Halide pipeline: these are data movement only,
+// and the small ones of a streaming model - Silero's STFT framing - are dominated by call
+// overhead, which the reference kernels' per-element offset lists multiply).
 //
 //   Slice: the output is a strided window of the input; axes whose windows are contiguous merge,
 //          so a slice along an outer axis is one memcpy per outer row. When the graph fixes the
@@ -25,11 +25,12 @@
 // Transpose's perm is an attribute).
 //
 // Operands (starts/ends/axes/steps, pads/constant_value/axes, Expand's shape) may be constants or
-// run-time int32 / int64 tensors (Expand's: int64); they are read every run. The output is recycled across runs, and the only scratch
-// (Pad's tables, ScatterND's slice offsets) comes from the block's workspace, so steady-state runs
-// do not touch the heap. Input the fast path does not take - every invalid operand, string data, an
-// element type of an unusual size - runs the node's reference kernel instead, so results and error
-// messages are the reference's (docs/ops/tensor.md) by construction.
+// run-time int32 / int64 tensors (Expand's: int64); they are read every run. The output is recycled
+// across runs, and the only scratch (Pad's tables, ScatterND's slice offsets) comes from the
+// block's workspace, so steady-state runs do not touch the heap. Input the fast path does not take
+// - every invalid operand, string data, an element type of an unusual size - runs the node's
+// reference kernel instead, so results and error messages are the reference's (docs/ops/tensor.md)
+// by construction.
 //
 // Throws kUnsupported (the block stays on the reference kernel) for a block that is not exactly
 // one such node, the older attribute forms, a declared rank above 8, string data, or a Pad mode
