@@ -527,13 +527,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   return block;
 }
 
-namespace {
-
-// One spatial axis of a convolution with auto_pad resolved (docs/ops/nn.md).
-
-
-}  // namespace
-
+// auto_pad resolved as docs/ops/nn.md says.
 std::vector<ConvAxis> conv_axes(const Node& node, const Shape& x, const std::vector<int64_t>& w) {
   size_t spatial = w.size() - 2;
   std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(spatial, 1));

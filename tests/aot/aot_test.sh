@@ -83,21 +83,22 @@ compile_example() {  # compile_example NAME MODEL [COMPILE OPTION]...: $tmp/NAME
     -o "$tmp/aot_example_$name"
 }
 
-aot_equals_jit() {  # aot_equals_jit NAME MODEL "BATCHES" "INPUTS" "OUTPUTS": per batch size the
-  # library's run on random inputs (saved) and `rnnc run` on the same inputs, every output equal
-  # bit for bit.
-  local name=$1 model=$2 batches=$3 inputs=$4 outputs=$5 batch dir input output
-  for batch in $batches; do
-    dir=$tmp/${name}_$batch
+aot_equals_jit() {  # aot_equals_jit NAME MODEL "DIMS..." "INPUTS" "OUTPUTS": per DIMS (dims
+  # joined by commas: seq=7,batch=1) the library's run on random inputs (saved) and `rnnc run` on
+  # the same inputs, every output equal bit for bit.
+  local name=$1 model=$2 dimsets=$3 inputs=$4 outputs=$5 dims dir input output d
+  for dims in $dimsets; do
+    dir=$tmp/${name}_${dims//[=,]/_}
     mkdir -p "$dir/in"
-    run "$name $batch: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" \
-      --dim batch="$batch" --save-inputs "$dir/in" --out "$dir"
-    local args=()
+    local dim_args=() args=()
+    for d in ${dims//,/ }; do dim_args+=(--dim "$d"); done
+    run "$name $dims: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" \
+      "${dim_args[@]}" --save-inputs "$dir/in" --out "$dir"
     for input in $inputs; do args+=(--input "$input=$dir/in/$input.npy"); done
-    run "$name $batch: JIT run" "$rnnc" run "$model" "${args[@]}" --output-dir "$dir/jit" \
+    run "$name $dims: JIT run" "$rnnc" run "$model" "${args[@]}" --output-dir "$dir/jit" \
       --cache-dir "$cache"
     for output in $outputs; do
-      same "$name $batch: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
+      same "$name $dims: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
     done
   done
 }
@@ -111,20 +112,7 @@ for case in "pt lstm_initial_states x,h0,c0 y,h_n,c_n" "gru gru_bidirectional x,
   set -- $case
   name=$1 model=$src/tests/data/aot/$2.onnx inputs=${3//,/ } outputs=${4//,/ }
   compile_example "$name" "$model"
-  for shape in "7 1" "5 3"; do
-    set -- $shape
-    dir=$tmp/${name}_$1_$2
-    mkdir -p "$dir/in"
-    run "$name $1x$2: AOT run" "$tmp/aot_example_$name" "$tmp/$name/$name.weights" --dim seq=$1 \
-      --dim batch=$2 --save-inputs "$dir/in" --out "$dir"
-    jit_inputs=()
-    for input in $inputs; do jit_inputs+=(--input "$input=$dir/in/$input.npy"); done
-    run "$name $1x$2: JIT run" "$rnnc" run "$model" "${jit_inputs[@]}" --output-dir "$dir/jit" \
-      --cache-dir "$cache"
-    for output in $outputs; do
-      same "$name $1x$2: AOT $output == JIT" "$dir/$output.npy" "$dir/jit/$output.pb"
-    done
-  done
+  aot_equals_jit "$name" "$model" "seq=7,batch=1 seq=5,batch=3" "$inputs" "$outputs"
   if grep -q "rn_slice_copy" "$tmp/$name/${name}_driver.c" &&
       grep -q "rn_concat" "$tmp/$name/${name}_driver.c"; then
     pass
@@ -193,7 +181,7 @@ for driver_kind in "halide stft" "halide dft"; do
     fail "front end: no '$driver_kind' block"
   fi
 done
-aot_equals_jit fe "$fe" "1 3" "signal x" "spectrum bins"
+aot_equals_jit fe "$fe" "batch=1 batch=3" "signal x" "spectrum bins"
 
 # An STFT written as a Conv (tests/data/aot/stft_conv.onnx, as Silero VAD exports it): a reflect
 # Pad (a copy block), the Conv with a windowed DFT basis, run as two short DFTs, and a Transpose
@@ -207,7 +195,7 @@ for driver_kind in "halide dft conv" "copy Transpose"; do
     fail "stft conv: no '$driver_kind' block"
   fi
 done
-aot_equals_jit sc "$sc" "1 2" "signal" "frames"
+aot_equals_jit sc "$sc" "batch=1 batch=2" "signal" "frames"
 
 # A vocoder's upsampling (tests/data/aot/upsampler.onnx, PyTorch): a linear Resize along time and
 # a 2-D nearest one, each a Halide block; batch 1 and 2.
@@ -218,7 +206,7 @@ if [[ $(grep -c "halide resize" "$tmp/up/up_driver.c") -ge 2 ]]; then
 else
   fail "upsampler: fewer than two resize blocks"
 fi
-aot_equals_jit up "$up" "1 2" "x s" "y grid"
+aot_equals_jit up "$up" "batch=1 batch=2" "x s" "y grid"
 
 # Data-dependent extents (tests/data/aot/slice_pad_run_time.onnx): a Slice whose start, a Pad whose
 # pads and a Reshape whose shape are int64 inputs. The library names the extents they give as

@@ -57,6 +57,21 @@ std::vector<float> values_of(const Tensor& tensor) {
   return values;
 }
 
+// Uniform integers in [low, high] from `rng`.
+struct Uniform {
+  std::mt19937& rng;
+  int64_t operator()(int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  }
+};
+
+// "label 2 3 4", for a failure message.
+std::string ints_text(const std::string& label, const std::vector<int64_t>& values) {
+  std::string text = label;
+  for (int64_t value : values) text += " " + std::to_string(value);
+  return text;
+}
+
 // What running something produced: a tensor, or an error's kind and message.
 struct Outcome {
   Tensor tensor;
@@ -78,8 +93,9 @@ Outcome outcome_of(Fn&& fn) {
   return outcome;
 }
 
-// A graph of one Slice, Pad, ScatterND, Transpose or Expand node. Operands are added in input order, each a constant
-// (initializer) or a run-time graph input; omit() leaves an optional input out.
+// A graph of one Slice, Pad, ScatterND, Transpose or Expand node. Operands are added in input
+// order, each a constant (initializer) or a run-time graph input; omit() leaves an optional input
+// out.
 class OneNode {
  public:
   OneNode(std::string op_type, int opset) : op_type_(std::move(op_type)), opset_(opset) {}
@@ -239,9 +255,7 @@ TEST(LoweringCopySlice, ClampsLikeTheSpec) {
 
 TEST(LoweringCopySlice, MatchesReferenceOnRandomCases) {
   std::mt19937 rng(11);
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   for (int trial = 0; trial < 400; ++trial) {
     const int64_t rank = uniform(1, 4);
     std::vector<int64_t> shape;
@@ -354,9 +368,7 @@ TEST(LoweringCopySlice, RepeatedOrOutOfRangeAxesAreTheReferenceError) {
 
 TEST(LoweringCopyTranspose, MatchesReferenceOnRandomCases) {
   std::mt19937 rng(17);
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t rank = uniform(1, 5);
     std::vector<int64_t> shape, perm;
@@ -369,21 +381,13 @@ TEST(LoweringCopyTranspose, MatchesReferenceOnRandomCases) {
     OneNode transpose("Transpose", 13);
     transpose.runtime(uniform(0, 1) ? iota_f32(shape) : random_tensor(shape, 3));
     if (given) transpose.attr_ints("perm", perm);
-    std::string what = "shape";
-    for (int64_t d : shape) what += " " + std::to_string(d);
-    if (given) {
-      what += ", perm";
-      for (int64_t p : perm) what += " " + std::to_string(p);
-    }
-    transpose.expect_matches(what);
+    transpose.expect_matches(ints_text("shape", shape) + (given ? ints_text(", perm", perm) : ""));
   }
 }
 
 TEST(LoweringCopyExpand, MatchesReferenceOnRandomCases) {
   std::mt19937 rng(19);
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   for (int trial = 0; trial < 300; ++trial) {
     // An output shape, the input a broadcastable cut of it, the target shape another one.
     const int64_t rank = uniform(1, 5);
@@ -402,11 +406,7 @@ TEST(LoweringCopyExpand, MatchesReferenceOnRandomCases) {
     const std::vector<int64_t> target = cut(!input_full);
     OneNode expand("Expand", 13);
     expand.runtime(iota_f32(input)).operand(i64(target), uniform(0, 1));
-    std::string what = "input";
-    for (int64_t d : input) what += " " + std::to_string(d);
-    what += ", shape";
-    for (int64_t d : target) what += " " + std::to_string(d);
-    expand.expect_matches(what);
+    expand.expect_matches(ints_text("input", input) + ints_text(", shape", target));
   }
 }
 
@@ -462,9 +462,7 @@ TEST(LoweringCopyPad, FillIsZeroWithoutConstantValue) {
 
 TEST(LoweringCopyPad, MatchesReferenceOnRandomCases) {
   std::mt19937 rng(5);
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   const char* const kModes[] = {"constant", "edge", "reflect", "wrap"};
   for (int trial = 0; trial < 400; ++trial) {
     const int64_t rank = uniform(0, 4);
@@ -560,9 +558,7 @@ TEST(LoweringCopyPad, RepeatedAxesAreTheReferenceError) {
 // block of the data, as a cache update writes), or at random (maybe repeated, maybe negative).
 Tensor scatter_indices(const std::vector<int64_t>& shape, int64_t k, bool block, std::mt19937& rng,
                        std::vector<int64_t>& index_shape) {
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   std::vector<int64_t> values;
   if (block) {
     std::vector<int64_t> start, box;
@@ -594,9 +590,7 @@ Tensor scatter_indices(const std::vector<int64_t>& shape, int64_t k, bool block,
 
 TEST(LoweringCopyScatterND, MatchesReferenceOnRandomCases) {
   std::mt19937 rng(26);
-  auto uniform = [&](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
+  Uniform uniform{rng};
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t rank = uniform(1, 4);
     std::vector<int64_t> shape;
