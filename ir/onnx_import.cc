@@ -6,9 +6,11 @@
 #include <onnx/onnx-data_pb.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "ir/error.h"
@@ -455,6 +457,7 @@ class Importer {
     model->graph = std::make_unique<Graph>(proto_.graph().name().empty() ? "main"
                                                                          : proto_.graph().name());
     main_graph_ = proto_.mutable_graph();
+    collect_dim_params(proto_.graph());
     import_graph(proto_.graph(), *model->graph);
     normalize_legacy_opsets(*model);
     // Activation quantization written by rnnc quantize travels as metadata (ir/quantization.h).
@@ -610,6 +613,52 @@ class Importer {
     return a;
   }
 
+  // Every dim_param of the model, nested graphs included: the names name_unknown_dims must avoid.
+  void collect_dim_params(const onnx::GraphProto& graph) {
+    auto add = [&](const onnx::TypeProto& type) {
+      const onnx::TypeProto* t = &type;
+      while (t->has_sequence_type() || t->has_optional_type()) {
+        t = t->has_sequence_type() ? &t->sequence_type().elem_type()
+                                   : &t->optional_type().elem_type();
+      }
+      if (!t->has_tensor_type()) return;
+      for (const auto& dim : t->tensor_type().shape().dim()) {
+        if (dim.has_dim_param()) dim_names_.insert(dim.dim_param());
+      }
+    };
+    for (const auto& info : graph.input()) add(info.type());
+    for (const auto& info : graph.output()) add(info.type());
+    for (const auto& info : graph.value_info()) add(info.type());
+    for (const auto& node : graph.node()) {
+      for (const auto& attribute : node.attribute()) {
+        if (attribute.has_g()) collect_dim_params(attribute.g());
+        for (const auto& g : attribute.graphs()) collect_dim_params(g);
+      }
+    }
+  }
+
+  // A model input's dims that have neither a size nor a name (exporters leave dynamic axes so)
+  // become symbols of their own, "<input>_dim<axis>": a run binds them as it binds a named axis,
+  // so shape specialization can fix them and `rnnc run --dim` can set them. Each is distinct
+  // from every other dim, as an unknown dim is. Characters outside [A-Za-z0-9_.] become '_', so
+  // the name reads as one symbol in dim texts; a name the model already uses gets a suffix.
+  void name_unknown_dims(const std::string& input, TensorType& type) {
+    if (!type.is_tensor() || !type.shape) return;
+    std::string base;
+    for (char c : input)
+      base += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ? c : '_';
+    if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "input_" + base;
+    for (size_t axis = 0; axis < type.shape->size(); ++axis) {
+      Dim& dim = (*type.shape)[axis];
+      if (!dim.is_unknown()) continue;
+      std::string name = cat(base, "_dim", axis);
+      for (int suffix = 2; dim_names_.count(name); ++suffix)
+        name = cat(base, "_dim", axis, "_", suffix);
+      dim_names_.insert(name);
+      dim = Dim::symbol(name);
+    }
+  }
+
   std::shared_ptr<Graph> import_subgraph(const onnx::GraphProto& proto, Graph& parent,
                                          const std::string& what) {
     if (++depth_ > kMaxDepth) {
@@ -667,6 +716,7 @@ class Importer {
         value->set_constant(std::make_shared<const Tensor>(std::move(data)));
         initializers.erase(init);
       } else {
+        if (!graph.parent()) name_unknown_dims(input.name(), type);
         graph.add_input(input.name(), type);
       }
     }
@@ -750,6 +800,7 @@ class Importer {
   std::string base_dir_;
   const std::map<std::string, int64_t>* opsets_ = nullptr;
   int depth_ = 0;
+  std::set<std::string> dim_names_;  // dim_params of the model and names given to unknown dims
 };
 
 }  // namespace

@@ -17,9 +17,10 @@
 namespace rnnc {
 namespace {
 
-// y = (n > 8 ? Relu(x) : Neg(x)); next = state + max over n of y. Dims batch and n symbolic.
-std::string shape_dependent_model() {
-  auto model = parse_model_text(R"(model opset=13
+// y = (n > 8 ? Relu(x) : Neg(x)); next = state + max over n of y. Dims batch and n symbolic, or
+// with `unnamed` left without a name in the ONNX bytes, as some exporters write dynamic axes.
+std::string shape_dependent_model(bool unnamed = false) {
+  std::string text = R"(model opset=13
 graph main(%x: f32[batch, n], %state: f32[batch, 4]) {
   const %one: i64[] = {1}
   const %eight: i64[] = {8}
@@ -39,9 +40,15 @@ graph main(%x: f32[batch, n], %state: f32[batch, 4]) {
   %m = ReduceMax 'max' (%y) {axes=[1], keepdims=1}
   %next = Add 'carry' (%state, %m)
   return %y, %next
-})",
-                                "shape dependent");
-  return export_onnx_bytes(*model);
+})";
+  if (unnamed) {
+    for (const std::string from : {"[batch, n]", "[batch, 4]"}) {
+      const std::string to = from == "[batch, n]" ? "[?, ?]" : "[?, 4]";
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from))
+        text.replace(at, from.size(), to);
+    }
+  }
+  return export_onnx_bytes(*parse_model_text(text, "shape dependent"));
 }
 
 std::shared_ptr<const CompiledModel> load(const std::string& bytes, bool specialize) {
@@ -103,6 +110,37 @@ TEST(ShapeSpecialization, EachShapeGetsItsProgramAndStreamsKeepTheirState) {
       << model->describe();
   // And back to the first shape, its program still there.
   expect_same_chunk(specialized, generic, 2, 16, 9);
+}
+
+// Dims without a name in the model are symbols of their own once imported ("x_dim1"), bound by
+// runs and specialized like named ones.
+TEST(ShapeSpecialization, UnnamedDimsAreSpecializedToo) {
+  const std::string bytes = shape_dependent_model(true);
+  auto model = load(bytes, true);
+  auto generic_model = load(bytes, false);
+  const std::string generic_text = generic_model->describe();
+  EXPECT_NE(generic_text.find("reducemax [x_dim0, x_dim1]"), std::string::npos) << generic_text;
+  Session specialized = model->new_session({{"next", "state"}});
+  Session generic = generic_model->new_session({{"next", "state"}});
+  specialized.set_profiling(true);
+  // Nothing in the model ties the state's first dim to x's, so the first run passes the state.
+  std::vector<float> x = testing::random_vector(2 * 16, 1), state(2 * 4, 0.5f);
+  const std::vector<NamedTensor> first = {{"x", {ElementType::kFloat32, {2, 16}, x.data()}},
+                                          {"state", {ElementType::kFloat32, {2, 4}, state.data()}}};
+  const std::vector<NamedTensor>& a = specialized.run(first);
+  const std::vector<NamedTensor>& b = generic.run(first);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(std::memcmp(a[0].tensor.data, b[0].tensor.data, a[0].tensor.byte_size()), 0);
+  for (unsigned chunk = 2; chunk < 5; ++chunk)
+    expect_same_chunk(specialized, generic, 2, 16, chunk);
+  const std::string text = model->describe();
+  EXPECT_NE(text.find("specialized for x_dim0=2, x_dim1=16, state_dim0=2: "), std::string::npos)
+      << text;
+  const std::string profile = specialized.profile_report();
+  ASSERT_NE(profile.find("shape specialization:"), std::string::npos) << profile;
+  const std::string special_part = profile.substr(profile.find("shape specialization:"));
+  EXPECT_EQ(special_part.find("If"), std::string::npos) << special_part;
+  expect_same_chunk(specialized, generic, 2, 4, 5);
 }
 
 // Under kAuto with 2 threads (plans chosen per shape between sequential and the overlapping plan)

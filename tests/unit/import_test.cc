@@ -238,7 +238,35 @@ TEST(Import, SymbolicDimsSurvive) {
                         {"seq", "batch", "40", ""});
   model.mutable_graph()->add_output()->set_name("x");
   auto imported = import(model);
-  EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[seq, batch, 40, ?]");
+  EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[seq, batch, 40, x_dim3]");
+}
+
+// Dims of a model input with neither a size nor a name become symbols of their own (so a run can
+// bind them and shape specialization fix them), distinct from each other and from every dim_param
+// of the model; an output's or an inner value's unknown dim stays unknown.
+TEST(Import, UnknownInputDimsBecomeSymbolsOfTheirOwn) {
+  onnx::ModelProto model = empty_model();
+  auto* graph = model.mutable_graph();
+  add_tensor_value_info(graph->mutable_input(), "input", onnx::TensorProto::FLOAT, {"", ""});
+  // "input_dim1" is taken by another input's dim_param; ':' cannot appear in a dim symbol.
+  add_tensor_value_info(graph->mutable_input(), "state:0", onnx::TensorProto::FLOAT,
+                        {"2", "", "input_dim1"});
+  auto* node = graph->add_node();
+  node->set_op_type("Add");
+  node->set_name("add");
+  node->add_input("input");
+  node->add_input("input");
+  node->add_output("sum");
+  add_tensor_value_info(graph->mutable_output(), "sum", onnx::TensorProto::FLOAT, {"", ""});
+  graph->add_output()->set_name("state:0");
+  auto imported = import(model);
+  EXPECT_EQ(imported->graph->inputs()[0]->type.to_string(), "f32[input_dim0, input_dim1_2]");
+  EXPECT_EQ(imported->graph->inputs()[1]->type.to_string(), "f32[2, state_0_dim1, input_dim1]");
+  // The sum's shape follows from the named input; its declared unknown dims do not name it.
+  EXPECT_EQ(imported->graph->outputs()[0]->type.to_string(), "f32[input_dim0, input_dim1_2]");
+  std::map<std::string, Tensor> inputs{{"input", Tensor(DType::kFloat32, {1, 3})},
+                                       {"state:0", Tensor(DType::kFloat32, {2, 5, 4})}};
+  EXPECT_EQ(evaluate(*imported->graph, inputs)[0].shape(), (std::vector<int64_t>{1, 3}));
 }
 
 // A graph with a sequence input, an optional input and an optional sequence, each passed
