@@ -98,12 +98,12 @@ class ViewBlock : public ExecutionBlock {
       const std::string extent = input[static_cast<size_t>(axis)];
       const std::string outer = product(input, 0, static_cast<size_t>(axis));
       text += cat("  int64_t index = ", node_.input(1)->constant()->get_int64(0), "LL;\n",
-                  "  if (index < 0) index += ", extent, ";\n", "  if (index < 0 || index >= ",
-                  extent, " || ", outer,
-                  " != 1) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
+                  "  if (index < 0) index += ", extent, ";\n",
+                  "  if (index < 0 || index >= ", extent, " || (", outer, " != 1 && ", extent,
+                  " != 1)) return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT, \"%s\", ",
                   c_string_literal(cat(node_.describe(),
-                                       ": the index is out of range, or a dim before the axis is "
-                                       "not 1")),
+                                       ": the index is out of range, or a dim before the axis and "
+                                       "the axis are not 1")),
                   ");\n");
       offset = cat("index*", product(input, static_cast<size_t>(axis) + 1, input.size()));
     } else {
@@ -261,9 +261,11 @@ class ViewBlock : public ExecutionBlock {
       const int64_t extent = input.dim(axis);
       if (index < -extent || index >= extent) return false;
       if (index < 0) index += extent;
+      // The elements are contiguous when every dim before the axis is 1, or the axis itself is
+      // (index 0 of an axis of 1 is the whole input, the axis dropped).
       int64_t inner = 1;
       for (int64_t k = 0; k < axis; ++k) {
-        if (input.dim(k) != 1) return false;  // the elements would not be contiguous
+        if (input.dim(k) != 1 && extent != 1) return false;
       }
       for (int64_t k = axis + 1; k < rank; ++k) inner *= input.dim(k);
       const Tensor& indices = *operands[1];

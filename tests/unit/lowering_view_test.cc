@@ -130,6 +130,26 @@ graph main(%x: f32[4, 2]) {
   expect_alias(one, 3 * 2);
 }
 
+TEST(LoweringView, GatherOfAnAxisOfOneIsTheWholeInput) {
+  // [1, 4, 1] -> [1, 4] (a conv's last output step taken): contiguous whatever the outer dims.
+  ViewRun last = run_view(R"(model opset=13
+graph main(%x: f32[2, 4, 1]) {
+  const %index: i64[] = {0}
+  %y = Gather 'g' (%x, %index) {axis=2}
+  return %y
+})");
+  EXPECT_EQ(last.output.shape(), (std::vector<int64_t>{2, 4}));
+  expect_alias(last, 0);
+  ViewRun negative = run_view(R"(model opset=13
+graph main(%x: f32[3, 1, 2]) {
+  const %index: i64[1] = {-1}
+  %y = Gather 'g' (%x, %index) {axis=1}
+  return %y
+})");
+  EXPECT_EQ(negative.output.shape(), (std::vector<int64_t>{3, 1, 2}));
+  expect_alias(negative, 0);
+}
+
 TEST(LoweringView, GatherAcrossOuterDimsRunsTheReferenceKernel) {
   // Outer dim 2: the gathered elements are not contiguous, so the reference computes them.
   ViewRun run = run_view(R"(model opset=13
