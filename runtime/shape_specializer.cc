@@ -12,9 +12,19 @@ namespace rnnc {
 
 namespace {
 
+// An If, Shape or Size node computes on shapes; an output with a dim shape inference could not
+// follow (a strided Conv's length over a symbolic input length: not a polynomial) leaves the
+// kernels after it generic over that dim. Binding the dims folds the first and fixes the second.
 bool is_shape_dependent(const Node& node) {
   const std::string& op = node.op_type();
-  return node.domain().empty() && (op == "If" || op == "Shape" || op == "Size");
+  if (node.domain().empty() && (op == "If" || op == "Shape" || op == "Size")) return true;
+  for (const Value* out : node.outputs()) {
+    if (!out || !out->type.is_tensor() || !out->type.shape) continue;
+    for (const Dim& dim : *out->type.shape) {
+      if (dim.is_unknown()) return true;
+    }
+  }
+  return false;
 }
 
 // Nodes at every depth, and whether one of them is shape-dependent.
@@ -157,8 +167,9 @@ void ShapeSpecializer::compile(Entry& entry) const {
       entry.outcome = "generic: its graph inputs or outputs differ from the generic program's";
       return;
     }
-    if (special_nodes >= generic_nodes) {
-      entry.outcome = cat("generic: fixing the dims folds nothing (", special_nodes, " nodes)");
+    if (special_nodes >= generic_nodes && program->blocks().size() >= generic_.blocks().size()) {
+      entry.outcome = cat("generic: fixing the dims folds nothing (", special_nodes, " nodes, ",
+                          program->blocks().size(), " blocks)");
       return;
     }
     if (HalideCache* cache = program->kernel_cache()) cache->set_do_par_for(tbb_do_par_for());

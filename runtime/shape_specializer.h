@@ -15,17 +15,19 @@
 // that first run, but a compile still in flight when the process exits runs on while the
 // statics it uses are destroyed (seen: crashes at exit in tests holding models in statics), and
 // no thread of rnnc's may outlive the caller's calls. Other runs of the same shape meanwhile take
-// the generic program; runs of other shapes are not held up. A scalar integer input is usually a mode (a
-// sample rate choosing a branch); one whose value changes at every run only fills the bounded
-// table with shapes tried once.
+// the generic program; runs of other shapes are not held up. A scalar integer input is usually a
+// mode (a sample rate choosing a branch); one whose value changes at every run only fills the
+// bounded table with shapes tried once.
 //
-//   - Only models whose generic program still holds an If, Shape or Size node get a specializer:
-//     elsewhere fixing dims folds nothing, and a specialization would only cost memory (the
-//     weights marshaled again). Nor models of more than kMaxWeightBytes of weights: what
+//   - Only models whose generic program still holds an If, Shape or Size node, or a value with
+//     a dim shape inference could not follow (unknown, "?"), get a specializer: elsewhere fixing
+//     dims folds nothing, and a specialization would only cost memory (the weights marshaled
+//     again). Nor models of more than kMaxWeightBytes of weights: what
 //     specializing saves is per-call overhead (microseconds), which matters where a run is
 //     short, and a copy of large weights per shape would not be worth it.
-//   - A specialization is kept only when its optimized graph has fewer nodes than the generic
-//     one, and the same graph inputs and outputs; otherwise the shape stays generic.
+//   - A specialization is kept only when its optimized graph has fewer nodes or its program
+//     fewer blocks than the generic one, and the same graph inputs and outputs; otherwise the
+//     shape stays generic.
 //   - At most `max_shapes` shapes are tried; beyond them every new shape runs the generic
 //     program.
 //   - Sessions carry their state themselves, so a stream switches programs between two chunks
@@ -56,12 +58,14 @@ class ShapeSpecializer {
 
   static constexpr size_t kMaxWeightBytes = size_t{16} << 20;
 
-  // Whether a model has anything shape-dependent to fold (an If, Shape or Size node, at any
-  // depth) and at most kMaxWeightBytes of weights: the caller then keeps its bytes for create().
+  // Whether a model has anything shape-dependent to fold (an If, Shape or Size node or a value
+  // with an unknown dim, at any depth) and at most kMaxWeightBytes of weights: the caller then
+  // keeps its bytes for create().
   static bool worth_keeping(const Model& model);
-  // nullptr when `generic` holds no If, Shape or Size node. `model_bytes`: the model as
-  // the partition stage got it (Compiled::model_bytes); `symbols`: the symbolic dims of the graph inputs, then `scalars`: its
-  // required scalar integer inputs, in the order a run's key (executor_for) lists their values.
+  // nullptr when `generic` holds nothing shape-dependent. `model_bytes`: the model as
+  // the partition stage got it (Compiled::model_bytes); `symbols`: the symbolic dims of the graph
+  // inputs, then `scalars`: its required scalar integer inputs, in the order a run's key
+  // (executor_for) lists their values.
   static std::unique_ptr<ShapeSpecializer> create(std::string model_bytes, const Program& generic,
                                                   std::vector<std::string> symbols,
                                                   std::vector<std::string> scalars,
