@@ -21,6 +21,7 @@ std::vector<PipelineStep> default_pipeline() {
         "fold_cache_updates"},   // cache writes (ScatterND, Slice of Concat) as copies of pieces
        /*max_rounds=*/8},
       {{"cse"}},                     // merge repeated subexpressions and identical constants
+      {{"fuse_lstm_cell"}},          // an LSTM step written as equations becomes an LSTM node
       {{"canonicalize_recurrent"}},  // LSTM/GRU/RNN in the one form lowering reads
       {{"dce"}},                     // drop what no output depends on
   };
