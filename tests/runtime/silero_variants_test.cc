@@ -1,0 +1,260 @@
+// Every Silero VAD export a user may bring (models/fetch_silero.sh lists where each comes from),
+// loaded as a service loads it: nothing fixed or specialized by hand, the sample rate passed at
+// every run (the runtime compiles it in with the chunk's dims, runtime/shape_specializer.h).
+// Each streams the same recorded speech (tests/data/make_speech.sh) chunk by chunk with its state
+// carried, through the compiled model, the reference evaluator and, where the build links it, ONNX
+// Runtime. Checked per export:
+//   - the speech probability of every chunk within 1e-4 of the reference evaluator's and of ONNX
+//     Runtime's (float32 summation order; measured at most 1.5e-5, and 5.6e-5 for v4), and every
+//     carried state element within 5e-3: the states feed back through hundreds of chunks, so the
+//     order differences accumulate there (measured at most 2.7e-4, and 1.2e-3 for v4's two
+//     layers, about what ONNX Runtime and the reference evaluator differ by themselves);
+//   - the model hears the speech and not the leading silence, so the comparison is not vacuous;
+//   - the runs were shape-specialized (the dims the chunks bind, named or not in the file) and no
+//     reference block is left on the specialized program's path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "rnnc/rnnc.h"
+#include "tests/support/wav.h"
+
+#ifdef RNNC_TEST_WITH_ORT
+#include <onnxruntime_cxx_api.h>
+#endif
+
+namespace rnnc {
+namespace {
+
+constexpr int64_t kChunk = 512, kRate = 16000;
+constexpr double kProbabilityTolerance = 1e-4;
+constexpr double kStateTolerance = 5e-3;
+constexpr int64_t kSilenceEnd = 14400;  // chunks ending before 0.9 s lie in the leading silence
+
+struct StateSpec {
+  std::string input, output;
+  std::vector<int64_t> shape;
+};
+
+struct Variant {
+  std::string file;
+  int64_t context;  // samples of the previous chunk prepended (64 from v5 on, none for v4)
+  std::vector<StateSpec> states;
+  bool has_sr;
+};
+
+std::string name_of(const Variant& v) { return v.file.substr(0, v.file.find('.')); }
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.file; }
+
+const std::vector<StateSpec> kV5State = {{"state", "stateN", {2, 1, 128}}};
+
+const Variant kVariants[] = {
+    {"silero_vad_16k_op15.onnx", 64, kV5State, true},
+    {"silero_vad_v5.onnx", 64, kV5State, true},
+    {"silero_vad_v6.onnx", 64, kV5State, true},
+    {"silero_vad_half.onnx", 64, kV5State, false},
+    {"silero_vad_op18_ifless.onnx", 64, kV5State, true},
+    {"silero_vad_v4.onnx", 0, {{"h", "hn", {2, 1, 64}}, {"c", "cn", {2, 1, 64}}}, true},
+};
+
+// One engine's view of a chunk: the probability and every state output.
+struct Step {
+  float probability = 0;
+  std::vector<std::vector<float>> states;
+};
+
+size_t elements(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// Streams `audio` through `run` (input samples and states in, one Step out), carrying the states.
+template <typename Run>
+std::vector<Step> stream(const Variant& variant, const std::vector<float>& audio, Run run) {
+  std::vector<float> input(static_cast<size_t>(variant.context + kChunk), 0.0f);
+  std::vector<std::vector<float>> states;
+  for (const StateSpec& s : variant.states) states.emplace_back(elements(s.shape), 0.0f);
+  std::vector<Step> steps;
+  for (size_t start = 0; start < audio.size(); start += kChunk) {
+    std::copy(input.end() - variant.context, input.end(), input.begin());
+    const size_t n = std::min<size_t>(kChunk, audio.size() - start);
+    std::fill(input.begin() + variant.context, input.end(), 0.0f);
+    std::copy_n(audio.begin() + static_cast<std::ptrdiff_t>(start), n,
+                input.begin() + variant.context);
+    Step step = run(input, states);
+    if (step.states.size() != states.size()) return steps;
+    states = step.states;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+Step rnnc_step(Session& session, const Variant& variant, std::vector<float>& input,
+               std::vector<std::vector<float>>& states) {
+  static int64_t rate = kRate;
+  std::vector<NamedTensor> inputs = {
+      {"input", {ElementType::kFloat32, {1, static_cast<int64_t>(input.size())}, input.data()}}};
+  for (size_t i = 0; i < variant.states.size(); ++i) {
+    inputs.push_back({variant.states[i].input,
+                      {ElementType::kFloat32, variant.states[i].shape, states[i].data()}});
+  }
+  if (variant.has_sr) inputs.push_back({"sr", {ElementType::kInt64, {}, &rate}});
+  const std::vector<NamedTensor>& outputs = session.run(inputs);
+  Step step;
+  auto find = [&](const std::string& name) -> const TensorRef* {
+    for (const NamedTensor& t : outputs) {
+      if (t.name == name) return &t.tensor;
+    }
+    ADD_FAILURE() << "no output '" << name << "'";
+    return nullptr;
+  };
+  const TensorRef* p = find("output");
+  if (!p) return step;
+  step.probability = *static_cast<const float*>(p->data);
+  for (const StateSpec& s : variant.states) {
+    const TensorRef* t = find(s.output);
+    if (!t) return Step{};
+    EXPECT_EQ(t->shape, s.shape) << s.output;
+    const float* data = static_cast<const float*>(t->data);
+    step.states.emplace_back(data, data + elements(s.shape));
+  }
+  return step;
+}
+
+#ifdef RNNC_TEST_WITH_ORT
+std::vector<Step> ort_stream(const Variant& variant, const std::string& path,
+                             const std::vector<float>& audio) {
+  static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "silero_variants_test");
+  Ort::SessionOptions options;
+  options.SetIntraOpNumThreads(1);
+  options.SetInterOpNumThreads(1);
+  Ort::Session session(env, path.c_str(), options);
+  Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  return stream(variant, audio,
+                [&](std::vector<float>& input, std::vector<std::vector<float>>& states) {
+                  std::vector<const char*> input_names = {"input"}, output_names = {"output"};
+                  std::vector<Ort::Value> inputs;
+                  const std::vector<int64_t> input_shape = {1, static_cast<int64_t>(input.size())};
+                  inputs.push_back(Ort::Value::CreateTensor<float>(
+                      cpu, input.data(), input.size(), input_shape.data(), input_shape.size()));
+                  for (size_t i = 0; i < variant.states.size(); ++i) {
+                    const StateSpec& s = variant.states[i];
+                    input_names.push_back(s.input.c_str());
+                    output_names.push_back(s.output.c_str());
+                    inputs.push_back(Ort::Value::CreateTensor<float>(
+                        cpu, states[i].data(), states[i].size(), s.shape.data(), s.shape.size()));
+                  }
+                  int64_t rate = kRate;
+                  if (variant.has_sr) {
+                    input_names.push_back("sr");
+                    inputs.push_back(Ort::Value::CreateTensor<int64_t>(cpu, &rate, 1, nullptr, 0));
+                  }
+                  std::vector<Ort::Value> outputs =
+                      session.Run(Ort::RunOptions{nullptr}, input_names.data(), inputs.data(),
+                                  inputs.size(), output_names.data(), output_names.size());
+                  Step step;
+                  step.probability = *outputs[0].GetTensorData<float>();
+                  for (size_t i = 1; i < outputs.size(); ++i) {
+                    const float* data = outputs[i].GetTensorData<float>();
+                    step.states.emplace_back(
+                        data, data + outputs[i].GetTensorTypeAndShapeInfo().GetElementCount());
+                  }
+                  return step;
+                });
+}
+#endif
+
+std::vector<float> read_speech(const std::string& name) {
+  const std::string path = std::string(RNNC_SPEECH_DIR) + "/" + name + ".wav";
+  EXPECT_TRUE(std::filesystem::exists(path))
+      << path << " is missing: run tests/data/make_speech.sh " RNNC_SPEECH_DIR;
+  testing::Wav wav = testing::read_wav(path);
+  EXPECT_EQ(wav.sample_rate, kRate) << path;
+  return wav.samples;
+}
+
+// |a - b| over the probabilities and states of two streams.
+void expect_close(const std::vector<Step>& a, const std::vector<Step>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double worst_p = 0, worst_state = 0;
+  size_t worst_chunk = 0;
+  for (size_t c = 0; c < a.size(); ++c) {
+    const double d = std::abs(static_cast<double>(a[c].probability) - b[c].probability);
+    if (d > worst_p) worst_p = d, worst_chunk = c;
+    ASSERT_EQ(a[c].states.size(), b[c].states.size());
+    for (size_t s = 0; s < a[c].states.size(); ++s) {
+      ASSERT_EQ(a[c].states[s].size(), b[c].states[s].size());
+      for (size_t i = 0; i < a[c].states[s].size(); ++i) {
+        worst_state = std::max(
+            worst_state, std::abs(static_cast<double>(a[c].states[s][i]) - b[c].states[s][i]));
+      }
+    }
+  }
+  std::printf("  %s: %zu chunks, |p| max %.3g (chunk %zu), |state| max %.3g\n", what, a.size(),
+              worst_p, worst_chunk, worst_state);
+  EXPECT_LE(worst_p, kProbabilityTolerance) << what << ", chunk " << worst_chunk;
+  EXPECT_LE(worst_state, kStateTolerance) << what;
+}
+
+class SileroVariant : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(SileroVariant, StreamsSpecializedWithoutReferenceBlocksAndMatchesItsOracles) {
+  const Variant& variant = GetParam();
+  const std::string path = std::string(RNNC_MODELS_DIR) + "/" + variant.file;
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << path << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
+  const std::vector<float> audio = read_speech("speech_en_us");
+
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto compiled = CompiledModel::load(path, options);
+  options.reference = true;
+  auto reference = CompiledModel::load(path, options);
+
+  Session session = compiled->new_session();
+  session.set_profiling(true);
+  const std::vector<Step> ours = stream(variant, audio, [&](auto& input, auto& states) {
+    return rnnc_step(session, variant, input, states);
+  });
+  Session reference_session = reference->new_session();
+  const std::vector<Step> theirs = stream(variant, audio, [&](auto& input, auto& states) {
+    return rnnc_step(reference_session, variant, input, states);
+  });
+  std::printf("%s\n", name_of(variant).c_str());
+  expect_close(ours, theirs, "rnnc against the reference evaluator");
+#ifdef RNNC_TEST_WITH_ORT
+  expect_close(ours, ort_stream(variant, path, audio), "rnnc against ONNX Runtime");
+#endif
+
+  // It hears the speech and not the silence before it.
+  size_t speech = 0;
+  for (size_t c = 0; c < ours.size(); ++c) {
+    if (static_cast<int64_t>(c + 1) * kChunk <= kSilenceEnd) {
+      EXPECT_LT(ours[c].probability, 0.5f) << "chunk " << c << " lies in the leading silence";
+    }
+    speech += ours[c].probability > 0.5f;
+  }
+  EXPECT_GE(speech, ours.size() / 4) << "too little speech heard";
+
+  // Specialized for the chunks' shape, and nothing left to the reference kernels on its path.
+  compiled->wait_for_specializations();
+  const std::string profile = session.profile_report();
+  const size_t special = profile.find("shape specialization:");
+  ASSERT_NE(special, std::string::npos) << profile;
+  EXPECT_EQ(profile.find("reference ", special), std::string::npos) << profile.substr(special);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exports, SileroVariant, ::testing::ValuesIn(kVariants),
+                         [](const auto& info) { return name_of(info.param); });
+
+}  // namespace
+}  // namespace rnnc
