@@ -117,7 +117,8 @@ def silero_variant(name, model, stands_for, v4=False, sr=True):
 
 SILERO_VARIANTS = [
     silero_variant("silero_v4", "silero_vad_v4.onnx",
-                   "Silero VAD v4 (npm @ricky0123/vad-web@0.0.31): h and c of 64 units, two LSTMs"),
+                   "Silero VAD v4 (npm @ricky0123/vad-web@0.0.31): h and c of 64 units, two LSTMs",
+                   v4=True),
     silero_variant("silero_v5_if", "silero_vad_v5.onnx",
                    "Silero VAD v5 (npm @ricky0123/vad-web@0.0.31): If on the rate, dims unnamed"),
     silero_variant("silero_v6_if", "silero_vad_v6.onnx",
