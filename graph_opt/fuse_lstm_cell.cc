@@ -25,7 +25,9 @@
 // two products in c_new, tanh(c_new)) has no other reader, all tensors are float32 of rank 2 with
 // the chunks' shape [N, H] shared by c_prev, and H and both K are known: the rewrite then leaves
 // no value of the old form read and computes what it computed (the LSTM's cell equations with
-// its default activations are these). dce removes the old nodes.
+// its default activations are these). The old nodes go at once (their weights with dce), and
+// matching starts again, so steps written out one after another each become an LSTM reading the
+// previous one's Y_h and Y_c.
 #include <array>
 #include <optional>
 #include <string>
@@ -50,16 +52,18 @@ bool read_only_by(const Graph& graph, const Value* value, const Node* node) {
          !is_graph_output(graph, value) && !returned_by_nested_graph(graph, value);
 }
 
-const Node* producer_of(const Value* value) { return value ? value->producer() : nullptr; }
+Node* producer_of(const Value* value) { return value ? value->producer() : nullptr; }
 
 bool is_float_rank2(const Value* value) {
   return value && value->type.is_tensor() && value->type.dtype == DType::kFloat32 &&
          value->type.rank() == 2;
 }
 
-// A constant float32 tensor, or nullptr.
+// A constant float32 tensor, or nullptr (also for a graph input with a default: a caller may
+// pass another value).
 const Tensor* float_constant(const Value* value) {
-  if (!value || !value->is_constant() || value->constant()->dtype() != DType::kFloat32) {
+  if (!value || !value->is_constant() || value->is_graph_input() ||
+      value->constant()->dtype() != DType::kFloat32) {
     return nullptr;
   }
   return value->constant().get();
@@ -67,6 +71,7 @@ const Tensor* float_constant(const Value* value) {
 
 // v W^T + b, W read as [rows = 4H, K].
 struct Projection {
+  Node* node = nullptr;
   Value* input = nullptr;
   const Tensor* weight = nullptr;
   bool rows_first = true;  // weight is [4H, K] (Gemm transB=1); false: [K, 4H]
@@ -89,9 +94,10 @@ bool is_bias_of(const Tensor* bias, int64_t width) {
 
 std::optional<Projection> projection(const Graph& graph, const Value* value, const Node* reader,
                                      int64_t width) {
-  const Node* node = producer_of(value);
+  Node* node = producer_of(value);
   if (!read_only_by(graph, value, reader)) return std::nullopt;
   Projection p;
+  p.node = node;
   if (is_op(node, "MatMul")) {
     p.weight = float_constant(node->input(1));
     p.rows_first = false;
@@ -130,7 +136,7 @@ struct Cell {
   Value* c_prev = nullptr;
   Value* c_new = nullptr;
   Value* h_new = nullptr;
-  const Node* tanh_c_new = nullptr;
+  std::vector<Node*> nodes;  // the old form, every node before the nodes it reads
 };
 
 // The Split output index of `value` when it is `split`'s output read only by `reader`.
@@ -143,8 +149,8 @@ std::optional<size_t> chunk_index(const Graph& graph, const Value* value, const 
 }
 
 // `value` = op(chunk of some Split), read only by `reader`: the activation node, or nullptr.
-const Node* activation(const Graph& graph, const Value* value, const char* op, const Node* reader) {
-  const Node* node = producer_of(value);
+Node* activation(const Graph& graph, const Value* value, const char* op, const Node* reader) {
+  Node* node = producer_of(value);
   if (!is_op(node, op) || !read_only_by(graph, value, reader)) return nullptr;
   const Node* split = producer_of(node->input(0));
   return is_op(split, "Split") ? node : nullptr;
@@ -155,24 +161,27 @@ std::optional<Cell> match(const Graph& graph, Node* h_mul) {
   cell.h_new = h_mul->output(0);
   // h_new = Sigmoid(o) * Tanh(c_new), either order.
   for (int order = 0; order < 2; ++order) {
-    const Node* o = activation(graph, h_mul->input(order), "Sigmoid", h_mul);
-    const Node* t = producer_of(h_mul->input(1 - order));
+    Node* o = activation(graph, h_mul->input(order), "Sigmoid", h_mul);
+    Node* t = producer_of(h_mul->input(1 - order));
     if (o && is_op(t, "Tanh") && read_only_by(graph, t->output(0), h_mul)) {
-      cell.tanh_c_new = t;
-      const Node* split = producer_of(o->input(0));
-      const Node* c_add = producer_of(t->input(0));
+      Node* split = producer_of(o->input(0));
+      Node* c_add = producer_of(t->input(0));
       if (!is_op(c_add, "Add") || c_add->num_inputs() != 2) return std::nullopt;
       cell.c_new = c_add->output(0);
+      cell.nodes = {h_mul, t, o, c_add};
       // c_new = Sigmoid(f) * c_prev + Sigmoid(i) * Tanh(g), products and sums in either order.
       std::optional<size_t> i_chunk, f_chunk, g_chunk;
       for (size_t side = 0; side < 2; ++side) {
-        const Node* mul = producer_of(c_add->input(side));
+        Node* mul = producer_of(c_add->input(side));
         if (!is_op(mul, "Mul") || !read_only_by(graph, mul->output(0), c_add)) return std::nullopt;
+        cell.nodes.push_back(mul);
         for (int m = 0; m < 2; ++m) {
-          const Node* sig = activation(graph, mul->input(m), "Sigmoid", mul);
+          Node* sig = activation(graph, mul->input(m), "Sigmoid", mul);
           if (!sig || producer_of(sig->input(0)) != split) continue;
-          const Node* g = activation(graph, mul->input(1 - m), "Tanh", mul);
+          Node* g = activation(graph, mul->input(1 - m), "Tanh", mul);
+          cell.nodes.push_back(sig);
           if (g && producer_of(g->input(0)) == split) {
+            cell.nodes.push_back(g);
             i_chunk = chunk_index(graph, sig->input(0), split, sig);
             g_chunk = chunk_index(graph, g->input(0), split, g);
           } else {
@@ -206,21 +215,26 @@ std::optional<Cell> match(const Graph& graph, Node* h_mul) {
       if (*cell.c_prev->type.shape != chunk_shape) return std::nullopt;
       const int64_t width = 4 * cell.hidden;
       // gates = P1 + P2, or (P1 + P2) + bias.
-      const Node* sum = producer_of(gates);
+      Node* sum = producer_of(gates);
       if (!is_op(sum, "Add") || !read_only_by(graph, gates, split)) return std::nullopt;
+      cell.nodes.push_back(split);
+      cell.nodes.push_back(sum);
       for (int b = 0; b < 2; ++b) {
         const Tensor* bias = float_constant(sum->input(b));
-        const Node* inner = producer_of(sum->input(1 - b));
+        Node* inner = producer_of(sum->input(1 - b));
         if (is_bias_of(bias, width) && is_op(inner, "Add") &&
             read_only_by(graph, inner->output(0), sum)) {
           cell.sum_bias = bias;
           sum = inner;
+          cell.nodes.push_back(sum);
           break;
         }
       }
       std::optional<Projection> p0 = projection(graph, sum->input(0), sum, width);
       std::optional<Projection> p1 = projection(graph, sum->input(1), sum, width);
       if (!p0 || !p1) return std::nullopt;
+      cell.nodes.push_back(p0->node);
+      cell.nodes.push_back(p1->node);
       const Dim& n = chunk_shape[0];
       if ((*p0->input->type.shape)[0] != n || (*p1->input->type.shape)[0] != n) {
         return std::nullopt;
@@ -306,24 +320,31 @@ void rewrite(Graph& graph, const Cell& cell, int opset) {
   graph.replace_all_uses(cell.h_new,
                          axis0(graph, "Squeeze", lstm->output(1), axes, base + "_h", opset));
   if (c_read) {
-    // The old tanh(c_new) still reads c_new; it goes with the rest of the old form in dce.
     graph.replace_all_uses(cell.c_new,
                            axis0(graph, "Squeeze", lstm->output(2), axes, base + "_c", opset));
   }
+  // Nothing reads the old form now (each node's readers go before it).
+  for (Node* node : cell.nodes) graph.remove_node(node);
 }
 
+// Fuses one cell at a time and matches again: a cell whose c_prev or h is another cell's result
+// (steps written out one after another) then reads that cell's LSTM outputs.
 bool fuse_in_graph(Graph& graph, int opset, PassStats& stats) {
-  std::vector<std::pair<Node*, Cell>> cells;
-  for (const auto& node : graph.nodes()) {
-    if (!is_op(node.get(), "Mul")) continue;
-    if (std::optional<Cell> cell = match(graph, node.get())) cells.emplace_back(node.get(), *cell);
+  bool changed = false;
+  for (bool found = true; found;) {
+    found = false;
+    for (const auto& node : graph.nodes()) {
+      if (!is_op(node.get(), "Mul")) continue;
+      if (std::optional<Cell> cell = match(graph, node.get())) {
+        rewrite(graph, *cell, opset);
+        ++stats["LSTM cells fused"];
+        found = changed = true;
+        break;
+      }
+    }
   }
-  for (const auto& [node, cell] : cells) {
-    rewrite(graph, cell, opset);
-    ++stats["LSTM cells fused"];
-  }
-  if (!cells.empty()) graph.sort_topologically();
-  return !cells.empty();
+  if (changed) graph.sort_topologically();
+  return changed;
 }
 
 }  // namespace

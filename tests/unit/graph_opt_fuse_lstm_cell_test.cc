@@ -1,8 +1,9 @@
 // graph_opt's fuse_lstm_cell, numerically: LSTM steps written as their equations, in the forms
 // exporters write (Gemm with either transB, MatMul, a bias added after the sum, the chunks in any
-// gate order, products and sums in either operand order, input size equal to hidden size), run
+// gate order, products and sums in either operand order, input size equal to hidden size, steps
+// written out one after another), run
 // through the reference evaluator before and after fuse_lstm_cell + dce on random inputs. The
-// fused graph holds one LSTM and no Split, and its outputs are within 1e-5 absolute of the
+// fused graph holds one LSTM per step and no Split, and its outputs are within 1e-5 absolute of the
 // original's: the LSTM sums x W^T, h R^T and the two biases in another order than the Gemms and
 // Adds did (float32 rounding of sums of at most 12 products of magnitude < 4; measured ~1e-7).
 // Forms that are not one LSTM step as written (an intermediate read elsewhere, a c_prev that
@@ -33,6 +34,7 @@ struct CellSpec {
   bool c_output = true;        // c_new is a graph output too
   bool extra_reader = false;   // the input gate's sigmoid is also an output
   bool broadcast_c = false;    // c_prev is [1, H]
+  int steps = 1;               // steps written out one after another, each reading the last
 };
 
 std::string values(int count, std::mt19937& rng) {
@@ -56,13 +58,6 @@ std::string cell_model(const CellSpec& s) {
                        : std::to_string(k) + ", " + std::to_string(h4)) +
            "] = {" + values(h4 * k, rng) + "}\n";
   };
-  auto project = [&](const std::string& out, const std::string& in, const std::string& w,
-                     const std::string& b) {
-    if (s.matmul) return "  %" + out + " = MatMul '" + out + "' (%" + in + ", %" + w + ")\n";
-    const std::string bias = s.sum_bias ? "" : ", %" + b;
-    return "  %" + out + " = Gemm '" + out + "' (%" + in + ", %" + w + bias + ")" +
-           (s.gemm_plain ? "" : " {transB=1}") + "\n";
-  };
   std::ostringstream m;
   m << "model opset=18\n"
     << "graph main(%x: f32[batch, " << s.input << "], %h: f32[batch, " << s.hidden << "], %c: f32["
@@ -70,26 +65,43 @@ std::string cell_model(const CellSpec& s) {
   m << weight("W_ih", s.input) << weight("W_hh", s.hidden);
   m << "  const %b_ih: f32[" << h4 << "] = {" << values(h4, rng) << "}\n";
   m << "  const %b_hh: f32[" << h4 << "] = {" << values(h4, rng) << "}\n";
-  m << project("xw", "x", "W_ih", "b_ih") << project("hr", "h", "W_hh", "b_hh");
-  if (s.sum_bias || s.matmul) {
-    m << "  %sum = Add 'sum' (" << pair("%xw", "%hr") << ")\n";
-    m << "  %gates = Add 'gates' (" << pair("%sum", "%b_ih") << ")\n";
-  } else {
-    m << "  %gates = Add 'gates' (" << pair("%xw", "%hr") << ")\n";
+  // One step t: reads %x, h_in and c_in, writes %h_t and %c_t.
+  auto step = [&](int t, const std::string& h_in, const std::string& c_in) {
+    const std::string n = std::to_string(t);
+    auto project = [&](const std::string& out, const std::string& in, const std::string& w,
+                       const std::string& b) {
+      if (s.matmul) return "  %" + out + " = MatMul '" + out + "' (%" + in + ", %" + w + ")\n";
+      const std::string bias = s.sum_bias ? "" : ", %" + b;
+      return "  %" + out + " = Gemm '" + out + "' (%" + in + ", %" + w + bias + ")" +
+             (s.gemm_plain ? "" : " {transB=1}") + "\n";
+    };
+    m << project("xw" + n, "x", "W_ih", "b_ih") << project("hr" + n, h_in, "W_hh", "b_hh");
+    if (s.sum_bias || s.matmul) {
+      m << "  %sum" << n << " = Add 'sum" << n << "' (" << pair("%xw" + n, "%hr" + n) << ")\n";
+      m << "  %gates" << n << " = Add 'gates" << n << "' (" << pair("%sum" + n, "%b_ih") << ")\n";
+    } else {
+      m << "  %gates" << n << " = Add 'gates" << n << "' (" << pair("%xw" + n, "%hr" + n) << ")\n";
+    }
+    m << "  %k0_" << n << ", %k1_" << n << ", %k2_" << n << ", %k3_" << n << " = Split 'chunk" << n
+      << "' (%gates" << n << ") {axis=1, num_outputs=4}\n";
+    for (int k = 0; k < 4; ++k) {
+      const char gate = s.order[static_cast<size_t>(k)];
+      m << "  %" << gate << n << " = " << (gate == 'g' ? "Tanh" : "Sigmoid") << " '" << gate << n
+        << "' (%k" << k << "_" << n << ")\n";
+    }
+    m << "  %fc" << n << " = Mul 'keep" << n << "' (" << pair("%f" + n, "%" + c_in) << ")\n";
+    m << "  %ig" << n << " = Mul 'write" << n << "' (" << pair("%i" + n, "%g" + n) << ")\n";
+    m << "  %c_" << n << " = Add 'cell" << n << "' (" << pair("%fc" + n, "%ig" + n) << ")\n";
+    m << "  %ct" << n << " = Tanh 'cell_tanh" << n << "' (%c_" << n << ")\n";
+    m << "  %h_" << n << " = Mul 'hidden" << n << "' (" << pair("%o" + n, "%ct" + n) << ")\n";
+  };
+  step(0, "h", "c");
+  for (int t = 1; t < s.steps; ++t) {
+    step(t, "h_" + std::to_string(t - 1), "c_" + std::to_string(t - 1));
   }
-  m << "  %k0, %k1, %k2, %k3 = Split 'chunk' (%gates) {axis=1, num_outputs=4}\n";
-  for (int k = 0; k < 4; ++k) {
-    const char gate = s.order[static_cast<size_t>(k)];
-    m << "  %" << gate << "_act = " << (gate == 'g' ? "Tanh" : "Sigmoid") << " '" << gate
-      << "_act' (%k" << k << ")\n";
-  }
-  m << "  %fc = Mul 'keep' (" << pair("%f_act", "%c") << ")\n";
-  m << "  %ig = Mul 'write' (" << pair("%i_act", "%g_act") << ")\n";
-  m << "  %c_new = Add 'cell' (" << pair("%fc", "%ig") << ")\n";
-  m << "  %c_tanh = Tanh 'cell_tanh' (%c_new)\n";
-  m << "  %h_new = Mul 'hidden' (" << pair("%o_act", "%c_tanh") << ")\n";
-  m << "  return %h_new" << (s.c_output ? ", %c_new" : "") << (s.extra_reader ? ", %i_act" : "")
-    << "\n}\n";
+  const std::string last = std::to_string(s.steps - 1);
+  m << "  return %h_" << last << (s.c_output ? ", %c_" + last : "")
+    << (s.extra_reader ? ", %i0" : "") << "\n}\n";
   return m.str();
 }
 
@@ -107,10 +119,13 @@ bool check_cell(const CellSpec& spec) {
   OptimizeOptions options;
   options.passes = {"fuse_lstm_cell", "dce"};
   optimize(*fused, options);
-  const bool did_fuse = count_ops(*fused->graph, "LSTM") == 1;
+  const bool did_fuse = count_ops(*fused->graph, "LSTM") == spec.steps;
   if (did_fuse) {
     EXPECT_EQ(count_ops(*fused->graph, "Split"), 0) << to_text(*fused);
     EXPECT_EQ(count_ops(*fused->graph, "Sigmoid"), 0) << to_text(*fused);
+    // Nothing of the old form is left to compute, a later step's included.
+    EXPECT_EQ(count_ops(*fused->graph, "Gemm") + count_ops(*fused->graph, "MatMul"), 0)
+        << to_text(*fused);
   }
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
@@ -166,6 +181,15 @@ TEST(GraphOptFuseLstmCell, InputOfHiddenSizeAndOnlyHRead) {
   CellSpec spec;
   spec.input = 2;
   spec.c_output = false;
+  EXPECT_TRUE(check_cell(spec));
+}
+
+TEST(GraphOptFuseLstmCell, StepsWrittenOutOneAfterAnotherEachBecomeAnLstm) {
+  CellSpec spec;
+  spec.steps = 3;
+  EXPECT_TRUE(check_cell(spec));
+  spec.c_output = false;
+  spec.swap = true;
   EXPECT_TRUE(check_cell(spec));
 }
 
