@@ -98,12 +98,7 @@ std::shared_ptr<const CompiledModel> silero(const std::string& quantization, boo
 }
 
 std::vector<float> read_speech(const std::string& name) {
-  const std::string path = std::string(RNNC_SPEECH_DIR) + "/" + name + ".wav";
-  EXPECT_TRUE(std::filesystem::exists(path))
-      << path << " is missing: run tests/data/make_speech.sh " RNNC_SPEECH_DIR;
-  testing::Wav wav = testing::read_wav(path);
-  EXPECT_EQ(wav.sample_rate, kRate) << path;
-  return wav.samples;
+  return testing::read_speech(RNNC_SPEECH_DIR, name, static_cast<int>(kRate));
 }
 
 class SileroSpeech : public ::testing::TestWithParam<std::string> {

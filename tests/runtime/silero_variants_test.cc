@@ -174,12 +174,7 @@ std::vector<Step> ort_stream(const Variant& variant, const std::string& path,
 #endif
 
 std::vector<float> read_speech(const std::string& name) {
-  const std::string path = std::string(RNNC_SPEECH_DIR) + "/" + name + ".wav";
-  EXPECT_TRUE(std::filesystem::exists(path))
-      << path << " is missing: run tests/data/make_speech.sh " RNNC_SPEECH_DIR;
-  testing::Wav wav = testing::read_wav(path);
-  EXPECT_EQ(wav.sample_rate, kRate) << path;
-  return wav.samples;
+  return testing::read_speech(RNNC_SPEECH_DIR, name, static_cast<int>(kRate));
 }
 
 // |a - b| over the probabilities and states of two streams.

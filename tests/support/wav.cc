@@ -111,4 +111,16 @@ Wav read_wav(const std::string& path) {
   return parse_wav(bytes.data(), bytes.size(), path);
 }
 
+std::vector<float> read_speech(const std::string& dir, const std::string& name, int rate) {
+  const std::string path = dir + "/" + name + ".wav";
+  if (!std::ifstream(path)) {
+    raise(ErrorKind::kIo, cat(path, " is missing: run tests/data/make_speech.sh ", dir));
+  }
+  Wav wav = read_wav(path);
+  if (wav.sample_rate != rate) {
+    raise_invalid_input(cat(path, " is sampled at ", wav.sample_rate, " Hz, not ", rate, " Hz"));
+  }
+  return std::move(wav.samples);
+}
+
 }  // namespace rnnc::testing

@@ -19,5 +19,9 @@ struct Wav {
 // `what` names the data in messages ("speech.wav: ...").
 Wav parse_wav(const void* data, size_t size, const std::string& what);
 Wav read_wav(const std::string& path);
+// The samples of DIR/NAME.wav, one of the speech fixture's files (tests/data/make_speech.sh DIR),
+// which must be sampled at `rate`: kIo naming the script to run when it is missing,
+// kInvalidInput naming both rates when they differ.
+std::vector<float> read_speech(const std::string& dir, const std::string& name, int rate);
 
 }  // namespace rnnc::testing

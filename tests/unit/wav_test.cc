@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "ir/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace rnnc::testing {
 namespace {
@@ -130,6 +132,35 @@ TEST(WavReader, MissingFileIsAnIoError) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_STREQ(e.what(), "cannot open WAV file '/nonexistent/speech.wav'");
   }
+}
+
+TEST(WavReader, SpeechFixtureFilesNameTheScriptOrTheRates) {
+  TempDir dir("wav_test");
+  try {
+    read_speech(dir.path(), "speech", 16000);
+    ADD_FAILURE() << "no error was raised";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_EQ(std::string(e.what()), dir.path() +
+                                         "/speech.wav is missing: run "
+                                         "tests/data/make_speech.sh " +
+                                         dir.path());
+  }
+  WavBytes wav;
+  wav.rate = 8000;
+  const std::vector<uint8_t> bytes = wav.build();
+  std::ofstream(dir.path() + "/speech.wav", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  try {
+    read_speech(dir.path(), "speech", 16000);
+    ADD_FAILURE() << "no error was raised";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(std::string(e.what()),
+              dir.path() + "/speech.wav is sampled at 8000 Hz, not 16000 Hz");
+  }
+  EXPECT_EQ(read_speech(dir.path(), "speech", 8000).size(), 4u);
 }
 
 }  // namespace
