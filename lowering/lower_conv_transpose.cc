@@ -202,7 +202,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
     }
   }
   const ConvSchedule schedule =
-      choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, static_out[0]);
+      choose_conv_schedule(arch, DType::kFloat32, out_channels, groups, ax_w.kernel, static_out[0]);
   const Tensor flipped = flipped_weights(*w->constant(), groups);
   const LayoutMap w_layout(flipped.shape(), schedule.w_layout);
 

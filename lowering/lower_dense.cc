@@ -714,7 +714,7 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     if (shape[axis].is_known()) static_out[static_cast<size_t>(d)] = shape[axis].value();
   }
   ConvSchedule schedule =
-      choose_conv_schedule(arch, DType::kFloat32, out_channels, ax_w.kernel, static_out[0]);
+      choose_conv_schedule(arch, DType::kFloat32, out_channels, groups, ax_w.kernel, static_out[0]);
   LayoutMap w_layout(w_shape, schedule.w_layout);
 
   std::vector<LoopDim> loops;

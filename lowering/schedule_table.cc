@@ -98,22 +98,29 @@ std::string ConvSchedule::to_string() const {
 }
 
 ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
-                                  int64_t kernel_width, std::optional<int64_t> output_width) {
+                                  int64_t groups, int64_t kernel_width,
+                                  std::optional<int64_t> output_width) {
   require_float32(dtype, "Conv");
   ConvSchedule schedule;
   schedule.lanes = arch.lanes;
   schedule.mr = static_cast<int>(std::min<int64_t>(arch.conv_mr, out_channels));
   schedule.vectors = arch.conv_vectors;
   schedule.unroll_taps = kernel_width <= arch.conv_unroll_taps;
-  if (out_channels >= arch.lanes) {
+  // Grouped: a vector of output channels would read as many input channels, a gather per tap
+  // (depthwise), so the positions are vectorized instead.
+  if (out_channels >= arch.lanes && groups == 1) {
     schedule.channels_vectorized = true;
     const int64_t vectors =
         std::min<int64_t>(arch.conv_channel_vectors, (out_channels + arch.lanes - 1) / arch.lanes);
     schedule.mr = static_cast<int>(vectors) * arch.lanes;
     schedule.positions = arch.conv_positions;
+    // The accumulators of conv_channel_vectors x conv_positions: with fewer channel vectors a
+    // static output of up to that many positions is one tile (no tail, and no padded copy of
+    // the input when there are no pads).
+    const int64_t budget = arch.conv_channel_vectors * arch.conv_positions / vectors;
     if (output_width) {
-      schedule.positions =
-          static_cast<int>(std::clamp<int64_t>(*output_width, 1, arch.conv_positions));
+      schedule.positions = static_cast<int>(
+          *output_width <= budget ? std::max<int64_t>(*output_width, 1) : arch.conv_positions);
     }
   } else if (output_width && *output_width < int64_t{schedule.lanes} * schedule.vectors) {
     // One vector of positions, the narrowest power of two that holds them (1: scalar code).

@@ -102,8 +102,9 @@ struct ConvSchedule {
 // output_width: the output's innermost extent where the graph fixes it (a specialized shape). A
 // tile is then no wider than the output, so a conv over one to a few positions (Silero's encoder
 // tail and decoder) does not compute, and for sigmoid epilogues evaluate, a whole tile of padding.
+// Grouped convolutions (groups > 1) vectorize positions, never output channels.
 ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t out_channels,
-                                  int64_t kernel_width,
+                                  int64_t groups, int64_t kernel_width,
                                   std::optional<int64_t> output_width = std::nullopt);
 
 struct RecurrentCell;  // lowering/recurrent_pipelines.h

@@ -242,20 +242,45 @@ TEST(LoweringSchedule, ConvTileNoWiderThanAStaticOutput) {
   const ArchTable& avx512 =
       arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
   const DType f32 = DType::kFloat32;
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3).to_string(),
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 1, 3).to_string(),
             "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3, 2).to_string(),
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 1, 3, 2).to_string(),
             "conv channels mr=32 positions=2 lanes=16 W tiled(d0, 32)");
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 3, 100).to_string(),
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 1, 3, 100).to_string(),
             "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 1, 1).to_string(),
-            "conv mr=1 vectors=2 lanes=16 unrolled-taps W native");
   EXPECT_EQ(choose_conv_schedule(avx512, f32, 1, 1, 1).to_string(),
+            "conv mr=1 vectors=2 lanes=16 unrolled-taps W native");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 1, 1, 1, 1).to_string(),
             "conv mr=1 vectors=1 lanes=1 unrolled-taps W native");
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 3, 5).to_string(),
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 1, 3, 5).to_string(),
             "conv mr=3 vectors=1 lanes=8 unrolled-taps W tiled(d0, 3)");
-  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 3, 20).to_string(),
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 3, 1, 3, 20).to_string(),
             "conv mr=3 vectors=1 lanes=16 unrolled-taps W tiled(d0, 3)");
+}
+
+// One vector of output channels leaves room for twice the positions: a static output of up to 12
+// is one tile (Silero v4's 1x1 convs over 8 frames); two vectors keep the 6-position tiles.
+TEST(LoweringSchedule, ConvWithOneChannelVectorTakesAShortOutputInOneTile) {
+  const ArchTable& avx512 =
+      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const DType f32 = DType::kFloat32;
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 16, 1, 1, 8).to_string(),
+            "conv channels mr=16 positions=8 lanes=16 W tiled(d0, 16)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 16, 1, 1, 12).to_string(),
+            "conv channels mr=16 positions=12 lanes=16 W tiled(d0, 16)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 16, 1, 1, 13).to_string(),
+            "conv channels mr=16 positions=6 lanes=16 W tiled(d0, 16)");
+  EXPECT_EQ(choose_conv_schedule(avx512, f32, 64, 1, 1, 8).to_string(),
+            "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
+}
+
+// A grouped (depthwise) conv vectorizes positions: a vector of output channels would gather its
+// input channels at every tap.
+TEST(LoweringSchedule, GroupedConvVectorizesPositions) {
+  const ArchTable& avx512 =
+      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  EXPECT_EQ(choose_conv_schedule(avx512, DType::kFloat32, 258, 258, 5, 8).to_string(),
+            "conv mr=4 vectors=1 lanes=8 unrolled-taps W tiled(d0, 4)");
 }
 
 // ---- MatMul ------------------------------------------------------------------------------------
