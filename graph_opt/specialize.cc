@@ -273,21 +273,21 @@ bool specialize(Model& model, const PassContext& context, PassStats& stats) {
     graph.convert_input_to_constant(input, value);
     ++stats["inputs fixed"];
   }
-  if (!fixed.empty() && !bindings.sizes.empty()) {
-    // What the fixed inputs decide goes first: a branch they rule out (Silero's 8 kHz branch,
-    // whose Squeezes hold only for 256-sample chunks) need not type-check with the dims below.
-    infer_graph(graph);
-    PassContext none;
-    PassStats ignored;
-    for (int round = 0; round < 8; ++round) {
-      const bool folded = fold_constants(model, none, ignored);
-      if (!inline_constant_ifs(model, none, ignored) && !folded) break;
-    }
-  }
-  int64_t dims = 0;
-  for_each_graph(model, [&](Graph& g) { dims += bind_dims_in_graph(g, bindings.sizes); });
-  if (dims) stats["dims fixed"] += dims;
   try {
+    if (!fixed.empty() && !bindings.sizes.empty()) {
+      // What the fixed inputs decide goes first: a branch they rule out (Silero's 8 kHz branch,
+      // whose Squeezes hold only for 256-sample chunks) need not type-check with the dims below.
+      infer_graph(graph);
+      PassContext none;
+      PassStats ignored;
+      for (int round = 0; round < 8; ++round) {
+        const bool folded = fold_constants(model, none, ignored);
+        if (!inline_constant_ifs(model, none, ignored) && !folded) break;
+      }
+    }
+    int64_t dims = 0;
+    for_each_graph(model, [&](Graph& g) { dims += bind_dims_in_graph(g, bindings.sizes); });
+    if (dims) stats["dims fixed"] += dims;
     infer_graph(graph);
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::kInvalidModel) throw;
