@@ -218,9 +218,13 @@ TEST(LoweringLayout, HalideCoordinatesAgreeWithTheOffsets) {
 
 // ---- schedule table ----------------------------------------------------------------------------
 
+// The AVX-512 row of the schedule tables.
+const ArchTable& avx512_table() {
+  return arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+}
+
 TEST(LoweringSchedule, GemmTileAndWeightLayoutFollowTheTargetAndN) {
-  const ArchTable& avx512 =
-      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const ArchTable& avx512 = avx512_table();
   const ArchTable& avx2 = arch_table(Halide::Target("x86-64-linux-avx-avx2-fma-f16c-sse41"));
   EXPECT_EQ(avx512.lanes, 16);
   EXPECT_EQ(avx2.lanes, 8);
@@ -239,8 +243,7 @@ TEST(LoweringSchedule, GemmTileAndWeightLayoutFollowTheTargetAndN) {
 }
 
 TEST(LoweringSchedule, ConvTileNoWiderThanAStaticOutput) {
-  const ArchTable& avx512 =
-      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const ArchTable& avx512 = avx512_table();
   const DType f32 = DType::kFloat32;
   EXPECT_EQ(choose_conv_schedule(avx512, f32, 128, 1, 3).to_string(),
             "conv channels mr=32 positions=6 lanes=16 W tiled(d0, 32)");
@@ -261,8 +264,7 @@ TEST(LoweringSchedule, ConvTileNoWiderThanAStaticOutput) {
 // One vector of output channels leaves room for twice the positions: a static output of up to 12
 // is one tile (Silero v4's 1x1 convs over 8 frames); two vectors keep the 6-position tiles.
 TEST(LoweringSchedule, ConvWithOneChannelVectorTakesAShortOutputInOneTile) {
-  const ArchTable& avx512 =
-      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const ArchTable& avx512 = avx512_table();
   const DType f32 = DType::kFloat32;
   EXPECT_EQ(choose_conv_schedule(avx512, f32, 16, 1, 1, 8).to_string(),
             "conv channels mr=16 positions=8 lanes=16 W tiled(d0, 16)");
@@ -277,8 +279,7 @@ TEST(LoweringSchedule, ConvWithOneChannelVectorTakesAShortOutputInOneTile) {
 // A grouped (depthwise) conv vectorizes positions: a vector of output channels would gather its
 // input channels at every tap.
 TEST(LoweringSchedule, GroupedConvVectorizesPositions) {
-  const ArchTable& avx512 =
-      arch_table(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+  const ArchTable& avx512 = avx512_table();
   EXPECT_EQ(choose_conv_schedule(avx512, DType::kFloat32, 258, 258, 5, 8).to_string(),
             "conv mr=4 vectors=1 lanes=8 unrolled-taps W tiled(d0, 4)");
 }
