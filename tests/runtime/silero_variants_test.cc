@@ -10,8 +10,9 @@
 //     order differences accumulate there (measured at most 2.7e-4, and 1.2e-3 for v4's two
 //     layers, about what ONNX Runtime and the reference evaluator differ by themselves);
 //   - the model hears the speech and not the leading silence, so the comparison is not vacuous;
-//   - the runs were shape-specialized (the dims the chunks bind, named or not in the file) and no
-//     reference block is left on the specialized program's path.
+//   - the runs were shape-specialized (the dims the chunks bind, named or not in the file), no
+//     reference block is left on the specialized program's path, and the LSTM runs as the
+//     recurrent kernel (no GEMM blocks: the opset-18 export's cell equations are fused).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -246,6 +247,10 @@ TEST_P(SileroVariant, StreamsSpecializedWithoutReferenceBlocksAndMatchesItsOracl
   const size_t special = profile.find("shape specialization:");
   ASSERT_NE(special, std::string::npos) << profile;
   EXPECT_EQ(profile.find("reference ", special), std::string::npos) << profile.substr(special);
+  // Every export's LSTM runs as the recurrent kernel (the opset-18 one's written-out cell too).
+  EXPECT_NE(profile.find("halide lstm forward", special), std::string::npos)
+      << profile.substr(special);
+  EXPECT_EQ(profile.find("gemm", special), std::string::npos) << profile.substr(special);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, SileroVariant, ::testing::ValuesIn(kVariants),
