@@ -157,99 +157,100 @@ Node* activation(const Graph& graph, const Value* value, const char* op, const N
 }
 
 std::optional<Cell> match(const Graph& graph, Node* h_mul) {
+  // h_new = Sigmoid(o) * Tanh(c_new), either order.
+  Node* o = nullptr;
+  Node* t = nullptr;
+  for (int order = 0; order < 2 && !o; ++order) {
+    o = activation(graph, h_mul->input(order), "Sigmoid", h_mul);
+    t = producer_of(h_mul->input(1 - order));
+    if (!is_op(t, "Tanh") || !read_only_by(graph, t->output(0), h_mul)) o = nullptr;
+  }
+  if (!o) return std::nullopt;
   Cell cell;
   cell.h_new = h_mul->output(0);
-  // h_new = Sigmoid(o) * Tanh(c_new), either order.
-  for (int order = 0; order < 2; ++order) {
-    Node* o = activation(graph, h_mul->input(order), "Sigmoid", h_mul);
-    Node* t = producer_of(h_mul->input(1 - order));
-    if (o && is_op(t, "Tanh") && read_only_by(graph, t->output(0), h_mul)) {
-      Node* split = producer_of(o->input(0));
-      Node* c_add = producer_of(t->input(0));
-      if (!is_op(c_add, "Add") || c_add->num_inputs() != 2) return std::nullopt;
-      cell.c_new = c_add->output(0);
-      cell.nodes = {h_mul, t, o, c_add};
-      // c_new = Sigmoid(f) * c_prev + Sigmoid(i) * Tanh(g), products and sums in either order.
-      std::optional<size_t> i_chunk, f_chunk, g_chunk;
-      for (size_t side = 0; side < 2; ++side) {
-        Node* mul = producer_of(c_add->input(side));
-        if (!is_op(mul, "Mul") || !read_only_by(graph, mul->output(0), c_add)) return std::nullopt;
-        cell.nodes.push_back(mul);
-        for (int m = 0; m < 2; ++m) {
-          Node* sig = activation(graph, mul->input(m), "Sigmoid", mul);
-          if (!sig || producer_of(sig->input(0)) != split) continue;
-          Node* g = activation(graph, mul->input(1 - m), "Tanh", mul);
-          cell.nodes.push_back(sig);
-          if (g && producer_of(g->input(0)) == split) {
-            cell.nodes.push_back(g);
-            i_chunk = chunk_index(graph, sig->input(0), split, sig);
-            g_chunk = chunk_index(graph, g->input(0), split, g);
-          } else {
-            f_chunk = chunk_index(graph, sig->input(0), split, sig);
-            cell.c_prev = mul->input(1 - m);
-          }
-          break;
-        }
-      }
-      std::optional<size_t> o_chunk = chunk_index(graph, o->input(0), split, o);
-      if (!i_chunk || !f_chunk || !g_chunk || !o_chunk) return std::nullopt;
-      cell.chunk = {*i_chunk, *o_chunk, *f_chunk, *g_chunk};
-      bool distinct = true;
-      for (size_t a = 0; a < 4; ++a) {
-        for (size_t b = a + 1; b < 4; ++b) distinct = distinct && cell.chunk[a] != cell.chunk[b];
-      }
-      if (!distinct || split->num_outputs() != 4 || !is_float_rank2(cell.c_prev)) {
-        return std::nullopt;
-      }
-      // Four chunks [N, H] of a rank-2 gates tensor split on its last axis; c_prev of that shape.
-      const Value* gates = split->input(0);
-      if (!is_float_rank2(gates)) return std::nullopt;
-      const int64_t axis = split->attr_int("axis", 0);
-      if (axis != 1 && axis != -1) return std::nullopt;
-      const Shape& chunk_shape = *split->output(0)->type.shape;
-      if (!chunk_shape[1].is_known()) return std::nullopt;
-      cell.hidden = chunk_shape[1].value();
-      for (const Value* out : split->outputs()) {
-        if (!out || !out->type.shape || *out->type.shape != chunk_shape) return std::nullopt;
-      }
-      if (*cell.c_prev->type.shape != chunk_shape) return std::nullopt;
-      const int64_t width = 4 * cell.hidden;
-      // gates = P1 + P2, or (P1 + P2) + bias.
-      Node* sum = producer_of(gates);
-      if (!is_op(sum, "Add") || !read_only_by(graph, gates, split)) return std::nullopt;
-      cell.nodes.push_back(split);
-      cell.nodes.push_back(sum);
-      for (int b = 0; b < 2; ++b) {
-        const Tensor* bias = float_constant(sum->input(b));
-        Node* inner = producer_of(sum->input(1 - b));
-        if (is_bias_of(bias, width) && is_op(inner, "Add") &&
-            read_only_by(graph, inner->output(0), sum)) {
-          cell.sum_bias = bias;
-          sum = inner;
-          cell.nodes.push_back(sum);
-          break;
-        }
-      }
-      std::optional<Projection> p0 = projection(graph, sum->input(0), sum, width);
-      std::optional<Projection> p1 = projection(graph, sum->input(1), sum, width);
-      if (!p0 || !p1) return std::nullopt;
-      cell.nodes.push_back(p0->node);
-      cell.nodes.push_back(p1->node);
-      const Dim& n = chunk_shape[0];
-      if ((*p0->input->type.shape)[0] != n || (*p1->input->type.shape)[0] != n) {
-        return std::nullopt;
-      }
-      if (p1->k == cell.hidden) {
-        cell.x = *p0, cell.h = *p1;
-      } else if (p0->k == cell.hidden) {
-        cell.x = *p1, cell.h = *p0;
+  Node* split = producer_of(o->input(0));
+  Node* c_add = producer_of(t->input(0));
+  if (!is_op(c_add, "Add") || c_add->num_inputs() != 2) return std::nullopt;
+  cell.c_new = c_add->output(0);
+  cell.nodes = {h_mul, t, o, c_add};
+  // c_new = Sigmoid(f) * c_prev + Sigmoid(i) * Tanh(g), products and sums in either order.
+  std::optional<size_t> i_chunk, f_chunk, g_chunk;
+  for (size_t side = 0; side < 2; ++side) {
+    Node* mul = producer_of(c_add->input(side));
+    if (!is_op(mul, "Mul") || !read_only_by(graph, mul->output(0), c_add)) return std::nullopt;
+    cell.nodes.push_back(mul);
+    for (int m = 0; m < 2; ++m) {
+      Node* sig = activation(graph, mul->input(m), "Sigmoid", mul);
+      if (!sig || producer_of(sig->input(0)) != split) continue;
+      Node* g = activation(graph, mul->input(1 - m), "Tanh", mul);
+      cell.nodes.push_back(sig);
+      if (g && producer_of(g->input(0)) == split) {
+        cell.nodes.push_back(g);
+        i_chunk = chunk_index(graph, sig->input(0), split, sig);
+        g_chunk = chunk_index(graph, g->input(0), split, g);
       } else {
-        return std::nullopt;
+        f_chunk = chunk_index(graph, sig->input(0), split, sig);
+        cell.c_prev = mul->input(1 - m);
       }
-      return cell;
+      break;
     }
   }
-  return std::nullopt;
+  std::optional<size_t> o_chunk = chunk_index(graph, o->input(0), split, o);
+  if (!i_chunk || !f_chunk || !g_chunk || !o_chunk) return std::nullopt;
+  cell.chunk = {*i_chunk, *o_chunk, *f_chunk, *g_chunk};
+  bool distinct = true;
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = a + 1; b < 4; ++b) distinct = distinct && cell.chunk[a] != cell.chunk[b];
+  }
+  if (!distinct || split->num_outputs() != 4 || !is_float_rank2(cell.c_prev)) {
+    return std::nullopt;
+  }
+  // Four chunks [N, H] of a rank-2 gates tensor split on its last axis; c_prev of that shape.
+  const Value* gates = split->input(0);
+  if (!is_float_rank2(gates)) return std::nullopt;
+  const int64_t axis = split->attr_int("axis", 0);
+  if (axis != 1 && axis != -1) return std::nullopt;
+  const Shape& chunk_shape = *split->output(0)->type.shape;
+  if (!chunk_shape[1].is_known()) return std::nullopt;
+  cell.hidden = chunk_shape[1].value();
+  for (const Value* out : split->outputs()) {
+    if (!out || !out->type.shape || *out->type.shape != chunk_shape) return std::nullopt;
+  }
+  if (*cell.c_prev->type.shape != chunk_shape) return std::nullopt;
+  const int64_t width = 4 * cell.hidden;
+  // gates = P1 + P2, or (P1 + P2) + bias.
+  Node* sum = producer_of(gates);
+  if (!is_op(sum, "Add") || !read_only_by(graph, gates, split)) return std::nullopt;
+  cell.nodes.push_back(split);
+  cell.nodes.push_back(sum);
+  for (int b = 0; b < 2; ++b) {
+    const Tensor* bias = float_constant(sum->input(b));
+    Node* inner = producer_of(sum->input(1 - b));
+    if (is_bias_of(bias, width) && is_op(inner, "Add") &&
+        read_only_by(graph, inner->output(0), sum)) {
+      cell.sum_bias = bias;
+      sum = inner;
+      cell.nodes.push_back(sum);
+      break;
+    }
+  }
+  std::optional<Projection> p0 = projection(graph, sum->input(0), sum, width);
+  std::optional<Projection> p1 = projection(graph, sum->input(1), sum, width);
+  if (!p0 || !p1) return std::nullopt;
+  cell.nodes.push_back(p0->node);
+  cell.nodes.push_back(p1->node);
+  const Dim& n = chunk_shape[0];
+  if ((*p0->input->type.shape)[0] != n || (*p1->input->type.shape)[0] != n) {
+    return std::nullopt;
+  }
+  if (p1->k == cell.hidden) {
+    cell.x = *p0, cell.h = *p1;
+  } else if (p0->k == cell.hidden) {
+    cell.x = *p1, cell.h = *p0;
+  } else {
+    return std::nullopt;
+  }
+  return cell;
 }
 
 // [1, 4H, K] with the gate blocks in ONNX order.

@@ -169,10 +169,6 @@ size_t header_bytes(std::string_view body, const std::string* header_length) {
   return static_cast<size_t>(length);
 }
 
-}  // namespace
-
-namespace {
-
 RestInferRequest decode(std::string_view body, const std::string* header_length,
                         const std::string& model, const std::string& version,
                         size_t max_tensor_bytes) {
