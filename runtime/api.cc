@@ -112,6 +112,14 @@ struct RNNC_INTERNAL CompiledModel::Impl {
   std::unique_ptr<PlanChooser> chooser;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<InputCheck> checks;  // per graph input (graph order)
+  // Per graph output, its shape as the generic program's types state it: rank (-1 unknown),
+  // per dim its size or -1, and its symbol when it is one of the inputs' symbols (else -1).
+  struct OutputShape {
+    int64_t rank = -1;
+    std::vector<int64_t> known;
+    std::vector<int> symbol;
+  };
+  std::vector<OutputShape> output_shapes;
   std::vector<std::string> symbols;
   // Required rank-0 integer graph inputs (a sample rate, a mode): part of a specialization's key.
   std::vector<size_t> scalar_inputs;
@@ -126,6 +134,23 @@ struct RNNC_INTERNAL CompiledModel::Impl {
       if (checks[i].name == name) return static_cast<int>(i);
     }
     return -1;
+  }
+  // A shape specialization's key for a run: the bound dims (per symbol its size, -1 unbound),
+  // then the scalar integer inputs' values (0 for one the run leaves out).
+  void specialization_key(const std::vector<int64_t>& bound,
+                          const std::vector<NamedTensor>& run_inputs,
+                          std::vector<int64_t>& key) const {
+    key.assign(bound.begin(), bound.end());
+    for (size_t index : scalar_inputs) {
+      int64_t value = 0;
+      for (const NamedTensor& input : run_inputs) {
+        if (input.name != checks[index].name) continue;
+        value = input.tensor.type == ElementType::kInt64
+                    ? *static_cast<const int64_t*>(input.tensor.data)
+                    : *static_cast<const int32_t*>(input.tensor.data);
+      }
+      key.push_back(value);
+    }
   }
   int find_output(const std::string& name) const {
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -300,7 +325,24 @@ std::unique_ptr<CompiledModel::Impl> load_model(ModelSource source, const ModelO
     impl->checks.push_back(std::move(check));
     if (!input->is_constant()) impl->inputs.push_back(info_of(*input));
   }
-  for (const Value* output : graph.outputs()) impl->outputs.push_back(info_of(*output));
+  for (const Value* output : graph.outputs()) {
+    impl->outputs.push_back(info_of(*output));
+    CompiledModel::Impl::OutputShape shape;
+    if (output->type.shape) {
+      shape.rank = output->type.rank();
+      for (const Dim& dim : *output->type.shape) {
+        shape.known.push_back(dim.is_known() ? dim.value() : -1);
+        const std::vector<std::string> names = dim.symbols();
+        auto it = std::find(impl->symbols.begin(), impl->symbols.end(),
+                            names.size() == 1 ? names[0] : std::string());
+        shape.symbol.push_back(names.size() == 1 && dim == Dim::symbol(names[0]) &&
+                                       it != impl->symbols.end()
+                                   ? static_cast<int>(it - impl->symbols.begin())
+                                   : -1);
+      }
+    }
+    impl->output_shapes.push_back(std::move(shape));
+  }
   std::vector<std::string> scalar_names;
   for (size_t i = 0; i < impl->checks.size(); ++i) {
     const CompiledModel::Impl::InputCheck& check = impl->checks[i];
@@ -570,24 +612,59 @@ void InputChecker::check(const std::vector<NamedTensor>& inputs) {
   }
 }
 
-std::vector<int64_t> InputChecker::zero_state_shape(size_t index) const {
+std::vector<int64_t> InputChecker::zero_state_shape(
+    size_t index, const std::string& output, const std::vector<NamedTensor>& inputs) const {
   const CompiledModel::Impl::InputCheck& check = model_.checks[index];
   if (check.rank < 0) {
     raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
                             "explicitly on the first run"));
   }
   std::vector<int64_t> shape;
+  int undecided = -1;
   for (size_t k = 0; k < static_cast<size_t>(check.rank); ++k) {
     int64_t size = check.known[k];
     if (size < 0 && check.symbol[k] >= 0) size = bound_[static_cast<size_t>(check.symbol[k])];
-    if (size < 0) {
-      raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ", k,
-                              " is not decided by the other inputs; pass '", check.name,
-                              "' explicitly on the first run"));
-    }
+    if (size < 0 && undecided < 0) undecided = static_cast<int>(k);
     shape.push_back(size);
   }
-  return shape;
+  if (undecided < 0) return shape;
+  // A dim no other input binds: the state starts with the shape the model gives the state
+  // output it is carried from for the other inputs. First its type in the generic program (an
+  // LSTM's Y_h takes its batch from X, whatever initial_h's dim is named), else, with the
+  // other inputs' dims and scalar values fixed, what graph_opt then infers (Silero VAD v5).
+  auto agrees = [&](const std::optional<std::vector<int64_t>>& carried) {
+    bool same = carried && carried->size() == shape.size();
+    for (size_t k = 0; same && k < shape.size(); ++k) {
+      same = (*carried)[k] >= 0 && (shape[k] < 0 || shape[k] == (*carried)[k]);
+    }
+    return same;
+  };
+  const int output_index = model_.find_output(output);
+  if (output_index >= 0) {
+    const CompiledModel::Impl::OutputShape& typed =
+        model_.output_shapes[static_cast<size_t>(output_index)];
+    std::optional<std::vector<int64_t>> carried;
+    if (typed.rank >= 0) {
+      carried.emplace();
+      for (size_t k = 0; k < typed.known.size(); ++k) {
+        carried->push_back(typed.known[k] >= 0    ? typed.known[k]
+                           : typed.symbol[k] >= 0 ? bound_[static_cast<size_t>(typed.symbol[k])]
+                                                  : -1);
+      }
+    }
+    if (agrees(carried)) return *carried;
+  }
+  if (model_.specializer) {
+    std::vector<int64_t> key;
+    model_.specialization_key(bound_, inputs, key);
+    const std::optional<std::vector<int64_t>> carried =
+        model_.specializer->output_shape(key, output);
+    if (agrees(carried)) return *carried;
+  }
+  raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ",
+                          undecided, " is decided neither by the other inputs nor by the shape of "
+                          "state output '", output, "' for them; pass '", check.name,
+                          "' explicitly on the first run"));
 }
 
 // ---- Session runs ------------------------------------------------------------------------------
@@ -602,7 +679,9 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     if (checker->given(index)) continue;
     Tensor& value = state_values[p];
     if (!value.defined()) {
-      value = Tensor(model_impl.checks[index].dtype, checker->zero_state_shape(index));
+      value = Tensor(model_impl.checks[index].dtype,
+                     checker->zero_state_shape(
+                         index, model_impl.outputs[static_cast<size_t>(state[p].first)].name, inputs));
     }
     checker->set_given(index);
     checker->check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())),
@@ -614,18 +693,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
   pick = PlanChooser::Pick{};
   const ShapeSpecializer::Specialized* specialized = nullptr;
   if (model_impl.specializer && specialize) {
-    // The key: the bound dims, then the scalar integer inputs' values.
-    specialization_key.assign(bound.begin(), bound.end());
-    for (size_t index : model_impl.scalar_inputs) {
-      int64_t value = 0;
-      for (const NamedTensor& input : inputs) {
-        if (input.name != model_impl.checks[index].name) continue;
-        value = input.tensor.type == ElementType::kInt64
-                    ? *static_cast<const int64_t*>(input.tensor.data)
-                    : *static_cast<const int32_t*>(input.tensor.data);
-      }
-      specialization_key.push_back(value);
-    }
+    model_impl.specialization_key(bound, inputs, specialization_key);
     specialized = model_impl.specializer->specialized_for(specialization_key);
     if (specialized) {
       run_context = &specialized_context(*specialized->executor);

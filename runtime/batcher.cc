@@ -277,7 +277,9 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
     auto check_axis = [&](const TensorInfo& info) {
       found = found || info.name == name;
       if (info.name != name) return;
-      if (axis < -1 || axis >= static_cast<int>(info.dims.size())) {
+      // An empty dims list is a scalar or a shape the model leaves unknown (Silero v5's outputs
+      // behind an If): the rows are checked per run there.
+      if (axis < -1 || (!info.dims.empty() && axis >= static_cast<int>(info.dims.size()))) {
         raise_invalid_input(cat("BatcherOptions::batch_axes['", name, "'] = ", axis,
                                 ": must be -1 or a dim of ", info.to_string()));
       }
@@ -345,7 +347,8 @@ std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
       continue;
     }
     if (next_state_shape[p].empty()) {
-      next_state_shape[p] = checker.zero_state_shape(slot.index);
+      next_state_shape[p] = checker.zero_state_shape(
+          slot.index, model->outputs()[static_cast<size_t>(state_pairs[p].first)].name, inputs);
       chunk->starts_over[p] = 1;
     }
     chunk->state_shape[p] = next_state_shape[p];
@@ -359,6 +362,10 @@ std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
   for (const NamedTensor& input : inputs) {
     const int axis = axes.at(input.name);
     if (axis < 0) continue;
+    if (static_cast<size_t>(axis) >= input.tensor.shape.size()) {
+      raise_invalid_input(cat("input '", input.name, "' has shape ", shape_text(input.tensor.shape),
+                              ", which has no batch axis ", axis));
+    }
     const int64_t size = input.tensor.shape[static_cast<size_t>(axis)];
     if (rows >= 0 && size != rows) {
       raise_invalid_input(cat("input '", input.name, "' has ", size, " rows on its batch axis ",
@@ -369,7 +376,12 @@ std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
   }
   for (size_t p = 0; p < state_pairs.size() && rows < 0; ++p) {
     const InputSlot& slot = slots[state_pairs[p].second];
-    if (!next_state_shape[p].empty()) rows = next_state_shape[p][static_cast<size_t>(slot.axis)];
+    if (static_cast<size_t>(slot.axis) >= next_state_shape[p].size()) {
+      raise_invalid_input(cat("state input '", slot.name, "' has shape ",
+                              shape_text(next_state_shape[p]), ", which has no batch axis ",
+                              slot.axis));
+    }
+    rows = next_state_shape[p][static_cast<size_t>(slot.axis)];
   }
   chunk->rows = rows < 0 ? 1 : rows;
   // The group key: per input given, its type and dims but the batch axis, and the values of one

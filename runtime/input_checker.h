@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rnnc/rnnc.h"
@@ -24,9 +25,11 @@ class InputChecker {
   // One tensor for graph input `index`; `what` starts the message ("input", "carried state").
   void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
                  const void* data, const char* what);
-  // The shape of the zeros a session feeds state input `index` when the run leaves it out,
-  // from the dims the checked inputs bound; kInvalidInput when they do not decide it.
-  std::vector<int64_t> zero_state_shape(size_t index) const;
+  // The shape of the zeros a session feeds state input `index` when the run leaves it out: from
+  // the dims the checked `inputs` bound, else the shape the model gives state output `output`
+  // for them (runtime/shape_specializer.h); kInvalidInput when neither decides it.
+  std::vector<int64_t> zero_state_shape(size_t index, const std::string& output,
+                                        const std::vector<NamedTensor>& inputs) const;
 
   // Per graph input: whether the checked inputs give it; marks one as given.
   bool given(size_t index) const { return given_[index] != 0; }

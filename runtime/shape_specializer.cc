@@ -124,21 +124,7 @@ void ShapeSpecializer::compile(Entry& entry) const {
     options.stop_after = Stage::kLower;
     options.program = settings_.program;
     options.specialization = [&](const Graph& graph) {
-      PassContext specialization;
-      for (size_t s = 0; s < symbols_.size(); ++s) {
-        specialization.fixed_dims[symbols_[s]] = entry.dims[s];
-      }
-      for (size_t i = 0; i < scalars_.size(); ++i) {
-        const Value* input = nullptr;
-        for (const Value* candidate : graph.inputs()) {
-          if (candidate->name() == scalars_[i]) input = candidate;
-        }
-        RNNC_CHECK(input, "scalar input '", scalars_[i], "' is not an input of the model");
-        Tensor value(input->type.dtype, {});
-        value.set_double(0, static_cast<double>(entry.dims[symbols_.size() + i]));
-        specialization.fixed_inputs[scalars_[i]] = std::move(value);
-      }
-      return specialization;
+      return specialization(graph, entry.dims);
     };
     std::unique_ptr<Program> program =
         rnnc::compile(ModelSource::bytes(model_bytes_.data(), model_bytes_.size()), options)
@@ -184,6 +170,65 @@ void ShapeSpecializer::compile(Entry& entry) const {
     // The generic program runs the shape as before; the reason stays visible in describe().
     entry.outcome = cat("generic: specializing failed: ", e.what());
   }
+}
+
+PassContext ShapeSpecializer::specialization(const Graph& graph,
+                                             const std::vector<int64_t>& key) const {
+  PassContext specialization;
+  for (size_t s = 0; s < symbols_.size(); ++s) {
+    if (key[s] >= 0) specialization.fixed_dims[symbols_[s]] = key[s];
+  }
+  for (size_t i = 0; i < scalars_.size(); ++i) {
+    const Value* input = nullptr;
+    for (const Value* candidate : graph.inputs()) {
+      if (candidate->name() == scalars_[i]) input = candidate;
+    }
+    RNNC_CHECK(input, "scalar input '", scalars_[i], "' is not an input of the model");
+    Tensor value(input->type.dtype, {});
+    value.set_double(0, static_cast<double>(key[symbols_.size() + i]));
+    specialization.fixed_inputs[scalars_[i]] = std::move(value);
+  }
+  return specialization;
+}
+
+std::optional<std::vector<int64_t>> ShapeSpecializer::output_shape(
+    const std::vector<int64_t>& key, const std::string& output) {
+  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  auto lookup = [&](const std::map<std::string, std::vector<int64_t>>& shapes)
+      -> std::optional<std::vector<int64_t>> {
+    auto it = shapes.find(output);
+    if (it == shapes.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& [known, shapes] : output_shapes_) {
+    if (known == key) return lookup(shapes);
+  }
+  std::map<std::string, std::vector<int64_t>> shapes;
+  try {
+    CompileOptions options;
+    options.stop_after = Stage::kOptimize;
+    options.specialization = [&](const Graph& graph) { return specialization(graph, key); };
+    const std::unique_ptr<Model> model =
+        rnnc::compile(ModelSource::bytes(model_bytes_.data(), model_bytes_.size()), options).model;
+    for (const Value* value : model->graph->outputs()) {
+      if (!value->type.is_tensor() || !value->type.shape) continue;
+      std::vector<int64_t> shape;
+      for (const Dim& dim : *value->type.shape) {
+        if (!dim.is_known()) break;
+        shape.push_back(dim.value());
+      }
+      if (shape.size() == value->type.shape->size()) shapes[value->name()] = std::move(shape);
+    }
+  } catch (const std::exception&) {
+    // Fixing this key makes the model invalid (the dims out of what it accepts): nothing is
+    // decided, and the caller's error says to pass the state.
+  }
+  // One optimization per key a session starts from; keys beyond the bound are not remembered.
+  std::optional<std::vector<int64_t>> shape = lookup(shapes);
+  if (output_shapes_.size() < 4 * settings_.max_shapes + 4) {
+    output_shapes_.emplace_back(key, std::move(shapes));
+  }
+  return shape;
 }
 
 std::string ShapeSpecializer::describe() const {

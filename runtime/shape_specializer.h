@@ -36,11 +36,14 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "graph_opt/pass.h"
 #include "lowering/program.h"
 #include "runtime/executor.h"
 
@@ -83,6 +86,15 @@ class ShapeSpecializer {
   // or nullptr, when the generic program runs: a shape not worth it, or compiling in another
   // thread. A new shape is compiled here, by this call.
   const Specialized* specialized_for(const std::vector<int64_t>& key);
+  // The shape graph_opt gives the graph output named `output` once the key's bound dims (-1:
+  // left symbolic) and scalar inputs are fixed; nullopt when a dim of it stays unknown or
+  // symbolic.
+  // What a session's first run feeds a state input that no other input shapes: the state it
+  // starts from has the shape of the state output it is carried from (Silero VAD v5 exports
+  // name their state's batch dim apart from the audio's, and the Ifs between them fold only
+  // once the audio's dims are fixed). Optimizes the graph once per key, cached.
+  std::optional<std::vector<int64_t>> output_shape(const std::vector<int64_t>& key,
+                                                  const std::string& output);
   // Blocks until no run is compiling a shape (another thread's first run of it).
   void wait();
   // One line per shape tried: its dims and its program's blocks, or why it stays generic.
@@ -98,6 +110,8 @@ class ShapeSpecializer {
   ShapeSpecializer(std::string model_bytes, const Program& generic, std::vector<std::string> symbols,
                    std::vector<std::string> scalars, Settings settings);
   void compile(Entry& entry) const;
+  // What fixing `key` means to the specialize pass: its bound dims and its scalar inputs.
+  PassContext specialization(const Graph& graph, const std::vector<int64_t>& key) const;
 
   const std::string model_bytes_;
   const Program& generic_;
@@ -108,6 +122,11 @@ class ShapeSpecializer {
   std::vector<std::shared_ptr<Entry>> entries_;
   int compiling_ = 0;  // shapes being compiled by runs now
   std::condition_variable compiled_;
+  // output_shape's results: per key, the decided shapes by output name. Guarded by
+  // shapes_mutex_, held while a key's graph is optimized (first runs only).
+  std::mutex shapes_mutex_;
+  std::vector<std::pair<std::vector<int64_t>, std::map<std::string, std::vector<int64_t>>>>
+      output_shapes_;
 };
 
 }  // namespace rnnc

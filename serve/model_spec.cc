@@ -75,6 +75,11 @@ ModelSpec parse_model_spec(const std::string& text) {
       if (spec.options.threads < 1) raise_invalid_input("--model threads must be >= 1");
     } else if (option == "state") {
       spec.state.push_back(assignment(value, "state", ':'));
+    } else if (option == "batch-axis") {
+      auto [tensor, axis] = assignment(value, "batch-axis", ':');
+      const int64_t n = parse_integer(axis, "batch-axis " + tensor);
+      if (n < -1 || n > 64) raise_invalid_input(cat("--model batch-axis ", tensor, ": ", n, " is not -1 or an axis"));
+      spec.batch_axes[tensor] = static_cast<int>(n);
     } else if (option == "batching") {
       spec.batching = parse_switch(value, option);
     } else if (option == "max-batch") {
@@ -85,8 +90,8 @@ ModelSpec parse_model_spec(const std::string& text) {
       if (spec.max_wait_us < 0) raise_invalid_input("--model max-wait-us must be >= 0");
     } else {
       raise_invalid_input(cat("--model '", spec.name, "': unknown option '", option,
-                              "' (fix, dim, quantize, plan, threads, state, batching, max-batch, "
-                              "max-wait-us)"));
+                              "' (fix, dim, quantize, plan, threads, state, batch-axis, batching, "
+                              "max-batch, max-wait-us)"));
     }
   }
   spec.options.quantization_dims = spec.dims;

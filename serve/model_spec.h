@@ -8,6 +8,8 @@
 //   threads=N            the model's executor threads (default 1)
 //   state=OUT:IN         carry the model's own state: output OUT feeds input IN at the sequence's
 //                        next request (Silero VAD: state=stateN:state); repeatable
+//   batch-axis=T:AXIS    batching: the batch axis of input or output T where the batcher cannot
+//                        tell it from shared dim names (-1: none); repeatable
 //   batching=on|off      sequences through the stream batcher, or one Session each (default off)
 //   max-batch=N          batching: the largest batch (default 64)
 //   max-wait-us=N        batching: the longest a chunk waits for others (default 2000)
@@ -28,6 +30,7 @@ struct ModelSpec {
   ModelOptions options;
   std::map<std::string, int64_t> dims;                     // dim=
   std::vector<std::pair<std::string, std::string>> state;  // state= (output, input)
+  std::map<std::string, int> batch_axes;                   // batch-axis=
   bool batching = false;
   int max_batch = 64;
   int max_wait_us = 2000;

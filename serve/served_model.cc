@@ -56,6 +56,7 @@ void ServedModel::load(const std::string& target, const std::string& cache_dir, 
     batching.queue_capacity = max_queue;
     batching.threads = threads;
     batching.state = spec_.state;
+    batching.batch_axes = spec_.batch_axes;
     backend_ = make_batcher_backend(model_, batching);
   } else {
     backend_ = make_session_backend(model_, spec_.state);

@@ -69,7 +69,8 @@ const Command kServeCommand{
     "drains and exits 0. docs/serving.md.\n\n"
     "Model options (after NAME=PATH, comma-separated): fix=NAME=V[:V...], dim=NAME=N (warm-up\n"
     "shape), quantize=CONFIG, plan=P, threads=N, state=OUT:IN (the model's own state, carried per\n"
-    "sequence; Silero VAD: state=stateN:state), batching=on|off, max-batch=N, max-wait-us=N.",
+    "sequence; Silero VAD: state=stateN:state), batching=on|off, max-batch=N, max-wait-us=N,\n"
+    "batch-axis=T:AXIS (the batch axis of input or output T where the batcher cannot tell it).",
     {
         {"model", "NAME=PATH[,opt=v...]", "a model to serve (repeatable)"},
         {"grpc-port", "P", "gRPC port (default 8001; 0: any free port)"},

@@ -41,6 +41,7 @@ struct Settings {
   int64_t chunk_frames = 16;
   double seconds = 5;
   std::vector<std::pair<std::string, std::string>> state;
+  std::map<std::string, int> batch_axes;  // --batch-axis: BatcherOptions::batch_axes
   double period_ms() const { return frame_ms * static_cast<double>(chunk_frames); }
 };
 
@@ -151,6 +152,7 @@ Trial run_batched(const std::shared_ptr<const CompiledModel>& model,
   trial.streams = streams;
   BatcherOptions options;
   options.state = settings.state;
+  options.batch_axes = settings.batch_axes;
   options.max_batch = settings.max_batch;
   options.max_wait_us = static_cast<int64_t>(settings.max_wait_ms * 1000);
   options.threads = settings.concurrent_runs;
@@ -325,6 +327,15 @@ int run_streams(const Parsed& args) {
   for (const std::string& text : args.all("state")) {
     settings.state.push_back(split_assignment(text, "state"));
   }
+  for (const std::string& text : args.all("batch-axis")) {
+    auto [name, value] = split_assignment(text, "batch-axis");
+    char* end = nullptr;
+    const long axis = std::strtol(value.c_str(), &end, 10);
+    if (*end || axis < -1 || axis > 64) {
+      raise_invalid_input(cat("--batch-axis ", name, ": '", value, "' is not -1 or an axis"));
+    }
+    settings.batch_axes[name] = static_cast<int>(axis);
+  }
   std::vector<int> counts;
   {
     std::stringstream items(args.get("streams", "8"));
@@ -368,6 +379,7 @@ int run_streams(const Parsed& args) {
   {
     BatcherOptions probe;
     probe.state = settings.state;
+    probe.batch_axes = settings.batch_axes;
     StreamBatcher axes(model, probe);
     for (const TensorInfo& info : model->inputs()) {
       const int axis = axes.batch_axes().at(info.name);
@@ -451,6 +463,9 @@ const Command kStreamsCommand{
         {"time-dim", "NAME", "the input dim holding a chunk's frames (default seq)"},
         {"seconds", "S", "simulated duration per stream count (default 5)"},
         {"state", "OUT=IN", "a state pair of the model's own, e.g. stateN=state (repeatable)"},
+        {"batch-axis", "NAME=AXIS",
+         "the batch axis of an input or output where the batcher cannot tell it from shared dim "
+         "names, e.g. state=1 (-1: none; repeatable)"},
         {"input", "NAME=FILE",
          "an input's chunk from a .pb or .npy file, the same for every stream (repeatable); other "
          "inputs are random"},

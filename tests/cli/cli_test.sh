@@ -177,6 +177,10 @@ expect_ok "streams without batching" "batching off, 2 thread\(s\)" \
 expect_ok "streams --find-max reports the largest count" "max streams with p99 <= 50 ms: [0-9]+" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --streams 1 --seconds 0.2 --chunk-frames 4 \
   --find-max --p99-ms 50 --max-batch 4
+expect_error "streams --batch-axis takes an axis" "--batch-axis x: 'one' is not -1 or an axis" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --batch-axis x=one
+expect_error "streams --batch-axis checks the name" "BatcherOptions::batch_axes: 'nope' is not an input or output of the model" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --batch-axis nope=0 --seconds 0.1
 expect_error "streams --batching takes on or off" "--batching expects on or off, got 'maybe'" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --batching maybe
 expect_error "streams --find-max needs a budget" "--find-max needs --p99-ms X" \

@@ -5,7 +5,9 @@
 // a stream's state carried across the switches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "ir/text_parser.h"
 #include "rnnc/rnnc.h"
 #include "tests/runtime/test_models.h"
+#include "tests/support/error_message.h"
 
 namespace rnnc {
 namespace {
@@ -240,6 +243,129 @@ TEST(ShapeSpecialization, ModelsWithoutShapeComputationsKeepOneProgram) {
   session.run({{"x", {ElementType::kFloat32, {5, 1, 8}, x.data()}}});
   model->wait_for_specializations();
   EXPECT_EQ(model->describe().find("specialized for"), std::string::npos) << model->describe();
+}
+
+// next = fold(max over n of x) + sum(state): the [rows, 1] maximum expanded to [rows, 4] and
+// reshaped to [2 rows, 2], by an If on rows == 1 (Silero VAD v5 squeezes its batch the same way)
+// and a target shape computed from x's shape. The state's rows have a name of their own ('sb'),
+// and the generic program cannot type `next`: only once x's dims are fixed do the If and the
+// shape arithmetic fold and `next` get its shape.
+std::string own_state_dim_model() {
+  return export_onnx_bytes(*parse_model_text(R"(model opset=13
+graph main(%x: f32[xb, n], %state: f32[sb, 2]) {
+  const %zero: i64[] = {0}
+  const %one: i64[] = {1}
+  const %two: i64[1] = {2}
+  const %four: i64[1] = {4}
+  const %one_row: i64[2] = {1, 4}
+  const %front: i64[1] = {0}
+  %shape = Shape 'shape' (%x)
+  %rows = Gather 'rows' (%shape, %zero)
+  %single = Equal 'single' (%rows, %one)
+  %m = ReduceMax 'max' (%x) {axes=[1], keepdims=1}
+  %s = ReduceSum 'total' (%state) {keepdims=0}
+  %r = Unsqueeze 'rows_1d' (%rows, %front)
+  %grown = If 'grow' (%single)
+    else_branch = graph many_rows() {
+      %target = Concat 'target' (%r, %four) {axis=0}
+      %b = Expand 'expand_many' (%m, %target)
+      return %b
+    }
+    then_branch = graph single_row() {
+      %a = Expand 'expand_one' (%m, %one_row)
+      return %a
+    }
+  %doubled = Mul 'doubled' (%r, %two)
+  %folded_shape = Concat 'folded_shape' (%doubled, %two) {axis=0}
+  %folded = Reshape 'fold' (%grown, %folded_shape)
+  %next = Add 'carry' (%folded, %s)
+  return %next
+})",
+                                             "own state dim"));
+}
+
+// A state input whose dims no other input binds starts from zeros shaped as the state output the
+// model gives for the run's other inputs: decided here only by graph_opt once x's dims are fixed.
+TEST(ShapeSpecialization, StateOfItsOwnDimStartsShapedLikeItsOutput) {
+  const std::string bytes = own_state_dim_model();
+  auto model = load(bytes, true);
+  for (int64_t rows : {3, 1}) {
+    Session session = model->new_session({{"next", "state"}});
+    float sum = 0;  // of the carried state
+    for (unsigned chunk = 0; chunk < 3; ++chunk) {
+      const int64_t n = 5;
+      std::vector<float> x = testing::random_vector(rows * n, 10 * chunk + 1);
+      const std::vector<NamedTensor>& out =
+          session.run({{"x", {ElementType::kFloat32, {rows, n}, x.data()}}});
+      ASSERT_EQ(out.size(), 1u);
+      ASSERT_EQ(out[0].tensor.shape, (std::vector<int64_t>{2 * rows, 2})) << "chunk " << chunk;
+      const float* next = static_cast<const float*>(out[0].tensor.data);
+      for (int64_t r = 0; r < rows; ++r) {
+        float max = x[static_cast<size_t>(r * n)];
+        for (int64_t k = 1; k < n; ++k) max = std::max(max, x[static_cast<size_t>(r * n + k)]);
+        for (int64_t c = 0; c < 4; ++c) {
+          EXPECT_FLOAT_EQ(next[r * 4 + c], max + sum) << "row " << r << ", chunk " << chunk;
+        }
+      }
+      sum = 0;
+      for (int64_t i = 0; i < rows * 4; ++i) sum += next[i];
+    }
+    ASSERT_EQ(session.state().size(), 1u);
+    EXPECT_EQ(session.state()[0].tensor.shape, (std::vector<int64_t>{2 * rows, 2}));
+  }
+  // Without the specializer nothing infers `next`'s shape: the first run must pass the state.
+  auto generic_model = load(bytes, false);
+  Session generic = generic_model->new_session({{"next", "state"}});
+  std::vector<float> x = testing::random_vector(2 * 5, 1);
+  EXPECT_EQ(testing::error_message(
+                [&] { generic.run({{"x", {ElementType::kFloat32, {2, 5}, x.data()}}}); },
+                ErrorKind::kInvalidInput),
+            "state input 'state' (f32[sb, 2]): dim 0 is decided neither by the other inputs nor "
+            "by the shape of state output 'next' for them; pass 'state' explicitly on the first "
+            "run");
+}
+
+// An LSTM's Y_h takes its batch from X: a model that names initial_h's batch apart from X's
+// ('hb', not 'xb') streams from zeros shaped by the program's own type of Y_h, with no
+// specializer, bit for bit as a run given those zeros.
+TEST(ShapeSpecialization, StateShapedByItsOutputsTypeWithoutASpecializer) {
+  Model model;
+  model.opsets[""] = 14;
+  model.graph = std::make_unique<Graph>("lstm");
+  Graph& g = *model.graph;
+  std::mt19937 rng(3);
+  TensorType x_type{DType::kFloat32, Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(4)}};
+  TensorType h_type{DType::kFloat32, Shape{Dim(1), Dim::symbol("hb"), Dim(8)}};
+  Value* x = g.add_input("x", x_type);
+  Value* h = g.add_input("h", h_type);
+  Value* w = g.add_initializer("W", testing::random_tensor({1, 32, 4}, rng, -0.4f, 0.4f));
+  Value* r = g.add_initializer("R", testing::random_tensor({1, 32, 8}, rng, -0.4f, 0.4f));
+  Node* lstm = g.add_node("LSTM", "rnn", {x, w, r, nullptr, nullptr, h}, {"y", "y_h"}, 14);
+  lstm->set_attr("hidden_size", Attribute::of_int(8));
+  g.add_output(lstm->output(1));
+  const std::string bytes = export_onnx_bytes(model);
+  auto compiled = load(bytes, true);
+  EXPECT_EQ(compiled->describe().find("specialized for"), std::string::npos);
+  // The model's own h and the c it starts from zeros: both carried, both shaped by X's batch.
+  const auto& pairs = compiled->recurrent_state();
+  EXPECT_NE(std::find(pairs.begin(), pairs.end(), std::make_pair(std::string("y_h"), std::string("h"))),
+            pairs.end());
+  Session streamed = compiled->new_session();
+  Session given = compiled->new_session();
+  std::vector<float> state(2 * 8, 0.0f);
+  for (unsigned chunk = 0; chunk < 3; ++chunk) {
+    std::vector<float> xs = testing::random_vector(3 * 2 * 4, chunk + 1);
+    const NamedTensor x_in{"x", {ElementType::kFloat32, {3, 2, 4}, xs.data()}};
+    const std::vector<NamedTensor>& a = streamed.run({x_in});
+    const std::vector<NamedTensor>& b =
+        given.run({x_in, {"h", {ElementType::kFloat32, {1, 2, 8}, state.data()}}});
+    ASSERT_EQ(a[0].tensor.shape, (std::vector<int64_t>{1, 2, 8}));
+    ASSERT_EQ(b[0].tensor.shape, a[0].tensor.shape);
+    EXPECT_EQ(std::memcmp(a[0].tensor.data, b[0].tensor.data, a[0].tensor.byte_size()), 0)
+        << "chunk " << chunk;
+    const float* next = static_cast<const float*>(b[0].tensor.data);
+    state.assign(next, next + 2 * 8);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // to end is tests/serve/serve_test.py.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <thread>
 
 #include "serve/metrics.h"
@@ -28,7 +29,8 @@ std::string failure(Call&& call) {
 TEST(ModelSpec, ParsesEveryOption) {
   ModelSpec spec = parse_model_spec(
       "vad=/m/silero.onnx,fix=sr=16000,dim=batch=1,quantize=default,plan=sequential,threads=2,"
-      "state=stateN:state,batching=on,max-batch=8,max-wait-us=500");
+      "state=stateN:state,batching=on,max-batch=8,max-wait-us=500,batch-axis=state:1,"
+      "batch-axis=sr:-1");
   EXPECT_EQ(spec.name, "vad");
   EXPECT_EQ(spec.path, "/m/silero.onnx");
   EXPECT_EQ(spec.options.fixed_inputs.at("sr"), std::vector<int64_t>{16000});
@@ -42,6 +44,7 @@ TEST(ModelSpec, ParsesEveryOption) {
   EXPECT_TRUE(spec.batching);
   EXPECT_EQ(spec.max_batch, 8);
   EXPECT_EQ(spec.max_wait_us, 500);
+  EXPECT_EQ(spec.batch_axes, (std::map<std::string, int>{{"sr", -1}, {"state", 1}}));
   EXPECT_EQ(parse_model_spec("m=a.onnx,fix=x=1:2:3").options.fixed_inputs.at("x"),
             (std::vector<int64_t>{1, 2, 3}));
 }
@@ -51,7 +54,11 @@ TEST(ModelSpec, ErrorsNameTheOption) {
             "--model option 'NAME=PATH' expects NAME=VALUE, got 'model.onnx'");
   EXPECT_EQ(failure([] { parse_model_spec("m=a.onnx,colour=red"); }),
             "--model 'm': unknown option 'colour' (fix, dim, quantize, plan, threads, state, "
-            "batching, max-batch, max-wait-us)");
+            "batch-axis, batching, max-batch, max-wait-us)");
+  EXPECT_EQ(failure([] { parse_model_spec("m=a.onnx,batch-axis=state:-2"); }),
+            "--model batch-axis state: -2 is not -1 or an axis");
+  EXPECT_EQ(failure([] { parse_model_spec("m=a.onnx,batch-axis=state=1"); }),
+            "--model option 'batch-axis' expects NAME:VALUE, got 'state=1'");
   EXPECT_EQ(failure([] { parse_model_spec("m=a.onnx,fix=sr=fast"); }),
             "--model fix sr: 'fast' is not an integer");
   EXPECT_EQ(failure([] { parse_model_spec("m=a.onnx,batching=maybe"); }),
