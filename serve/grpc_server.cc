@@ -1,11 +1,15 @@
 #include "serve/grpc_server.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <sstream>
 #include <type_traits>
@@ -68,6 +72,42 @@ using HandlerBase = Rpc::WithCallbackMethod_ServerLive<Rpc::WithCallbackMethod_S
     Rpc::WithCallbackMethod_ModelReady<Rpc::WithCallbackMethod_ServerMetadata<
         Rpc::WithCallbackMethod_ModelMetadata<Rpc::WithRawCallbackMethod_ModelInfer<
             Rpc::WithRawCallbackMethod_ModelStreamInfer<Rpc::Service>>>>>>>;
+
+// Protobuf logs a line while parsing a message it then rejects (a string field that is not UTF-8:
+// one ERROR line per such request, and the request is answered INVALID_ARGUMENT anyway). A client
+// sending them could fill the server's log; lines go to stderr at most once a minute, each
+// saying how many were held back since the last.
+class ProtobufLogLimiter {
+ public:
+  static void install() {
+    static std::once_flag once;
+    std::call_once(once, [] { google::protobuf::SetLogHandler(&ProtobufLogLimiter::log); });
+  }
+
+ private:
+  static constexpr std::chrono::seconds kInterval{60};
+
+  static void log(google::protobuf::LogLevel level, const char* /*file*/, int /*line*/,
+                  const std::string& message) {
+    static std::mutex mutex;
+    static std::chrono::steady_clock::time_point last;
+    static bool logged = false;
+    static uint64_t held_back = 0;
+    const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (level < google::protobuf::LOGLEVEL_FATAL && logged && now - last < kInterval) {
+      ++held_back;
+      return;
+    }
+    static const char* const kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+    std::cerr << "rnnc serve: protobuf " << kLevels[std::min<int>(level, 3)] << ": " << message;
+    if (held_back > 0) std::cerr << " (" << held_back << " protobuf lines held back before this)";
+    std::cerr << std::endl;
+    logged = true;
+    last = now;
+    held_back = 0;
+  }
+};
 
 // Parses a ModelInferRequest; RequestError (INVALID_ARGUMENT) when the bytes are not one.
 void parse_request(grpc::ByteBuffer& bytes, ModelInferRequest& message) {
@@ -307,6 +347,7 @@ struct GrpcServer::Impl {
 
 GrpcServer::GrpcServer(InferenceService& service, const GrpcOptions& options)
     : impl_(std::make_unique<Impl>(service)) {
+  ProtobufLogLimiter::install();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();

@@ -236,6 +236,20 @@ try:
               error.code() == grpc.StatusCode.INVALID_ARGUMENT and
               "not a ModelInferRequest protobuf message" in error.details(),
               f"{error.code()} {error.details()}")
+    # A string field that is not UTF-8 (model_name = ff fe): INVALID_ARGUMENT each time, and
+    # protobuf's complaint on the server's stderr once, not once per request.
+    for _ in range(20):
+        try:
+            raw_call(b"\x0a\x02\xff\xfe")
+            raise AssertionError("a non-UTF-8 model name accepted")
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.INVALID_ARGUMENT:
+                raise AssertionError(f"non-UTF-8 model name: {error.code()} {error.details()}")
+    time.sleep(0.2)
+    protobuf_lines = [l for l in server.lines if "protobuf" in l]
+    check("non-UTF-8 string fields: INVALID_ARGUMENT, one protobuf log line for 20 requests",
+          len(protobuf_lines) == 1 and "invalid UTF-8" in protobuf_lines[0],
+          "".join(protobuf_lines))
     stream_replies = list(channel.stream_stream(
         "/inference.GRPCInferenceService/ModelStreamInfer", request_serializer=None,
         response_deserializer=pb2.ModelStreamInferResponse.FromString)(
