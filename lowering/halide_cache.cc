@@ -198,8 +198,8 @@ void CompiledPipeline::raise_error(int status) const {
 HalideCache::HalideCache(std::string dir, std::string target)
     : dir_(kernel_cache_directory(dir)),
       target_(resolve_kernel_target(target)) {
-  if (const char* asserts = std::getenv("RNNC_STEP_ASSERTS"); asserts && *asserts) {
-    step_asserts_ = std::string(asserts) != "0";
+  if (const char* asserts = std::getenv("RNNC_KERNEL_ASSERTS"); asserts && *asserts) {
+    kernel_asserts_ = std::string(asserts) != "0";
   }
   std::error_code error;
   fs::create_directories(dir_, error);
@@ -256,7 +256,12 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
                                       key.substr(0, key.find('\n')), "': ", e.what()));
     }
   };
-  std::string hash = hash_hex(cat(key, "\n", target_.key(), "\n", build_identity()));
+  const KernelTarget target =
+      kernel_asserts_ ? target_.with_feature(Halide::Target::NoRuntime)
+                      : target_.with_feature(Halide::Target::NoRuntime)
+                            .with_feature(Halide::Target::NoAsserts)
+                            .with_feature(Halide::Target::NoBoundsQuery);
+  std::string hash = hash_hex(cat(key, "\n", target.key(), "\n", build_identity()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = loaded_.find(hash); it != loaded_.end()) {
     CompiledPipeline again = it->second;  // a second user compiles nothing
@@ -272,14 +277,14 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
   const std::string object_path = cat(dir_, "/", pipeline.function_name, ".o");
   if (keep_objects_ && pipeline.from_cache && !fs::exists(object_path)) {
     std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
-    compile(stem + ".o", pipeline.function_name, target_.with_feature(Halide::Target::NoRuntime));
+    compile(stem + ".o", pipeline.function_name, target);
     fs::rename(stem + ".o", object_path);
   }
   if (keep_objects_) pipeline.object_path = object_path;
   if (!pipeline.from_cache) {
     auto start = std::chrono::steady_clock::now();
     std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
-    compile(stem + ".o", pipeline.function_name, target_.with_feature(Halide::Target::NoRuntime));
+    compile(stem + ".o", pipeline.function_name, target);
     run_linker(stem + ".o", stem + ".so");
     fs::rename(stem + ".so", path);  // atomic: concurrent processes see all or nothing
     if (keep_objects_) {

@@ -82,15 +82,19 @@ class HalideCache {
   void set_count_overflow(bool count) { count_overflow_ = count; }
   bool count_overflow() const { return count_overflow_; }
 
-  // Per-step kernels (the recurrent step, one call per time step) are compiled without Halide's
-  // buffer checks (Target::NoAsserts): about 200 comparisons of the buffers' types, extents and
-  // strides against the layouts the kernel was compiled for, a fifth of a small int8 step's time
-  // (docs/measurements.md). The runtime builds those buffers from the same schedule the kernel
-  // pinned, once per run. set_step_asserts(true), or RNNC_STEP_ASSERTS=1 in the environment,
-  // compiles them with the checks (a separate kernel variant): the lowering tests do, so every
-  // buffer the runtime passes is checked against the kernel's contract there.
-  void set_step_asserts(bool on) { step_asserts_ = on; }
-  bool step_asserts() const { return step_asserts_; }
+  // Kernels are compiled without Halide's buffer checks (Target::NoAsserts) and without its
+  // bounds-query mode (Target::NoBoundsQuery). The checks compare every buffer's type, extents
+  // and strides against what the kernel was compiled for at every call: about 200 comparisons for
+  // a recurrent step (a fifth of a small int8 step's time), 2 of Silero VAD v4's 15.5 us over its
+  // 35 kernel calls (docs/measurements.md). rnnc builds those buffers itself from the shapes its
+  // blocks checked (the block's output-shape rules, the schedule the kernel pinned), so in a
+  // correct build the checks never fire. The bounds query would read a buffer whose host pointer is
+  // null (an empty tensor) as a request for its bounds and compute nothing.
+  // set_kernel_asserts(true), or RNNC_KERNEL_ASSERTS=1 in the environment, compiles the checks in
+  // (a separate kernel variant, its own cache key): the unit tests run that way, so every buffer
+  // the runtime passes a kernel there is checked against the kernel's contract.
+  void set_kernel_asserts(bool on) { kernel_asserts_ = on; }
+  bool kernel_asserts() const { return kernel_asserts_; }
 
  private:
   void load_runtime();
@@ -104,7 +108,7 @@ class HalideCache {
   std::map<std::string, CompiledPipeline> loaded_;
   bool keep_objects_ = false;
   bool count_overflow_ = false;
-  bool step_asserts_ = false;
+  bool kernel_asserts_ = false;
 };
 
 // Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With

@@ -612,13 +612,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     for (bool batched : {false, true}) {
       const RecurrentSchedule& step_schedule = batched ? block->batched_schedule_ : schedule;
       CompiledPipeline& step = batched ? part.batched_step : part.step;
-      const bool asserts = cache.step_asserts();
       step = cache.get(
-          recurrent_step_key(part.cell, step_schedule) + (asserts ? " asserts" : " no_asserts"),
+          recurrent_step_key(part.cell, step_schedule),
           [&](const std::string& path, const std::string& name, const KernelTarget& target) {
-            const KernelTarget step_target =
-                asserts ? target : target.with_feature(Halide::Target::NoAsserts);
-            compile_recurrent_step(part.cell, step_schedule, path, name, step_target);
+            compile_recurrent_step(part.cell, step_schedule, path, name, target);
           });
       block->compile_ms += step.compile_ms;
       block->from_cache = block->from_cache && step.from_cache;

@@ -65,6 +65,33 @@ TEST(HalideCache, DifferentKeysAreDifferentKernels) {
   EXPECT_EQ(run_scale(cache.get("scale by 5", scale_by(5.0f)), {1}), std::vector<float>{5});
 }
 
+// Kernels ship without Halide's buffer checks; set_kernel_asserts compiles them in, as a kernel
+// of its own: a buffer smaller than the kernel's output is then an internal error naming the
+// kernel and Halide's message (the unchecked kernel would write past it).
+TEST(HalideCache, KernelAssertsAreAVariantOfTheirOwnThatChecksBuffers) {
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
+  HalideCache shipped(dir.path()), checked(dir.path());
+  shipped.set_kernel_asserts(false);
+  checked.set_kernel_asserts(true);
+  const CompiledPipeline fast = shipped.get("scale by 3", scale_by(3.0f));
+  const CompiledPipeline safe = checked.get("scale by 3", scale_by(3.0f));
+  EXPECT_NE(fast.function_name, safe.function_name);
+  EXPECT_EQ(run_scale(fast, {1, 2}), (std::vector<float>{3, 6}));
+  EXPECT_EQ(run_scale(safe, {1, 2}), (std::vector<float>{3, 6}));
+  // The input holds 2 floats, the output asks for 4: the checked kernel refuses the call.
+  std::vector<float> values = {1, 2};
+  Halide::Runtime::Buffer<float> in(values.data(), 2);
+  Halide::Runtime::Buffer<float> out(4);
+  void* args[] = {in.raw_buffer(), out.raw_buffer()};
+  try {
+    safe.call(args);
+    ADD_FAILURE() << "the checked kernel read past its input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(safe.function_name));
+  }
+}
+
 TEST(HalideCache, GenericAvx2TargetCompilesAndRuns) {
   testing::TempDir dir("rnnc_cache_test", /*create=*/false);
   HalideCache cache(dir.path(), "avx2");

@@ -44,7 +44,7 @@ using testing::random_tensor;
 constexpr testing::Tolerance kTolerance{1e-4, 1e-5};
 
 // One cache per target for the whole binary, in the test temp dir (warm after the first run).
-// Its step kernels keep Halide's buffer checks (HalideCache::set_step_asserts): every buffer
+// Its kernels keep Halide's buffer checks (HalideCache::set_kernel_asserts): every buffer
 // layout the runtime passes a step here is checked against what the kernel was compiled for.
 // The model-level tests run the shipped kernels, without them.
 HalideCache& cache_for(const std::string& target) {
@@ -53,7 +53,7 @@ HalideCache& cache_for(const std::string& target) {
   if (!cache) {
     cache = std::make_unique<HalideCache>(::testing::TempDir() + "rnnc_lowering_recurrent_cache",
                                           target);
-    cache->set_step_asserts(true);
+    cache->set_kernel_asserts(true);
   }
   return *cache;
 }
@@ -988,7 +988,7 @@ CountingRun run_counting(const Built& built) {
   run.cache = std::make_unique<HalideCache>(
       ::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
   run.cache->set_count_overflow(true);
-  run.cache->set_step_asserts(true);
+  run.cache->set_kernel_asserts(true);
   run.block = lower_recurrent(*built.node, *run.cache);
   run.io.inputs = input_pointers(built);
   run.block->run(run.io);
@@ -1384,7 +1384,7 @@ TEST(LowerRecurrent, LayersWithEqualShapesShareCompiledPipelines) {
   std::unique_ptr<Built> a = build(first), b = build(second);
   lower_recurrent(*a->node, cache_for("host"));
   HalideCache fresh(::testing::TempDir() + "rnnc_lowering_recurrent_cache", "host");
-  fresh.set_step_asserts(true);  // as cache_for's
+  fresh.set_kernel_asserts(true);  // as cache_for's
   std::unique_ptr<ExecutionBlock> block = lower_recurrent(*b->node, fresh);
   EXPECT_TRUE(block->from_cache);
   EXPECT_EQ(block->compile_ms, 0.0);
