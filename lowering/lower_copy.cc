@@ -55,6 +55,58 @@ class CopyBlock : public ExecutionBlock {
   // Writes io.outputs[0] and returns true, or returns false having written nothing.
   virtual bool copy(const Tensor* const* operands, BlockIO& io) const = 0;
 
+  // A run's copy plan depends on the data input's element type and shape and on some integer
+  // operands' values (Slice's starts, ends, axes and steps; Pad's pads and axes), never on the
+  // data: each session keeps its last plan (io.state) and reuses it while they repeat, as a
+  // stream's chunks do.
+  struct PlanMemo : BlockRunState {
+    static constexpr size_t kMaxKey = 2 + kMaxRank + kMaxOperands * (2 + 2 * kMaxRank);
+    std::array<int64_t, kMaxKey> key{};
+    size_t key_size = 0;
+    bool made = false;    // `usable` and the plans are those of `key`
+    bool usable = false;  // the plan was made (else the reference kernel runs)
+    rn_slice_plan slice{};
+    rn_pad_plan pad{};
+    std::vector<int64_t> tables;  // pad's axes point into it
+  };
+
+  // This run's memo: `made` when the data input and the operands in `plan_operands` (a bit per
+  // operand index) are those of the plan it holds; else keyed to this run, for the caller to fill.
+  PlanMemo& plan_memo(const Tensor* const* operands, unsigned plan_operands, BlockIO& io) const {
+    if (!io.state || !dynamic_cast<PlanMemo*>(io.state.get())) {
+      io.state = std::make_unique<PlanMemo>();
+    }
+    PlanMemo& memo = static_cast<PlanMemo&>(*io.state);
+    int64_t key[PlanMemo::kMaxKey];
+    size_t n = 0;
+    const Tensor& input = *operands[0];
+    bool keyed = input.rank() <= static_cast<int64_t>(kMaxRank);
+    if (keyed) {
+      key[n++] = static_cast<int64_t>(input.dtype());
+      key[n++] = input.rank();
+      for (int64_t dim : input.shape()) key[n++] = dim;
+    }
+    for (size_t i = 1; keyed && i < node_.num_inputs(); ++i) {
+      if (!(plan_operands >> i & 1u)) continue;
+      if (!operands[i]) {
+        key[n++] = -1;
+        continue;
+      }
+      key[n++] = static_cast<int64_t>(operands[i]->dtype());
+      size_t count = 0;
+      keyed = read_ints(*operands[i], key + n + 1, 2 * kMaxRank, count);
+      key[n] = static_cast<int64_t>(count);
+      n += 1 + count;
+    }
+    if (keyed && memo.made && n == memo.key_size && std::equal(key, key + n, memo.key.begin())) {
+      return memo;
+    }
+    memo.made = false;
+    memo.key_size = keyed ? n : 0;  // an unkeyable run's plan is never reused
+    std::copy_n(key, memo.key_size, memo.key.begin());
+    return memo;
+  }
+
   // For write_aot: operand `index` as integers, which must be a constant (Slice's axes and
   // steps, Pad's axes: the driver needs them to check the operands at export time).
   std::vector<int64_t> constant_ints(size_t index, const char* name) const {
@@ -226,8 +278,13 @@ class SliceBlock : public CopyBlock {
     const Tensor& input = *operands[0];
     const int64_t rank = input.rank();
     if (!copyable(input.dtype())) return false;
-    rn_slice_plan plan;
-    if (!make_slice_plan(operands, input.shape().data(), rank, plan)) return false;
+    PlanMemo& memo = plan_memo(operands, 0b11110, io);
+    if (!memo.made) {
+      memo.usable = make_slice_plan(operands, input.shape().data(), rank, memo.slice);
+      memo.made = memo.key_size > 0;
+    }
+    if (!memo.usable) return false;
+    const rn_slice_plan& plan = memo.slice;
     Tensor& out = io.outputs[0];
     // A caller's output buffer (a writable borrow) is filled; else a view is the alias.
     const bool caller_buffer =
@@ -297,13 +354,16 @@ class TransposeBlock : public CopyBlock {
     const Tensor& input = *operands[0];
     const int64_t rank = input.rank();
     if (rank > static_cast<int64_t>(kMaxRank) || !copyable(input.dtype())) return false;
-    const std::vector<int64_t> perm = transpose_perm(node_, rank);
-    rn_slice_plan plan;
-    if (static_cast<int64_t>(perm.size()) != rank ||
-        !rn_transpose_plan_make(&plan, static_cast<int>(rank), input.shape().data(), perm.data())) {
-      return false;
+    PlanMemo& memo = plan_memo(operands, 0, io);
+    if (!memo.made) {
+      const std::vector<int64_t> perm = transpose_perm(node_, rank);
+      memo.usable = static_cast<int64_t>(perm.size()) == rank &&
+                    rn_transpose_plan_make(&memo.slice, static_cast<int>(rank),
+                                           input.shape().data(), perm.data()) != 0;
+      memo.made = memo.key_size > 0;
     }
-    copy_planned(plan, input, io);
+    if (!memo.usable) return false;
+    copy_planned(memo.slice, input, io);
     return true;
   }
 
@@ -341,12 +401,14 @@ class ExpandBlock : public CopyBlock {
         operands[1]->dtype() != DType::kInt64 || !read_ints(*operands[1], shape, kMaxRank, n)) {
       return false;
     }
-    rn_slice_plan plan;
-    if (!rn_expand_plan_make(&plan, static_cast<int>(rank), input.shape().data(),
-                             static_cast<int>(n), shape)) {
-      return false;
+    PlanMemo& memo = plan_memo(operands, 0b10, io);
+    if (!memo.made) {
+      memo.usable = rn_expand_plan_make(&memo.slice, static_cast<int>(rank), input.shape().data(),
+                                        static_cast<int>(n), shape) != 0;
+      memo.made = memo.key_size > 0;
     }
-    copy_planned(plan, input, io);
+    if (!memo.usable) return false;
+    copy_planned(memo.slice, input, io);
     return true;
   }
 
@@ -390,15 +452,31 @@ class PadBlock : public CopyBlock {
     const Tensor& input = *operands[0];
     const int64_t rank = input.rank();
     if (rank > static_cast<int64_t>(kMaxRank) || !copyable(input.dtype())) return false;
-    int64_t pads[2 * kMaxRank], axes[kMaxRank];
-    size_t n = 0, axis_count = static_cast<size_t>(rank);
-    if (!operands[1] || !read_ints(*operands[1], pads, 2 * kMaxRank, n)) return false;
     uint64_t fill_bits = 0;  // 0 / 0.0 / false without a constant_value
     if (operands[2]) {
       const Tensor& value = *operands[2];
       if (value.numel() != 1 || value.dtype() != input.dtype()) return false;
       std::memcpy(&fill_bits, value.raw_data(), dtype_size(value.dtype()));
     }
+    PlanMemo& memo = plan_memo(operands, 0b1010, io);
+    if (!memo.made) {
+      memo.usable = make_pad_plan(operands, input, memo);
+      memo.made = memo.key_size > 0;
+    }
+    if (!memo.usable) return false;
+    const rn_pad_plan& plan = memo.pad;
+    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(rank));
+    rn_pad_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
+                io.outputs[0].raw_data(), fill_bits);
+    return true;
+  }
+
+  // The plan and its tables for pads operands[1] (and axes operands[3] from opset 18).
+  bool make_pad_plan(const Tensor* const* operands, const Tensor& input, PlanMemo& memo) const {
+    const int64_t rank = input.rank();
+    int64_t pads[2 * kMaxRank], axes[kMaxRank];
+    size_t n = 0, axis_count = static_cast<size_t>(rank);
+    if (!operands[1] || !read_ints(*operands[1], pads, 2 * kMaxRank, n)) return false;
     if (node_.opset() >= 18 && operands[3]) {
       if (!read_ints(*operands[3], axes, kMaxRank, axis_count) ||
           !normalize_axes(axes, axis_count, rank)) {
@@ -413,19 +491,12 @@ class PadBlock : public CopyBlock {
       before[axes[i]] = pads[i];
       after[axes[i]] = pads[i + axis_count];
     }
-    rn_pad_plan plan;
-    if (!rn_pad_plan_make(&plan, mode_, static_cast<int>(rank), input.shape().data(), before,
+    if (!rn_pad_plan_make(&memo.pad, mode_, static_cast<int>(rank), input.shape().data(), before,
                           after)) {
       return false;
     }
-    Tensor::recycle(io.outputs[0], input.dtype(), plan.shape, static_cast<size_t>(rank));
-    if (plan.numel == 0) return true;
-    Workspace local;
-    Workspace& workspace = io.workspace ? *io.workspace : local;
-    workspace.reset();
-    rn_pad_plan_tables(&plan, workspace.allocate<int64_t>(plan.table_entries));
-    rn_pad_copy(&plan, static_cast<int>(dtype_size(input.dtype())), input.raw_data(),
-                io.outputs[0].raw_data(), fill_bits);
+    memo.tables.assign(static_cast<size_t>(std::max<int64_t>(memo.pad.table_entries, 1)), 0);
+    rn_pad_plan_tables(&memo.pad, memo.tables.data());
     return true;
   }
 

@@ -721,6 +721,65 @@ TEST(LoweringCopy, ADifferentShapeGetsAFreshOutputOfThatShape) {
   }
 }
 
+// A session's block keeps its last copy plan (CopyBlock::PlanMemo) while the data input's shape
+// and the plan's integer operands repeat: one BlockIO through runs that change each of
+// them in turn, and back, equals the reference at every run; a run whose operands are invalid is
+// the reference's error, and the runs after it are right again.
+TEST(LoweringCopy, KeptPlansFollowEveryChangeOfShapeAndOperands) {
+  struct Step {
+    std::string what;
+    std::map<std::string, Tensor> inputs;  // replaced before the run
+  };
+  OneNode slice("Slice", 13);
+  slice.runtime(iota_f32({4, 6})).runtime(i64({1})).runtime(i64({-1})).runtime(i64({1}));
+  const std::vector<Step> slice_steps = {
+      {"first", {}},
+      {"same again", {}},
+      {"other starts", {{"operand1", i64({2})}}},
+      {"other ends", {{"operand2", i64({4})}}},
+      {"other axes", {{"operand3", i64({0})}}},
+      {"other data shape", {{"operand0", iota_f32({5, 7})}}},
+      {"a repeated axis: the reference's error",
+       {{"operand1", i64({0, 0})}, {"operand2", i64({1, 1})}, {"operand3", i64({0, 0})}}},
+      {"back to the first",
+       {{"operand0", iota_f32({4, 6})}, {"operand1", i64({1})}, {"operand2", i64({-1})},
+        {"operand3", i64({1})}}},
+  };
+  OneNode pad("Pad", 18);
+  pad.runtime(iota_f32({3, 5})).runtime(i64({0, 2, 0, 1})).omit().runtime(i64({0, 1}));
+  pad.attr("mode", "reflect");
+  const std::vector<Step> pad_steps = {
+      {"first", {}},
+      {"same again", {}},
+      {"other pads", {{"operand1", i64({1, 3, 0, 2})}}},
+      {"other axes", {{"operand3", i64({1, 0})}}},
+      {"other data shape", {{"operand0", iota_f32({4, 4})}}},
+      {"pads wider than reflect allows: the reference's error",
+       {{"operand1", i64({0, 9, 0, 1})}}},
+      {"back to the first",
+       {{"operand0", iota_f32({3, 5})}, {"operand1", i64({0, 2, 0, 1})},
+        {"operand3", i64({0, 1})}}},
+  };
+  for (auto [node, steps] : {std::make_pair(&slice, &slice_steps), std::make_pair(&pad, &pad_steps)}) {
+    BlockIO io;
+    for (const Step& step : *steps) {
+      for (const auto& [name, value] : step.inputs) node->inputs()[name] = value.clone();
+      const Outcome expected = node->reference();
+      const Outcome actual = node->lowered(io);
+      ASSERT_EQ(actual.failed, expected.failed)
+          << step.what << ": " << (actual.failed ? actual.message : expected.message);
+      if (expected.failed) {
+        EXPECT_EQ(actual.message, expected.message) << step.what;
+        io = BlockIO();  // as a session after a failed run: its blocks' outputs start over
+        continue;
+      }
+      EXPECT_TRUE(actual.tensor.bitwise_equal(expected.tensor))
+          << step.what << "\n  copy block: " << tensor_summary(actual.tensor, 64)
+          << "\n  reference:  " << tensor_summary(expected.tensor, 64);
+    }
+  }
+}
+
 TEST(LoweringCopy, LeavesStringsAndAttributeFormsToTheReference) {
   Graph graph;
   TensorType strings;
