@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "ir/graph.h"
@@ -73,7 +74,8 @@ class Workspace {
   size_t used_ = 0;  // bytes used in chunks_.back()
 };
 
-// State a block keeps between the calls of one chunked run (see ExecutionBlock::run_chunk).
+// State a block keeps in its BlockIO between runs (a chunked run's, see
+// ExecutionBlock::run_chunk; a shape's memo).
 struct BlockRunState {
   virtual ~BlockRunState() = default;
 };
@@ -87,6 +89,14 @@ struct BlockIO {
   Workspace* workspace = nullptr;  // nullptr: the block uses a workspace of its own for the call
   std::unique_ptr<BlockRunState> state;  // a chunked run's state, kept for reuse across runs
 };
+
+// io.state as a `State`, made on first use (or when another kind of state is there). An exact
+// type check (a run's overhead on small blocks: no dynamic_cast's hierarchy walk).
+template <typename State>
+State& run_state(BlockIO& io) {
+  if (!io.state || typeid(*io.state) != typeid(State)) io.state = std::make_unique<State>();
+  return static_cast<State&>(*io.state);
+}
 
 // Overflow mode (ProgramOptions::count_overflow): what one quantized node's integer kernels
 // counted over the runs so far. Activations are quantized to `activation_bits`: `above` and

@@ -3,6 +3,7 @@
 #include <HalideRuntime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 
@@ -272,6 +273,10 @@ namespace {
 // every buffer argument (the output's after them) and the extent parameters over those shapes
 // (HalideBlock::run).
 struct ShapeMemo : BlockRunState {
+  // Per argument, the index of its tensor in BlockIO::inputs (-1: the block's constant), for
+  // inputs of `input_count` entries.
+  std::array<int, kMaxArguments> input_index;
+  size_t input_count = SIZE_MAX;
   bool valid = false;
   std::vector<std::vector<int64_t>> argument_shapes;
   std::vector<DType> argument_types;
@@ -282,6 +287,14 @@ struct ShapeMemo : BlockRunState {
 };
 
 // The Halide buffer of `tensor` over dims bound by bind_dims.
+bool same_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] != b[k]) return false;
+  }
+  return true;
+}
+
 halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view,
                             halide_dimension_t* dims) {
   halide_buffer_t buffer = {};
@@ -296,29 +309,39 @@ halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view,
 void HalideBlock::run(BlockIO& io) const {
   // Everything on the stack: a small block's call overhead is what a recurrent model pays per
   // step.
+  ShapeMemo& memo = run_state<ShapeMemo>(io);
+  // Which input each argument is: found once per session (the executor's BlockIO keeps its
+  // layout from run to run).
+  if (memo.input_count != io.inputs.size()) {
+    for (size_t a = 0; a < arguments_.size(); ++a) {
+      const Argument& argument = arguments_[a];
+      int index = -1;
+      for (size_t i = 0; argument.value && index < 0 && i < inputs.size() && i < io.inputs.size();
+           ++i) {
+        if (inputs[i] == argument.value && io.inputs[i]) index = static_cast<int>(i);
+      }
+      RNNC_CHECK(!argument.value || index >= 0, "block '", kind_, "' was not given '",
+                 argument.value->name(), "'");
+      memo.input_index[a] = index;
+    }
+    memo.input_count = io.inputs.size();
+  }
   RunTensors tensors;
   tensors.count = arguments_.size();
   for (size_t a = 0; a < arguments_.size(); ++a) {
-    const Argument& argument = arguments_[a];
-    const Tensor*& tensor = tensors.tensors[a];
-    tensor = argument.value ? nullptr : &argument.constant;
-    for (size_t i = 0; !tensor && i < inputs.size() && i < io.inputs.size(); ++i) {
-      if (inputs[i] == argument.value) tensor = io.inputs[i];
-    }
-    RNNC_CHECK(tensor, "block '", kind_, "' was not given '", argument.value->name(), "'");
+    const int index = memo.input_index[a];
+    tensors.tensors[a] = index < 0 ? &arguments_[a].constant : io.inputs[static_cast<size_t>(index)];
+    RNNC_CHECK(tensors.tensors[a], "block '", kind_, "' was not given '",
+               arguments_[a].value->name(), "'");
   }
   // The output shape is a function of the arguments' shapes and types: when they are the ones
   // of this session's previous run (the steady state), its checked result is reused without
   // calling output_shape_ (which builds vectors). The previous output is overwritten when its
   // shape still fits.
-  if (!io.state || !dynamic_cast<ShapeMemo*>(io.state.get())) {
-    io.state = std::make_unique<ShapeMemo>();
-  }
-  ShapeMemo& memo = static_cast<ShapeMemo&>(*io.state);
   bool same = memo.valid && memo.argument_shapes.size() == tensors.size();
   for (size_t a = 0; same && a < tensors.size(); ++a) {
     same = tensors[a].dtype() == memo.argument_types[a] &&
-           tensors[a].shape() == memo.argument_shapes[a];
+           same_dims(tensors[a].shape(), memo.argument_shapes[a]);
   }
   if (!same) {
     // Checks and binds the shapes once; a run with the same shapes only sets the data pointers.

@@ -73,10 +73,7 @@ class CopyBlock : public ExecutionBlock {
   // This run's memo: `made` when the data input and the operands in `plan_operands` (a bit per
   // operand index) are those of the plan it holds; else keyed to this run, for the caller to fill.
   PlanMemo& plan_memo(const Tensor* const* operands, unsigned plan_operands, BlockIO& io) const {
-    if (!io.state || !dynamic_cast<PlanMemo*>(io.state.get())) {
-      io.state = std::make_unique<PlanMemo>();
-    }
-    PlanMemo& memo = static_cast<PlanMemo&>(*io.state);
+    PlanMemo& memo = run_state<PlanMemo>(io);
     int64_t key[PlanMemo::kMaxKey];
     size_t n = 0;
     const Tensor& input = *operands[0];

@@ -891,10 +891,7 @@ bool RecurrentBlock::chunkable() const {
 }
 
 RecurrentBlock::ChunkState& RecurrentBlock::chunk_state(BlockIO& io) const {
-  if (!io.state || !dynamic_cast<ChunkState*>(io.state.get())) {
-    io.state = std::make_unique<ChunkState>();
-  }
-  return static_cast<ChunkState&>(*io.state);
+  return run_state<ChunkState>(io);
 }
 
 void RecurrentBlock::begin_parts(BlockIO& io) const {

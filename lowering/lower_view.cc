@@ -154,9 +154,7 @@ class ViewBlock : public ExecutionBlock {
   // the other operands are constants.
   bool locate_memoized(BlockIO& io, const Tensor* const* operands, View& view) const {
     if (!constant_operands_) return locate(operands, view);
-    if (!io.state || !dynamic_cast<ViewMemo*>(io.state.get()))
-      io.state = std::make_unique<ViewMemo>();
-    ViewMemo& memo = static_cast<ViewMemo&>(*io.state);
+    ViewMemo& memo = run_state<ViewMemo>(io);
     const Tensor& input = *operands[0];
     if (memo.valid && memo.dtype == input.dtype() && memo.input_shape == input.shape()) {
       view = memo.view;

@@ -146,8 +146,7 @@ class NodeConventionBlock : public ExecutionBlock {
     BlockIO inner;
   };
   BlockIO& inner_io(BlockIO& io) const {
-    if (!io.state || !dynamic_cast<State*>(io.state.get())) io.state = std::make_unique<State>();
-    return static_cast<State&>(*io.state).inner;
+    return run_state<State>(io).inner;
   }
   // Points the inner block's input slots at the block's inputs.
   BlockIO& inner_inputs(BlockIO& io) const {

@@ -203,20 +203,25 @@ void expect_close(const std::vector<Step>& a, const std::vector<Step>& b, const 
   EXPECT_LE(worst_state, kStateTolerance) << what;
 }
 
-class SileroVariant : public ::testing::TestWithParam<Variant> {};
+class SileroVariant : public ::testing::TestWithParam<Variant> {
+ protected:
+  // The export compiled as a service loads it (nothing fixed), from the tests' kernel cache.
+  static std::shared_ptr<const CompiledModel> load(const Variant& variant, bool reference = false) {
+    const std::string path = std::string(RNNC_MODELS_DIR) + "/" + variant.file;
+    EXPECT_TRUE(std::filesystem::exists(path))
+        << path << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
+    ModelOptions options;
+    options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+    options.reference = reference;
+    return CompiledModel::load(path, options);
+  }
+};
 
 TEST_P(SileroVariant, StreamsSpecializedWithoutReferenceBlocksAndMatchesItsOracles) {
   const Variant& variant = GetParam();
-  const std::string path = std::string(RNNC_MODELS_DIR) + "/" + variant.file;
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << path << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
   const std::vector<float> audio = read_speech("speech_en_us");
-
-  ModelOptions options;
-  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto compiled = CompiledModel::load(path, options);
-  options.reference = true;
-  auto reference = CompiledModel::load(path, options);
+  auto compiled = load(variant);
+  auto reference = load(variant, /*reference=*/true);
 
   Session session = compiled->new_session();
   session.set_profiling(true);
@@ -230,7 +235,8 @@ TEST_P(SileroVariant, StreamsSpecializedWithoutReferenceBlocksAndMatchesItsOracl
   std::printf("%s\n", name_of(variant).c_str());
   expect_close(ours, theirs, "rnnc against the reference evaluator");
 #ifdef RNNC_TEST_WITH_ORT
-  expect_close(ours, ort_stream(variant, path, audio), "rnnc against ONNX Runtime");
+  expect_close(ours, ort_stream(variant, std::string(RNNC_MODELS_DIR) + "/" + variant.file, audio),
+               "rnnc against ONNX Runtime");
 #endif
 
   // It hears the speech and not the silence before it.
@@ -283,13 +289,8 @@ std::vector<std::vector<float>> chunks_of(const Variant& variant, const std::vec
 // states 3.4e-5, and 3.6e-4 for v4's two layers).
 TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
   const Variant& variant = GetParam();
-  const std::string path = std::string(RNNC_MODELS_DIR) + "/" + variant.file;
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << path << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
   const std::vector<float> audio = read_speech("speech_en_us");
-  ModelOptions options;
-  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
-  auto compiled = CompiledModel::load(path, options);
+  auto compiled = load(variant);
   std::vector<std::pair<std::string, std::string>> pairs;
   BatcherOptions batching;
   batching.batch_axes = {{"input", 0}, {"output", 0}};
