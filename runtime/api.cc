@@ -629,42 +629,54 @@ std::vector<int64_t> InputChecker::zero_state_shape(
   }
   if (undecided < 0) return shape;
   // A dim no other input binds: the state starts with the shape the model gives the state
-  // output it is carried from for the other inputs. First its type in the generic program (an
-  // LSTM's Y_h takes its batch from X, whatever initial_h's dim is named), else, with the
-  // other inputs' dims and scalar values fixed, what graph_opt then infers (Silero VAD v5).
-  auto agrees = [&](const std::optional<std::vector<int64_t>>& carried) {
-    bool same = carried && carried->size() == shape.size();
-    for (size_t k = 0; same && k < shape.size(); ++k) {
-      same = (*carried)[k] >= 0 && (shape[k] < 0 || shape[k] == (*carried)[k]);
-    }
-    return same;
-  };
-  const int output_index = model_.find_output(output);
-  if (output_index >= 0) {
-    const CompiledModel::Impl::OutputShape& typed =
-        model_.output_shapes[static_cast<size_t>(output_index)];
-    std::optional<std::vector<int64_t>> carried;
-    if (typed.rank >= 0) {
-      carried.emplace();
-      for (size_t k = 0; k < typed.known.size(); ++k) {
-        carried->push_back(typed.known[k] >= 0    ? typed.known[k]
-                           : typed.symbol[k] >= 0 ? bound_[static_cast<size_t>(typed.symbol[k])]
-                                                  : -1);
-      }
-    }
-    if (agrees(carried)) return *carried;
+  // output it is carried from for the other inputs.
+  const std::optional<std::vector<int64_t>> carried = output_shape(output, inputs);
+  bool agrees = carried && carried->size() == shape.size();
+  for (size_t k = 0; agrees && k < shape.size(); ++k) {
+    agrees = shape[k] < 0 || shape[k] == (*carried)[k];
   }
-  if (model_.specializer) {
-    std::vector<int64_t> key;
-    model_.specialization_key(bound_, inputs, key);
-    const std::optional<std::vector<int64_t>> carried =
-        model_.specializer->output_shape(key, output);
-    if (agrees(carried)) return *carried;
-  }
+  if (agrees) return *carried;
   raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ",
                           undecided, " is decided neither by the other inputs nor by the shape of "
                           "state output '", output, "' for them; pass '", check.name,
                           "' explicitly on the first run"));
+}
+
+std::optional<std::vector<int64_t>> InputChecker::output_shape(
+    const std::string& output, const std::vector<NamedTensor>& inputs,
+    const std::vector<std::pair<int, int64_t>>& overrides) const {
+  std::vector<int64_t> bound = bound_;
+  for (const auto& [symbol, value] : overrides) bound[static_cast<size_t>(symbol)] = value;
+  // First the output's type in the generic program (an LSTM's Y_h takes its batch from X,
+  // whatever initial_h's dim is named), with the bound dims put in.
+  const int output_index = model_.find_output(output);
+  if (output_index < 0) return std::nullopt;
+  const CompiledModel::Impl::OutputShape& typed =
+      model_.output_shapes[static_cast<size_t>(output_index)];
+  if (typed.rank >= 0) {
+    std::vector<int64_t> shape;
+    for (size_t k = 0; k < typed.known.size(); ++k) {
+      const int64_t size = typed.known[k] >= 0    ? typed.known[k]
+                           : typed.symbol[k] >= 0 ? bound[static_cast<size_t>(typed.symbol[k])]
+                                                  : -1;
+      if (size < 0) break;
+      shape.push_back(size);
+    }
+    if (shape.size() == typed.known.size()) return shape;
+  }
+  // Else what graph_opt infers with the bound dims and the scalar inputs' values fixed (Silero
+  // VAD v5: the Ifs on the audio's dims fold, and the state output gets its shape).
+  if (!model_.specializer) return std::nullopt;
+  std::vector<int64_t> key;
+  model_.specialization_key(bound, inputs, key);
+  return model_.specializer->output_shape(key, output);
+}
+
+int InputChecker::symbol_index(const std::string& name) const {
+  for (size_t s = 0; s < model_.symbols.size(); ++s) {
+    if (model_.symbols[s] == name) return static_cast<int>(s);
+  }
+  return -1;
 }
 
 // ---- Session runs ------------------------------------------------------------------------------

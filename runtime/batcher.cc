@@ -12,6 +12,7 @@
 // callbacks, and only then makes each stream's next chunk ready: a stream's results arrive in
 // order.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -155,6 +156,16 @@ struct RNNC_INTERNAL StreamBatcher::Impl : std::enable_shared_from_this<StreamBa
   std::vector<int> output_axis;                     // per model output
   std::map<std::string, int> axes;                  // by name, for batch_axes()
   std::vector<int> fed;                             // graph indices of the state inputs
+  // The axes the model's names do not decide (a state whose batch dim is named apart from the
+  // data's, Silero VAD v5's state_dim1 beside input_dim0), decided by the first chunk
+  // (resolve_axes): until then `pending_axes` is set and `pending_reason` says what is missing.
+  // Written under axes_mutex before any chunk is queued; read after `pending_axes` (acquire).
+  std::atomic<bool> pending_axes{false};
+  std::string pending_reason;
+  std::vector<char> axis_given;  // per slot, then per output: BatcherOptions::batch_axes names it
+  mutable std::mutex axes_mutex;
+  // Decides the pending axes from a checked chunk, or throws kInvalidInput with pending_reason.
+  void resolve_axes(const InputChecker& checker, const std::vector<NamedTensor>& inputs);
 
   mutable std::mutex mutex;
   std::condition_variable work_ready;
@@ -295,28 +306,44 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
     auto it = options.batch_axes.find(name);
     return it == options.batch_axes.end() ? derived : it->second;
   };
+  // No symbol shared, but every state input has a symbolic dim of its own: the names cannot
+  // say which, the model's shapes can once a chunk's dims are known (resolve_axes).
+  bool own_state_dims = !state_pairs.empty() && candidates.empty();
+  for (const auto& [output, slot] : state_pairs) {
+    bool symbolic = false;
+    for (const std::string& dim : inputs[slot].dims) symbolic = symbolic || is_symbol(dim);
+    own_state_dims = own_state_dims && symbolic;
+  }
+  auto defer_or_raise = [&](const std::string& message) {
+    if (!own_state_dims) raise_invalid_input(message);
+    if (pending_reason.empty()) pending_reason = message;
+    pending_axes.store(true, std::memory_order_relaxed);
+  };
   for (size_t s = 0; s < slots.size(); ++s) {
     InputSlot& slot = slots[s];
     slot.axis = given_axis(slot.name, axis_in(inputs[s].dims));
+    axis_given.push_back(options.batch_axes.count(slot.name) ? 1 : 0);
     if (slot.axis < 0 && slot.pair >= 0) {
-      raise_invalid_input(cat("state input ", inputs[s].to_string(), " ", why_none(),
-                              ": give its batch axis in BatcherOptions::batch_axes"));
+      defer_or_raise(cat("state input ", inputs[s].to_string(), " ", why_none(),
+                         ": give its batch axis in BatcherOptions::batch_axes"));
     }
     axes[slot.name] = slot.axis;
   }
   for (const TensorInfo& info : outputs) {
     const int derived = axis_in(info.dims);
     const int axis = given_axis(info.name, derived);
+    axis_given.push_back(options.batch_axes.count(info.name) ? 1 : 0);
     if (!options.batch_axes.count(info.name) && derived < 0) {
-      raise_invalid_input(cat("output ", info.to_string(), " ", why_none(),
-                              ": give its batch axis in BatcherOptions::batch_axes (-1: every "
-                              "chunk of a batch receives it whole)"));
+      defer_or_raise(cat("output ", info.to_string(), " ", why_none(),
+                         ": give its batch axis in BatcherOptions::batch_axes (-1: every chunk of "
+                         "a batch receives it whole)"));
     }
     output_axis.push_back(axis);
     axes[info.name] = axis;
   }
   for (const auto& [output, slot] : state_pairs) {
-    if (output_axis[static_cast<size_t>(output)] < 0) {
+    if (output_axis[static_cast<size_t>(output)] < 0 &&
+        axis_given[slots.size() + static_cast<size_t>(output)]) {
       raise_invalid_input(cat("state output ", outputs[static_cast<size_t>(output)].to_string(),
                               " needs a batch axis (BatcherOptions::batch_axes)"));
     }
@@ -326,11 +353,96 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
 
 // ---- submitting ------------------------------------------------------------------------------
 
+// The batch axes a chunk decides: a dim symbol of the data inputs that this chunk binds is the
+// batch dim when raising it by one raises exactly one dim of every state output (and of each
+// other output at most one) by one, in the shapes the model gives its outputs for the chunk
+// (InputChecker::output_shape). Exactly one symbol must do so. Data inputs then batch along
+// that symbol, each state input along its output's axis, and outputs it leaves unchanged are
+// given whole.
+void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
+                                       const std::vector<NamedTensor>& inputs) {
+  std::lock_guard<std::mutex> lock(axes_mutex);
+  if (!pending_axes.load(std::memory_order_relaxed)) return;
+  const std::vector<TensorInfo>& outputs = model->outputs();
+  const std::vector<TensorInfo>& infos = model->inputs();
+  std::set<std::string> candidates;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (slots[s].pair >= 0) continue;
+    for (const std::string& dim : infos[s].dims) {
+      const int symbol = is_symbol(dim) ? checker.symbol_index(dim) : -1;
+      if (symbol >= 0 && checker.bound()[static_cast<size_t>(symbol)] >= 1) candidates.insert(dim);
+    }
+  }
+  // The state inputs' own dims are left unbound: the outputs' shapes come from the data.
+  std::vector<std::pair<int, int64_t>> unbound;
+  for (const auto& [output, slot] : state_pairs) {
+    for (const std::string& dim : infos[slot].dims) {
+      const int symbol = is_symbol(dim) ? checker.symbol_index(dim) : -1;
+      if (symbol >= 0 && !candidates.count(dim)) unbound.emplace_back(symbol, -1);
+    }
+  }
+  std::string chosen;
+  std::vector<int> chosen_axes;  // per output
+  size_t found = 0;
+  for (const std::string& name : candidates) {
+    const int symbol = checker.symbol_index(name);
+    const int64_t rows = checker.bound()[static_cast<size_t>(symbol)];
+    std::vector<std::pair<int, int64_t>> raised = unbound;
+    raised.emplace_back(symbol, rows + 1);
+    std::vector<int> found_axes;
+    bool works = true;
+    for (size_t o = 0; works && o < outputs.size(); ++o) {
+      const std::optional<std::vector<int64_t>> one =
+          checker.output_shape(outputs[o].name, inputs, unbound);
+      const std::optional<std::vector<int64_t>> more =
+          checker.output_shape(outputs[o].name, inputs, raised);
+      works = one && more && one->size() == more->size();
+      int axis = -1;
+      for (size_t k = 0; works && k < one->size(); ++k) {
+        if ((*one)[k] == (*more)[k]) continue;
+        works = axis < 0 && (*one)[k] == rows && (*more)[k] == rows + 1;
+        axis = static_cast<int>(k);
+      }
+      found_axes.push_back(axis);
+    }
+    for (const auto& [output, slot] : state_pairs) {
+      works = works && found_axes[static_cast<size_t>(output)] >= 0;
+    }
+    if (!works) continue;
+    ++found;
+    chosen = name;
+    chosen_axes = found_axes;
+  }
+  if (found != 1) {
+    raise_invalid_input(cat(pending_reason, " (nor do the shapes the model gives its outputs for ",
+                            "this chunk: ", found, " of its dims could be the batch dim)"));
+  }
+  for (size_t s = 0; s < slots.size(); ++s) {
+    InputSlot& slot = slots[s];
+    if (axis_given[s]) continue;
+    if (slot.pair >= 0) {
+      slot.axis = chosen_axes[static_cast<size_t>(state_pairs[static_cast<size_t>(slot.pair)].first)];
+    } else {
+      const std::vector<std::string>& dims = infos[s].dims;
+      auto it = std::find(dims.begin(), dims.end(), chosen);
+      slot.axis = it == dims.end() ? -1 : static_cast<int>(it - dims.begin());
+    }
+    axes[slot.name] = slot.axis;
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (axis_given[slots.size() + o]) continue;
+    output_axis[o] = chosen_axes[o];
+    axes[outputs[o].name] = output_axis[o];
+  }
+  pending_axes.store(false, std::memory_order_release);
+}
+
 std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
     BatchStream::State& stream, const std::vector<NamedTensor>& inputs,
     std::vector<std::vector<int64_t>>& next_state_shape) {
   InputChecker& checker = stream.checker;
   checker.check(inputs);
+  if (pending_axes.load(std::memory_order_acquire)) resolve_axes(checker, inputs);
   auto chunk = std::make_unique<Chunk>();
   chunk->inputs.resize(slots.size());
   chunk->state_shape.resize(state_pairs.size());
@@ -694,7 +806,10 @@ BatchStream StreamBatcher::open_stream() {
   return BatchStream(std::move(state));
 }
 
-const std::map<std::string, int>& StreamBatcher::batch_axes() const { return impl_->axes; }
+std::map<std::string, int> StreamBatcher::batch_axes() const {
+  std::lock_guard<std::mutex> lock(impl_->axes_mutex);
+  return impl_->axes;
+}
 
 BatcherStats StreamBatcher::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rnnc/rnnc.h"
@@ -30,6 +32,17 @@ class InputChecker {
   // for them (runtime/shape_specializer.h); kInvalidInput when neither decides it.
   std::vector<int64_t> zero_state_shape(size_t index, const std::string& output,
                                         const std::vector<NamedTensor>& inputs) const;
+
+  // The shape the model gives graph output `output` for the checked `inputs`, with the bound
+  // dims changed by `overrides` (a symbol's index into CompiledModel's symbolic input dims, and
+  // its size, -1 for unbound): the output's type in the program with the bound dims put in, else
+  // the type graph_opt infers with them and the scalar inputs fixed
+  // (runtime/shape_specializer.h); nullopt when neither decides every dim.
+  std::optional<std::vector<int64_t>> output_shape(
+      const std::string& output, const std::vector<NamedTensor>& inputs,
+      const std::vector<std::pair<int, int64_t>>& overrides = {}) const;
+  // The index of a symbolic input dim by name, -1 when there is none.
+  int symbol_index(const std::string& name) const;
 
   // Per graph input: whether the checked inputs give it; marks one as given.
   bool given(size_t index) const { return given_[index] != 0; }

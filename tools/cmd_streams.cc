@@ -6,6 +6,7 @@
 // every stream kept up (each chunk done before the stream's next one was released).
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -376,19 +377,30 @@ int run_streams(const Parsed& args) {
   std::set<std::string> state_inputs;
   for (const auto& [output, input] : model->recurrent_state()) state_inputs.insert(input);
   for (const auto& [output, input] : settings.state) state_inputs.insert(input);
+  const std::string time_dim = args.get("time-dim", "seq");
   {
     BatcherOptions probe;
     probe.state = settings.state;
     probe.batch_axes = settings.batch_axes;
     StreamBatcher axes(model, probe);
+    const std::map<std::string, int> batch_axes = axes.batch_axes();
+    // A state input without an axis yet: the batcher takes the axes from the first chunk
+    // (docs/runtime.md), so every data dim but the time dim is the stream's batch of 1.
+    bool from_first_chunk = false;
+    for (const std::string& name : state_inputs) from_first_chunk |= batch_axes.at(name) < 0;
     for (const TensorInfo& info : model->inputs()) {
-      const int axis = axes.batch_axes().at(info.name);
-      if (axis >= 0 && !dims.count(info.dims[static_cast<size_t>(axis)])) {
-        dims[info.dims[static_cast<size_t>(axis)]] = 1;
+      if (state_inputs.count(info.name)) continue;
+      const int axis = batch_axes.at(info.name);
+      for (size_t k = 0; k < info.dims.size(); ++k) {
+        const std::string& dim = info.dims[k];
+        const bool symbol = !dim.empty() && dim != "?" &&
+                            !std::isdigit(static_cast<unsigned char>(dim[0]));
+        const bool batch = from_first_chunk ? symbol && dim != time_dim
+                                            : static_cast<int>(k) == axis;
+        if (batch && !dims.count(dim)) dims[dim] = 1;
       }
     }
   }
-  const std::string time_dim = args.get("time-dim", "seq");
   if (!dims.count(time_dim)) dims[time_dim] = settings.chunk_frames;
 
   std::cout << "rnnc streams " << args.positional[0] << ": chunks of " << settings.chunk_frames
@@ -464,8 +476,8 @@ const Command kStreamsCommand{
         {"seconds", "S", "simulated duration per stream count (default 5)"},
         {"state", "OUT=IN", "a state pair of the model's own, e.g. stateN=state (repeatable)"},
         {"batch-axis", "NAME=AXIS",
-         "the batch axis of an input or output where the batcher cannot tell it from shared dim "
-         "names, e.g. state=1 (-1: none; repeatable)"},
+         "the batch axis of an input or output where the batcher cannot tell it (from shared dim "
+         "names or the first chunk's shapes), e.g. state=1 (-1: none; repeatable)"},
         {"input", "NAME=FILE",
          "an input's chunk from a .pb or .npy file, the same for every stream (repeatable); other "
          "inputs are random"},

@@ -267,8 +267,12 @@ class Session {
 // Batch axes: each input's and each output's batch axis is the axis holding the dim symbol that
 // every state input and at least one other input share (Silero: "batch" in input [batch, sequence]
 // and state [2, batch, 128]; a stacked LSTM: "batch" in x [seq, batch, 24] and
-// l0.rnn.initial_h [1, batch, 128]). BatcherOptions::batch_axes overrides or completes it per
-// tensor. Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims
+// l0.rnn.initial_h [1, batch, 128]). When no symbol is shared but every state input has a
+// symbolic dim of its own (Silero VAD v5 exports with unnamed dims: input [input_dim0,
+// input_dim1], state [2, state_dim1, 128]), the first chunk submitted decides the axes the names
+// do not: the data dim whose size, raised by one, raises exactly one dim of every state output in
+// the shapes the model gives for that chunk (an error for that chunk when not exactly one dim
+// does). BatcherOptions::batch_axes overrides or completes it per tensor. Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims
 // equal, for chunks to share a run: chunks of different lengths run in different batches (grouped
 // by shape, never padded).
 // Order and fairness: a stream's chunks run in submission order, one at a time (chunk k+1 starts
@@ -366,8 +370,9 @@ class StreamBatcher {
   StreamBatcher& operator=(const StreamBatcher&) = delete;
 
   BatchStream open_stream();
-  // Per input and output name, its batch axis (-1: none), as derived or given.
-  const std::map<std::string, int>& batch_axes() const;
+  // Per input and output name, its batch axis (-1: none), as derived or given. Axes the first
+  // chunk decides (see "Batch axes" above) are -1 until a chunk was submitted.
+  std::map<std::string, int> batch_axes() const;
   BatcherStats stats() const;
   const CompiledModel& model() const;
 

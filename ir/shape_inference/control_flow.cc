@@ -2,6 +2,8 @@
 // nested graphs whose nodes may use values of the enclosing graph, so the bodies are inferred
 // here, after the enclosing graph's types up to this node are known (import runs inference once,
 // from the main graph down).
+#include <exception>
+
 #include "ir/op_schema.h"
 
 namespace rnnc {
@@ -14,8 +16,15 @@ Graph& required_graph(const InferenceContext& context, const std::string& name) 
   return *graph;
 }
 
-// If(cond) -> the outputs of then_branch or else_branch. With a constant condition only the taken
-// branch's types matter (specialization makes that common: `--fix sr=16000`).
+// If(cond) -> the outputs of then_branch or else_branch. Only a branch that can run has to type
+// under the graph's dims, as only it runs (ONNX Runtime evaluates the taken branch alone):
+//   - a constant condition (specialization makes that common: `--fix sr=16000`) types only the
+//     taken branch;
+//   - otherwise a branch that does not type (Silero VAD v5 squeezes its batch dim in the branch
+//     for batch 1, which does not type once the batch is fixed to 2, before the condition on it
+//     is folded) leaves the If the other branch's types. A run that takes it fails there, on the
+//     values: the If runs on the reference evaluator, which checks every node it runs.
+// Both branches failing is the first branch's error.
 void infer_if(InferenceContext& context) {
   const TensorType& cond = context.input_type(0);
   if (cond.dtype != DType::kBool) {
@@ -23,26 +32,39 @@ void infer_if(InferenceContext& context) {
   }
   Graph& then_branch = required_graph(context, "then_branch");
   Graph& else_branch = required_graph(context, "else_branch");
-  infer_graph(then_branch);
-  infer_graph(else_branch);
+  const Tensor* constant = context.input_constant(0);
+  const int taken = constant && constant->numel() == 1 ? (constant->get_int64(0) ? 0 : 1) : -1;
+  bool typed[2] = {false, false};
+  std::exception_ptr first_error;
+  Graph* branches[2] = {&then_branch, &else_branch};
+  for (int b = 0; b < 2; ++b) {
+    if (taken >= 0 && taken != b) continue;
+    try {
+      infer_graph(*branches[b]);
+      typed[b] = true;
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kInvalidModel) throw;
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (!typed[0] && !typed[1]) std::rethrow_exception(first_error);
   size_t outputs = context.node().num_outputs();
   if (then_branch.outputs().size() != outputs || else_branch.outputs().size() != outputs) {
     context.fail(cat("has ", outputs, " outputs but then_branch returns ",
                      then_branch.outputs().size(), " and else_branch ",
                      else_branch.outputs().size()));
   }
-  const Tensor* constant = context.input_constant(0);
   for (size_t i = 0; i < outputs; ++i) {
     const TensorType& then_type = then_branch.outputs()[i]->type;
     const TensorType& else_type = else_branch.outputs()[i]->type;
-    if (then_type.dtype != else_type.dtype) {
+    if (typed[0] && typed[1] && then_type.dtype != else_type.dtype) {
       context.fail(cat("output ", i, ": then_branch returns ", dtype_onnx_name(then_type.dtype),
                        " but else_branch returns ", dtype_onnx_name(else_type.dtype)));
     }
-    if (constant && constant->numel() == 1) {
-      context.set_output_type(i, constant->get_int64(0) ? then_type : else_type);
-    } else {
+    if (typed[0] && typed[1]) {
       context.set_output_type(i, join_types(then_type, else_type));
+    } else {
+      context.set_output_type(i, typed[0] ? then_type : else_type);
     }
   }
 }

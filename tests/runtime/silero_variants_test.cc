@@ -282,7 +282,8 @@ std::vector<std::vector<float>> chunks_of(const Variant& variant, const std::vec
 // A service holds the state: sessions and the stream batcher carry it from zeros, the caller
 // passing only the audio (and the rate). v5 and v6 name their state's batch dim apart from the
 // audio's (state_dim1, input_dim0), so the zeros take the shape the model gives the state output
-// for the first chunk (runtime/shape_specializer.h). A session carrying the state equals the
+// for the first chunk (runtime/shape_specializer.h), and the batcher takes its batch axes from
+// the shapes the model gives for that chunk. A session carrying the state equals the
 // explicit-state run bit for bit (the same specialized program). The batcher's runs (4 streams per
 // run) take the generic program at batch 4, whose sums round differently: within the tolerances
 // above (measured over these 24 chunks, AMD EPYC: probability at most 1.2e-5, and 5.9e-5 for v4;
@@ -292,13 +293,8 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
   const std::vector<float> audio = read_speech("speech_en_us");
   auto compiled = load(variant);
   std::vector<std::pair<std::string, std::string>> pairs;
-  BatcherOptions batching;
-  batching.batch_axes = {{"input", 0}, {"output", 0}};
-  for (const StateSpec& s : variant.states) {
-    pairs.emplace_back(s.output, s.input);
-    batching.batch_axes[s.input] = 1;
-    batching.batch_axes[s.output] = 1;
-  }
+  BatcherOptions batching;  // batch axes from the model: its dim names, or the first chunk
+  for (const StateSpec& s : variant.states) pairs.emplace_back(s.output, s.input);
   batching.state = pairs;
   batching.max_wait_us = 20000;
   int64_t rate = kRate;
@@ -344,10 +340,24 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
   StreamBatcher batcher(compiled, batching);
   std::vector<BatchStream> streams;
   for (size_t k = 0; k < kStreams; ++k) streams.push_back(batcher.open_stream());
+  bool first = true;
   double worst_p = 0, worst_state = 0;
   for (size_t c = 0; c < kChunks; ++c) {
     std::vector<std::future<std::vector<CompiledModel::Output>>> results;
-    for (size_t k = 0; k < kStreams; ++k) results.push_back(streams[k].submit(inputs_of(chunks[k][c])));
+    for (size_t k = 0; k < kStreams; ++k) {
+      results.push_back(streams[k].submit(inputs_of(chunks[k][c])));
+      if (!first) continue;
+      // Named dims or not, every export batches its audio on dim 0 and its states on dim 1.
+      const std::map<std::string, int> axes = batcher.batch_axes();
+      EXPECT_EQ(axes.at("input"), 0);
+      EXPECT_EQ(axes.at("output"), 0);
+      for (const StateSpec& state : variant.states) {
+        EXPECT_EQ(axes.at(state.input), 1) << state.input;
+        EXPECT_EQ(axes.at(state.output), 1) << state.output;
+      }
+      if (variant.has_sr) EXPECT_EQ(axes.at("sr"), -1);
+      first = false;
+    }
     for (size_t k = 0; k < kStreams; ++k) {
       const std::vector<CompiledModel::Output> out = results[k].get();
       const Step& step = expected[k][c];

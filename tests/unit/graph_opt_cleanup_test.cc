@@ -415,6 +415,102 @@ graph main(%x: f32[4], %c: bool[], %d: bool[] = default) {
   EXPECT_EQ(count_ops(*model->graph, "If"), 2);
 }
 
+// y = rows == 1 ? Unsqueeze(Squeeze(x)) : Relu(x), as Silero VAD v5 squeezes its batch dim for
+// batch 1. With `rows` fixed to 2 the then-branch no longer types (a dim of size 2 squeezed); the
+// branch cannot run, so specializing for 2 and folding the condition takes the else-branch.
+constexpr char kSqueezeForOneRow[] = R"(
+model opset=13
+graph main(%x: f32[rows, 4]) {
+  const %zero: i64[] = {0}
+  const %one: i64[] = {1}
+  const %front: i64[1] = {0}
+  %shape = Shape 'shape' (%x)
+  %rows = Gather 'rows' (%shape, %zero)
+  %single = Equal 'single' (%rows, %one)
+  %y = If 'squeeze_if_single' (%single)
+    else_branch = graph many() {
+      %r = Relu 'keep' (%x)
+      return %r
+    }
+    then_branch = graph single() {
+      %s = Squeeze 'squeeze_rows' (%x, %front)
+      %u = Unsqueeze 'unsqueeze_rows' (%s, %front)
+      return %u
+    }
+  return %y
+}
+)";
+
+TEST(GraphOptCleanup, ABranchThatCannotRunUnderFixedDimsDoesNotMakeTheModelInvalid) {
+  for (int64_t rows : {2, 1}) {
+    SCOPED_TRACE(cat("rows ", rows));
+    auto model = parse(kSqueezeForOneRow);
+    auto inputs = make_inputs(*model->graph, {{"rows", rows}});
+    const std::vector<Tensor> expected = evaluate(*model->graph, inputs);
+    OptimizeOptions options;
+    options.passes = {"specialize", "fold_shape_chains", "fold_constants", "inline_if", "dce"};
+    options.context.fixed_dims = {{"rows", rows}};
+    optimize(*model, options);
+    EXPECT_EQ(count_ops(*model->graph, "If"), 0);
+    EXPECT_EQ(count_ops(*model->graph, "Squeeze"), rows == 1 ? 1 : 0);
+    EXPECT_EQ(model->graph->outputs()[0]->type.to_string(), cat("f32[", rows, ", 4]"));
+    expect_bitwise(evaluate(*model->graph, inputs), expected);
+  }
+}
+
+// With a run-time condition a branch that does not type leaves the If the other branch's types;
+// a run that takes it fails on the node that cannot run. Both branches failing is an error.
+TEST(GraphOptCleanup, AnIfTypesFromTheBranchThatTypes) {
+  auto model = parse(R"(
+model opset=13
+graph main(%x: f32[2, 4], %c: bool[]) {
+  const %front: i64[1] = {0}
+  %y = If 'choose' (%c)
+    else_branch = graph many() {
+      %r = Relu 'keep' (%x)
+      return %r
+    }
+    then_branch = graph single() {
+      %s = Squeeze 'squeeze_rows' (%x, %front)
+      return %s
+    }
+  return %y
+}
+)");
+  EXPECT_EQ(model->graph->outputs()[0]->type.to_string(), "f32[2, 4]");
+  std::map<std::string, Tensor> inputs = make_inputs(*model->graph);
+  inputs["c"] = Tensor::scalar<bool>(false);
+  EXPECT_EQ(evaluate(*model->graph, inputs).at(0).shape(), (std::vector<int64_t>{2, 4}));
+  inputs["c"] = Tensor::scalar<bool>(true);
+  try {
+    evaluate(*model->graph, inputs);
+    ADD_FAILURE() << "the branch that cannot run ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeeze_rows"), std::string::npos) << e.what();
+  }
+  try {
+    parse(R"(
+model opset=13
+graph main(%x: f32[2, 4], %c: bool[]) {
+  const %front: i64[1] = {0}
+  %y = If 'choose' (%c)
+    else_branch = graph many() {
+      %r = Squeeze 'squeeze_else' (%x, %front)
+      return %r
+    }
+    then_branch = graph single() {
+      %s = Squeeze 'squeeze_then' (%x, %front)
+      return %s
+    }
+  return %y
+}
+)");
+    ADD_FAILURE() << "an If neither of whose branches types was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeeze_then"), std::string::npos) << e.what();
+  }
+}
+
 // test_if: `res = If(cond)` with constant branches; the condition, a graph input, is fixed (as
 // `--fix cond=...` would) to each value in turn.
 TEST(GraphOptCleanup, InlineIfOnBackendTestIfWithTheConditionFixedBitwise) {
