@@ -330,7 +330,8 @@ void HalideBlock::run(BlockIO& io) const {
   tensors.count = arguments_.size();
   for (size_t a = 0; a < arguments_.size(); ++a) {
     const int index = memo.input_index[a];
-    tensors.tensors[a] = index < 0 ? &arguments_[a].constant : io.inputs[static_cast<size_t>(index)];
+    tensors.tensors[a] =
+        index < 0 ? &arguments_[a].constant : io.inputs[static_cast<size_t>(index)];
     RNNC_CHECK(tensors.tensors[a], "block '", kind_, "' was not given '",
                arguments_[a].value->name(), "'");
   }

@@ -256,11 +256,10 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
                                       key.substr(0, key.find('\n')), "': ", e.what()));
     }
   };
-  const KernelTarget target =
-      kernel_asserts_ ? target_.with_feature(Halide::Target::NoRuntime)
-                      : target_.with_feature(Halide::Target::NoRuntime)
-                            .with_feature(Halide::Target::NoAsserts)
-                            .with_feature(Halide::Target::NoBoundsQuery);
+  const KernelTarget target = kernel_asserts_ ? target_.with_feature(Halide::Target::NoRuntime)
+                                              : target_.with_feature(Halide::Target::NoRuntime)
+                                                    .with_feature(Halide::Target::NoAsserts)
+                                                    .with_feature(Halide::Target::NoBoundsQuery);
   std::string hash = hash_hex(cat(key, "\n", target.key(), "\n", build_identity()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = loaded_.find(hash); it != loaded_.end()) {

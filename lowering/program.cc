@@ -145,9 +145,7 @@ class NodeConventionBlock : public ExecutionBlock {
   struct State : BlockRunState {
     BlockIO inner;
   };
-  BlockIO& inner_io(BlockIO& io) const {
-    return run_state<State>(io).inner;
-  }
+  BlockIO& inner_io(BlockIO& io) const { return run_state<State>(io).inner; }
   // Points the inner block's input slots at the block's inputs.
   BlockIO& inner_inputs(BlockIO& io) const {
     BlockIO& inner = inner_io(io);

@@ -612,8 +612,8 @@ void InputChecker::check(const std::vector<NamedTensor>& inputs) {
   }
 }
 
-std::vector<int64_t> InputChecker::zero_state_shape(
-    size_t index, const std::string& output, const std::vector<NamedTensor>& inputs) const {
+std::vector<int64_t> InputChecker::zero_state_shape(size_t index, const std::string& output,
+                                                    const std::vector<NamedTensor>& inputs) const {
   const CompiledModel::Impl::InputCheck& check = model_.checks[index];
   if (check.rank < 0) {
     raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
@@ -636,9 +636,10 @@ std::vector<int64_t> InputChecker::zero_state_shape(
     agrees = shape[k] < 0 || shape[k] == (*carried)[k];
   }
   if (agrees) return *carried;
-  raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ",
-                          undecided, " is decided neither by the other inputs nor by the shape of "
-                          "state output '", output, "' for them; pass '", check.name,
+  const std::string decided_by = cat("the other inputs nor by the shape of state output '",
+                                     output, "' for them");
+  raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ", undecided,
+                          " is decided neither by ", decided_by, "; pass '", check.name,
                           "' explicitly on the first run"));
 }
 
@@ -691,9 +692,10 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
     if (checker->given(index)) continue;
     Tensor& value = state_values[p];
     if (!value.defined()) {
-      value = Tensor(model_impl.checks[index].dtype,
-                     checker->zero_state_shape(
-                         index, model_impl.outputs[static_cast<size_t>(state[p].first)].name, inputs));
+      value =
+          Tensor(model_impl.checks[index].dtype,
+                 checker->zero_state_shape(
+                     index, model_impl.outputs[static_cast<size_t>(state[p].first)].name, inputs));
     }
     checker->set_given(index);
     checker->check_one(index, static_cast<ElementType>(static_cast<int32_t>(value.dtype())),

@@ -421,7 +421,8 @@ void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
     InputSlot& slot = slots[s];
     if (axis_given[s]) continue;
     if (slot.pair >= 0) {
-      slot.axis = chosen_axes[static_cast<size_t>(state_pairs[static_cast<size_t>(slot.pair)].first)];
+      slot.axis =
+          chosen_axes[static_cast<size_t>(state_pairs[static_cast<size_t>(slot.pair)].first)];
     } else {
       const std::vector<std::string>& dims = infos[s].dims;
       auto it = std::find(dims.begin(), dims.end(), chosen);

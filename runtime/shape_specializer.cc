@@ -123,9 +123,7 @@ void ShapeSpecializer::compile(Entry& entry) const {
     CompileOptions options;
     options.stop_after = Stage::kLower;
     options.program = settings_.program;
-    options.specialization = [&](const Graph& graph) {
-      return specialization(graph, entry.dims);
-    };
+    options.specialization = [&](const Graph& graph) { return specialization(graph, entry.dims); };
     std::unique_ptr<Program> program =
         rnnc::compile(ModelSource::bytes(model_bytes_.data(), model_bytes_.size()), options)
             .program;
@@ -191,8 +189,8 @@ PassContext ShapeSpecializer::specialization(const Graph& graph,
   return specialization;
 }
 
-std::optional<std::vector<int64_t>> ShapeSpecializer::output_shape(
-    const std::vector<int64_t>& key, const std::string& output) {
+std::optional<std::vector<int64_t>> ShapeSpecializer::output_shape(const std::vector<int64_t>& key,
+                                                                   const std::string& output) {
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   auto lookup = [&](const std::map<std::string, std::vector<int64_t>>& shapes)
       -> std::optional<std::vector<int64_t>> {

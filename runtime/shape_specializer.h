@@ -94,7 +94,7 @@ class ShapeSpecializer {
   // name their state's batch dim apart from the audio's, and the Ifs between them fold only
   // once the audio's dims are fixed). Optimizes the graph once per key, cached.
   std::optional<std::vector<int64_t>> output_shape(const std::vector<int64_t>& key,
-                                                  const std::string& output);
+                                                   const std::string& output);
   // Blocks until no run is compiling a shape (another thread's first run of it).
   void wait();
   // One line per shape tried: its dims and its program's blocks, or why it stays generic.

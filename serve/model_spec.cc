@@ -78,7 +78,8 @@ ModelSpec parse_model_spec(const std::string& text) {
     } else if (option == "batch-axis") {
       auto [tensor, axis] = assignment(value, "batch-axis", ':');
       const int64_t n = parse_integer(axis, "batch-axis " + tensor);
-      if (n < -1 || n > 64) raise_invalid_input(cat("--model batch-axis ", tensor, ": ", n, " is not -1 or an axis"));
+      if (n < -1 || n > 64)
+        raise_invalid_input(cat("--model batch-axis ", tensor, ": ", n, " is not -1 or an axis"));
       spec.batch_axes[tensor] = static_cast<int>(n);
     } else if (option == "batching") {
       spec.batching = parse_switch(value, option);

@@ -393,10 +393,10 @@ int run_streams(const Parsed& args) {
       const int axis = batch_axes.at(info.name);
       for (size_t k = 0; k < info.dims.size(); ++k) {
         const std::string& dim = info.dims[k];
-        const bool symbol = !dim.empty() && dim != "?" &&
-                            !std::isdigit(static_cast<unsigned char>(dim[0]));
-        const bool batch = from_first_chunk ? symbol && dim != time_dim
-                                            : static_cast<int>(k) == axis;
+        const bool symbol =
+            !dim.empty() && dim != "?" && !std::isdigit(static_cast<unsigned char>(dim[0]));
+        const bool batch =
+            from_first_chunk ? symbol && dim != time_dim : static_cast<int>(k) == axis;
         if (batch && !dims.count(dim)) dims[dim] = 1;
       }
     }
@@ -468,8 +468,11 @@ const Command kStreamsCommand{
         {"batching", "on|off", "cross-stream batching (default on)"},
         {"max-batch", "B", "batching on: chunks per batched run (default 64)"},
         {"max-wait-ms", "MS", "batching on: the longest a chunk waits for others (default 2)"},
-        {"threads", "N", "batching on: threads inside each batched run (the executor and the kernels' parallel loops); off: threads running the streams' sessions; default 1"},
-        {"concurrent-runs", "K", "batching on: batched runs at once, each on --threads threads (default 1)"},
+        {"threads", "N",
+         "batching on: threads inside each batched run (the executor and the kernels' parallel "
+         "loops); off: threads running the streams' sessions; default 1"},
+        {"concurrent-runs", "K",
+         "batching on: batched runs at once, each on --threads threads (default 1)"},
         {"frame-ms", "MS", "one frame's duration (default 10)"},
         {"chunk-frames", "N", "frames per chunk (default 16); binds --time-dim"},
         {"time-dim", "NAME", "the input dim holding a chunk's frames (default seq)"},

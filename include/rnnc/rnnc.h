@@ -272,9 +272,10 @@ class Session {
 // input_dim1], state [2, state_dim1, 128]), the first chunk submitted decides the axes the names
 // do not: the data dim whose size, raised by one, raises exactly one dim of every state output in
 // the shapes the model gives for that chunk (an error for that chunk when not exactly one dim
-// does). BatcherOptions::batch_axes overrides or completes it per tensor. Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims
-// equal, for chunks to share a run: chunks of different lengths run in different batches (grouped
-// by shape, never padded).
+// does). BatcherOptions::batch_axes overrides or completes it per tensor.
+// Inputs without a batch axis (Silero's sr) must be equal, and the inputs' other dims equal, for
+// chunks to share a run: chunks of different lengths run in different batches (grouped by shape,
+// never padded).
 // Order and fairness: a stream's chunks run in submission order, one at a time (chunk k+1 starts
 // after chunk k's state is carried, never in the same run). Batches form around the oldest ready
 // chunk (FIFO by submission): it waits at most max_wait_us for others to join, however many keep

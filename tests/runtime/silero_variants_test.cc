@@ -306,7 +306,8 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
   };
   constexpr size_t kStreams = 4, kChunks = 24;
   std::vector<std::vector<std::vector<float>>> chunks;  // per stream, from chunk 20 k on
-  for (size_t k = 0; k < kStreams; ++k) chunks.push_back(chunks_of(variant, audio, 20 * k, kChunks));
+  for (size_t k = 0; k < kStreams; ++k)
+    chunks.push_back(chunks_of(variant, audio, 20 * k, kChunks));
 
   // Per stream: the explicit-state run, and a session that carries the state itself.
   std::vector<std::vector<Step>> expected(kStreams);
@@ -355,7 +356,9 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
         EXPECT_EQ(axes.at(state.input), 1) << state.input;
         EXPECT_EQ(axes.at(state.output), 1) << state.output;
       }
-      if (variant.has_sr) EXPECT_EQ(axes.at("sr"), -1);
+      if (variant.has_sr) {
+        EXPECT_EQ(axes.at("sr"), -1);
+      }
       first = false;
     }
     for (size_t k = 0; k < kStreams; ++k) {
@@ -380,7 +383,8 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
               name_of(variant).c_str(), worst_p, worst_state);
   const BatcherStats stats = batcher.stats();
   for (size_t b = 1; b < stats.batch_sizes.size(); ++b) {
-    if (stats.batch_sizes[b]) std::printf(" %zux%llu", b, static_cast<unsigned long long>(stats.batch_sizes[b]));
+    if (stats.batch_sizes[b])
+      std::printf(" %zux%llu", b, static_cast<unsigned long long>(stats.batch_sizes[b]));
   }
   std::printf("\n");
   EXPECT_LE(worst_p, kProbabilityTolerance);

@@ -318,7 +318,9 @@ TEST(ShapeSpecialization, StateOfItsOwnDimStartsShapedLikeItsOutput) {
   Session generic = generic_model->new_session({{"next", "state"}});
   std::vector<float> x = testing::random_vector(2 * 5, 1);
   EXPECT_EQ(testing::error_message(
-                [&] { generic.run({{"x", {ElementType::kFloat32, {2, 5}, x.data()}}}); },
+                [&] {
+                  generic.run({{"x", {ElementType::kFloat32, {2, 5}, x.data()}}});
+                },
                 ErrorKind::kInvalidInput),
             "state input 'state' (f32[sb, 2]): dim 0 is decided neither by the other inputs nor "
             "by the shape of state output 'next' for them; pass 'state' explicitly on the first "
@@ -334,8 +336,10 @@ TEST(ShapeSpecialization, StateShapedByItsOutputsTypeWithoutASpecializer) {
   model.graph = std::make_unique<Graph>("lstm");
   Graph& g = *model.graph;
   std::mt19937 rng(3);
-  TensorType x_type{DType::kFloat32, Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(4)}};
-  TensorType h_type{DType::kFloat32, Shape{Dim(1), Dim::symbol("hb"), Dim(8)}};
+  TensorType x_type, h_type;
+  x_type.dtype = h_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(4)};
+  h_type.shape = Shape{Dim(1), Dim::symbol("hb"), Dim(8)};
   Value* x = g.add_input("x", x_type);
   Value* h = g.add_input("h", h_type);
   Value* w = g.add_initializer("W", testing::random_tensor({1, 32, 4}, rng, -0.4f, 0.4f));
@@ -348,8 +352,9 @@ TEST(ShapeSpecialization, StateShapedByItsOutputsTypeWithoutASpecializer) {
   EXPECT_EQ(compiled->describe().find("specialized for"), std::string::npos);
   // The model's own h and the c it starts from zeros: both carried, both shaped by X's batch.
   const auto& pairs = compiled->recurrent_state();
-  EXPECT_NE(std::find(pairs.begin(), pairs.end(), std::make_pair(std::string("y_h"), std::string("h"))),
-            pairs.end());
+  EXPECT_NE(
+      std::find(pairs.begin(), pairs.end(), std::make_pair(std::string("y_h"), std::string("h"))),
+      pairs.end());
   Session streamed = compiled->new_session();
   Session given = compiled->new_session();
   std::vector<float> state(2 * 8, 0.0f);

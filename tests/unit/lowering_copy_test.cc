@@ -742,7 +742,9 @@ TEST(LoweringCopy, KeptPlansFollowEveryChangeOfShapeAndOperands) {
       {"a repeated axis: the reference's error",
        {{"operand1", i64({0, 0})}, {"operand2", i64({1, 1})}, {"operand3", i64({0, 0})}}},
       {"back to the first",
-       {{"operand0", iota_f32({4, 6})}, {"operand1", i64({1})}, {"operand2", i64({-1})},
+       {{"operand0", iota_f32({4, 6})},
+        {"operand1", i64({1})},
+        {"operand2", i64({-1})},
         {"operand3", i64({1})}}},
   };
   OneNode pad("Pad", 18);
@@ -754,13 +756,14 @@ TEST(LoweringCopy, KeptPlansFollowEveryChangeOfShapeAndOperands) {
       {"other pads", {{"operand1", i64({1, 3, 0, 2})}}},
       {"other axes", {{"operand3", i64({1, 0})}}},
       {"other data shape", {{"operand0", iota_f32({4, 4})}}},
-      {"pads wider than reflect allows: the reference's error",
-       {{"operand1", i64({0, 9, 0, 1})}}},
+      {"pads wider than reflect allows: the reference's error", {{"operand1", i64({0, 9, 0, 1})}}},
       {"back to the first",
-       {{"operand0", iota_f32({3, 5})}, {"operand1", i64({0, 2, 0, 1})},
+       {{"operand0", iota_f32({3, 5})},
+        {"operand1", i64({0, 2, 0, 1})},
         {"operand3", i64({0, 1})}}},
   };
-  for (auto [node, steps] : {std::make_pair(&slice, &slice_steps), std::make_pair(&pad, &pad_steps)}) {
+  for (auto [node, steps] :
+       {std::make_pair(&slice, &slice_steps), std::make_pair(&pad, &pad_steps)}) {
     BlockIO io;
     for (const Step& step : *steps) {
       for (const auto& [name, value] : step.inputs) node->inputs()[name] = value.clone();
