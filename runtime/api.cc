@@ -613,7 +613,8 @@ void InputChecker::check(const std::vector<NamedTensor>& inputs) {
 }
 
 std::vector<int64_t> InputChecker::zero_state_shape(size_t index, const std::string& output,
-                                                    const std::vector<NamedTensor>& inputs) const {
+                                                    const std::vector<NamedTensor>& inputs,
+                                                    int batch_axis, int64_t rows) const {
   const CompiledModel::Impl::InputCheck& check = model_.checks[index];
   if (check.rank < 0) {
     raise_invalid_input(cat("state input '", check.name, "' has an unknown rank; pass it "
@@ -624,6 +625,7 @@ std::vector<int64_t> InputChecker::zero_state_shape(size_t index, const std::str
   for (size_t k = 0; k < static_cast<size_t>(check.rank); ++k) {
     int64_t size = check.known[k];
     if (size < 0 && check.symbol[k] >= 0) size = bound_[static_cast<size_t>(check.symbol[k])];
+    if (size < 0 && static_cast<int>(k) == batch_axis) size = rows;
     if (size < 0 && undecided < 0) undecided = static_cast<int>(k);
     shape.push_back(size);
   }

@@ -449,26 +449,6 @@ std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
   chunk->state_shape.resize(state_pairs.size());
   chunk->starts_over.resize(state_pairs.size(), 0);
   next_state_shape = stream.next_state_shape;
-  // State inputs left out: the stream's state (its shape checked as Session checks a carried
-  // state) or, at its start, zeros shaped by this chunk.
-  for (size_t p = 0; p < state_pairs.size(); ++p) {
-    const InputSlot& slot = slots[state_pairs[p].second];
-    if (checker.given(slot.index)) {
-      for (const NamedTensor& input : inputs) {
-        if (input.name == slot.name) next_state_shape[p] = input.tensor.shape;
-      }
-      continue;
-    }
-    if (next_state_shape[p].empty()) {
-      next_state_shape[p] = checker.zero_state_shape(
-          slot.index, model->outputs()[static_cast<size_t>(state_pairs[p].first)].name, inputs);
-      chunk->starts_over[p] = 1;
-    }
-    chunk->state_shape[p] = next_state_shape[p];
-    checker.set_given(slot.index);
-    const uint8_t placeholder = 0;
-    checker.check_one(slot.index, slot.type, next_state_shape[p], &placeholder, "carried state");
-  }
   // Rows on the batch axis, equal across the inputs that have one.
   const NamedTensor* rows_from = nullptr;
   int64_t rows = -1;
@@ -486,6 +466,27 @@ std::unique_ptr<Chunk> StreamBatcher::Impl::prepare(
     }
     rows = size;
     rows_from = &input;
+  }
+  // State inputs left out: the stream's state (its shape checked as Session checks a carried
+  // state) or, at its start, zeros shaped by this chunk.
+  for (size_t p = 0; p < state_pairs.size(); ++p) {
+    const InputSlot& slot = slots[state_pairs[p].second];
+    if (checker.given(slot.index)) {
+      for (const NamedTensor& input : inputs) {
+        if (input.name == slot.name) next_state_shape[p] = input.tensor.shape;
+      }
+      continue;
+    }
+    if (next_state_shape[p].empty()) {
+      next_state_shape[p] = checker.zero_state_shape(
+          slot.index, model->outputs()[static_cast<size_t>(state_pairs[p].first)].name, inputs,
+          rows >= 0 ? slot.axis : -1, rows);
+      chunk->starts_over[p] = 1;
+    }
+    chunk->state_shape[p] = next_state_shape[p];
+    checker.set_given(slot.index);
+    const uint8_t placeholder = 0;
+    checker.check_one(slot.index, slot.type, next_state_shape[p], &placeholder, "carried state");
   }
   for (size_t p = 0; p < state_pairs.size() && rows < 0; ++p) {
     const InputSlot& slot = slots[state_pairs[p].second];

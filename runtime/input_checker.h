@@ -28,10 +28,12 @@ class InputChecker {
   void check_one(size_t index, ElementType type, const std::vector<int64_t>& shape,
                  const void* data, const char* what);
   // The shape of the zeros a session feeds state input `index` when the run leaves it out: from
-  // the dims the checked `inputs` bound, else the shape the model gives state output `output`
-  // for them (runtime/shape_specializer.h); kInvalidInput when neither decides it.
+  // the dims the checked `inputs` bound (and `rows` on `batch_axis`, when one is given: a stream
+  // batcher's chunk), else the shape the model gives state output `output` for them
+  // (runtime/shape_specializer.h); kInvalidInput when neither decides it.
   std::vector<int64_t> zero_state_shape(size_t index, const std::string& output,
-                                        const std::vector<NamedTensor>& inputs) const;
+                                        const std::vector<NamedTensor>& inputs,
+                                        int batch_axis = -1, int64_t rows = -1) const;
 
   // The shape the model gives graph output `output` for the checked `inputs`, with the bound
   // dims changed by `overrides` (a symbol's index into CompiledModel's symbolic input dims, and

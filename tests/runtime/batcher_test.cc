@@ -23,6 +23,8 @@
 #include <random>
 #include <thread>
 
+#include "ir/onnx_export.h"
+#include "ir/text_parser.h"
 #include "rnnc/rnnc.h"
 #include "tests/runtime/test_models.h"
 #include "tests/support/compare.h"
@@ -255,6 +257,87 @@ TEST(StreamBatcher, DerivesBatchAxesFromTheSharedDimSymbol) {
   EXPECT_EQ(silero.batch_axes().at("state"), 1);
   EXPECT_EQ(silero.batch_axes().at("sr"), -1);
   EXPECT_EQ(silero.batch_axes().at("stateN"), 1);
+}
+
+// An LSTM whose initial_h names its batch dim apart from X's ('hb', not 'xb'): no dim symbol is
+// shared, so the batcher takes the axes from the shapes the model gives the first chunk (Y_h's
+// batch is X's), decided once while 8 threads submit their streams' first chunks.
+std::shared_ptr<const CompiledModel> own_state_dim_lstm() {
+  Model model;
+  model.opsets[""] = 14;
+  model.graph = std::make_unique<Graph>("lstm");
+  Graph& g = *model.graph;
+  std::mt19937 rng(5);
+  TensorType x_type, h_type;
+  x_type.dtype = h_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(kInput)};
+  h_type.shape = Shape{Dim(1), Dim::symbol("hb"), Dim(kHidden)};
+  Value* x = g.add_input("x", x_type);
+  Value* h = g.add_input("h", h_type);
+  const float scale = 0.3f;
+  Value* w = g.add_initializer("W", testing::random_tensor({1, 4 * kHidden, kInput}, rng, -scale, scale));
+  Value* r =
+      g.add_initializer("R", testing::random_tensor({1, 4 * kHidden, kHidden}, rng, -scale, scale));
+  Node* lstm = g.add_node("LSTM", "rnn", {x, w, r, nullptr, nullptr, h}, {"y", "y_h"}, 14);
+  lstm->set_attr("hidden_size", Attribute::of_int(kHidden));
+  g.add_output(lstm->output(0));
+  g.add_output(lstm->output(1));
+  const std::string bytes = export_onnx_bytes(model);
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  return CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+}
+
+TEST(StreamBatcher, AxesTheDimNamesLeaveOpenComeFromTheFirstChunk) {
+  StreamModel streams = lstm_streams();
+  streams.model = own_state_dim_lstm();
+  {
+    StreamBatcher before(streams.model);
+    EXPECT_EQ(before.batch_axes().at("h"), -1);
+    EXPECT_EQ(before.batch_axes().at("x"), -1);
+  }
+  run_streams(streams, kBatchTiled);
+  StreamBatcher batcher(streams.model);
+  Chunk chunk = streams.make_chunk(*std::make_unique<std::mt19937>(1));
+  batcher.open_stream().run(streams.inputs(chunk));
+  const std::map<std::string, int> expected = {{"x", 1},   {"h", 1},   {"y", 2},
+                                               {"y_h", 1}, {"rnn.initial_c", 1},
+                                               {"rnn.Y_c", 1}};
+  EXPECT_EQ(batcher.batch_axes(), expected);
+}
+
+// A state the data does not shape (next = state + 1): no dim of the first chunk decides its
+// batch axis, and that chunk's submit says so. Given in BatcherOptions::batch_axes, the axis also
+// shapes the zeros a stream starts from: the chunk's rows there.
+TEST(StreamBatcher, AFirstChunkThatDecidesNoAxisIsItsSubmitsError) {
+  const std::string text = R"(model opset=13
+graph main(%x: f32[xb, 4], %state: f32[sb, 4]) {
+  const %one: f32[] = {1}
+  %y = Relu 'y' (%x)
+  %next = Add 'next' (%state, %one)
+  return %y, %next
+})";
+  const std::string bytes = export_onnx_bytes(*parse_model_text(text, "own state"));
+  auto model = CompiledModel::load_bytes(bytes.data(), bytes.size());
+  BatcherOptions options;
+  options.state = {{"next", "state"}};
+  StreamBatcher batcher(model, options);
+  std::vector<float> x(4, 1.0f);
+  BatchStream stream = batcher.open_stream();
+  EXPECT_EQ(error_message(
+                [&] { stream.run({{"x", {ElementType::kFloat32, {1, 4}, x.data()}}}); },
+                ErrorKind::kInvalidInput),
+            "state input state: float[sb, 4] has no batch axis: no dim symbol is shared by the "
+            "state inputs and a data input: give its batch axis in BatcherOptions::batch_axes "
+            "(nor do the shapes the model gives its outputs for this chunk: 0 of its dims could "
+            "be the batch dim)");
+  options.batch_axes = {{"state", 0}, {"next", 0}, {"x", 0}, {"y", 0}};
+  StreamBatcher given(model, options);
+  const std::vector<CompiledModel::Output> out =
+      given.open_stream().run({{"x", {ElementType::kFloat32, {1, 4}, x.data()}}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(out[1].as<float>()[0], 1.0f);  // zeros + 1
 }
 
 // A chunk that fails its checks is an error for its submit only: the stream's state and the
