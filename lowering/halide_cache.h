@@ -84,12 +84,12 @@ class HalideCache {
 
   // Kernels are compiled without Halide's buffer checks (Target::NoAsserts) and without its
   // bounds-query mode (Target::NoBoundsQuery). The checks compare every buffer's type, extents
-  // and strides against what the kernel was compiled for at every call: about 200 comparisons for
-  // a recurrent step (a fifth of a small int8 step's time), 2 of Silero VAD v4's 15.5 us over its
-  // 35 kernel calls (docs/measurements.md). rnnc builds those buffers itself from the shapes its
-  // blocks checked (the block's output-shape rules, the schedule the kernel pinned), so in a
-  // correct build the checks never fire. The bounds query would read a buffer whose host pointer is
-  // null (an empty tensor) as a request for its bounds and compute nothing.
+  // and strides against what the kernel was compiled for at every call (about 200 comparisons
+  // for a recurrent step), a large share of a small kernel's call (docs/measurements.md has what
+  // they cost). rnnc builds those buffers itself from the shapes its blocks checked (the block's
+  // output-shape rules, the schedule the kernel pinned), so in a correct build the checks never
+  // fire. The bounds query would read a buffer whose host pointer is null (an empty tensor) as a
+  // request for its bounds and compute nothing.
   // set_kernel_asserts(true), or RNNC_KERNEL_ASSERTS=1 in the environment, compiles the checks in
   // (a separate kernel variant, its own cache key): the unit tests run that way, so every buffer
   // the runtime passes a kernel there is checked against the kernel's contract.
