@@ -397,7 +397,13 @@ int run_streams(const Parsed& args) {
             !dim.empty() && dim != "?" && !std::isdigit(static_cast<unsigned char>(dim[0]));
         const bool batch =
             from_first_chunk ? symbol && dim != time_dim : static_cast<int>(k) == axis;
-        if (batch && !dims.count(dim)) dims[dim] = 1;
+        if (!batch || dims.count(dim)) continue;
+        dims[dim] = 1;
+        if (from_first_chunk) {
+          std::cerr << "rnnc streams: " << info.name << " dim " << k << " ('" << dim
+                    << "') = 1: the batcher takes its batch axes from the first chunk; --dim "
+                    << dim << "=N if it is not the batch\n";
+        }
       }
     }
   }
