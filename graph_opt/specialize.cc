@@ -16,10 +16,10 @@
 // A polynomial dim (batch*seq, 2*seq) is replaced when every axis in it is bound; a partially
 // bound one stays symbolic (Dim has no partial substitution). A fixed input's tensor binds the
 // axes its declared shape names (state: f32[2, batch, 128] fixed to a [2, 1, 128] tensor binds
-// batch = 1), as the evaluator binds inputs. When both are given, the fixed inputs are folded
-// first (fold_constants and inline_if until neither changes anything), so an If branch they rule
-// out is gone before the dims are bound: Silero's 8 kHz branch does not type-check with the
-// 16 kHz chunk size. Types are then re-inferred over the whole model.
+// batch = 1), as the evaluator binds inputs. Types are then re-inferred over the whole model; an
+// If branch that no longer types under the fixed dims (Silero's 8 kHz branch with 16 kHz chunks)
+// leaves the If the other branch's types (ir/shape_inference/control_flow.cc), and folding the
+// fixed inputs later takes the branch they choose.
 //
 // What the user gets wrong is kInvalidInput naming the input or dim and what was expected: an
 // unknown input (listing the inputs), a tensor of another element type or shape, an axis name the
@@ -274,17 +274,6 @@ bool specialize(Model& model, const PassContext& context, PassStats& stats) {
     ++stats["inputs fixed"];
   }
   try {
-    if (!fixed.empty() && !bindings.sizes.empty()) {
-      // What the fixed inputs decide goes first: a branch they rule out (Silero's 8 kHz branch,
-      // whose Squeezes hold only for 256-sample chunks) need not type-check with the dims below.
-      infer_graph(graph);
-      PassContext none;
-      PassStats ignored;
-      for (int round = 0; round < 8; ++round) {
-        const bool folded = fold_constants(model, none, ignored);
-        if (!inline_constant_ifs(model, none, ignored) && !folded) break;
-      }
-    }
     int64_t dims = 0;
     for_each_graph(model, [&](Graph& g) { dims += bind_dims_in_graph(g, bindings.sizes); });
     if (dims) stats["dims fixed"] += dims;
