@@ -302,45 +302,41 @@ std::unique_ptr<CompiledModel::Impl> load_model(ModelSource source, const ModelO
 
   // Input checks and the public descriptions.
   const Graph& graph = *impl->program->model().graph;
+  // A type's rank (-1 unknown) and per dim its size (-1 unknown) and its index in impl->symbols
+  // when it is one symbol (-1 otherwise); the inputs add their symbols, the outputs only look
+  // theirs up.
+  auto read_dims = [&](const TensorType& type, bool add_symbols, int64_t& rank,
+                       std::vector<int64_t>& known, std::vector<int>& symbols) {
+    if (!type.shape) return;
+    rank = type.rank();
+    for (const Dim& dim : *type.shape) {
+      known.push_back(dim.is_known() ? dim.value() : -1);
+      int symbol = -1;
+      const std::vector<std::string> names = dim.symbols();
+      if (names.size() == 1 && dim == Dim::symbol(names[0])) {
+        auto it = std::find(impl->symbols.begin(), impl->symbols.end(), names[0]);
+        if (it == impl->symbols.end() && add_symbols) {
+          it = impl->symbols.insert(impl->symbols.end(), names[0]);
+        }
+        if (it != impl->symbols.end()) symbol = static_cast<int>(it - impl->symbols.begin());
+      }
+      symbols.push_back(symbol);
+    }
+  };
   for (const Value* input : graph.inputs()) {
     CompiledModel::Impl::InputCheck check;
     check.name = input->name();
     check.dtype = input->type.dtype;
     check.type_text = input->type.to_string();
     check.required = !input->is_constant();
-    if (input->type.shape) {
-      check.rank = input->type.rank();
-      for (const Dim& dim : *input->type.shape) {
-        check.known.push_back(dim.is_known() ? dim.value() : -1);
-        int symbol = -1;
-        std::vector<std::string> names = dim.symbols();
-        if (names.size() == 1 && dim == Dim::symbol(names[0])) {
-          auto it = std::find(impl->symbols.begin(), impl->symbols.end(), names[0]);
-          symbol = static_cast<int>(it - impl->symbols.begin());
-          if (it == impl->symbols.end()) impl->symbols.push_back(names[0]);
-        }
-        check.symbol.push_back(symbol);
-      }
-    }
+    read_dims(input->type, true, check.rank, check.known, check.symbol);
     impl->checks.push_back(std::move(check));
     if (!input->is_constant()) impl->inputs.push_back(info_of(*input));
   }
   for (const Value* output : graph.outputs()) {
     impl->outputs.push_back(info_of(*output));
     CompiledModel::Impl::OutputShape shape;
-    if (output->type.shape) {
-      shape.rank = output->type.rank();
-      for (const Dim& dim : *output->type.shape) {
-        shape.known.push_back(dim.is_known() ? dim.value() : -1);
-        const std::vector<std::string> names = dim.symbols();
-        auto it = std::find(impl->symbols.begin(), impl->symbols.end(),
-                            names.size() == 1 ? names[0] : std::string());
-        shape.symbol.push_back(names.size() == 1 && dim == Dim::symbol(names[0]) &&
-                                       it != impl->symbols.end()
-                                   ? static_cast<int>(it - impl->symbols.begin())
-                                   : -1);
-      }
-    }
+    read_dims(output->type, false, shape.rank, shape.known, shape.symbol);
     impl->output_shapes.push_back(std::move(shape));
   }
   std::vector<std::string> scalar_names;

@@ -381,6 +381,11 @@ void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
       if (symbol >= 0 && !candidates.count(dim)) unbound.emplace_back(symbol, -1);
     }
   }
+  // The outputs' shapes for this chunk, then per candidate with it one larger.
+  std::vector<std::optional<std::vector<int64_t>>> shapes;
+  for (const TensorInfo& output : outputs) {
+    shapes.push_back(checker.output_shape(output.name, inputs, unbound));
+  }
   std::string chosen;
   std::vector<int> chosen_axes;  // per output
   size_t found = 0;
@@ -392,8 +397,7 @@ void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
     std::vector<int> found_axes;
     bool works = true;
     for (size_t o = 0; works && o < outputs.size(); ++o) {
-      const std::optional<std::vector<int64_t>> one =
-          checker.output_shape(outputs[o].name, inputs, unbound);
+      const std::optional<std::vector<int64_t>>& one = shapes[o];
       const std::optional<std::vector<int64_t>> more =
           checker.output_shape(outputs[o].name, inputs, raised);
       works = one && more && one->size() == more->size();

@@ -217,9 +217,10 @@ std::optional<std::vector<int64_t>> ShapeSpecializer::output_shape(const std::ve
       }
       if (shape.size() == value->type.shape->size()) shapes[value->name()] = std::move(shape);
     }
-  } catch (const std::exception&) {
+  } catch (const Error& error) {
     // Fixing this key makes the model invalid (the dims out of what it accepts): nothing is
-    // decided, and the caller's error says to pass the state.
+    // decided, and the caller's error says to pass the state. An rnnc bug stays an error.
+    if (error.kind() == ErrorKind::kInternal) throw;
   }
   // One optimization per key a session starts from; keys beyond the bound are not remembered.
   std::optional<std::vector<int64_t>> shape = lookup(shapes);

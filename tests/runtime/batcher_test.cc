@@ -263,26 +263,7 @@ TEST(StreamBatcher, DerivesBatchAxesFromTheSharedDimSymbol) {
 // shared, so the batcher takes the axes from the shapes the model gives the first chunk (Y_h's
 // batch is X's), decided once while 8 threads submit their streams' first chunks.
 std::shared_ptr<const CompiledModel> own_state_dim_lstm() {
-  Model model;
-  model.opsets[""] = 14;
-  model.graph = std::make_unique<Graph>("lstm");
-  Graph& g = *model.graph;
-  std::mt19937 rng(5);
-  TensorType x_type, h_type;
-  x_type.dtype = h_type.dtype = DType::kFloat32;
-  x_type.shape = Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(kInput)};
-  h_type.shape = Shape{Dim(1), Dim::symbol("hb"), Dim(kHidden)};
-  Value* x = g.add_input("x", x_type);
-  Value* h = g.add_input("h", h_type);
-  const float scale = 0.3f;
-  Value* w = g.add_initializer("W", testing::random_tensor({1, 4 * kHidden, kInput}, rng, -scale, scale));
-  Value* r =
-      g.add_initializer("R", testing::random_tensor({1, 4 * kHidden, kHidden}, rng, -scale, scale));
-  Node* lstm = g.add_node("LSTM", "rnn", {x, w, r, nullptr, nullptr, h}, {"y", "y_h"}, 14);
-  lstm->set_attr("hidden_size", Attribute::of_int(kHidden));
-  g.add_output(lstm->output(0));
-  g.add_output(lstm->output(1));
-  const std::string bytes = export_onnx_bytes(model);
+  const std::string bytes = testing::own_state_dim_lstm_onnx(kHidden, kInput, 5);
   ModelOptions options;
   options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
   return CompiledModel::load_bytes(bytes.data(), bytes.size(), options);

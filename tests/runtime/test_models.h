@@ -3,6 +3,7 @@
 // weights, as ONNX bytes for CompiledModel::load_bytes.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -48,6 +49,31 @@ inline std::string stacked_recurrent_onnx(const std::string& op, int layers, int
     x = squeeze->output(0);
   }
   g.add_output(x);
+  return export_onnx_bytes(model);
+}
+
+// x: f32[seq, xb, input] -> y, y_h through one forward LSTM whose initial state is the graph
+// input h: f32[1, hb, hidden], its batch dim named apart from x's ('hb', not 'xb') as some
+// exporters write state inputs. Nothing in the names ties hb to xb; Y_h's type takes xb.
+inline std::string own_state_dim_lstm_onnx(int64_t hidden, int64_t input, uint32_t seed = 1) {
+  Model model;
+  model.opsets[""] = 14;
+  model.graph = std::make_unique<Graph>("lstm");
+  Graph& g = *model.graph;
+  std::mt19937 rng(seed);
+  TensorType x_type, h_type;
+  x_type.dtype = h_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim::symbol("seq"), Dim::symbol("xb"), Dim(input)};
+  h_type.shape = Shape{Dim(1), Dim::symbol("hb"), Dim(hidden)};
+  Value* x = g.add_input("x", x_type);
+  Value* h = g.add_input("h", h_type);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hidden));
+  Value* w = g.add_initializer("W", random_tensor({1, 4 * hidden, input}, rng, -scale, scale));
+  Value* r = g.add_initializer("R", random_tensor({1, 4 * hidden, hidden}, rng, -scale, scale));
+  Node* lstm = g.add_node("LSTM", "rnn", {x, w, r, nullptr, nullptr, h}, {"y", "y_h"}, 14);
+  lstm->set_attr("hidden_size", Attribute::of_int(hidden));
+  g.add_output(lstm->output(0));
+  g.add_output(lstm->output(1));
   return export_onnx_bytes(model);
 }
 

@@ -461,26 +461,33 @@ TEST(GraphOptCleanup, ABranchThatCannotRunUnderFixedDimsDoesNotMakeTheModelInval
 // With a run-time condition a branch that does not type leaves the If the other branch's types;
 // a run that takes it fails on the node that cannot run. Both branches failing is an error.
 TEST(GraphOptCleanup, AnIfTypesFromTheBranchThatTypes) {
-  auto model = parse(R"(
+  // y = c ? then_op(x) : else_op(x) with x: f32[2, 4]; Squeeze of axis 0 does not type there.
+  auto if_model = [](const std::string& then_op, const std::string& else_op) {
+    std::string text = R"(
 model opset=13
 graph main(%x: f32[2, 4], %c: bool[]) {
   const %front: i64[1] = {0}
   %y = If 'choose' (%c)
-    else_branch = graph many() {
-      %r = Relu 'keep' (%x)
-      return %r
+    else_branch = graph else_body() {
+      %e = %ELSE% (%x, %front)
+      return %e
     }
-    then_branch = graph single() {
-      %s = Squeeze 'squeeze_rows' (%x, %front)
-      return %s
+    then_branch = graph then_body() {
+      %t = %THEN% (%x, %front)
+      return %t
     }
   return %y
 }
-)");
-  EXPECT_EQ(model->graph->outputs()[0]->type.to_string(), "f32[2, 4]");
+)";
+    text.replace(text.find("%ELSE%"), 6, else_op);
+    text.replace(text.find("%THEN%"), 6, then_op);
+    return parse(text);
+  };
+  auto model = if_model("Squeeze 'squeeze_rows'", "Unsqueeze 'add_axis'");
+  EXPECT_EQ(model->graph->outputs()[0]->type.to_string(), "f32[1, 2, 4]");
   std::map<std::string, Tensor> inputs = make_inputs(*model->graph);
   inputs["c"] = Tensor::scalar<bool>(false);
-  EXPECT_EQ(evaluate(*model->graph, inputs).at(0).shape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(evaluate(*model->graph, inputs).at(0).shape(), (std::vector<int64_t>{1, 2, 4}));
   inputs["c"] = Tensor::scalar<bool>(true);
   try {
     evaluate(*model->graph, inputs);
@@ -489,22 +496,7 @@ graph main(%x: f32[2, 4], %c: bool[]) {
     EXPECT_NE(std::string(e.what()).find("squeeze_rows"), std::string::npos) << e.what();
   }
   try {
-    parse(R"(
-model opset=13
-graph main(%x: f32[2, 4], %c: bool[]) {
-  const %front: i64[1] = {0}
-  %y = If 'choose' (%c)
-    else_branch = graph many() {
-      %r = Squeeze 'squeeze_else' (%x, %front)
-      return %r
-    }
-    then_branch = graph single() {
-      %s = Squeeze 'squeeze_then' (%x, %front)
-      return %s
-    }
-  return %y
-}
-)");
+    if_model("Squeeze 'squeeze_then'", "Squeeze 'squeeze_else'");
     ADD_FAILURE() << "an If neither of whose branches types was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("squeeze_then"), std::string::npos) << e.what();
