@@ -26,9 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
-// Whether `dir` is a directory of this user's that no one else may write to: kernels are dlopen'ed from the cache, so a directory another user can write to would let them
-// run code in this process.
+// Whether `dir` is a directory of this user's that no one else may write to: kernels are
+// dlopen'ed from the cache, so a directory another user can write to would let them run code in
+// this process.
 bool owned_private_directory(const std::string& dir) {
   struct stat info;
   return ::stat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
@@ -121,6 +121,44 @@ std::shared_ptr<void> open_library(const std::string& path, int flags) {
   return std::shared_ptr<void>(handle, [](void* h) { ::dlclose(h); });
 }
 
+// Where this process writes kernels when the cache directory cannot be written (a read-only
+// image layer, a shared cache another user fills): a directory of its own in $TMPDIR, mode
+// 0700, removed at exit. Kernels the cache directory holds still load from there.
+class ProcessKernelDirectory {
+ public:
+  // The directory, created on the first call.
+  std::string create() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (path_.empty()) {
+      std::string pattern = (fs::temp_directory_path() / "rnnc-kernels-XXXXXX").string();
+      if (!::mkdtemp(pattern.data())) {
+        raise(ErrorKind::kIo, cat("the kernel cache directory cannot be written and neither can '",
+                                  pattern, "': ", std::strerror(errno), " (set RNNC_CACHE_DIR)"));
+      }
+      path_ = pattern;
+    }
+    return path_;
+  }
+  // The directory, or "" before create().
+  std::string existing() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return path_;
+  }
+  ~ProcessKernelDirectory() {
+    std::error_code ignored;  // loaded kernels stay mapped after their files are removed
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string path_;
+};
+
+ProcessKernelDirectory& process_kernel_directory() {
+  static ProcessKernelDirectory directory;
+  return directory;
+}
+
 }  // namespace
 
 std::string kernel_cache_directory(const std::string& dir) {
@@ -206,23 +244,63 @@ HalideCache::HalideCache(std::string dir, std::string target)
   if (error) raise(ErrorKind::kIo, cat("cannot create cache directory '", dir_, "': ", error.message()));
 }
 
+std::string HalideCache::write_directory() {
+  std::call_once(writable_once_, [this] { dir_writable_ = ::access(dir_.c_str(), W_OK) == 0; });
+  return dir_writable_ ? dir_ : process_kernel_directory().create();
+}
+
+std::vector<std::string> HalideCache::search_directories() const {
+  std::vector<std::string> dirs{dir_};
+  if (std::string own = process_kernel_directory().existing(); !own.empty()) dirs.push_back(own);
+  return dirs;
+}
+
+std::string HalideCache::find_file(const std::string& file) const {
+  for (const std::string& dir : search_directories()) {
+    if (std::string path = cat(dir, "/", file); fs::exists(path)) return path;
+  }
+  return "";
+}
+
+bool HalideCache::open_cached(const std::string& file,
+                              const std::function<void(const std::string&)>& open) const {
+  for (const std::string& dir : search_directories()) {
+    const std::string path = cat(dir, "/", file);
+    if (!fs::exists(path)) continue;
+    try {
+      open(path);
+      return true;
+    } catch (const Error& error) {
+      // A file that does not load (truncated, from a disk that filled up, damaged) is compiled
+      // again and replaced.
+      if (error.kind() != ErrorKind::kIo) throw;
+    }
+  }
+  return false;
+}
+
 void HalideCache::load_runtime() {
   // One standalone Halide runtime per target, shared by every kernel (RTLD_GLOBAL so the kernels'
   // halide_* references resolve to it).
-  std::string path =
-      cat(dir_, "/halide_runtime_", hash_hex(target_.key() + "\n" + build_identity()), ".so");
-  if (!fs::exists(path)) {
-    std::string stem = cat(dir_, "/tmp-runtime-", unique_suffix());
+  const std::string file = cat("halide_runtime_", hash_hex(target_.key() + "\n" + build_identity()), ".so");
+  using ErrorHandler = void (*)(void*, const char*);
+  using SetHandler = ErrorHandler (*)(ErrorHandler);
+  SetHandler set_handler = nullptr;
+  auto open = [&](const std::string& path) {
+    std::shared_ptr<void> runtime = open_library(path, RTLD_NOW | RTLD_GLOBAL);
+    set_handler = reinterpret_cast<SetHandler>(::dlsym(runtime.get(), "halide_set_error_handler"));
+    if (!set_handler) raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
+    runtime_ = std::move(runtime);
+  };
+  if (!open_cached(file, open)) {
+    const std::string dir = write_directory();
+    const std::string stem = cat(dir, "/tmp-runtime-", unique_suffix());
     compile_runtime_object(stem + ".o", target_);
     run_linker(stem + ".o", stem + ".so");
-    fs::rename(stem + ".so", path);
+    fs::rename(stem + ".so", cat(dir, "/", file));
     fs::remove(stem + ".o");
+    open(cat(dir, "/", file));
   }
-  runtime_ = open_library(path, RTLD_NOW | RTLD_GLOBAL);
-  using ErrorHandler = void (*)(void*, const char*);
-  auto set_handler = reinterpret_cast<ErrorHandler (*)(ErrorHandler)>(
-      ::dlsym(runtime_.get(), "halide_set_error_handler"));
-  if (!set_handler) raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
   set_handler(rnnc_halide_error_handler);
   install_do_par_for(reinterpret_cast<void*>(&serial_do_par_for));
 }
@@ -271,38 +349,48 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
 
   CompiledPipeline pipeline;
   pipeline.function_name = "rnnc_" + hash;
-  std::string path = cat(dir_, "/", pipeline.function_name, ".so");
-  pipeline.from_cache = fs::exists(path);
-  const std::string object_path = cat(dir_, "/", pipeline.function_name, ".o");
-  if (keep_objects_ && pipeline.from_cache && !fs::exists(object_path)) {
-    std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
-    compile(stem + ".o", pipeline.function_name, target);
-    fs::rename(stem + ".o", object_path);
-  }
-  if (keep_objects_) pipeline.object_path = object_path;
+  const std::string file = pipeline.function_name + ".so";
+  auto open = [&](const std::string& path) {
+    std::shared_ptr<void> library = open_library(path, RTLD_NOW | RTLD_LOCAL);
+    auto argv_entry = reinterpret_cast<int (*)(void**)>(
+        ::dlsym(library.get(), (pipeline.function_name + "_argv").c_str()));
+    auto metadata = reinterpret_cast<const halide_filter_metadata_t* (*)()>(
+        ::dlsym(library.get(), (pipeline.function_name + "_metadata").c_str()));
+    if (!argv_entry || !metadata) {
+      raise(ErrorKind::kIo, cat("compiled kernel '", path, "' lacks its entry points"));
+    }
+    pipeline.library = std::move(library);
+    pipeline.argv_entry = argv_entry;
+    pipeline.metadata = metadata();
+  };
+  pipeline.from_cache = open_cached(file, open);
   if (!pipeline.from_cache) {
     auto start = std::chrono::steady_clock::now();
-    std::string stem = cat(dir_, "/tmp-", hash, "-", unique_suffix());
+    const std::string dir = write_directory();
+    const std::string stem = cat(dir, "/tmp-", hash, "-", unique_suffix());
     compile(stem + ".o", pipeline.function_name, target);
     run_linker(stem + ".o", stem + ".so");
-    fs::rename(stem + ".so", path);  // atomic: concurrent processes see all or nothing
+    fs::rename(stem + ".so", cat(dir, "/", file));  // atomic: concurrent processes see all or nothing
     if (keep_objects_) {
-      fs::rename(stem + ".o", object_path);
+      fs::rename(stem + ".o", cat(dir, "/", pipeline.function_name, ".o"));
     } else {
       fs::remove(stem + ".o");
     }
     pipeline.compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    open(cat(dir, "/", file));
   }
-  pipeline.library = open_library(path, RTLD_NOW | RTLD_LOCAL);
-  pipeline.argv_entry = reinterpret_cast<int (*)(void**)>(
-      ::dlsym(pipeline.library.get(), (pipeline.function_name + "_argv").c_str()));
-  auto metadata = reinterpret_cast<const halide_filter_metadata_t* (*)()>(
-      ::dlsym(pipeline.library.get(), (pipeline.function_name + "_metadata").c_str()));
-  if (!pipeline.argv_entry || !metadata) {
-    raise(ErrorKind::kIo, cat("compiled kernel '", path, "' lacks its entry points; delete it"));
+  if (keep_objects_) {
+    const std::string object = pipeline.function_name + ".o";
+    pipeline.object_path = find_file(object);
+    if (pipeline.object_path.empty()) {  // an earlier process left only the shared object
+      const std::string dir = write_directory();
+      const std::string stem = cat(dir, "/tmp-", hash, "-", unique_suffix());
+      compile(stem + ".o", pipeline.function_name, target);
+      pipeline.object_path = cat(dir, "/", object);
+      fs::rename(stem + ".o", pipeline.object_path);
+    }
   }
-  pipeline.metadata = metadata();
   loaded_[hash] = pipeline;
   return pipeline;
 }

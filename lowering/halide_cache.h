@@ -8,7 +8,10 @@
 // for features another host lacks) and the identity of the rnnc binary (so a rebuilt rnnc never
 // runs kernels an older build generated): a warm load is
 // a dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
-// and renamed into place, so a reader sees a complete file or none.
+// and renamed into place, so a reader sees a complete file or none. A cached file that does not
+// load (truncated, damaged) is compiled again and replaced; a cache directory this process cannot
+// write to (a read-only image layer) still serves what it holds, and what it lacks is compiled
+// into a private directory of the process, removed at exit.
 //
 // Halide code compiled here runs single-threaded unless its schedule asks for parallel loops;
 // those go through halide_do_par_for, which the runtime (runtime/) routes into oneTBB so the
@@ -99,8 +102,21 @@ class HalideCache {
  private:
   void load_runtime();
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
+  // Where compiled kernels are written: the cache directory, or when this process cannot write
+  // to it, a private directory of the process's own (removed at exit).
+  std::string write_directory();
+  // The cache directory, then the process's own when it exists.
+  std::vector<std::string> search_directories() const;
+  // The path of `file` in the first search directory that holds it, else "".
+  std::string find_file(const std::string& file) const;
+  // Calls `open` on `file` in each search directory that holds it, until one opens; false when
+  // none does (a file that raises an I/O error, such as a truncated shared object, is skipped).
+  bool open_cached(const std::string& file,
+                   const std::function<void(const std::string&)>& open) const;
 
   std::string dir_;
+  std::once_flag writable_once_;
+  bool dir_writable_ = false;
   KernelTarget target_;
   std::once_flag runtime_once_;
   std::shared_ptr<void> runtime_;

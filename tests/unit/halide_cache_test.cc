@@ -6,9 +6,12 @@
 #include <HalideBuffer.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "ir/error.h"
 #include "tests/support/temp_dir.h"
@@ -26,6 +29,24 @@ HalideCache::CompileFn scale_by(float factor) {
     out.vectorize(x, 8, Halide::TailStrategy::GuardWithIf);
     compile_object(out, object, {in}, name, target);
   };
+}
+
+// Compiles through `cache` with scale_by(factor), counting the compiles in `compiles`.
+CompiledPipeline get_counted(HalideCache& cache, const std::string& key, float factor,
+                             int& compiles) {
+  return cache.get(key, [&](const std::string& o, const std::string& n, const KernelTarget& t) {
+    ++compiles;
+    scale_by(factor)(o, n, t);
+  });
+}
+
+// The files of `dir` whose names start with `prefix`.
+std::vector<std::string> files_starting(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) found.push_back(entry.path());
+  }
+  return found;
 }
 
 std::vector<float> run_scale(const CompiledPipeline& pipeline, std::vector<float> values) {
@@ -145,6 +166,104 @@ TEST(HalideCache, TargetsWithDifferentFeaturesNeverShareKernels) {
   EXPECT_FALSE(v4.get("scale by 2", scale_by(2.0f)).from_cache);
   HalideCache v3_again(dir.path(), "avx2");  // an alias: the same target, the same kernel
   EXPECT_TRUE(v3_again.get("scale by 2", scale_by(2.0f)).from_cache);
+}
+
+// A cached kernel that no longer loads (a disk that filled up, a damaged copy of a cache
+// directory) is compiled again and replaced, not an error that stops every load of the model.
+TEST(HalideCache, ACachedKernelThatDoesNotLoadIsCompiledAgain) {
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
+  int compiles = 0;
+  {
+    HalideCache cache(dir.path());
+    EXPECT_EQ(run_scale(get_counted(cache, "scale by 3", 3.0f, compiles), {1}), std::vector<float>{3});
+  }  // unloaded: a later dlopen reads the file again
+  const std::vector<std::string> kernels = files_starting(dir.path(), "rnnc_");
+  ASSERT_EQ(kernels.size(), 1u);
+  std::filesystem::resize_file(kernels[0], 100);
+  {
+    HalideCache cache(dir.path());
+    const CompiledPipeline again = get_counted(cache, "scale by 3", 3.0f, compiles);
+    EXPECT_EQ(compiles, 2);
+    EXPECT_FALSE(again.from_cache);
+    EXPECT_EQ(run_scale(again, {1, 2}), (std::vector<float>{3, 6}));
+  }
+  HalideCache cache(dir.path());  // the replaced file loads
+  EXPECT_TRUE(get_counted(cache, "scale by 3", 3.0f, compiles).from_cache);
+  EXPECT_EQ(compiles, 2);
+}
+
+TEST(HalideCache, ACachedRuntimeThatDoesNotLoadIsCompiledAgain) {
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
+  int compiles = 0;
+  {
+    HalideCache cache(dir.path());
+    get_counted(cache, "scale by 3", 3.0f, compiles);
+  }
+  const std::vector<std::string> runtimes = files_starting(dir.path(), "halide_runtime_");
+  ASSERT_EQ(runtimes.size(), 1u);
+  std::ofstream(runtimes[0], std::ios::trunc) << "not a shared object";
+  HalideCache cache(dir.path());
+  const CompiledPipeline kernel = get_counted(cache, "scale by 3", 3.0f, compiles);
+  EXPECT_TRUE(kernel.from_cache);
+  EXPECT_EQ(run_scale(kernel, {2}), std::vector<float>{6});
+  EXPECT_GT(std::filesystem::file_size(runtimes[0]), 1000u);  // replaced by a new runtime
+}
+
+// A view of a directory this process cannot write to: the directory's write permission removed
+// for a user other than root, a read-only bind mount for root (whom permissions do not stop).
+// path() is "" when neither can be made here. Undone when the object goes.
+class ReadOnlyView {
+ public:
+  ReadOnlyView(const std::string& dir, const std::string& mount_point) : dir_(dir) {
+    if (::geteuid() != 0) {
+      if (::chmod(dir.c_str(), 0555) == 0) path_ = dir;
+      return;
+    }
+    std::filesystem::create_directories(mount_point);
+    if (::mount(dir.c_str(), mount_point.c_str(), nullptr, MS_BIND, nullptr) != 0) return;
+    path_ = mount_point;
+    ::mount(nullptr, mount_point.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr);
+  }
+  ~ReadOnlyView() {
+    if (path_ == dir_) {
+      ::chmod(dir_.c_str(), 0755);
+    } else if (!path_.empty()) {
+      ::umount2(path_.c_str(), MNT_DETACH);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+// A cache directory shipped read-only (an image layer filled at build time) serves the kernels it
+// holds, and kernels it lacks are compiled into a directory of the process's own.
+TEST(HalideCache, AReadOnlyCacheServesWhatItHoldsAndCompilesTheRestElsewhere) {
+  testing::TempDir dir("rnnc_cache_test"), mount_point("rnnc_cache_view", /*create=*/false);
+  int compiles = 0;
+  {
+    HalideCache filler(dir.path());
+    get_counted(filler, "scale by 3", 3.0f, compiles);
+  }
+  const ReadOnlyView read_only(dir.path(), mount_point.path());
+  const std::string& view = read_only.path();
+  if (view.empty()) GTEST_SKIP() << "cannot make a read-only directory here";
+  ASSERT_NE(::access(view.c_str(), W_OK), 0);
+  {
+    HalideCache cache(view);
+    const CompiledPipeline held = get_counted(cache, "scale by 3", 3.0f, compiles);
+    EXPECT_TRUE(held.from_cache);
+    EXPECT_EQ(compiles, 1);
+    const CompiledPipeline lacking = get_counted(cache, "scale by 7", 7.0f, compiles);
+    EXPECT_FALSE(lacking.from_cache);
+    EXPECT_EQ(compiles, 2);
+    EXPECT_EQ(run_scale(held, {1}), std::vector<float>{3});
+    EXPECT_EQ(run_scale(lacking, {1}), std::vector<float>{7});
+    EXPECT_EQ(files_starting(view, "rnnc_").size(), 1u);  // nothing written to the cache
+    HalideCache second(view);  // a second model of the process finds the kernel it compiled
+    EXPECT_TRUE(get_counted(second, "scale by 7", 7.0f, compiles).from_cache);
+  }
 }
 
 }  // namespace
