@@ -175,7 +175,8 @@ TEST(HalideCache, ACachedKernelThatDoesNotLoadIsCompiledAgain) {
   int compiles = 0;
   {
     HalideCache cache(dir.path());
-    EXPECT_EQ(run_scale(get_counted(cache, "scale by 3", 3.0f, compiles), {1}), std::vector<float>{3});
+    EXPECT_EQ(run_scale(get_counted(cache, "scale by 3", 3.0f, compiles), {1}),
+              std::vector<float>{3});
   }  // unloaded: a later dlopen reads the file again
   const std::vector<std::string> kernels = files_starting(dir.path(), "rnnc_");
   ASSERT_EQ(kernels.size(), 1u);
