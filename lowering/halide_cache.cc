@@ -290,8 +290,9 @@ void HalideCache::load_runtime() {
   auto open = [&](const std::string& path) {
     std::shared_ptr<void> runtime = open_library(path, RTLD_NOW | RTLD_GLOBAL);
     set_handler = reinterpret_cast<SetHandler>(::dlsym(runtime.get(), "halide_set_error_handler"));
-    if (!set_handler)
+    if (!set_handler) {
       raise(ErrorKind::kIo, cat("Halide runtime '", path, "' lacks halide_set_error_handler"));
+    }
     runtime_ = std::move(runtime);
   };
   if (!open_cached(file, open)) {
@@ -372,8 +373,8 @@ CompiledPipeline HalideCache::get(const std::string& key, const CompileFn& compi
     const std::string stem = cat(dir, "/tmp-", hash, "-", unique_suffix());
     compile(stem + ".o", pipeline.function_name, target);
     run_linker(stem + ".o", stem + ".so");
-    fs::rename(stem + ".so",
-               cat(dir, "/", file));  // atomic: concurrent processes see all or nothing
+    // Atomic: concurrent processes see all or nothing.
+    fs::rename(stem + ".so", cat(dir, "/", file));
     if (keep_objects_) {
       fs::rename(stem + ".o", cat(dir, "/", pipeline.function_name, ".o"));
     } else {
