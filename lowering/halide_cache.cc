@@ -257,7 +257,8 @@ std::vector<std::string> HalideCache::search_directories() const {
 
 std::string HalideCache::find_file(const std::string& file) const {
   for (const std::string& dir : search_directories()) {
-    if (std::string path = cat(dir, "/", file); fs::exists(path)) return path;
+    std::error_code unreadable;  // a directory this process may not search holds nothing for it
+    if (std::string path = cat(dir, "/", file); fs::exists(path, unreadable)) return path;
   }
   return "";
 }
@@ -266,7 +267,8 @@ bool HalideCache::open_cached(const std::string& file,
                               const std::function<void(const std::string&)>& open) const {
   for (const std::string& dir : search_directories()) {
     const std::string path = cat(dir, "/", file);
-    if (!fs::exists(path)) continue;
+    std::error_code unreadable;
+    if (!fs::exists(path, unreadable)) continue;
     try {
       open(path);
       return true;
