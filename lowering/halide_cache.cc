@@ -159,6 +159,19 @@ ProcessKernelDirectory& process_kernel_directory() {
   return directory;
 }
 
+// Removes the temporary files of compiles that never finished (a process killed while it
+// compiled) from `dir`: tmp-* files older than an hour. A compile takes seconds, so a live one's
+// files are never that old.
+void remove_abandoned_files(const std::string& dir) {
+  std::error_code error;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().filename().string().rfind("tmp-", 0) != 0) continue;
+    std::error_code ignored;  // another process may remove it first
+    if (fs::last_write_time(it->path(), ignored) < cutoff) fs::remove(it->path(), ignored);
+  }
+}
+
 }  // namespace
 
 std::string kernel_cache_directory(const std::string& dir) {
@@ -245,7 +258,10 @@ HalideCache::HalideCache(std::string dir, std::string target)
 }
 
 std::string HalideCache::write_directory() {
-  std::call_once(writable_once_, [this] { dir_writable_ = ::access(dir_.c_str(), W_OK) == 0; });
+  std::call_once(writable_once_, [this] {
+    dir_writable_ = ::access(dir_.c_str(), W_OK) == 0;
+    if (dir_writable_) remove_abandoned_files(dir_);
+  });
   return dir_writable_ ? dir_ : process_kernel_directory().create();
 }
 

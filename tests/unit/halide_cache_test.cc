@@ -210,6 +210,25 @@ TEST(HalideCache, ACachedRuntimeThatDoesNotLoadIsCompiledAgain) {
   EXPECT_GT(std::filesystem::file_size(runtimes[0]), 1000u);  // replaced by a new runtime
 }
 
+// A compile killed halfway leaves its temporary files; the next compile into the directory
+// removes those older than an hour and leaves younger ones (a compile running in another
+// process).
+TEST(HalideCache, ACompileRemovesAbandonedTemporaryFiles) {
+  testing::TempDir dir("rnnc_cache_test");
+  const std::string abandoned = dir.path() + "/tmp-0123456789abcdef-999-1.o";
+  const std::string running = dir.path() + "/tmp-fedcba9876543210-998-2.o";
+  std::ofstream(abandoned) << "half an object";
+  std::ofstream(running) << "half an object";
+  std::filesystem::last_write_time(
+      abandoned, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  HalideCache cache(dir.path());
+  int compiles = 0;
+  get_counted(cache, "scale by 3", 3.0f, compiles);
+  EXPECT_EQ(compiles, 1);
+  EXPECT_FALSE(std::filesystem::exists(abandoned));
+  EXPECT_TRUE(std::filesystem::exists(running));
+}
+
 // A view of a directory this process cannot write to: the directory's write permission removed
 // for a user other than root, a read-only bind mount for root (whom permissions do not stop).
 // path() is "" when neither can be made here. Undone when the object goes.
