@@ -1,8 +1,11 @@
 // rnnc: the command-line front end. `rnnc <command> --help` describes each command.
+#include <unistd.h>
+
 #include <cstring>
 #include <iostream>
 
 #include "ir/error.h"
+#include "lowering/cache_location.h"
 #include "lowering/kernel_target.h"
 #include "rnnc/version.h"
 #include "tools/commands.h"
@@ -31,7 +34,8 @@ void print_usage() {
                "version, this CPU and the kernel target.\n";
 }
 
-// The version, and what kernels compiled here would use: this CPU and its kernel target.
+// The version, and what kernels compiled here would use: this CPU, its kernel target and the
+// kernel cache.
 void print_version() {
   const rnnc::HostCpu& cpu = rnnc::host_cpu();
   std::cout << "rnnc " << RNNC_VERSION_STRING << "\n"
@@ -45,6 +49,17 @@ void print_version() {
               << "schedule class: " << target.schedule_class() << "\n";
   } catch (const rnnc::Error& e) {
     std::cout << "kernel target: " << e.what() << "\n";
+  }
+  try {
+    const std::string cache = rnnc::kernel_cache_directory("");
+    std::cout << "kernel cache: " << cache;
+    if (::access(cache.c_str(), F_OK) == 0 && ::access(cache.c_str(), W_OK) != 0) {
+      std::cout << " (read-only here: kernels it lacks compile into a directory of the process's "
+                   "own, removed at exit)";
+    }
+    std::cout << "\n";
+  } catch (const rnnc::Error& e) {
+    std::cout << "kernel cache: " << e.what() << "\n";
   }
 }
 

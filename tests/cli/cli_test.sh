@@ -54,6 +54,8 @@ expect_ok "dump-dir writes every intermediate" "wrote" \
 if grep -q "LSTM '" "$tmp/dump/index.txt" 2>/dev/null; then pass; else fail "dump index lacks LSTM"; fi
 expect_ok "--version names the version, the CPU and the kernel target" "kernel target: host \\(" \
   "$rnnc" --version
+expect_ok "--version names the kernel cache" "kernel cache: $tmp/version-cache\$" \
+  env RNNC_CACHE_DIR="$tmp/version-cache" "$rnnc" --version
 for command in info run; do
   expect_ok "$command --help" "usage: rnnc $command" "$rnnc" "$command" --help
 done
