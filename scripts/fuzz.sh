@@ -2,7 +2,8 @@
 # Builds the fuzz targets with clang's libFuzzer + ASan/UBSan and runs each for a bounded time on
 # a seed corpus:
 #   fuzz_import         ONNX models, TensorProto / .npy tensors (the demo model, ONNX backend
-#                       test cases);
+#                       test cases), the IR text form and quantization configs (tests/graph_opt/
+#                       goldens, quant/configs/);
 #   fuzz_serve_request  `rnnc serve`'s request decoders: REST JSON bodies, with and without binary
 #                       data, and gRPC ModelInferRequest messages.
 #   scripts/fuzz.sh [SECONDS]      default 60, split between the two targets
@@ -23,7 +24,8 @@ run() {  # run TARGET CORPUS SECONDS
     -print_final_stats=1 "$2"
 }
 
-# fuzz_import: the first byte selects the parser: 0 model, 1 TensorProto, 2 .npy.
+# fuzz_import: the first byte selects the parser: 0 model, 1 TensorProto, 2 .npy, 3 SequenceProto,
+# 4 OptionalProto, 5 IR text, 6 quantization config.
 corpus=$build/corpus
 mkdir -p "$corpus"
 seed() { { printf "\\x$(printf %02x "$1")"; cat "$2"; } >"$corpus/$3"; }
@@ -34,6 +36,15 @@ for case in test_lstm_defaults test_gru_defaults test_if test_conv_with_strides_
   [[ -f $data/$case/model.onnx ]] && seed 0 "$data/$case/model.onnx" "$case"
   [[ -f $data/$case/test_data_set_0/input_0.pb ]] && seed 1 "$data/$case/test_data_set_0/input_0.pb" "${case}_input"
 done
+for ir in specialize dce_nested cse_nested fuse_lstm_cell canonicalize_recurrent; do
+  [[ -f $root/tests/graph_opt/$ir.ir ]] && seed 5 "$root/tests/graph_opt/$ir.ir" "ir_$ir"
+done
+for config in "$root"/quant/configs/*.json; do seed 6 "$config" "config_$(basename "$config" .json)"; done
+printf '\x06%s' '{"default": {"weights": {"bits": 8, "symmetric": true, "granularity": "row"},
+ "activations": {"bits": 8, "symmetric": false, "dynamic": true}},
+ "ops": {"GRU": {"activations": {"dynamic": false, "method": "percentile", "percentile": 99.9}}},
+ "nodes": {"/LSTM_3": {"float": true}, "/LSTM": {"weights": {"bits": 4, "method": "mse"}}},
+ "guard": {"max_error": 0.02}}' >"$corpus/config_overrides"
 run fuzz_import "$corpus" $((seconds / 2))
 
 # fuzz_serve_request: the first byte selects the form: 0 REST (all JSON), 1 REST with the next
