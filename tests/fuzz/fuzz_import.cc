@@ -1,10 +1,11 @@
 // libFuzzer target for the parsers that read untrusted bytes: ONNX models (import + inference +
 // text form), TensorProto, SequenceProto and OptionalProto .pb files, .npy files, the IR text form
-// (a model file ending in .ir) and quantization configs (JSON). The first byte picks the parser. Any rnnc::Error is an acceptable outcome; a crash, hang, leak or
-// sanitizer report is a bug.
+// (a model file ending in .ir) and quantization configs (JSON). The first byte picks the parser.
+// Any rnnc::Error is an acceptable outcome; a crash, hang, leak or sanitizer report is a bug.
 //
 // Built by scripts/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined); the same entry point
-// is replayed on deterministic mutations in the regular test suite (tests/unit/fuzz_replay_test.cc).
+// is replayed on deterministic mutations in the regular test suite
+// (tests/unit/fuzz_replay_test.cc).
 #include <cstddef>
 #include <cstdint>
 
@@ -40,7 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)rnnc::to_text(*model);
         break;
       }
-      case 6: (void)rnnc::quant::parse_config(text, "fuzz.json"); break;
+      case 6:
+        (void)rnnc::quant::parse_config(text, "fuzz.json");
+        break;
     }
   } catch (const rnnc::Error&) {
   }

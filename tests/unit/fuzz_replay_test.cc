@@ -1,7 +1,8 @@
 // Replays the fuzz target's parsers on deterministic mutations of real inputs (the demo model, a
-// backend test tensor, a .npy file, an IR text with nested graphs, a quantization config): truncations at many lengths and random byte flips. Each must
-// either load or raise an rnnc::Error - never crash, never throw anything else. The open-ended
-// coverage-guided run is scripts/fuzz.sh (libFuzzer + ASan/UBSan).
+// backend test tensor, a .npy file, an IR text with nested graphs, a quantization config):
+// truncations at many lengths and random byte flips. Each must either load or raise an rnnc::Error,
+// never crash and never throw anything else. The open-ended coverage-guided run is
+// scripts/fuzz.sh (libFuzzer + ASan/UBSan).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -62,14 +63,17 @@ TEST(FuzzReplay, IrTextMutationsNeverCrash) {
   replay_mutations(5, read_bytes(RNNC_SOURCE_DIR "/tests/graph_opt/dce_nested.ir"), 2000);
 }
 
-TEST(FuzzReplay, QuantizationConfigMutationsNeverCrash) {
-  replay_mutations(6, R"({
+// docs/quant.md's example: every section, op and node overrides.
+constexpr char kQuantizationConfig[] = R"({
   "default": {"weights": {"bits": 8, "symmetric": true, "granularity": "row"},
               "activations": {"bits": 8, "symmetric": false, "dynamic": true}},
   "ops":     {"GRU": {"activations": {"dynamic": false, "method": "percentile", "percentile": 99.9}}},
   "nodes":   {"/LSTM_3": {"float": true}, "/LSTM": {"weights": {"bits": 4, "method": "mse"}}},
   "guard":   {"max_error": 0.02}
-})", 2000);
+})";
+
+TEST(FuzzReplay, QuantizationConfigMutationsNeverCrash) {
+  replay_mutations(6, kQuantizationConfig, 2000);
 }
 
 // Inputs that once crashed a fuzz run (tests/fuzz/regressions/, raw fuzzer inputs with the
