@@ -2,6 +2,7 @@
 
 #include <Halide.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
@@ -9,10 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -159,17 +161,76 @@ ProcessKernelDirectory& process_kernel_directory() {
   return directory;
 }
 
-// Removes the temporary files of compiles that never finished (a process killed while it
-// compiled) from `dir`: tmp-* files older than an hour. A compile takes seconds, so a live one's
-// files are never that old.
-void remove_abandoned_files(const std::string& dir) {
+// Marks a cached file as just used, for tidy's order. A directory this process may not write to
+// keeps the old time: harmless, it is not trimmed by this process either.
+void mark_used(const std::string& path) { ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); }
+
+// Tidies `dir` before this process writes to it:
+// - removes the temporary files of compiles that never finished (a process killed while it
+//   compiled): tmp-* files older than an hour. A compile takes seconds, so a live one's files are
+//   never that old;
+// - when its kernels (rnnc_*, halide_runtime_*: each a shared object and maybe an object file)
+//   take more than `max_bytes`, removes the least recently used (oldest modification time: a load
+//   from the cache refreshes it) until they take at most 80% of it. Kernels of earlier rnnc builds
+//   are never used again and go first. A process that has one loaded keeps it (the mapping
+//   outlives the file); one about to load it compiles it again.
+void tidy(const std::string& dir, uint64_t max_bytes) {
+  // At most once in ten minutes per directory, whichever process comes: a directory of 40,000
+  // files takes a tenth of a second to scan.
+  const std::string stamp = dir + "/.tidied";
+  struct stat info;
+  if (::stat(stamp.c_str(), &info) == 0 && info.st_mtime > ::time(nullptr) - 600) return;
+  std::ofstream{stamp};
+  mark_used(stamp);
+
+  struct Kernel {
+    int64_t used = 0;  // the latest modification time of its files, in seconds
+    uint64_t bytes = 0;
+    std::vector<std::string> files;
+  };
+  std::map<std::string, Kernel> kernels;  // by file name without its extension
+  uint64_t total = 0;
+  const int64_t abandoned = ::time(nullptr) - 3600;
   std::error_code error;
-  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->path().filename().string().rfind("tmp-", 0) != 0) continue;
-    std::error_code ignored;  // another process may remove it first
-    if (fs::last_write_time(it->path(), ignored) < cutoff) fs::remove(it->path(), ignored);
+    const std::string name = it->path().filename().string();
+    const std::string path = it->path().string();
+    if (::stat(path.c_str(), &info) != 0) continue;  // another process removed it first
+    if (name.rfind("tmp-", 0) == 0) {
+      if (info.st_mtime < abandoned) ::unlink(path.c_str());
+      continue;
+    }
+    if (name.rfind("rnnc_", 0) != 0 && name.rfind("halide_runtime_", 0) != 0) continue;
+    Kernel& kernel = kernels[name.substr(0, name.rfind('.'))];
+    kernel.used = std::max<int64_t>(kernel.used, info.st_mtime);
+    kernel.bytes += static_cast<uint64_t>(info.st_size);
+    kernel.files.push_back(path);
+    total += static_cast<uint64_t>(info.st_size);
   }
+  if (max_bytes == 0 || total <= max_bytes) return;
+  std::vector<const Kernel*> by_use;
+  for (const auto& [stem, kernel] : kernels) by_use.push_back(&kernel);
+  std::sort(by_use.begin(), by_use.end(),
+            [](const Kernel* a, const Kernel* b) { return a->used < b->used; });
+  for (const Kernel* kernel : by_use) {
+    if (total <= max_bytes / 5 * 4) break;
+    for (const std::string& file : kernel->files) ::unlink(file.c_str());
+    total -= kernel->bytes;
+  }
+}
+
+// RNNC_CACHE_MAX_MIB: the kernel cache's bound in MiB (0: none); 2048 when unset.
+uint64_t cache_bound_bytes() {
+  const char* text = std::getenv("RNNC_CACHE_MAX_MIB");
+  if (!text || !*text) return uint64_t{2048} << 20;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long mib = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-' || mib > (uint64_t{1} << 40)) {
+    raise(ErrorKind::kInvalidInput,
+          cat("RNNC_CACHE_MAX_MIB = '", text, "': must be a whole number of MiB (0: no bound)"));
+  }
+  return static_cast<uint64_t>(mib) << 20;
 }
 
 }  // namespace
@@ -252,6 +313,7 @@ HalideCache::HalideCache(std::string dir, std::string target)
   if (const char* asserts = std::getenv("RNNC_KERNEL_ASSERTS"); asserts && *asserts) {
     kernel_asserts_ = std::string(asserts) != "0";
   }
+  max_bytes_ = cache_bound_bytes();
   std::error_code error;
   fs::create_directories(dir_, error);
   if (error) raise(ErrorKind::kIo, cat("cannot create cache directory '", dir_, "': ", error.message()));
@@ -260,7 +322,7 @@ HalideCache::HalideCache(std::string dir, std::string target)
 std::string HalideCache::write_directory() {
   std::call_once(writable_once_, [this] {
     dir_writable_ = ::access(dir_.c_str(), W_OK) == 0;
-    if (dir_writable_) remove_abandoned_files(dir_);
+    if (dir_writable_) tidy(dir_, max_bytes_);
   });
   return dir_writable_ ? dir_ : process_kernel_directory().create();
 }
@@ -287,6 +349,7 @@ bool HalideCache::open_cached(const std::string& file,
     if (!fs::exists(path, unreadable)) continue;
     try {
       open(path);
+      mark_used(path);
       return true;
     } catch (const Error& error) {
       // A file that does not load (truncated, from a disk that filled up, damaged) is compiled

@@ -11,7 +11,8 @@
 // and renamed into place, so a reader sees a complete file or none. A cached file that does not
 // load (truncated, damaged) is compiled again and replaced; a cache directory this process cannot
 // write to (a read-only image layer) still serves what it holds, and what it lacks is compiled
-// into a private directory of the process, removed at exit.
+// into a private directory of the process, removed at exit. The directory is bounded in size: the
+// least recently used kernels (those of earlier builds first) are removed beyond it.
 //
 // Halide code compiled here runs single-threaded unless its schedule asks for parallel loops;
 // those go through halide_do_par_for, which the runtime (runtime/) routes into oneTBB so the
@@ -20,6 +21,7 @@
 
 #include <HalideRuntime.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -99,6 +101,11 @@ class HalideCache {
   void set_kernel_asserts(bool on) { kernel_asserts_ = on; }
   bool kernel_asserts() const { return kernel_asserts_; }
 
+  // The bound on the kernels the cache directory keeps, in bytes (0: none): before this cache
+  // first writes to the directory, the least recently used kernels beyond it are removed (a
+  // kernel loaded from the cache counts as used then). From RNNC_CACHE_MAX_MIB, else 2 GiB.
+  void set_max_bytes(uint64_t bytes) { max_bytes_ = bytes; }
+
  private:
   void load_runtime();
   void install_do_par_for(void* do_par_for);  // the runtime is loaded
@@ -125,6 +132,7 @@ class HalideCache {
   bool keep_objects_ = false;
   bool count_overflow_ = false;
   bool kernel_asserts_ = false;
+  uint64_t max_bytes_ = 0;
 };
 
 // Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With

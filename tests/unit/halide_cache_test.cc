@@ -229,6 +229,69 @@ TEST(HalideCache, ACompileRemovesAbandonedTemporaryFiles) {
   EXPECT_TRUE(std::filesystem::exists(running));
 }
 
+// A file of `bytes` zero bytes, last modified `age` ago.
+void write_aged_file(const std::string& path, size_t bytes, std::chrono::hours age) {
+  std::ofstream(path) << std::string(bytes, '\0');
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - age);
+}
+
+// Beyond its bound, the cache removes the least recently used kernels (shared object and object
+// file together) until they take at most 80% of it; files that are not kernels stay.
+TEST(HalideCache, ABoundedCacheRemovesTheLeastRecentlyUsedKernels) {
+  testing::TempDir dir("rnnc_cache_test");
+  constexpr size_t kMiB = size_t{1} << 20;
+  const std::string oldest = dir.path() + "/rnnc_00000000000000aa";
+  const std::string older = dir.path() + "/rnnc_00000000000000bb";
+  const std::string newer = dir.path() + "/halide_runtime_00000000000000cc.so";
+  const std::string other = dir.path() + "/quantization-decision.txt";
+  write_aged_file(oldest + ".so", kMiB, std::chrono::hours(72));
+  write_aged_file(oldest + ".o", kMiB / 2, std::chrono::hours(72));
+  write_aged_file(older + ".so", kMiB, std::chrono::hours(48));
+  write_aged_file(newer, kMiB, std::chrono::hours(24));
+  write_aged_file(other, 4 * kMiB, std::chrono::hours(96));
+  HalideCache cache(dir.path());
+  cache.set_max_bytes(3 * kMiB);  // kernels take 3.5 MiB: the oldest (1.5 MiB) must go
+  int compiles = 0;
+  EXPECT_EQ(run_scale(get_counted(cache, "scale by 3", 3.0f, compiles), {1}),
+            std::vector<float>{3});
+  EXPECT_FALSE(std::filesystem::exists(oldest + ".so"));
+  EXPECT_FALSE(std::filesystem::exists(oldest + ".o"));
+  EXPECT_TRUE(std::filesystem::exists(older + ".so"));
+  EXPECT_TRUE(std::filesystem::exists(newer));
+  EXPECT_TRUE(std::filesystem::exists(other));
+}
+
+// A kernel loaded from the cache counts as just used, so the bound keeps what models load.
+TEST(HalideCache, ALoadFromTheCacheMarksTheKernelUsed) {
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
+  int compiles = 0;
+  std::string path;
+  {
+    HalideCache cache(dir.path());
+    path =
+        dir.path() + "/" + get_counted(cache, "scale by 3", 3.0f, compiles).function_name + ".so";
+  }
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::filesystem::last_write_time(path, now - std::chrono::hours(120));
+  HalideCache cache(dir.path());
+  EXPECT_TRUE(get_counted(cache, "scale by 3", 3.0f, compiles).from_cache);
+  EXPECT_GT(std::filesystem::last_write_time(path), now - std::chrono::hours(1));
+}
+
+TEST(HalideCache, ABoundThatIsNotANumberNamesTheVariable) {
+  testing::TempDir dir("rnnc_cache_test", /*create=*/false);
+  ASSERT_EQ(::setenv("RNNC_CACHE_MAX_MIB", "2GB", 1), 0);
+  try {
+    HalideCache cache(dir.path());
+    ADD_FAILURE() << "accepted RNNC_CACHE_MAX_MIB=2GB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("RNNC_CACHE_MAX_MIB = '2GB': must be a whole number"));
+  }
+  ::unsetenv("RNNC_CACHE_MAX_MIB");
+}
+
 // A view of a directory this process cannot write to: the directory's write permission removed
 // for a user other than root, a read-only bind mount for root (whom permissions do not stop).
 // path() is "" when neither can be made here. Undone when the object goes.
