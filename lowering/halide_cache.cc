@@ -172,8 +172,10 @@ void mark_used(const std::string& path) { ::utimensat(AT_FDCWD, path.c_str(), nu
 // - when its kernels (rnnc_*, halide_runtime_*: each a shared object and maybe an object file)
 //   take more than `max_bytes`, removes the least recently used (oldest modification time: a load
 //   from the cache refreshes it) until they take at most 80% of it. Kernels of earlier rnnc builds
-//   are never used again and go first. A process that has one loaded keeps it (the mapping
-//   outlives the file); one about to load it compiles it again.
+//   are never used again and go first. Kernels used within the hour stay even beyond the bound:
+//   a model being loaded (and an ahead-of-time export linking their object files) may still
+//   need them. A process that has a removed kernel loaded keeps it (the mapping outlives the
+//   file); one about to load it compiles it again.
 void tidy(const std::string& dir, uint64_t max_bytes) {
   // At most once in ten minutes per directory, whichever process comes: a directory of 40,000
   // files takes a tenth of a second to scan.
@@ -190,7 +192,7 @@ void tidy(const std::string& dir, uint64_t max_bytes) {
   };
   std::map<std::string, Kernel> kernels;  // by file name without its extension
   uint64_t total = 0;
-  const int64_t abandoned = ::time(nullptr) - 3600;
+  const int64_t abandoned = ::time(nullptr) - 3600, recent = abandoned;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
@@ -213,7 +215,7 @@ void tidy(const std::string& dir, uint64_t max_bytes) {
   std::sort(by_use.begin(), by_use.end(),
             [](const Kernel* a, const Kernel* b) { return a->used < b->used; });
   for (const Kernel* kernel : by_use) {
-    if (total <= max_bytes / 5 * 4) break;
+    if (total <= max_bytes / 5 * 4 || kernel->used >= recent) break;
     for (const std::string& file : kernel->files) ::unlink(file.c_str());
     total -= kernel->bytes;
   }
