@@ -161,63 +161,69 @@ ProcessKernelDirectory& process_kernel_directory() {
   return directory;
 }
 
-// Marks a cached file as just used, for tidy's order. A directory this process may not write to
-// keeps the old time: harmless, it is not trimmed by this process either.
+// Marks a cached file as just used, for trim_kernel_cache's order. A directory this process may not
+// write to keeps the old time: harmless, it is not trimmed by this process either.
 void mark_used(const std::string& path) { ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); }
 
-// Tidies `dir` before this process writes to it:
-// - removes the temporary files of compiles that never finished (a process killed while it
-//   compiled): tmp-* files older than an hour. A compile takes seconds, so a live one's files are
-//   never that old;
-// - when its kernels (rnnc_*, halide_runtime_*: each a shared object and maybe an object file)
-//   take more than `max_bytes`, removes the least recently used (oldest modification time: a load
-//   from the cache refreshes it) until they take at most 80% of it. Kernels of earlier rnnc builds
-//   are never used again and go first. Kernels used within the hour stay even beyond the bound:
-//   a model being loaded (and an ahead-of-time export linking their object files) may still
-//   need them. A process that has a removed kernel loaded keeps it (the mapping outlives the
-//   file); one about to load it compiles it again.
+// The kernels in `dir` (rnnc_*, halide_runtime_*: each a shared object and maybe an object file),
+// by file name without its extension.
+struct CachedKernel {
+  int64_t used = 0;  // the latest modification time of its files, in seconds
+  uint64_t bytes = 0;
+  std::vector<std::string> files;
+};
+
+// Scans `dir`, first removing the temporary files of compiles that never finished (a process
+// killed while it compiled): tmp-* files older than an hour (`all_temporary`: every one). A
+// compile takes seconds, so a live one's files are never that old.
+std::map<std::string, CachedKernel> scan_kernels(const std::string& dir, bool all_temporary) {
+  std::map<std::string, CachedKernel> kernels;
+  const int64_t abandoned = ::time(nullptr) - 3600;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    const std::string path = it->path().string();
+    struct stat info;
+    if (::stat(path.c_str(), &info) != 0) continue;  // another process removed it first
+    if (name.rfind("tmp-", 0) == 0) {
+      if (all_temporary || info.st_mtime < abandoned) ::unlink(path.c_str());
+      continue;
+    }
+    if (name.rfind("rnnc_", 0) != 0 && name.rfind("halide_runtime_", 0) != 0) continue;
+    CachedKernel& kernel = kernels[name.substr(0, name.rfind('.'))];
+    kernel.used = std::max<int64_t>(kernel.used, info.st_mtime);
+    kernel.bytes += static_cast<uint64_t>(info.st_size);
+    kernel.files.push_back(path);
+  }
+  if (error)
+    raise(ErrorKind::kIo, cat("cannot read the kernel cache '", dir, "': ", error.message()));
+  return kernels;
+}
+
+KernelCacheUsage usage_of(const std::map<std::string, CachedKernel>& kernels) {
+  KernelCacheUsage usage;
+  for (const auto& [stem, kernel] : kernels) {
+    ++usage.kernels;
+    usage.files += static_cast<int64_t>(kernel.files.size());
+    usage.bytes += kernel.bytes;
+  }
+  return usage;
+}
+
+// Tidies `dir` before this process writes to it (trim_kernel_cache), at most once in ten minutes
+// per directory, whichever process comes: a directory of 40,000 files takes a tenth of a second
+// to scan.
 void tidy(const std::string& dir, uint64_t max_bytes) {
-  // At most once in ten minutes per directory, whichever process comes: a directory of 40,000
-  // files takes a tenth of a second to scan.
   const std::string stamp = dir + "/.tidied";
   struct stat info;
   if (::stat(stamp.c_str(), &info) == 0 && info.st_mtime > ::time(nullptr) - 600) return;
   std::ofstream{stamp};
   mark_used(stamp);
-
-  struct Kernel {
-    int64_t used = 0;  // the latest modification time of its files, in seconds
-    uint64_t bytes = 0;
-    std::vector<std::string> files;
-  };
-  std::map<std::string, Kernel> kernels;  // by file name without its extension
-  uint64_t total = 0;
-  const int64_t abandoned = ::time(nullptr) - 3600, recent = abandoned;
-  std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    const std::string path = it->path().string();
-    if (::stat(path.c_str(), &info) != 0) continue;  // another process removed it first
-    if (name.rfind("tmp-", 0) == 0) {
-      if (info.st_mtime < abandoned) ::unlink(path.c_str());
-      continue;
-    }
-    if (name.rfind("rnnc_", 0) != 0 && name.rfind("halide_runtime_", 0) != 0) continue;
-    Kernel& kernel = kernels[name.substr(0, name.rfind('.'))];
-    kernel.used = std::max<int64_t>(kernel.used, info.st_mtime);
-    kernel.bytes += static_cast<uint64_t>(info.st_size);
-    kernel.files.push_back(path);
-    total += static_cast<uint64_t>(info.st_size);
-  }
-  if (max_bytes == 0 || total <= max_bytes) return;
-  std::vector<const Kernel*> by_use;
-  for (const auto& [stem, kernel] : kernels) by_use.push_back(&kernel);
-  std::sort(by_use.begin(), by_use.end(),
-            [](const Kernel* a, const Kernel* b) { return a->used < b->used; });
-  for (const Kernel* kernel : by_use) {
-    if (total <= max_bytes / 5 * 4 || kernel->used >= recent) break;
-    for (const std::string& file : kernel->files) ::unlink(file.c_str());
-    total -= kernel->bytes;
+  try {
+    trim_kernel_cache(dir, max_bytes);
+  } catch (const Error&) {
+    // A directory that cannot be listed is not tidied; the compile that follows reports what
+    // is wrong with it.
   }
 }
 
@@ -236,6 +242,39 @@ uint64_t cache_bound_bytes() {
 }
 
 }  // namespace
+
+uint64_t kernel_cache_bound() { return cache_bound_bytes(); }
+
+KernelCacheUsage kernel_cache_usage(const std::string& dir) {
+  return usage_of(scan_kernels(dir, /*all_temporary=*/false));
+}
+
+KernelCacheUsage trim_kernel_cache(const std::string& dir, uint64_t max_bytes) {
+  std::map<std::string, CachedKernel> kernels = scan_kernels(dir, /*all_temporary=*/false);
+  KernelCacheUsage usage = usage_of(kernels);
+  if (max_bytes == 0 || usage.bytes <= max_bytes) return usage;
+  std::vector<const CachedKernel*> by_use;
+  for (const auto& [stem, kernel] : kernels) by_use.push_back(&kernel);
+  std::sort(by_use.begin(), by_use.end(),
+            [](const CachedKernel* a, const CachedKernel* b) { return a->used < b->used; });
+  const int64_t recent = ::time(nullptr) - 3600;
+  for (const CachedKernel* kernel : by_use) {
+    if (usage.bytes <= max_bytes / 5 * 4 || kernel->used >= recent) break;
+    for (const std::string& file : kernel->files) ::unlink(file.c_str());
+    --usage.kernels;
+    usage.files -= static_cast<int64_t>(kernel->files.size());
+    usage.bytes -= kernel->bytes;
+  }
+  return usage;
+}
+
+KernelCacheUsage clear_kernel_cache(const std::string& dir) {
+  std::map<std::string, CachedKernel> kernels = scan_kernels(dir, /*all_temporary=*/true);
+  for (const auto& [stem, kernel] : kernels) {
+    for (const std::string& file : kernel.files) ::unlink(file.c_str());
+  }
+  return usage_of(kernels);
+}
 
 std::string kernel_cache_directory(const std::string& dir) {
   return dir.empty() ? default_directory() : dir;

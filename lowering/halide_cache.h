@@ -135,6 +135,26 @@ class HalideCache {
   uint64_t max_bytes_ = 0;
 };
 
+// The kernels a cache directory holds (each a shared object and maybe its object file).
+struct KernelCacheUsage {
+  int64_t kernels = 0;
+  int64_t files = 0;
+  uint64_t bytes = 0;
+};
+// RNNC_CACHE_MAX_MIB in bytes (0: no bound), else 2 GiB; kInvalidInput naming it when malformed.
+uint64_t kernel_cache_bound();
+// What the kernels in `dir` take (kIo if it cannot be listed).
+KernelCacheUsage kernel_cache_usage(const std::string& dir);
+// What a HalideCache does before it first writes to `dir` (at most once in ten minutes per
+// directory), done now: removes the temporary files of compiles killed halfway (tmp-* an hour
+// old) and, while the kernels take more than `max_bytes` (0: no bound), the least recently used
+// (oldest modification time; a load from the cache refreshes it) down to 80% of it, keeping those
+// used within the hour. Returns what is left.
+KernelCacheUsage trim_kernel_cache(const std::string& dir, uint64_t max_bytes);
+// Removes every kernel and temporary file from `dir`; returns what was removed. A process that
+// has a removed kernel loaded keeps running it; a later load compiles it again.
+KernelCacheUsage clear_kernel_cache(const std::string& dir);
+
 // Compiles `pipeline` to a Halide object file (what a HalideCache::CompileFn writes). With
 // RNNC_DUMP_HALIDE=dir set, also writes dir/<function_name>.stmt (the lowered statement) and .s
 // (the assembly), for reading what a schedule became.

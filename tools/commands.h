@@ -13,5 +13,6 @@ extern const Command kCompileCommand;
 extern const Command kQuantizeCommand;
 extern const Command kServeCommand;
 extern const Command kStreamsCommand;
+extern const Command kCacheCommand;
 
 }  // namespace rnnc::cli

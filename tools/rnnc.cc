@@ -21,6 +21,7 @@ const rnnc::cli::Command* const kCommands[] = {
     &rnnc::cli::kQuantizeCommand,
     &rnnc::cli::kStreamsCommand,
     &rnnc::cli::kServeCommand,
+    &rnnc::cli::kCacheCommand,
 };
 
 void print_usage() {

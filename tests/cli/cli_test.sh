@@ -56,6 +56,31 @@ expect_ok "--version names the version, the CPU and the kernel target" "kernel t
   "$rnnc" --version
 expect_ok "--version names the kernel cache" "kernel cache: $tmp/version-cache\$" \
   env RNNC_CACHE_DIR="$tmp/version-cache" "$rnnc" --version
+
+# rnnc cache: what the kernels take; --trim applies RNNC_CACHE_MAX_MIB (least recently used first,
+# kernels used within the hour kept), --clear removes every kernel and leaves other files.
+cache=$tmp/kernel-cache
+"$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=3 --dim batch=1 --cache-dir "$cache" >/dev/null
+expect_ok "cache reports what the kernels take" "holds: [1-9][0-9]* kernels \([0-9]+ files\), [0-9.]+ MiB" \
+  "$rnnc" cache --cache-dir "$cache"
+head -c 3145728 /dev/zero >"$cache/rnnc_00000000000000aa.so" && touch -d "3 days ago" "$cache/rnnc_00000000000000aa.so"
+head -c 3145728 /dev/zero >"$cache/rnnc_00000000000000bb.so" && touch -d "2 days ago" "$cache/rnnc_00000000000000bb.so"
+echo keep >"$cache/notes.txt"
+expect_ok "cache --trim removes the least recently used beyond the bound" "bound: 5 MiB" \
+  env RNNC_CACHE_MAX_MIB=5 "$rnnc" cache --cache-dir "$cache" --trim
+if [[ ! -e $cache/rnnc_00000000000000aa.so && -e $cache/rnnc_00000000000000bb.so ]] &&
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=3 --dim batch=1 --cache-dir "$cache" >/dev/null; then
+  pass
+else
+  fail "cache --trim: expected the 3-day-old kernel gone, the 2-day-old one kept and the model to run"
+fi
+expect_ok "cache --clear removes every kernel" "removed: [1-9][0-9]* kernels" \
+  "$rnnc" cache --cache-dir "$cache" --clear
+if [[ -z $(ls "$cache" | grep -E '^(rnnc_|halide_runtime_)') && -e $cache/notes.txt ]]; then pass; else
+  fail "cache --clear left kernels or removed other files: $(ls "$cache")"
+fi
+expect_error "cache with a bound that is not a number" "RNNC_CACHE_MAX_MIB = 'lots': must be a whole number" \
+  env RNNC_CACHE_MAX_MIB=lots "$rnnc" cache --cache-dir "$cache"
 for command in info run; do
   expect_ok "$command --help" "usage: rnnc $command" "$rnnc" "$command" --help
 done
