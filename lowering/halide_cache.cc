@@ -211,8 +211,8 @@ KernelCacheUsage usage_of(const std::map<std::string, CachedKernel>& kernels) {
 }
 
 // Tidies `dir` before this process writes to it (trim_kernel_cache), at most once in ten minutes
-// per directory, whichever process comes: a directory of 40,000 files takes a tenth of a second
-// to scan.
+// per directory, whichever process comes: the scan stats every file of a directory that may hold
+// tens of thousands (docs/measurements.md, "Kernel cache scan").
 void tidy(const std::string& dir, uint64_t max_bytes) {
   const std::string stamp = dir + "/.tidied";
   struct stat info;
