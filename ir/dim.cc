@@ -163,4 +163,9 @@ Shape shape_from_values(const std::vector<int64_t>& values) {
   return Shape(values.begin(), values.end());
 }
 
+bool is_symbol_text(const std::string& text) {
+  if (text.empty() || text == "?" || (text[0] >= '0' && text[0] <= '9')) return false;
+  return text.find_first_of(" +-*/%()") == std::string::npos;
+}
+
 }  // namespace rnnc

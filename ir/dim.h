@@ -57,4 +57,8 @@ bool shape_is_known(const Shape& shape);
 std::vector<int64_t> shape_values(const Shape& shape);  // requires shape_is_known
 Shape shape_from_values(const std::vector<int64_t>& values);
 
+// Whether `text`, a Dim's to_string() (the public TensorInfo::dims form), names one symbol
+// ("batch"), not a size, "?" or an expression ("2*batch", "seq + 1").
+bool is_symbol_text(const std::string& text);
+
 }  // namespace rnnc

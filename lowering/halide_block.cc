@@ -287,14 +287,6 @@ struct ShapeMemo : BlockRunState {
 };
 
 // The Halide buffer of `tensor` over dims bound by bind_dims.
-bool same_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k] != b[k]) return false;
-  }
-  return true;
-}
-
 halide_buffer_t buffer_over(const Tensor& tensor, const OperandView& view,
                             halide_dimension_t* dims) {
   halide_buffer_t buffer = {};
@@ -342,7 +334,7 @@ void HalideBlock::run(BlockIO& io) const {
   bool same = memo.valid && memo.argument_shapes.size() == tensors.size();
   for (size_t a = 0; same && a < tensors.size(); ++a) {
     same = tensors[a].dtype() == memo.argument_types[a] &&
-           same_dims(tensors[a].shape(), memo.argument_shapes[a]);
+           tensors[a].shape() == memo.argument_shapes[a];
   }
   if (!same) {
     // Checks and binds the shapes once; a run with the same shapes only sets the data pointers.

@@ -634,10 +634,9 @@ std::vector<int64_t> InputChecker::zero_state_shape(size_t index, const std::str
     agrees = shape[k] < 0 || shape[k] == (*carried)[k];
   }
   if (agrees) return *carried;
-  const std::string decided_by = cat("the other inputs nor by the shape of state output '",
-                                     output, "' for them");
   raise_invalid_input(cat("state input '", check.name, "' (", check.type_text, "): dim ", undecided,
-                          " is decided neither by ", decided_by, "; pass '", check.name,
+                          " is decided neither by the other inputs nor by the shape of state "
+                          "output '", output, "' for them; pass '", check.name,
                           "' explicitly on the first run"));
 }
 

@@ -22,6 +22,7 @@
 #include <set>
 #include <thread>
 
+#include "ir/dim.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
 #include "rnnc/rnnc.h"
@@ -34,12 +35,6 @@ namespace rnnc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A dim text that names one symbol ("batch"), not a size, "?" or an expression ("2*batch").
-bool is_symbol(const std::string& dim) {
-  if (dim.empty() || dim == "?" || (dim[0] >= '0' && dim[0] <= '9')) return false;
-  return dim.find_first_of(" +-*/%()") == std::string::npos;
-}
 
 // Copies `rows` rows from row `from` of `source` (null: zeros) to row `to` of `target`: both are
 // row-major tensors whose batch axis has `source_rows` / `target_rows` rows, `outer` the product of
@@ -242,7 +237,7 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
     if (!state_pairs.empty() && slots[s].pair < 0) continue;
     std::set<std::string> symbols;
     for (const std::string& dim : inputs[s].dims) {
-      if (is_symbol(dim)) symbols.insert(dim);
+      if (is_symbol_text(dim)) symbols.insert(dim);
     }
     if (first) {
       candidates = symbols;
@@ -311,7 +306,7 @@ StreamBatcher::Impl::Impl(std::shared_ptr<const CompiledModel> model_in,
   bool own_state_dims = !state_pairs.empty() && candidates.empty();
   for (const auto& [output, slot] : state_pairs) {
     bool symbolic = false;
-    for (const std::string& dim : inputs[slot].dims) symbolic = symbolic || is_symbol(dim);
+    for (const std::string& dim : inputs[slot].dims) symbolic = symbolic || is_symbol_text(dim);
     own_state_dims = own_state_dims && symbolic;
   }
   auto defer_or_raise = [&](const std::string& message) {
@@ -369,7 +364,7 @@ void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
   for (size_t s = 0; s < slots.size(); ++s) {
     if (slots[s].pair >= 0) continue;
     for (const std::string& dim : infos[s].dims) {
-      const int symbol = is_symbol(dim) ? checker.symbol_index(dim) : -1;
+      const int symbol = is_symbol_text(dim) ? checker.symbol_index(dim) : -1;
       if (symbol >= 0 && checker.bound()[static_cast<size_t>(symbol)] >= 1) candidates.insert(dim);
     }
   }
@@ -377,7 +372,7 @@ void StreamBatcher::Impl::resolve_axes(const InputChecker& checker,
   std::vector<std::pair<int, int64_t>> unbound;
   for (const auto& [output, slot] : state_pairs) {
     for (const std::string& dim : infos[slot].dims) {
-      const int symbol = is_symbol(dim) ? checker.symbol_index(dim) : -1;
+      const int symbol = is_symbol_text(dim) ? checker.symbol_index(dim) : -1;
       if (symbol >= 0 && !candidates.count(dim)) unbound.emplace_back(symbol, -1);
     }
   }

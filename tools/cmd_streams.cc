@@ -6,7 +6,6 @@
 // every stream kept up (each chunk done before the stream's next one was released).
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -19,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ir/dim.h"
 #include "ir/error.h"
 #include "ir/npy.h"
 #include "rnnc/rnnc.h"
@@ -393,10 +393,8 @@ int run_streams(const Parsed& args) {
       const int axis = batch_axes.at(info.name);
       for (size_t k = 0; k < info.dims.size(); ++k) {
         const std::string& dim = info.dims[k];
-        const bool symbol =
-            !dim.empty() && dim != "?" && !std::isdigit(static_cast<unsigned char>(dim[0]));
         const bool batch =
-            from_first_chunk ? symbol && dim != time_dim : static_cast<int>(k) == axis;
+            from_first_chunk ? is_symbol_text(dim) && dim != time_dim : static_cast<int>(k) == axis;
         if (!batch || dims.count(dim)) continue;
         dims[dim] = 1;
         if (from_first_chunk) {

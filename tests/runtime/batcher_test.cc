@@ -279,7 +279,8 @@ TEST(StreamBatcher, AxesTheDimNamesLeaveOpenComeFromTheFirstChunk) {
   }
   run_streams(streams, kBatchTiled);
   StreamBatcher batcher(streams.model);
-  Chunk chunk = streams.make_chunk(*std::make_unique<std::mt19937>(1));
+  std::mt19937 rng(1);
+  Chunk chunk = streams.make_chunk(rng);
   batcher.open_stream().run(streams.inputs(chunk));
   const std::map<std::string, int> expected = {{"x", 1},   {"h", 1},   {"y", 2},
                                                {"y_h", 1}, {"rnn.initial_c", 1},

@@ -35,5 +35,15 @@ TEST(Dim, EvaluatesWithBindings) {
   EXPECT_FALSE(d.evaluate({{"batch", 1}}).has_value());
 }
 
+// The printed form tells one symbol from sizes, unknowns and expressions (TensorInfo::dims).
+TEST(Dim, PrintedSymbolsAreTold) {
+  EXPECT_TRUE(is_symbol_text(Dim::symbol("input_dim0").to_string()));
+  EXPECT_FALSE(is_symbol_text(Dim(512).to_string()));
+  EXPECT_FALSE(is_symbol_text(Dim::unknown().to_string()));
+  EXPECT_FALSE(is_symbol_text((Dim::symbol("seq") * Dim(2)).to_string()));
+  EXPECT_FALSE(is_symbol_text((Dim::symbol("seq") - Dim(1)).to_string()));
+  EXPECT_FALSE(is_symbol_text((Dim::symbol("seq") * Dim::symbol("batch")).to_string()));
+}
+
 }  // namespace
 }  // namespace rnnc
