@@ -46,7 +46,7 @@ const std::vector<int64_t> kConvCacheShape = {1, kChannels, kPast, kBins};
 const std::vector<int64_t> kGruCacheShape = {kGroups, 1, kEncodedBins, kHidden};
 
 std::string model_path(const std::string& form) {
-  return std::string(RNNC_MODELS_DIR) + "/enhance_" + form + ".onnx";
+  return std::string(RNNC_ENHANCEMENT_DIR) + "/enhance_" + form + ".onnx";
 }
 
 int64_t numel(const std::vector<int64_t>& shape) {
