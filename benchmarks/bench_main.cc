@@ -852,6 +852,10 @@ int bench_main(int argc, char** argv) {
              "after each series of its runs, past its idle workers' spin");
     meta.set("rnnc_engine", RnncEngine().name());
     meta.set("cpu", cpu_model());
+    // The report tells AMD's Zen generations apart by these (benchmarks/report.py cpu_kind).
+    meta.set("cpu_vendor", host_cpu().vendor);
+    meta.set("cpu_family", static_cast<int64_t>(host_cpu().family));
+    meta.set("cpu_model_number", static_cast<int64_t>(host_cpu().model));
     meta.set("kernel_target", cat(kernel_target.name, " (", kernel_target.features.to_string(),
                                   "; tuned for ", kernel_target.tune_cpu, ")"));
     meta.set("l2_bytes_per_core", host_cpu().l2_bytes_per_core);

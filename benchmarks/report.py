@@ -2,7 +2,7 @@
 """Turns one benchmark run into the committed docs: merges rnnc_bench's JSON (rnnc and ONNX
 Runtime, same process) with torch_runner.py's JSON (PyTorch) into docs/benchmarks-<cpu>.json,
 writes the tables as the run's CPU section of docs/benchmarks.md and a speedup-over-ONNX-Runtime
-bar chart to docs/benchmarks-<cpu>.png. <cpu> names the CPU kind (cpu_kind below: "amd-epyc",
+bar chart to docs/benchmarks-<cpu>.png. <cpu> names the CPU kind (cpu_kind below: "amd-epyc-zen-4",
 "intel-xeon"); a run replaces its own CPU's section and keeps the other CPUs' sections and the
 sections other tools measured (after KEPT_MARKER), so the report holds the latest run per CPU.
 
@@ -394,7 +394,8 @@ def main():
                                                      median(result["onnxruntime"])),
             })
     os.makedirs(args.out_dir, exist_ok=True)
-    title, slug = cpu_kind(meta["cpu"])
+    title, slug = cpu_kind(meta["cpu"], meta.get("cpu_vendor", ""), meta.get("cpu_family", -1),
+                           meta.get("cpu_model_number", -1))
     with open(os.path.join(args.out_dir, f"benchmarks-{slug}.json"), "w") as f:
         json.dump({"rnnc_bench": bench, "torch": torch_data, "ratios": merged_rows}, f, indent=1)
         f.write("\n")
@@ -713,20 +714,64 @@ HEADER = """# Benchmarks: rnnc against ONNX Runtime and PyTorch
 
 One section per CPU kind, each the latest `scripts/bench.sh` run on that CPU: a run rewrites its
 own CPU's section and keeps the others, so figures from different CPUs sit side by side but come
-from different sittings (compare ratios within a section, not times across sections). Sections
+from different sittings (compare ratios within a section, not times across sections). The AMD
+EPYC guests all report the model name "AMD EPYC"; their sections are told apart by Zen
+generation (CPUID family and model), whose clocks, caches and 512-bit datapaths differ. Sections
 measured by other tools follow the CPU sections.
 """
 
 
-def cpu_kind(model_name):
-    """The CPU kind a /proc/cpuinfo model name belongs to, as (title, slug): "Intel(R) Xeon(R)
-    Processor" is ("Intel Xeon", "intel-xeon"), "AMD EPYC 9B14" ("AMD EPYC 9B14", "amd-epyc-9b14")."""
+# AMD's display family and model ranges of each Zen generation (AMD's processor programming
+# references): the cloud guests' model name ("AMD EPYC") does not tell Zen 4 from Zen 5, whose
+# 512-bit datapaths and clocks differ, so their reports are kept apart.
+AMD_MICROARCHITECTURES = [
+    (25, range(0x00, 0x10), "Zen 3"), (25, range(0x20, 0x30), "Zen 3"),
+    (25, range(0x40, 0x60), "Zen 3"), (25, range(0x10, 0x20), "Zen 4"),
+    (25, range(0x60, 0x80), "Zen 4"), (25, range(0xa0, 0xb0), "Zen 4"),
+    (26, range(0x00, 0x100), "Zen 5"),
+]
+
+
+def microarchitecture(vendor, family, model):
+    """The AMD Zen generation of a CPUID display family and model, or None (other vendors: their
+    model names already tell the kinds this project runs on apart)."""
+    if vendor != "AuthenticAMD":
+        return None
+    for fam, models, name in AMD_MICROARCHITECTURES:
+        if family == fam and model in models:
+            return name
+    return None
+
+
+def host_cpu_fields(cpuinfo="/proc/cpuinfo"):
+    """(model name, vendor, family, model) of the first CPU in /proc/cpuinfo."""
+    fields = {}
+    with open(cpuinfo) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "vendor_id", "cpu family", "model") and key not in fields:
+                fields[key] = value.strip()
+            if not line.strip() and fields:
+                break
+    number = lambda key: int(fields[key]) if fields.get(key, "").isdigit() else -1
+    return (fields.get("model name", "unknown"), fields.get("vendor_id", ""), number("cpu family"),
+            number("model"))
+
+
+def cpu_kind(model_name, vendor="", family=-1, model=-1):
+    """The CPU kind a /proc/cpuinfo model name (and, for AMD, its family and model) belongs to, as
+    (title, slug): "Intel(R) Xeon(R) Processor" is ("Intel Xeon", "intel-xeon"); "AMD EPYC" of
+    family 25 model 17 ("AMD EPYC (Zen 4)", "amd-epyc-zen-4")."""
     words = []
     for word in model_name.replace("(R)", " ").replace("(TM)", " ").split():
         if word in ("@", "CPU", "Processor") or word.endswith("GHz"):
             continue
         words.append(word)
     title = " ".join(words) or "unknown CPU"
+    generation = microarchitecture(vendor, family, model)
+    if generation:
+        title += f" ({generation})"
     slug = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-")
     return title, "-".join(part for part in slug.split("-") if part)
 

@@ -7,7 +7,8 @@
 #                               start of the run); other CPUs' sections are kept (report.py)
 #   docs/benchmarks-<cpu>.json  the raw results of both runs plus the derived ratios
 #   docs/benchmarks-<cpu>.png   speedup over ONNX Runtime per workload
-# <cpu> is the CPU kind from /proc/cpuinfo's model name: amd-epyc, intel-xeon, ...
+# <cpu> is the CPU kind: /proc/cpuinfo's model name, with the Zen generation for AMD (CPUID family
+# and model): amd-epyc-zen-4, amd-epyc-zen-5, intel-xeon, ...
 #   scripts/bench.sh      from the repository root or anywhere
 # Environment: BUILD_DIR (default build-bench), MODELS_DIR (default build/models), THREADS
 # (default 1,2), BUDGET (timed seconds per engine per workload, default 1.5), ROUNDS (timing rounds

@@ -30,9 +30,11 @@ if [[ ! -f "$model" ]]; then
   /usr/bin/python3 "$root/models/make_workloads.py" --out "$models" >/dev/null
 fi
 rnnc=$build/tools/rnnc
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-slug=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import report
-print(report.cpu_kind(sys.argv[2])[1])" "$root/benchmarks" "$cpu")
+# The CPU kind's title ("AMD EPYC (Zen 4)") and slug, as benchmarks/report.py names them.
+kind=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import report
+print('\t'.join(report.cpu_kind(*report.host_cpu_fields())))" "$root/benchmarks")
+cpu=${kind%%$'\t'*}
+slug=${kind##*$'\t'}
 out=${OUT:-$build/streams-$slug}
 mkdir -p "$out"
 

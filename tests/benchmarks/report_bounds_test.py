@@ -13,6 +13,7 @@ replaces its first), named JSON files per CPU, and the other tools' sections aft
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -31,6 +32,9 @@ def render(report_py, bench, workloads, out_dir):
 
 def main():
     report_py, bench_json, workloads, out_dir = sys.argv[1:5]
+    # report.py keeps the other CPUs' sections of the file it writes: an earlier run's files
+    # would be read as this run's.
+    shutil.rmtree(out_dir, ignore_errors=True)
     with open(bench_json) as f:
         bench = json.load(f)
     bounds = bench.get("machine_bounds")
@@ -160,23 +164,31 @@ def check_cpu_sections(report_py, bench, workloads, out_dir):
             "## Stream batcher\n\nkept text\n")
     with open(os.path.join(shared, "benchmarks.md"), "w") as f:
         f.write(kept)
-    runs = [("AMD EPYC", "2026-01-01T00:00:00Z"), ("Intel(R) Xeon(R) Processor", "2026-01-02T00:00:00Z"),
-            ("AMD EPYC", "2026-01-03T00:00:00Z")]
-    for cpu, date in runs:
-        bench["meta"]["cpu"], bench["meta"]["date_utc"] = cpu, date
+    # AMD's guests all read "AMD EPYC": CPUID's family and model tell Zen 4 from Zen 5.
+    runs = [("AMD EPYC", "AuthenticAMD", 25, 17, "2026-01-01T00:00:00Z"),
+            ("Intel(R) Xeon(R) Processor", "GenuineIntel", 6, 143, "2026-01-02T00:00:00Z"),
+            ("AMD EPYC", "AuthenticAMD", 25, 17, "2026-01-03T00:00:00Z"),
+            ("AMD EPYC", "AuthenticAMD", 26, 2, "2026-01-04T00:00:00Z")]
+    for cpu, vendor, family, model, date in runs:
+        bench["meta"].update(cpu=cpu, cpu_vendor=vendor, cpu_family=family,
+                             cpu_model_number=model, date_utc=date)
         path = os.path.join(out_dir, "cpu.json")
         with open(path, "w") as f:
             json.dump(bench, f)
         markdown = render(report_py, path, workloads, shared)
-    for heading, count in (("\n## AMD EPYC\n", 1), ("\n## Intel Xeon\n", 1),
+    for heading, count in (("\n## AMD EPYC (Zen 4)\n", 1), ("\n## AMD EPYC (Zen 5)\n", 1),
+                           ("\n## Intel Xeon\n", 1), ("2026-01-04T00:00:00Z", 1),
                            ("2026-01-03T00:00:00Z", 1), ("2026-01-02T00:00:00Z", 1),
                            ("2026-01-01T00:00:00Z", 0), ("# Benchmarks:", 1)):
         if markdown.count(heading) != count:
             fail(f"CPU sections: {heading.strip()!r} appears {markdown.count(heading)} times, "
                  f"expected {count}")
-    if not markdown.endswith(kept) or markdown.index("## AMD EPYC") > markdown.index("## Intel Xeon"):
+    order = [markdown.index(h) for h in ("## AMD EPYC (Zen 4)", "## AMD EPYC (Zen 5)",
+                                          "## Intel Xeon")]
+    if not markdown.endswith(kept) or order != sorted(order):
         fail("CPU sections: the other tools' sections moved or the CPU sections are out of order")
-    for name in ("benchmarks-amd-epyc.json", "benchmarks-intel-xeon.json"):
+    for name in ("benchmarks-amd-epyc-zen-4.json", "benchmarks-amd-epyc-zen-5.json",
+                 "benchmarks-intel-xeon.json"):
         if not os.path.exists(os.path.join(shared, name)):
             fail(f"CPU sections: {name} was not written")
 
