@@ -677,6 +677,7 @@ rn_recurrent RecurrentBlock::compiled_loop() const {
   loop.batch_tile = batched_schedule_.batch_tile;
   loop.wt_panel = projection_panel(schedule_);
   loop.alternate_tiles = schedule_.alternate_tiles;
+  loop.xw_chunk_bytes = schedule_.xw_chunk_bytes;
   if (first.quant) {
     loop.quantized = 1;
     loop.weight_bits = first.quant->wide_operands() ? 16 : 8;

@@ -3,6 +3,8 @@
 #include <Halide.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 #include "ir/error.h"
 #include "lowering/recurrent_pipelines.h"
@@ -205,6 +207,21 @@ constexpr double kMaxExtraPadding = 1.15;
 // an LSTM of 32 units over 128 inputs).
 constexpr int64_t kParallelProjectionWeights = 16384;
 
+// Half of L2 keeps a chunk's XW rows there beside R and the state. RNNC_XW_CHUNK_KIB overrides
+// it (0: every run projects at once), for measurements and the tests that compare both.
+int64_t xw_chunk_bytes(const KernelTarget& target) {
+  const char* text = std::getenv("RNNC_XW_CHUNK_KIB");
+  if (!text || !*text) return target.l2_bytes / 2;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long kib = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-' || kib > (uint64_t{1} << 30)) {
+    raise_invalid_input(
+        cat("RNNC_XW_CHUNK_KIB = '", text, "': must be a whole number of KiB (0: no chunks)"));
+  }
+  return static_cast<int64_t>(kib) << 10;
+}
+
 }  // namespace
 
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const KernelTarget& target,
@@ -260,6 +277,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
     schedule.gemm_rows = row->streamed_rows;
     schedule.gemm_rows_exact = 0;
   }
+  schedule.xw_chunk_bytes = xw_chunk_bytes(target);
   const double weight_bits = cell.quant ? cell.quant->state_widths.storage_bits : 32;
   schedule.step_weight_bytes =
       weight_bits / 8 * gates * schedule.padded_hidden * static_cast<double>(hidden);

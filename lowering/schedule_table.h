@@ -135,6 +135,11 @@ struct RecurrentSchedule {
   // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
   bool alternate_tiles = false;
   int step_k_split = 1;  // the quantized step's dot products as this many partial sums
+  // A whole run whose XW rows (4 * gates * Hp bytes per entry and step) take more than this
+  // projects them in chunks of steps of at most this size, each stepped right after it is
+  // projected, so the steps read their rows from L2 rather than L3 (half the target's L2, or
+  // RNNC_XW_CHUNK_KIB; a loop parameter, not part of the kernels' key).
+  int64_t xw_chunk_bytes = 0;
 
   std::string key() const;
 };

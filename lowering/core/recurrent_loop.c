@@ -227,21 +227,13 @@ static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recur
   return rn_recurrent_project(layer, d, state, rows, t_begin * batch, (t_end - t_begin) * batch);
 }
 
-RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurrent_state* state,
-                                     int64_t step_begin, int64_t step_end) {
+/* Steps [step_begin, step_end) of direction d, their XW rows projected. */
+static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                         int64_t step_begin, int64_t step_end) {
   const rn_recurrent_direction* part = &layer->dir[d];
   const int64_t seq = layer->seq, batch = layer->batch, hidden = layer->hidden;
   const int64_t padded = layer->padded, tile = layer->tile, tiles = padded / tile;
   const int64_t g = layer->gates, n = g * padded, pb = state->padded_batch;
-  if (step_end > layer->steps) step_end = layer->steps;
-  if (step_begin >= step_end) return 0;
-
-  /* A whole run projects every row (a reverse direction or short entries read rows out of
-   * order); a chunk its own time rows. */
-  const int status = step_begin == 0 && step_end == layer->steps
-                         ? rn_recurrent_project_steps(layer, d, state, 0, seq)
-                         : rn_recurrent_project_steps(layer, d, state, step_begin, step_end);
-  if (status != 0) return status;
 
   /* XW's rows are X's rows, dense in X's axis order. */
   const int seq_outer = rn_loop_seq_outer(layer);
@@ -344,6 +336,54 @@ RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurr
     }
   }
   state->current = current;
+  return 0;
+}
+
+/* Projects the time rows that steps [step_begin, step_end) read, every entry at full length:
+ * step s reads time s, or seq - 1 - s in a reverse direction. */
+static int rn_loop_project_range(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                 int64_t step_begin, int64_t step_end) {
+  if (layer->dir[d].reverse) {
+    return rn_recurrent_project_steps(layer, d, state, layer->seq - step_end,
+                                      layer->seq - step_begin);
+  }
+  return rn_recurrent_project_steps(layer, d, state, step_begin, step_end);
+}
+
+/* Steps per projected chunk of a whole run: all of them, unless their XW rows exceed
+ * xw_chunk_bytes and a chunk's rows are its steps' time rows (every entry at full length, X
+ * seq-outer). Rows projected just before they are stepped are read from L2; a whole run's XW
+ * beyond L2 would be read back from L3 at every step. */
+static int64_t rn_loop_chunk_steps(const rn_recurrent* layer) {
+  const int64_t step_bytes = 4 * layer->gates * layer->padded * layer->batch;
+  if (layer->xw_chunk_bytes <= 0 || step_bytes * layer->steps <= layer->xw_chunk_bytes ||
+      !rn_loop_seq_outer(layer) || rn_recurrent_has_short_entry(layer)) {
+    return layer->steps;
+  }
+  const int64_t steps = layer->xw_chunk_bytes / step_bytes;
+  return steps > 1 ? steps : 1;
+}
+
+RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                     int64_t step_begin, int64_t step_end) {
+  if (step_end > layer->steps) step_end = layer->steps;
+  if (step_begin >= step_end) return 0;
+  if (step_begin > 0 || step_end < layer->steps) {
+    const int status = rn_loop_project_range(layer, d, state, step_begin, step_end);
+    return status != 0 ? status : rn_loop_steps(layer, d, state, step_begin, step_end);
+  }
+  const int64_t chunk = rn_loop_chunk_steps(layer);
+  if (chunk >= step_end) {
+    /* Every row (a reverse direction or short entries read rows out of order). */
+    const int status = rn_recurrent_project_steps(layer, d, state, 0, layer->seq);
+    return status != 0 ? status : rn_loop_steps(layer, d, state, 0, step_end);
+  }
+  for (int64_t s = 0; s < step_end; s += chunk) {
+    const int64_t end = s + chunk < step_end ? s + chunk : step_end;
+    int status = rn_loop_project_range(layer, d, state, s, end);
+    if (status == 0) status = rn_loop_steps(layer, d, state, s, end);
+    if (status != 0) return status;
+  }
   return 0;
 }
 

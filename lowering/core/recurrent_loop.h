@@ -6,6 +6,7 @@
  * weight file and the driver's buffers. Per direction:
  *
  *   XW = projection(X, Wt, bias)                 rows of X, dense in X's (seq, batch) order
+ *                                                (large runs: per chunk of steps, see advance)
  *   for s in steps:  step_time[b] = s, len_b - 1 - s (reverse) or -1 (past len_b)
  *                    h', c' = step(R, XW, step_time, h, c)      double-buffered state
  *                    Y[step_time[b], d, b] = h'[b]
@@ -56,6 +57,7 @@ typedef struct rn_recurrent {
   int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
   int64_t wt_panel;         /* columns per panel of Wt / wq (projection_panel) */
   int alternate_tiles;      /* odd steps walk the hidden tiles backwards */
+  int64_t xw_chunk_bytes;   /* a whole run's XW rows over this: projected in chunks (0: at once) */
   int quantized;            /* integer products: wq, rq, scales, column sums */
   int weight_bits;          /* 8 or 16 */
   int zero_points;          /* w_zero and r_zero are passed */
@@ -118,8 +120,10 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
                                     rn_recurrent_state* state);
 
 /* Steps [step_begin, step_end) of direction d (clamped to layer->steps), after projecting the rows
- * they read: every row when the range is the whole run, else the range's time rows (forward, full
- * lengths, seq outermost in X). Returns 0, or a pipeline's nonzero Halide error code (and sets
+ * they read. A range short of the whole run projects its own time rows (full lengths, seq
+ * outermost in X). The whole run projects every row at once, or, when its rows exceed
+ * xw_chunk_bytes and a range may project its own, each chunk of steps whose rows fit in it just
+ * before stepping it. Returns 0, or a pipeline's nonzero Halide error code (and sets
  * state->failed_pipeline). Directions of one run may advance on different threads. */
 RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurrent_state* state,
                                      int64_t step_begin, int64_t step_end);

@@ -1354,6 +1354,61 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
   EXPECT_NE(larger.key(), resolve_kernel_target("zen4").key());
 }
 
+// ---- the input projection in chunks of steps ----------------------------------------------------
+
+// Lowers and runs the case with RNNC_XW_CHUNK_KIB = kib (the chunk size lowering reads).
+std::vector<Tensor> run_with_xw_chunks(const Built& built, const char* kib) {
+  EXPECT_EQ(::setenv("RNNC_XW_CHUNK_KIB", kib, 1), 0);
+  std::vector<Tensor> outputs = run_lowered(built);
+  ::unsetenv("RNNC_XW_CHUNK_KIB");
+  return outputs;
+}
+
+// A whole run whose XW rows exceed the chunk size projects them per chunk of steps, each just
+// before the steps that read it (recurrent_loop_test.cc checks the order): bit for bit the run
+// that projects every row at once, and within tolerance of the reference. 43 steps of 3 entries,
+// 4 gates x 16 units: 768 bytes of rows per step; 4 KiB chunks are 5 steps.
+TEST(LowerRecurrent, LongRunsProjectedInChunksEqualOneProjectionBitForBit) {
+  Case lstm;
+  lstm.seq = 43;
+  lstm.batch = 3;
+  lstm.initial_h = lstm.initial_c = true;
+  Case bidirectional = lstm;
+  bidirectional.direction = "bidirectional";
+  Case full_lengths = bidirectional;
+  full_lengths.sequence_lens = {43, 43, 43};
+  Case gru_reverse = gru(lstm);
+  gru_reverse.direction = "reverse";
+  gru_reverse.attributes["linear_before_reset"] = Attribute::of_int(1);
+  Case quantized = bidirectional;
+  quantized.quantize = dynamic_u8();
+  for (const Case& c : {lstm, bidirectional, full_lengths, gru_reverse, rnn(bidirectional),
+                        quantized}) {
+    const std::string what = cat(c.op, " ", c.direction, c.quantize ? " int8" : "");
+    std::unique_ptr<Built> built = build(c);
+    const std::vector<Tensor> at_once = run_with_xw_chunks(*built, "0");
+    const std::vector<Tensor> chunked = run_with_xw_chunks(*built, "4");
+    ASSERT_EQ(chunked.size(), at_once.size()) << what;
+    for (size_t i = 0; i < at_once.size(); ++i) {
+      ASSERT_EQ(chunked[i].defined(), at_once[i].defined()) << what << " output " << i;
+      if (!at_once[i].defined()) continue;
+      EXPECT_EQ(std::memcmp(chunked[i].raw_data(), at_once[i].raw_data(), at_once[i].nbytes()), 0)
+          << what << " output " << i;
+    }
+    expect_outputs_match(*built->node, chunked, run_reference(*built),
+                         c.quantize ? kQuantTolerance : kTolerance);
+  }
+}
+
+TEST(LowerRecurrent, AChunkSizeThatIsNotANumberNamesTheVariable) {
+  std::unique_ptr<Built> built = build(Case{});
+  ASSERT_EQ(::setenv("RNNC_XW_CHUNK_KIB", "4k", 1), 0);
+  const std::string message = error_message(
+      [&] { lower_recurrent(*built->node, cache_for("host")); }, ErrorKind::kInvalidInput);
+  ::unsetenv("RNNC_XW_CHUNK_KIB");
+  EXPECT_EQ(message, "RNNC_XW_CHUNK_KIB = '4k': must be a whole number of KiB (0: no chunks)");
+}
+
 // ---- targets, caching, plan text ----------------------------------------------------------------
 
 TEST(LowerRecurrent, Avx2TargetCompilesAndAgreesWithHost) {

@@ -1,0 +1,155 @@
+// The recurrent time loop (lowering/core/recurrent_loop.c) with recording stand-ins for its
+// compiled pipelines: which rows of XW each projection call writes, and which rows each step
+// reads, so the order of projections and steps is checked without any kernel.
+#include <HalideRuntime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lowering/core/recurrent_loop.h"
+
+namespace rnnc {
+namespace {
+
+constexpr int64_t kInput = 8, kHidden = 16, kGates = 4;
+
+// What the stand-ins saw, in call order.
+struct Recording {
+  const float* x = nullptr;  // the run's X
+  int64_t batch = 0;
+  std::vector<bool> projected;       // per XW row: written by a projection so far
+  std::vector<int64_t> projections;  // rows per projection call
+  std::string error;                 // the first row a step read before it was projected
+  int steps = 0;
+};
+Recording recording;
+
+// Argument 0 is X's rows (x, input) and the last the XW rows the call writes.
+int record_projection(void** args) {
+  const auto* x = static_cast<const halide_buffer_t*>(args[0]);
+  const auto* xw = static_cast<const halide_buffer_t*>(args[3]);
+  const int64_t first = (reinterpret_cast<const float*>(x->host) - recording.x) / kInput;
+  EXPECT_EQ(x->dim[1].extent, xw->dim[1].extent);
+  for (int64_t row = first; row < first + x->dim[1].extent; ++row) {
+    recording.projected.at(static_cast<size_t>(row)) = true;
+  }
+  recording.projections.push_back(x->dim[1].extent);
+  return 0;
+}
+
+// Float LSTM arguments: r, xw, step_time, ...: each active entry reads XW row t * batch + b.
+int record_step(void** args) {
+  const auto* step_time = static_cast<const halide_buffer_t*>(args[2]);
+  const auto* time = reinterpret_cast<const int32_t*>(step_time->host);
+  for (int64_t b = 0; b < recording.batch; ++b) {
+    if (time[b] < 0) continue;
+    const int64_t row = time[b] * recording.batch + b;
+    if (!recording.projected.at(static_cast<size_t>(row)) && recording.error.empty()) {
+      recording.error = "step " + std::to_string(recording.steps) + " read row " +
+                        std::to_string(row) + " before it was projected";
+    }
+  }
+  ++recording.steps;
+  return 0;
+}
+
+struct LoopRun {
+  int64_t seq = 43, batch = 3;
+  bool reverse = false;
+  int64_t chunk_bytes = 4096;  // 0: project at once
+  std::vector<int64_t> lengths;  // empty: every entry at full length
+};
+
+// Runs every step of one direction with the stand-ins; returns the rows of each projection call.
+std::vector<int64_t> projection_calls(const LoopRun& run) {
+  std::vector<float> x(static_cast<size_t>(run.seq * run.batch * kInput), 0.0f);
+  std::vector<float> zeros(kGates * kHidden * kHidden, 0.0f);
+  rn_recurrent layer{};
+  layer.projection = record_projection;
+  layer.lstm = 1;
+  layer.directions = 1;
+  layer.hidden = kHidden;
+  layer.input = kInput;
+  layer.gates = kGates;
+  layer.padded = layer.tile = kHidden;
+  layer.gemm_rows = 6;
+  layer.batch_tile = 1;
+  layer.wt_panel = kHidden;
+  layer.lane = layer.w_ko = layer.r_ko = 1;
+  layer.xw_chunk_bytes = run.chunk_bytes;
+  layer.dir[0].reverse = run.reverse;
+  layer.dir[0].step = layer.dir[0].batched_step = record_step;
+  layer.dir[0].bias = layer.dir[0].wt = layer.dir[0].r = zeros.data();
+  layer.x = x.data();
+  layer.seq = run.seq;
+  layer.batch = run.batch;
+  layer.x_seq_stride = run.batch * kInput;  // [seq, batch, input]
+  layer.x_batch_stride = kInput;
+  std::vector<int32_t> lengths(run.lengths.begin(), run.lengths.end());
+  std::vector<int64_t> length_slots(static_cast<size_t>(run.batch));
+  EXPECT_EQ(rn_recurrent_lengths(&layer, lengths.empty() ? nullptr : lengths.data(), 32,
+                                 length_slots.data()),
+            -1);
+
+  recording = Recording{};
+  recording.x = x.data();
+  recording.batch = run.batch;
+  recording.projected.assign(static_cast<size_t>(run.seq * run.batch), false);
+  std::vector<uint8_t> memory(static_cast<size_t>(rn_recurrent_direction_bytes(&layer)) + 64);
+  void* aligned = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
+  rn_recurrent_state state;
+  rn_recurrent_start(&layer, 0, aligned, &state);
+  EXPECT_EQ(rn_recurrent_advance(&layer, 0, &state, 0, layer.steps), 0);
+  EXPECT_EQ(recording.steps, layer.steps);
+  EXPECT_EQ(recording.error, "");
+  return recording.projections;
+}
+
+// 43 steps of 3 entries x 4 gates x 16 units: 768 bytes of XW rows per step, 33,024 in all.
+// With 4 KiB chunks (5 steps) every chunk is projected just before its steps read it.
+TEST(RecurrentLoop, AWholeRunOverTheChunkSizeProjectsEachChunkBeforeItsSteps) {
+  const std::vector<int64_t> chunks = {15, 15, 15, 15, 15, 15, 15, 15, 9};
+  EXPECT_EQ(projection_calls({}), chunks);
+}
+
+// A reverse direction's chunks start at the last time step: its first chunk is steps 0-4, times
+// 42 down to 38.
+TEST(RecurrentLoop, AReverseDirectionProjectsItsChunksFromTheLastTimeStep) {
+  LoopRun run;
+  run.reverse = true;
+  const std::vector<int64_t> chunks = {15, 15, 15, 15, 15, 15, 15, 15, 9};
+  EXPECT_EQ(projection_calls(run), chunks);
+}
+
+TEST(RecurrentLoop, ARunWithinTheChunkSizeProjectsAtOnce) {
+  LoopRun run;
+  run.chunk_bytes = 43 * 768;  // every step's rows fit
+  EXPECT_EQ(projection_calls(run), std::vector<int64_t>{129});
+  run.chunk_bytes = 0;
+  EXPECT_EQ(projection_calls(run), std::vector<int64_t>{129});
+}
+
+// An entry shorter than the run reads its rows at other steps than the rest (a reverse entry
+// starts at its own last step): every row is projected first.
+TEST(RecurrentLoop, ShortEntriesProjectAtOnce) {
+  LoopRun run;
+  run.lengths = {43, 20, 43};
+  EXPECT_EQ(projection_calls(run), std::vector<int64_t>{129});
+  run.reverse = true;
+  EXPECT_EQ(projection_calls(run), std::vector<int64_t>{129});
+  run.lengths = {43, 43, 43};  // full lengths given explicitly: chunks
+  EXPECT_EQ(projection_calls(run).size(), 9u);
+}
+
+// A chunk smaller than one step's rows still takes a whole step.
+TEST(RecurrentLoop, AChunkTakesAtLeastOneStep) {
+  LoopRun run;
+  run.seq = 4;
+  run.chunk_bytes = 100;
+  EXPECT_EQ(projection_calls(run), (std::vector<int64_t>{3, 3, 3, 3}));
+}
+
+}  // namespace
+}  // namespace rnnc
