@@ -1382,8 +1382,8 @@ TEST(LowerRecurrent, LongRunsProjectedInChunksEqualOneProjectionBitForBit) {
   gru_reverse.attributes["linear_before_reset"] = Attribute::of_int(1);
   Case quantized = bidirectional;
   quantized.quantize = dynamic_u8();
-  for (const Case& c : {lstm, bidirectional, full_lengths, gru_reverse, rnn(bidirectional),
-                        quantized}) {
+  for (const Case& c :
+       {lstm, bidirectional, full_lengths, gru_reverse, rnn(bidirectional), quantized}) {
     const std::string what = cat(c.op, " ", c.direction, c.quantize ? " int8" : "");
     std::unique_ptr<Built> built = build(c);
     const std::vector<Tensor> at_once = run_with_xw_chunks(*built, "0");

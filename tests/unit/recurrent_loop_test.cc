@@ -1,14 +1,14 @@
 // The recurrent time loop (lowering/core/recurrent_loop.c) with recording stand-ins for its
 // compiled pipelines: which rows of XW each projection call writes, and which rows each step
 // reads, so the order of projections and steps is checked without any kernel.
+#include "lowering/core/recurrent_loop.h"
+
 #include <HalideRuntime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "lowering/core/recurrent_loop.h"
 
 namespace rnnc {
 namespace {
@@ -58,7 +58,7 @@ int record_step(void** args) {
 struct LoopRun {
   int64_t seq = 43, batch = 3;
   bool reverse = false;
-  int64_t chunk_bytes = 4096;  // 0: project at once
+  int64_t chunk_bytes = 4096;    // 0: project at once
   std::vector<int64_t> lengths;  // empty: every entry at full length
 };
 
