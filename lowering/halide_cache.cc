@@ -21,6 +21,7 @@
 
 #include "ir/error.h"
 #include "lowering/cache_location.h"
+#include "lowering/env_size.h"
 
 namespace rnnc {
 
@@ -229,16 +230,7 @@ void tidy(const std::string& dir, uint64_t max_bytes) {
 
 // RNNC_CACHE_MAX_MIB: the kernel cache's bound in MiB (0: none); 2048 when unset.
 uint64_t cache_bound_bytes() {
-  const char* text = std::getenv("RNNC_CACHE_MAX_MIB");
-  if (!text || !*text) return uint64_t{2048} << 20;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long mib = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-' || mib > (uint64_t{1} << 40)) {
-    raise(ErrorKind::kInvalidInput,
-          cat("RNNC_CACHE_MAX_MIB = '", text, "': must be a whole number of MiB (0: no bound)"));
-  }
-  return static_cast<uint64_t>(mib) << 20;
+  return env_size_bytes("RNNC_CACHE_MAX_MIB", "MiB", "no bound", uint64_t{2048} << 20);
 }
 
 }  // namespace

@@ -3,10 +3,9 @@
 #include <Halide.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 
 #include "ir/error.h"
+#include "lowering/env_size.h"
 #include "lowering/recurrent_pipelines.h"
 
 namespace rnnc {
@@ -210,16 +209,8 @@ constexpr int64_t kParallelProjectionWeights = 16384;
 // Half of L2 keeps a chunk's XW rows there beside R and the state. RNNC_XW_CHUNK_KIB overrides
 // it (0: every run projects at once), for measurements and the tests that compare both.
 int64_t xw_chunk_bytes(const KernelTarget& target) {
-  const char* text = std::getenv("RNNC_XW_CHUNK_KIB");
-  if (!text || !*text) return target.l2_bytes / 2;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long kib = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-' || kib > (uint64_t{1} << 30)) {
-    raise_invalid_input(
-        cat("RNNC_XW_CHUNK_KIB = '", text, "': must be a whole number of KiB (0: no chunks)"));
-  }
-  return static_cast<int64_t>(kib) << 10;
+  return static_cast<int64_t>(env_size_bytes("RNNC_XW_CHUNK_KIB", "KiB", "no chunks",
+                                             static_cast<uint64_t>(target.l2_bytes / 2)));
 }
 
 }  // namespace

@@ -374,7 +374,8 @@ RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurr
   }
   const int64_t chunk = rn_loop_chunk_steps(layer);
   if (chunk >= step_end) {
-    /* Every row (a reverse direction or short entries read rows out of order). */
+    /* Every row at once: the run fits one chunk, or its steps' rows are not its time rows
+     * (short entries, X batch-outer). */
     const int status = rn_recurrent_project_steps(layer, d, state, 0, layer->seq);
     return status != 0 ? status : rn_loop_steps(layer, d, state, 0, step_end);
   }

@@ -1382,6 +1382,13 @@ TEST(LowerRecurrent, LongRunsProjectedInChunksEqualOneProjectionBitForBit) {
   gru_reverse.attributes["linear_before_reset"] = Attribute::of_int(1);
   Case quantized = bidirectional;
   quantized.quantize = dynamic_u8();
+  // The variable reaches the schedule the loop reads its chunk size from (else both runs below
+  // would project at once and agree trivially).
+  const KernelTarget host = resolve_kernel_target("host");
+  EXPECT_EQ(choose_recurrent_schedule(lstm_cell(16, 8), host).xw_chunk_bytes, host.l2_bytes / 2);
+  ASSERT_EQ(::setenv("RNNC_XW_CHUNK_KIB", "4", 1), 0);
+  EXPECT_EQ(choose_recurrent_schedule(lstm_cell(16, 8), host).xw_chunk_bytes, 4096);
+  ::unsetenv("RNNC_XW_CHUNK_KIB");
   for (const Case& c :
        {lstm, bidirectional, full_lengths, gru_reverse, rnn(bidirectional), quantized}) {
     const std::string what = cat(c.op, " ", c.direction, c.quantize ? " int8" : "");
