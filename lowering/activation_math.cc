@@ -1,8 +1,9 @@
-// tanh and sigmoid as one rational function: a min, a clamp, eight multiply-adds, a multiply and a
-// division, with no exp. An LSTM step evaluates five of them per hidden unit (three sigmoids, two
-// tanh), so their instruction count and latency are a large share of a step, above all in int8
-// steps, whose dot products are short. An e^x-based form (a degree-7 polynomial, range reduction
-// and a division each, plus a small-argument series for tanh) has about twice both.
+// tanh and sigmoid as one rational function: a min, a clamp, eight multiply-adds (six for the
+// degree-3 fit), a multiply and a division, with no exp. An LSTM step evaluates five of them per
+// hidden unit (three sigmoids, two tanh), so their instruction count and latency are a large share
+// of a step, above all in int8 steps, whose dot products are short. An e^x-based form (a degree-7
+// polynomial, range reduction and a division each, plus a small-argument series for tanh) has about
+// twice both.
 #include "lowering/activation_math.h"
 
 namespace rnnc {
@@ -26,29 +27,44 @@ Expr exp_f32(Expr x) {
   return p * scale;
 }
 
-// tanh(x) = x P(x^2) / Q(x^2) for |x| <= 9, P and Q of degree 4 fitted for the least maximum
-// relative error by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by
-// construction, exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form
-// needed a separate series), and |x| >= 9 gives +-1 to within tanh's own distance from 1.
+// tanh(x) = x P(x^2) / Q(x^2) on [0, clamp], P and Q fitted for the least maximum relative error
+// by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by construction,
+// exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form needed a separate
+// series), and |x| >= clamp gives +-1 to within tanh's own distance from 1 there.
 namespace {
 
-constexpr float kTanhP[] = {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f,
-                            1.0f};  // highest degree first
-constexpr float kTanhQ[] = {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f,
-                            1.0f};
+struct TanhFit {
+  int degree;        // of P and Q in x^2
+  float clamp;       // the fitted interval is [0, clamp]
+  float p[5], q[5];  // highest degree first, degree + 1 of each
+};
+
+// `scripts/fit-tanh.py`: tanh(9) = 1 - 3e-8.
+constexpr TanhFit kTanhDegree4 = {
+    4,
+    9.0f,
+    {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f},
+    {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f}};
+// `scripts/fit-tanh.py 3 7`: fit error 1.4e-6, tanh(7) = 1 - 1.7e-6.
+constexpr TanhFit kTanhDegree3 = {3,
+                                  7.0f,
+                                  {4.023036581e-06f, 2.299667336e-03f, 1.233009845e-01f, 1.0f},
+                                  {1.446552051e-04f, 2.118391357e-02f, 4.566290677e-01f, 1.0f}};
+
+const TanhFit& tanh_fit(Fit fit) { return fit == Fit::kDegree3 ? kTanhDegree3 : kTanhDegree4; }
 
 // P or Q at t = (x / d)^2 as the polynomial in s = x^2 with coefficient i divided by d^2i (d a
 // power of two, so these are exact): each Horner step then gives exactly its float at t divided
 // by a power of two. Handed tanh_f32(x / d), Halide's simplifier rewrites t = (x / d)^2 as
 // x^2 / d^2 and puts a multiply by 1 / d^2 into every Horner step: twice the latency there.
-Expr horner(const float (&coefficients)[5], const Expr& s, float d) {
+Expr horner(const float* coefficients, int degree, const Expr& s, float d) {
   auto scaled = [&](int i) {
     float c = coefficients[i];
-    for (int degree = 4 - i; degree > 0; --degree) c /= d * d;
+    for (int power = degree - i; power > 0; --power) c /= d * d;
     return c;
   };
   Expr value = scaled(0);
-  for (int i = 1; i < 5; ++i) value = value * s + scaled(i);
+  for (int i = 1; i <= degree; ++i) value = value * s + scaled(i);
   return value;
 }
 
@@ -63,26 +79,31 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
 
 }  // namespace
 
-// |x| > 9 is handled by clamping t = x^2 to 81 rather than x to [-9, 9]: the quotient is then
-// (x / 9) tanh_fit(9), larger in magnitude than tanh_fit(9), and the output clamp takes it to
-// +-1 (also for x = +-inf: inf * P / Q = inf). One min instead of a min and a max on the path
-// from each gate's pre-activation to h, which every recurrent step waits on.
-Expr tanh_f32(Expr x, Quotient quotient) {
-  Expr t = min(x * x, 81.0f);
-  // The fit overshoots 1 by up to 2e-7 just below |x| = 9; tanh's range is [-1, 1].
-  return clamp(quotient_of(x * horner(kTanhP, t, 1.0f), horner(kTanhQ, t, 1.0f), quotient), -1.0f,
-               1.0f);
+// |x| > clamp is handled by clamping t = x^2 to clamp^2 rather than x to [-clamp, clamp]: the
+// quotient is then (x / clamp) tanh_fit(clamp), larger in magnitude than tanh_fit(clamp), and the
+// output clamp takes it to +-1 (also for x = +-inf: inf * P / Q = inf). One min instead of a min
+// and a max on the path from each gate's pre-activation to h, which every recurrent step waits
+// on.
+Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
+  const TanhFit& f = tanh_fit(fit);
+  Expr t = min(x * x, f.clamp * f.clamp);
+  // The fit overshoots 1 by up to 2e-7 just below the clamp; tanh's range is [-1, 1].
+  return clamp(
+      quotient_of(x * horner(f.p, f.degree, t, 1.0f), horner(f.q, f.degree, t, 1.0f), quotient),
+      -1.0f, 1.0f);
 }
 
-// sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 it is 0
-// rather than e^x (< 4e-8): gates multiply it into states, where only absolute error matters.
+// sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 (degree 3:
+// -14) it is 0 rather than e^x (< 4e-8; < 9e-7): gates multiply it into states, where only
+// absolute error matters.
 // tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4), with P and Q evaluated at x^2 (clamped to
-// 18^2 as tanh_f32 clamps it to 9^2).
-Expr sigmoid_f32(const Expr& x, Quotient quotient) {
-  Expr s = min(x * x, 324.0f);
-  Expr tanh_half = clamp(
-      quotient_of(x * 0.5f * horner(kTanhP, s, 2.0f), horner(kTanhQ, s, 2.0f), quotient), -1.0f,
-      1.0f);
+// (2 clamp)^2 as tanh_f32 clamps it to clamp^2).
+Expr sigmoid_f32(const Expr& x, Quotient quotient, Fit fit) {
+  const TanhFit& f = tanh_fit(fit);
+  Expr s = min(x * x, 4.0f * f.clamp * f.clamp);
+  Expr tanh_half = clamp(quotient_of(x * 0.5f * horner(f.p, f.degree, s, 2.0f),
+                                     horner(f.q, f.degree, s, 2.0f), quotient),
+                         -1.0f, 1.0f);
   return 0.5f + 0.5f * tanh_half;
 }
 

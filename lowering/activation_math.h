@@ -4,12 +4,17 @@
 //
 //   tanh_f32     |error| and relative error < 5e-7 (measured 2.6e-7); exactly odd, within
 //                [-1, 1], within 1.2e-7 of +-1 at |x| >= 9 (tanh(9) is 3e-8 from 1)
+//                Fit::kDegree3: < 2.5e-6 (measured 1.7e-6, at the clamp |x| = 7)
 //   sigmoid_f32  |error| < 3e-7 (measured 1.6e-7), within [0, 1]
+//                Fit::kDegree3: < 1.5e-6 (measured 8.3e-7)
 //   exp_f32      relative error < 1e-7 on [-87, 88] (measured 7.9e-8), saturating outside
 //
-// These are below the float32 rounding of the products feeding them (sums of 256+ terms), so
-// the lowered kernels' tolerance against the reference (tests/unit/lowering_recurrent_test.cc)
-// is unchanged by them.
+// The degree-4 bounds are below the float32 rounding of the products feeding them (sums of 256+
+// terms), so the lowered kernels' tolerance against the reference
+// (tests/unit/lowering_recurrent_test.cc) is unchanged by them. The degree-3 fit, two
+// multiply-adds shorter per activation, is for steps that quantize h to 8 bits each step
+// (lowering/recurrent_pipelines.cc): its error is ~1/1500 of that quantization's step for a row
+// of h spanning [-0.5, 0.5] (1/255 of the range: 3.9e-3).
 #pragma once
 
 #include <Halide.h>
@@ -21,8 +26,14 @@ namespace rnnc {
 // last place, at several times a divide's throughput; the bounds above hold for both).
 enum class Quotient { kExact, kEstimate };
 
+// Which rational fit of tanh (both also give sigmoid): degree 4 in x^2 on [0, 9], or degree 3 on
+// [0, 7].
+enum class Fit { kDegree4, kDegree3 };
+
 Halide::Expr exp_f32(Halide::Expr x);
-Halide::Expr tanh_f32(Halide::Expr x, Quotient quotient = Quotient::kExact);
-Halide::Expr sigmoid_f32(const Halide::Expr& x, Quotient quotient = Quotient::kExact);
+Halide::Expr tanh_f32(Halide::Expr x, Quotient quotient = Quotient::kExact,
+                      Fit fit = Fit::kDegree4);
+Halide::Expr sigmoid_f32(const Halide::Expr& x, Quotient quotient = Quotient::kExact,
+                         Fit fit = Fit::kDegree4);
 
 }  // namespace rnnc

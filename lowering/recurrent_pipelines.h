@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ir/quantization.h"
+#include "lowering/activation_math.h"
 #include "lowering/schedule_table.h"
 
 namespace Halide {
@@ -130,6 +131,10 @@ struct RecurrentCell {
 
   // The buffer index of ONNX gate block `gate` (-1 when not computed).
   int gate_index(int gate) const;
+  // The tanh fit of its sigmoid and tanh gates (lowering/activation_math.h): degree 3 where a
+  // step quantizes h to 8 bits or fewer (its error far below one code), degree 4 in float steps
+  // and with wider activations.
+  Fit gate_fit() const;
   // Everything the step pipeline's code depends on, as text (a cache key).
   std::string step_key() const;
 };

@@ -1,19 +1,23 @@
 #!/usr/bin/python3
 """Fits the rational tanh of lowering/activation_math.cc and prints its coefficients.
 
-tanh(x) ~ x P(x^2) / Q(x^2) on [0, 9] (|x| >= 9 is clamped: tanh(9) = 1 - 3e-8), P and Q of
-degree 4 with P(0) = Q(0) = 1 (odd, exact slope at 0). Minimizes the maximum relative error of
-tanh(x) / x by Lawson's iteratively reweighted least squares on the linearized residual
-x P(s) - tanh(x) Q(s), s = (x / 9)^2 (scaled so the normal equations stay well conditioned).
+tanh(x) ~ x P(x^2) / Q(x^2) on [0, CLAMP] (|x| >= CLAMP is clamped), P and Q of degree DEGREE
+with P(0) = Q(0) = 1 (odd, exact slope at 0). Minimizes the maximum relative error of tanh(x) / x
+by Lawson's iteratively reweighted least squares on the linearized residual
+x P(s) - tanh(x) Q(s), s = (x / CLAMP)^2 (scaled so the normal equations stay well conditioned).
 Then evaluates the float32-rounded coefficients in float32 Horner arithmetic and prints the
 maximum absolute and relative error over a dense grid.
 
-    /usr/bin/python3 scripts/fit-tanh.py        (needs numpy: Debian's python3-numpy)
+    /usr/bin/python3 scripts/fit-tanh.py        degree 4 on [0, 9] (tanh(9) = 1 - 3e-8): kTanhDegree4
+    /usr/bin/python3 scripts/fit-tanh.py 3 7    degree 3 on [0, 7] (tanh(7) = 1 - 1.7e-6): kTanhDegree3
+(needs numpy: Debian's python3-numpy)
 """
+import sys
+
 import numpy as np
 
-CLAMP = 9.0
-DEGREE = 4
+DEGREE = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+CLAMP = float(sys.argv[2]) if len(sys.argv) > 2 else 9.0
 
 
 def fit():

@@ -1,6 +1,7 @@
 // lowering/activation_math: the vectorized tanh, sigmoid and exp against libm in double, over
 // dense grids, at the bounds the header states, with either quotient (a divide, or the reciprocal
-// estimate and a Newton step). JIT-compiled for the host, vectorized as the
+// estimate and a Newton step) and either fit (the degree-3 one with the divide, as quantized steps
+// use it). JIT-compiled for the host, vectorized as the
 // recurrent kernels use them (16 lanes with AVX-512), so FMA contraction is what they get.
 #include "lowering/activation_math.h"
 
@@ -26,21 +27,43 @@ std::vector<float> evaluate(F f, const std::vector<float>& xs) {
   return std::vector<float>(result.data(), result.data() + xs.size());
 }
 
-class ActivationQuotient : public ::testing::TestWithParam<Quotient> {
+// One case per quotient and fit, with the bounds activation_math.h states for the fit.
+struct Case {
+  Quotient quotient;
+  Fit fit;
+};
+
+struct Bounds {
+  double tanh, sigmoid;  // max |error| (tanh: also relative)
+  float saturated;       // |tanh(x)| from 1 at and beyond the clamp
+};
+
+class Activation : public ::testing::TestWithParam<Case> {
  protected:
-  Quotient quotient() const { return GetParam(); }
+  Bounds bounds() const {
+    return GetParam().fit == Fit::kDegree4 ? Bounds{5e-7, 3e-7, 6e-8f}
+                                           : Bounds{2.5e-6, 1.5e-6, 2e-6f};
+  }
+  float clamp() const { return GetParam().fit == Fit::kDegree4 ? 9.0f : 7.0f; }
   std::vector<float> tanh_of(const std::vector<float>& xs) const {
-    return evaluate([&](Halide::Expr x) { return tanh_f32(x, quotient()); }, xs);
+    return evaluate(
+        [&](Halide::Expr x) { return tanh_f32(x, GetParam().quotient, GetParam().fit); }, xs);
   }
   std::vector<float> sigmoid_of(const std::vector<float>& xs) const {
-    return evaluate([&](Halide::Expr x) { return sigmoid_f32(x, quotient()); }, xs);
+    return evaluate(
+        [&](Halide::Expr x) { return sigmoid_f32(x, GetParam().quotient, GetParam().fit); }, xs);
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Both, ActivationQuotient,
-                         ::testing::Values(Quotient::kExact, Quotient::kEstimate),
+INSTANTIATE_TEST_SUITE_P(QuotientsAndFits, Activation,
+                         ::testing::Values(Case{Quotient::kExact, Fit::kDegree4},
+                                           Case{Quotient::kEstimate, Fit::kDegree4},
+                                           Case{Quotient::kExact, Fit::kDegree3}),
                          [](const auto& info) {
-                           return info.param == Quotient::kExact ? "Exact" : "Estimate";
+                           return std::string(info.param.quotient == Quotient::kExact
+                                                  ? "Exact"
+                                                  : "Estimate") +
+                                  (info.param.fit == Fit::kDegree4 ? "Degree4" : "Degree3");
                          });
 
 // Every 1/1024 on [-lo, hi], plus tiny magnitudes down to 1e-30 of both signs.
@@ -68,16 +91,16 @@ Errors errors(const std::vector<float>& xs, const std::vector<float>& ys, double
   return e;
 }
 
-TEST_P(ActivationQuotient, TanhWithinFiveTenthsOfAMicroAbsoluteAndRelative) {
+TEST_P(Activation, TanhWithinItsBoundAbsoluteAndRelative) {
   const std::vector<float> xs = grid(-20, 20);
   const std::vector<float> ys = tanh_of(xs);
   const Errors e = errors(xs, ys, [](double x) { return std::tanh(x); });
   std::printf("[ tanh     ] max abs error %.3g, max rel error %.3g\n", e.abs, e.rel);
-  EXPECT_LT(e.abs, 5e-7);
-  EXPECT_LT(e.rel, 5e-7);
+  EXPECT_LT(e.abs, bounds().tanh);
+  EXPECT_LT(e.rel, bounds().tanh);
 }
 
-TEST_P(ActivationQuotient, TanhIsOddBoundedAndSaturates) {
+TEST_P(Activation, TanhIsOddBoundedAndSaturates) {
   const std::vector<float> xs = grid(-20, 20);
   const std::vector<float> ys = tanh_of(xs);
   std::vector<float> negated(xs.size());
@@ -88,16 +111,16 @@ TEST_P(ActivationQuotient, TanhIsOddBoundedAndSaturates) {
     ASSERT_LE(std::abs(ys[i]), 1.0f) << "x = " << xs[i];
   }
   const std::vector<float> extremes =
-      tanh_of({9.0f, 50.0f, 1e30f, INFINITY, -9.0f, -1e30f, -INFINITY});
-  for (float y : extremes) EXPECT_NEAR(std::abs(y), 1.0f, 6e-8f);
+      tanh_of({clamp(), 50.0f, 1e30f, INFINITY, -clamp(), -1e30f, -INFINITY});
+  for (float y : extremes) EXPECT_NEAR(std::abs(y), 1.0f, bounds().saturated);
 }
 
-TEST_P(ActivationQuotient, SigmoidWithinThreeTenthsOfAMicroAbsolute) {
+TEST_P(Activation, SigmoidWithinItsBoundAbsolute) {
   const std::vector<float> xs = grid(-40, 40);
   const std::vector<float> ys = sigmoid_of(xs);
   const Errors e = errors(xs, ys, [](double x) { return 1 / (1 + std::exp(-x)); });
   std::printf("[ sigmoid  ] max abs error %.3g\n", e.abs);
-  EXPECT_LT(e.abs, 3e-7);
+  EXPECT_LT(e.abs, bounds().sigmoid);
   for (float y : ys) ASSERT_TRUE(y >= 0.0f && y <= 1.0f) << y;
   const std::vector<float> extremes = sigmoid_of({-1e30f, -INFINITY, 1e30f, INFINITY});
   EXPECT_NEAR(extremes[0], 0.0f, 1e-7f);
@@ -133,6 +156,11 @@ TEST(ActivationMath, SigmoidHasTanhsHornerStepsAndTwoMultipliesMore) {
   EXPECT_EQ(simplified_multiplies(sigmoid_f32(input)), tanh_multiplies + 2);
   // The estimate's quotient p r (2 - q r): three multiplies where the divide was.
   EXPECT_EQ(simplified_multiplies(tanh_f32(input, Quotient::kEstimate)), tanh_multiplies + 3);
+  // The degree-3 fit: one Horner step fewer in each of P and Q.
+  EXPECT_EQ(simplified_multiplies(tanh_f32(input, Quotient::kExact, Fit::kDegree3)),
+            tanh_multiplies - 2);
+  EXPECT_EQ(simplified_multiplies(sigmoid_f32(input, Quotient::kExact, Fit::kDegree3)),
+            tanh_multiplies);
 }
 
 TEST(ActivationMath, ExpWithinOneTenthOfAMicroRelative) {

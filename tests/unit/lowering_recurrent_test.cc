@@ -757,8 +757,9 @@ TEST(LowerRecurrent, ActivationsAtExtremeInputs) {
 
 // The integer kernels against the reference's fake quantization (the same quantized operands and
 // dequantized weights; ir/quantization.h). The integer dot products are exact and the reference
-// sums the same terms in double, so they differ by float rounding only (~1e-7): the float
-// tolerance. A rounding difference could in principle land an activation on the other side of a
+// sums the same terms in double, so they differ by float rounding (~1e-7) and, in steps that
+// quantize h to 8 bits, by the degree-3 sigmoid and tanh (< 2.5e-6; lowering/activation_math.h):
+// the float tolerance. Such a difference could land an h value on the other side of a
 // quantization boundary (one code apart, ~s_h * |w| in a product); on these fixed inputs none
 // does, and a failure here is either that or a bug worth reading (a wrong zero-point or column-sum
 // term is ~1e-5, which a looser bound would hide). The measured worst case is printed.
@@ -836,9 +837,14 @@ std::vector<Case> streamed_row_counts(int64_t input, int64_t hidden) {
 }
 
 // Integer W over 1 MiB (input 600 x 4 gates x hidden 448) streams from beyond L2: on AVX-512,
-// 16-row x 1-vector tiles, one pass over W per 16 rows.
+// 16-row x 1-vector tiles, one pass over W per 16 rows. The subject is the projection, so the
+// gates are HardSigmoid and Softsign, which kernel and reference compute alike up to float
+// rounding: with sigmoid and tanh (the 8-bit step's degree-3 fit, within 2.5e-6 of the exact
+// functions), some of hidden 448's h values over 16 and 33 steps land one quantization code
+// away from the reference's, which every later step carries (~4e-4 in the outputs).
 TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
-  for (const Case& c : streamed_row_counts(600, 448)) {
+  for (Case c : streamed_row_counts(600, 448)) {
+    c.attributes["activations"] = Attribute::of_strings({"HardSigmoid", "Softsign", "Softsign"});
     SCOPED_TRACE(cat("LSTM seq ", c.seq, " batch ", c.batch));
     expect_quantized_matches_reference(c);
   }
@@ -1161,6 +1167,21 @@ RecurrentCell lstm_cell(int hidden, int input) {
                       {RecurrentActivation::Kind::kTanh},
                       {RecurrentActivation::Kind::kTanh}};
   return cell;
+}
+
+// Sigmoid and tanh take the degree-3 fit only where a step quantizes h to 8 bits or fewer; float
+// steps and 12- or 16-bit activations keep the degree-4 one (lowering/activation_math.h).
+TEST(LowerRecurrentQuant, GateFitFollowsTheStateWidth) {
+  RecurrentCell cell = lstm_cell(128, 64);
+  EXPECT_EQ(cell.gate_fit(), Fit::kDegree4);
+  for (int bits : {4, 8, 12, 16}) {
+    ActivationQuant activations;
+    activations.bits = bits;
+    activations.symmetric = bits > 8;
+    cell.quant =
+        recurrent_quant(activations, cell.input_size, cell.hidden_size, 8, false, 8, false);
+    EXPECT_EQ(cell.gate_fit(), bits <= 8 ? Fit::kDegree3 : Fit::kDegree4) << bits << " bits";
+  }
 }
 
 // The object code of `cell`'s input projection or of its step, disassembled.
