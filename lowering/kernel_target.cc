@@ -241,15 +241,21 @@ std::string KernelTarget::llvm_features() const {
 std::string KernelTarget::key() const {
   if (halide_cpu) return cat(halide.to_string(), " cpu=halide");
   return cat(halide.to_string(), " cpu=x86-64 tune=", tune_cpu, " l2=", l2_bytes,
-             " features=", llvm_features());
+             splits_512_bit_ops ? " split512" : "", " features=", llvm_features());
 }
 
 std::string KernelTarget::schedule_class() const {
-  const char* width = halide.has_feature(Halide::Target::AVX512)  ? "avx512"
-                      : halide.has_feature(Halide::Target::AVX2) ? "avx2"
-                                                                 : "sse4.1";
+  const bool avx512 = halide.has_feature(Halide::Target::AVX512);
+  const std::string width = avx512 && splits_512_bit_ops               ? "avx512 in 256-bit halves"
+                            : avx512                                   ? "avx512"
+                            : halide.has_feature(Halide::Target::AVX2) ? "avx2"
+                                                                       : "sse4.1";
   return l2_bytes % (int64_t{1} << 20) == 0 ? cat(width, ", L2 ", l2_bytes >> 20, " MiB")
                                              : cat(width, ", L2 ", l2_bytes >> 10, " KiB");
+}
+
+bool splits_512_bit_ops(const HostCpu& cpu) {
+  return cpu.vendor == "AuthenticAMD" && cpu.family == 0x19 && cpu.features.has(F::kAvx512f);
 }
 
 KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
@@ -282,7 +288,10 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
   }
   if (name == "host") {
     const HostCpu& cpu = host_cpu();
-    return kernel_target_for(cpu.features, host_tune_cpu(cpu), "host", host_l2_bytes());
+    KernelTarget target =
+        kernel_target_for(cpu.features, host_tune_cpu(cpu), "host", host_l2_bytes());
+    target.splits_512_bit_ops = splits_512_bit_ops(cpu);
+    return target;
   }
   if (name == "x86-64-v3" || name == "avx2" || name == "x86-64-avx2") {
     return kernel_target_for(x86_64_v3_features(), "", "x86-64-v3");
@@ -293,7 +302,11 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
     set.add(F::kAvx512vnni);
     return kernel_target_for(set, "", "x86-64-v4-vnni");
   }
-  if (name == "zen4") return kernel_target_for(zen4_features(), "znver3", "zen4", int64_t{1} << 20);
+  if (name == "zen4") {
+    KernelTarget target = kernel_target_for(zen4_features(), "znver3", "zen4", int64_t{1} << 20);
+    target.splits_512_bit_ops = true;
+    return target;
+  }
   if (name == "sapphirerapids") {
     return kernel_target_for(sapphire_rapids_features(), "sapphirerapids", "sapphirerapids",
                              int64_t{2} << 20);

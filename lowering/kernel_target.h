@@ -76,6 +76,10 @@ struct HostCpu {
 };
 const HostCpu& host_cpu();
 
+// Whether `cpu` executes 512-bit operations as two 256-bit halves: AMD family 19h with AVX-512
+// (Zen 4; Zen 3, also family 19h, has no AVX-512).
+bool splits_512_bit_ops(const HostCpu& cpu);
+
 // The feature sets of the named portable levels and of two CPUs the project runs on (the tests
 // compile for them on any host).
 CpuFeatureSet x86_64_v3_features();
@@ -100,6 +104,12 @@ struct KernelTarget {
   // core that the schedules compare weight bytes against (lowering/schedule_table.h). The host's
   // L2 comes from CPUID; the named CPUs state theirs; portable levels take kDefaultL2Bytes.
   int64_t l2_bytes = kDefaultL2Bytes;
+  // Whether the CPU executes each 512-bit operation as two 256-bit halves (AMD Zen 4): zmm
+  // multiplies and FMAs then issue at half the rate, so the schedules spend fewer of them where
+  // another unit can do the work (lowering/schedule_table.cc). From CPUID for `host` (AMD family
+  // 19h with AVX-512), stated for `zen4`; false for the portable levels and the full-width cores
+  // (Intel Xeon, AMD Zen 5).
+  bool splits_512_bit_ops = false;
   // Compile for the CPU Halide's flags name (avx512_sapphirerapids: LLVM's sapphirerapids, FP16
   // and AMX included) instead of the explicit list: the choice this module exists to prevent,
   // kept so that a test can show its instruction scan catches what that choice emits.
@@ -109,7 +119,8 @@ struct KernelTarget {
   std::string llvm_features() const;
   // Everything that changes the generated code, for cache keys.
   std::string key() const;
-  // "avx512, L2 1 MiB": what `rnnc plan`, `rnnc --version` and the benchmark report print.
+  // "avx512, L2 2 MiB", "avx512 in 256-bit halves, L2 1 MiB": what `rnnc plan`, `rnnc --version`
+  // and the benchmark report print.
   std::string schedule_class() const;
   KernelTarget with_feature(Halide::Target::Feature feature) const;
 };

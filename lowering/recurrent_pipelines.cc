@@ -129,16 +129,18 @@ int64_t packed_ko(const ProductWidths& widths) {
 namespace {
 
 // The formulas of docs/ops/recurrent.md (a = alpha, b = beta).
-// Float steps divide by the reciprocal estimate (Quotient::kEstimate); quantized steps keep the
-// divide, because each of their steps quantizes h with a scale from its row's largest |h|, which
-// passes any change in the last bits of an activation on to every value of the row.
+// Float steps divide by the reciprocal estimate (Quotient::kEstimate) except where the schedule
+// says exact_divide (512-bit operations split into halves); quantized steps always divide,
+// because each of their steps quantizes h with a scale from its row's largest |h|, which passes
+// any change in the last bits of an activation on to every value of the row.
 // Steps that quantize h to 8 bits take the degree-3 tanh fit (RecurrentCell::gate_fit): its
 // error (< 2.5e-6) is far below that quantization's step, and it is two multiply-adds shorter
 // per activation, five of which an LSTM unit evaluates per step.
-Expr activate(const RecurrentCell& cell, const RecurrentActivation& activation, const Expr& x) {
+Expr activate(const RecurrentCell& cell, const RecurrentSchedule& schedule,
+              const RecurrentActivation& activation, const Expr& x) {
   using Kind = RecurrentActivation::Kind;
   const float a = activation.alpha, b = activation.beta;
-  const Quotient q = cell.quant ? Quotient::kExact : Quotient::kEstimate;
+  const Quotient q = schedule.exact_divide ? Quotient::kExact : Quotient::kEstimate;
   const Fit fit = cell.gate_fit();
   // clang-format off
   switch (activation.kind) {
@@ -758,13 +760,14 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
       peep_o = in.peepholes(ji, jo, 1);
       peep_f = in.peepholes(ji, jo, 2);
     }
-    Expr it = activate(cell, f, clipped(cell, gate(kLstmI) + peep_i * c_prev));
-    Expr ft =
-        cell.input_forget ? 1.0f - it : activate(cell, f, clipped(cell, gate(kLstmF) + peep_f * c_prev));
-    Expr ct = activate(cell, gact, clipped(cell, gate(kLstmC)));
+    Expr it = activate(cell, schedule, f, clipped(cell, gate(kLstmI) + peep_i * c_prev));
+    Expr ft = cell.input_forget
+                  ? 1.0f - it
+                  : activate(cell, schedule, f, clipped(cell, gate(kLstmF) + peep_f * c_prev));
+    Expr ct = activate(cell, schedule, gact, clipped(cell, gate(kLstmC)));
     Expr c_next = ft * c_prev + it * ct;
-    Expr ot = activate(cell, f, clipped(cell, gate(kLstmO) + peep_o * c_next));
-    Expr h_next = ot * activate(cell, hact, c_next);
+    Expr ot = activate(cell, schedule, f, clipped(cell, gate(kLstmO) + peep_o * c_next));
+    Expr h_next = ot * activate(cell, schedule, hact, c_next);
     state(ji, jo, b) =
         Halide::Tuple(select(active, h_next, h_prev), select(active, c_next, c_prev));
     pin_state_output(state.output_buffers()[0], schedule, true);
@@ -780,9 +783,12 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
         cell, in, schedule, "gates",
         select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t)), h, 0, gates);
     products.push_back(pre);
-    Expr zt = activate(cell, f, clipped(cell, pre.pre(ji, cell.gate_index(kGruZ), jo, b)));
-    Expr rt = activate(cell, f, clipped(cell, pre.pre(ji, cell.gate_index(kGruR), jo, b)));
-    Expr ht = activate(cell, gact, clipped(cell, input(kGruH) + rt * pre.pre(ji, h_gate, jo, b)));
+    Expr zt =
+        activate(cell, schedule, f, clipped(cell, pre.pre(ji, cell.gate_index(kGruZ), jo, b)));
+    Expr rt =
+        activate(cell, schedule, f, clipped(cell, pre.pre(ji, cell.gate_index(kGruR), jo, b)));
+    Expr ht = activate(cell, schedule, gact,
+                       clipped(cell, input(kGruH) + rt * pre.pre(ji, h_gate, jo, b)));
     state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
     schedule_tile(state, pre, schedule);
@@ -797,14 +803,14 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     Product zr_pre =
         recurrent_product(cell, in, schedule, "zr_gates", in.xw(ji, g, jo, xw_b, t), h, 0, 2);
     Func zr("zr"), reset_h("reset_h");
-    zr(ji, g, jo, b) = activate(cell, f, clipped(cell, zr_pre.pre(ji, g, jo, b)));
+    zr(ji, g, jo, b) = activate(cell, schedule, f, clipped(cell, zr_pre.pre(ji, g, jo, b)));
     // rt (.) Ht-1, back in the linear k order R . h reads.
     reset_h(k_var, b) = zr(k_var % tile, r_gate, k_var / tile, b) * in.h(k_var, b);
     Product h_pre =
         recurrent_product(cell, in, schedule, "h_gate", input(kGruH), reset_h, h_gate, 1);
     products = {zr_pre, h_pre};
     Expr zt = zr(ji, z_gate, jo, b);
-    Expr ht = activate(cell, gact, clipped(cell, h_pre.pre(ji, 0, jo, b)));
+    Expr ht = activate(cell, schedule, gact, clipped(cell, h_pre.pre(ji, 0, jo, b)));
     state(ji, jo, b) = select(active, (1.0f - zt) * ht + zt * h_prev, h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
 
@@ -827,7 +833,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     Product pre = recurrent_product(cell, in, schedule, "gate", input(0), h, 0, 1);
     products.push_back(pre);
     state(ji, jo, b) =
-        select(active, activate(cell, f, clipped(cell, pre.pre(ji, 0, jo, b))), h_prev);
+        select(active, activate(cell, schedule, f, clipped(cell, pre.pre(ji, 0, jo, b))), h_prev);
     pin_state_output(state.output_buffer(), schedule, true);
     schedule_tile(state, pre, schedule);
   }

@@ -152,7 +152,8 @@ std::string RecurrentSchedule::key() const {
              parallel_tiles ? " parallel_tiles" : "",
              parallel_projection ? " parallel_projection" : "", single_entry ? " single_entry" : "",
              alternate_tiles ? " alternate_tiles" : "",
-             step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string());
+             step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string(),
+             exact_divide ? " exact_divide" : "");
 }
 
 // ---- the schedule table ------------------------------------------------------------------------
@@ -241,6 +242,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   schedule.batch_tile = batched ? row->batch_tile : 1;
   schedule.single_entry = !batched;
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
+  schedule.exact_divide = cell.quant.has_value() || (v == 16 && target.splits_512_bit_ops);
   // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
   // hidden order, so its tiles cannot be visited backwards.
   schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);

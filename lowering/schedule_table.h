@@ -135,6 +135,12 @@ struct RecurrentSchedule {
   // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
   bool alternate_tiles = false;
   int step_k_split = 1;  // the quantized step's dot products as this many partial sums
+  // The gate activations divide with the divide instruction rather than the reciprocal estimate
+  // and a Newton step (lowering/activation_math.h Quotient): quantized steps always; float steps
+  // where 512-bit operations are split (KernelTarget::splits_512_bit_ops), since there the
+  // estimate's three extra multiplies cost more issue slots of the halved zmm rate than the
+  // divider, a separate unit, costs time.
+  bool exact_divide = false;
   // A whole run whose XW rows (4 * gates * Hp bytes per entry and step) take more than this
   // projects them in chunks of steps of at most this size, each stepped right after it is
   // projected, so the steps read their rows from L2 rather than L3 (half the target's L2, or
@@ -148,7 +154,7 @@ struct RecurrentSchedule {
 // projection and the weight layouts are shared). The target's schedule class decides: its vector
 // width picks the row of tile sizes, and its L2 per core the three weight-size thresholds (a W
 // over half of L2 walks column panels outermost, over all of L2 it streams; an R over L2 splits
-// the step's tiles across threads).
+// the step's tiles across threads); whether it splits 512-bit operations, how the gates divide.
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const KernelTarget& target,
                                             bool batched = false);
 

@@ -105,6 +105,29 @@ TEST(KernelTarget, HostTargetRunsHereAndRicherOnesAreRefusedByName) {
   }
 }
 
+// Zen 4 (AMD family 19h with AVX-512) splits 512-bit operations into halves; Zen 3 (the same
+// family, no AVX-512), Zen 5 and Intel cores do not.
+TEST(KernelTarget, SplitsOf512BitOpsFollowTheCpuFamily) {
+  HostCpu cpu;
+  cpu.vendor = "AuthenticAMD";
+  cpu.family = 0x19;
+  cpu.features = zen4_features();
+  EXPECT_TRUE(splits_512_bit_ops(cpu));
+  cpu.features = x86_64_v3_features();
+  EXPECT_FALSE(splits_512_bit_ops(cpu));  // Zen 3
+  cpu.family = 0x1a;
+  cpu.features = zen4_features();
+  EXPECT_FALSE(splits_512_bit_ops(cpu));  // Zen 5
+  cpu.vendor = "GenuineIntel";
+  cpu.family = 6;
+  cpu.features = sapphire_rapids_features();
+  EXPECT_FALSE(splits_512_bit_ops(cpu));
+  EXPECT_EQ(resolve_kernel_target("host").splits_512_bit_ops, splits_512_bit_ops(host_cpu()));
+  KernelTarget full = resolve_kernel_target("zen4");
+  full.splits_512_bit_ops = false;  // kernels cached for one class are never served to the other
+  EXPECT_NE(full.key(), resolve_kernel_target("zen4").key());
+}
+
 TEST(KernelTarget, NamedLevelsHaveExactlyTheirFeatures) {
   const KernelTarget v3 = resolve_kernel_target("x86-64-v3");
   EXPECT_TRUE(v3.features.contains({F::kAvx2, F::kFma, F::kF16c, F::kBmi2, F::kMovbe}));

@@ -1367,12 +1367,51 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
     cell.quant = recurrent_quant(ActivationQuant{}, 600, 448, 8, false, 8, false);
     EXPECT_EQ(choose_recurrent_schedule(cell, target).stream_weights, small_l2) << name;
   }
-  EXPECT_EQ(resolve_kernel_target("zen4").schedule_class(), "avx512, L2 1 MiB");
+  EXPECT_EQ(resolve_kernel_target("zen4").schedule_class(), "avx512 in 256-bit halves, L2 1 MiB");
   EXPECT_EQ(resolve_kernel_target("sapphirerapids").schedule_class(), "avx512, L2 2 MiB");
   EXPECT_EQ(resolve_kernel_target("x86-64-v3").schedule_class(), "avx2, L2 1 MiB");
   KernelTarget larger = resolve_kernel_target("zen4");
   larger.l2_bytes *= 2;  // kernels cached for one L2 are never served to another
   EXPECT_NE(larger.key(), resolve_kernel_target("zen4").key());
+}
+
+// Float gates divide exactly where 512-bit operations are split (Zen 4) and by the reciprocal
+// estimate on full-width cores and with AVX2; quantized gates always divide.
+TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
+  RecurrentCell cell = lstm_cell(128, 64);
+  for (const char* name : {"zen4", "sapphirerapids", "x86-64-v4", "x86-64-v3"}) {
+    const KernelTarget target = resolve_kernel_target(name);
+    EXPECT_EQ(target.splits_512_bit_ops, std::string(name) == "zen4") << name;
+    EXPECT_EQ(choose_recurrent_schedule(cell, target).exact_divide, target.splits_512_bit_ops)
+        << name;
+  }
+  KernelTarget split = resolve_kernel_target("x86-64-v4");
+  split.splits_512_bit_ops = true;
+  EXPECT_TRUE(choose_recurrent_schedule(cell, split).exact_divide);
+  split = resolve_kernel_target("x86-64-v3");
+  split.splits_512_bit_ops = true;  // ymm operations run whole
+  EXPECT_FALSE(choose_recurrent_schedule(cell, split).exact_divide);
+  EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
+            choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v4")).key());
+  cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false);
+  EXPECT_TRUE(
+      choose_recurrent_schedule(cell, resolve_kernel_target("sapphirerapids")).exact_divide);
+}
+
+// Both float quotients in AVX-512 kernels against the reference, whichever one the host takes:
+// x86-64-v4 (full-width class: the estimate) and, on a Zen 4 host, the host (the divide).
+TEST(LowerRecurrent, FullWidthAvx512TargetAgreesWithTheReference) {
+  if (!host_cpu().features.contains(resolve_kernel_target("x86-64-v4").features)) {
+    GTEST_SKIP() << "host has no AVX-512";
+  }
+  for (Case c : {Case{}, gru()}) {
+    c.hidden = 40;
+    c.batch = 3;
+    c.sequence_lens = {5, 2, 4};
+    std::unique_ptr<Built> built = build(c);
+    SCOPED_TRACE(c.op);
+    expect_outputs_match(*built->node, run_lowered(*built, "x86-64-v4"), run_reference(*built));
+  }
 }
 
 // ---- the input projection in chunks of steps ----------------------------------------------------
