@@ -69,8 +69,10 @@ Expr horner(const float* coefficients, int degree, const Expr& s, float d) {
 }
 
 // p / q for Q's values (q >= 1). kEstimate: the hardware estimate of 1 / q (12 to 14 bits)
-// refined by one Newton step, r (2 - q r); a vector divide issues at a fraction of a multiply's
-// rate on the x86 cores rnnc targets, and every gate activation divides once.
+// refined by one Newton step, r (2 - q r): a vector divide issues at a fraction of a multiply's
+// rate, and every gate activation divides once; where multiplies are the scarcer issue slots
+// (512-bit operations split into halves) the schedule asks for the divide
+// (RecurrentSchedule::exact_divide).
 Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
   if (quotient == Quotient::kExact) return p / q;
   Expr r = Halide::fast_inverse(q);
