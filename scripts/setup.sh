@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev llvm-14-tools
   espeak-ng sox
-  pybind11-dev python3-dev python3-numpy dpkg-dev
+  pybind11-dev python3-dev python3-numpy dpkg-dev file
   libgrpc++-dev protobuf-compiler-grpc libcpp-httplib-dev nlohmann-json3-dev
   python3-grpcio python3-yaml
 )
