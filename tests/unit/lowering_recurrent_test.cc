@@ -1398,8 +1398,9 @@ TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
       choose_recurrent_schedule(cell, resolve_kernel_target("sapphirerapids")).exact_divide);
 }
 
-// Both float quotients in AVX-512 kernels against the reference, whichever one the host takes:
-// x86-64-v4 (full-width class: the estimate) and, on a Zen 4 host, the host (the divide).
+// The reciprocal estimate in AVX-512 float kernels against the reference on any AVX-512 host:
+// x86-64-v4 is of the full-width class, so its kernels take the estimate even where the host's
+// own kernels (Zen 4: the divide, which the host-target tests run) do not.
 TEST(LowerRecurrent, FullWidthAvx512TargetAgreesWithTheReference) {
   if (!host_cpu().features.contains(resolve_kernel_target("x86-64-v4").features)) {
     GTEST_SKIP() << "host has no AVX-512";
