@@ -1,9 +1,9 @@
-// tanh and sigmoid as one rational function: a min, a clamp, eight multiply-adds (six for the
-// degree-3 fit), a multiply and a division, with no exp. An LSTM step evaluates five of them per
-// hidden unit (three sigmoids, two tanh), so their instruction count and latency are a large share
-// of a step, above all in int8 steps, whose dot products are short. An e^x-based form (a degree-7
-// polynomial, range reduction and a division each, plus a small-argument series for tanh) has about
-// twice both.
+// tanh and sigmoid as one rational function: a clamp, a square, eight multiply-adds (six for the
+// degree-3 fit), a multiply and a division (sigmoid: and an add), with no exp. An LSTM step
+// evaluates five of them per hidden unit (three sigmoids, two tanh), so their instruction count and
+// latency are a large share of a step, above all in int8 steps, whose dot products are short. An
+// e^x-based form (a degree-7 polynomial, range reduction and a division each, plus a small-argument
+// series for tanh) has about twice both.
 #include "lowering/activation_math.h"
 
 namespace rnnc {
@@ -27,39 +27,47 @@ Expr exp_f32(Expr x) {
   return p * scale;
 }
 
-// tanh(x) = x P(x^2) / Q(x^2) on [0, clamp], P and Q fitted for the least maximum relative error
-// by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by construction,
+// tanh(x) = x P(x^2) / Q(x^2), P and Q fitted for the least maximum relative error
+// by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by construction, and
 // exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form needed a separate
-// series), and |x| >= clamp gives +-1 to within tanh's own distance from 1 there.
+// series).
 namespace {
 
 struct TanhFit {
   int degree;        // of P and Q in x^2
-  float clamp;       // the fitted interval is [0, clamp]
+  float saturation;  // x is clamped to [-saturation, saturation]
   float p[5], q[5];  // highest degree first, degree + 1 of each
 };
 
-// `scripts/fit-tanh.py`: tanh(9) = 1 - 3e-8.
+// The saturation point: the largest float32 x up to which the kernels' float32 evaluation (by
+// divide and by estimate) never exceeds 1 and at which both give exactly 1, found by evaluating
+// every float32 near the end of the fitted interval (docs/lowering.md, "Saturation points";
+// tests/unit/activation_math_test.cc evaluates every float from 5 to it again). So tanh
+// saturates at exactly +-1 and needs no clamp of its output. Beyond it the error is
+// 1 - tanh(saturation).
+// `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 8.05795002 (1 - tanh there: 2.0e-7).
 constexpr TanhFit kTanhDegree4 = {
     4,
-    9.0f,
+    8.05795002f,
     {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f},
     {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f}};
-// `scripts/fit-tanh.py 3 7`: fit error 1.4e-6, tanh(7) = 1 - 1.7e-6.
+// `scripts/fit-tanh.py 3 7`, fitted on [0, 7]: fit error 1.4e-6; saturation 7.02742767 (1 - tanh
+// there: 1.6e-6).
 constexpr TanhFit kTanhDegree3 = {3,
-                                  7.0f,
+                                  7.02742767f,
                                   {4.023036581e-06f, 2.299667336e-03f, 1.233009845e-01f, 1.0f},
                                   {1.446552051e-04f, 2.118391357e-02f, 4.566290677e-01f, 1.0f}};
 
 const TanhFit& tanh_fit(Fit fit) { return fit == Fit::kDegree3 ? kTanhDegree3 : kTanhDegree4; }
 
-// P or Q at t = (x / d)^2 as the polynomial in s = x^2 with coefficient i divided by d^2i (d a
-// power of two, so these are exact): each Horner step then gives exactly its float at t divided
-// by a power of two. Handed tanh_f32(x / d), Halide's simplifier rewrites t = (x / d)^2 as
-// x^2 / d^2 and puts a multiply by 1 / d^2 into every Horner step: twice the latency there.
-Expr horner(const float* coefficients, int degree, const Expr& s, float d) {
+// P or Q at t = (x / d)^2, times `factor`, as the polynomial in s = x^2 with coefficient i
+// multiplied by factor / d^2i (d and factor powers of two, so these are exact): each Horner step
+// then gives exactly its float at t scaled by a power of two. Handed tanh_f32(x / d), Halide's
+// simplifier rewrites t = (x / d)^2 as x^2 / d^2 and puts a multiply by 1 / d^2 into every Horner
+// step: twice the latency there.
+Expr horner(const float* coefficients, int degree, const Expr& s, float d, float factor) {
   auto scaled = [&](int i) {
-    float c = coefficients[i];
+    float c = coefficients[i] * factor;
     for (int power = degree - i; power > 0; --power) c /= d * d;
     return c;
   };
@@ -81,32 +89,31 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
 
 }  // namespace
 
-// |x| > clamp is handled by clamping t = x^2 to clamp^2 rather than x to [-clamp, clamp]: the
-// quotient is then (x / clamp) tanh_fit(clamp), larger in magnitude than tanh_fit(clamp), and the
-// output clamp takes it to +-1 (also for x = +-inf: inf * P / Q = inf). One min instead of a min
-// and a max on the path from each gate's pre-activation to h, which every recurrent step waits
-// on.
+// A clamp of x (min and max) before the fit, and nothing after it: the saturation point keeps the
+// quotient within [-1, 1] (x = +-inf saturates too).
 Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
   const TanhFit& f = tanh_fit(fit);
-  Expr t = min(x * x, f.clamp * f.clamp);
-  // The fit overshoots 1 by up to 2e-7 just below the clamp; tanh's range is [-1, 1].
-  return clamp(
-      quotient_of(x * horner(f.p, f.degree, t, 1.0f), horner(f.q, f.degree, t, 1.0f), quotient),
-      -1.0f, 1.0f);
+  Expr xc = clamp(x, -f.saturation, f.saturation);
+  Expr s = xc * xc;
+  return quotient_of(xc * horner(f.p, f.degree, s, 1.0f, 1.0f),
+                     horner(f.q, f.degree, s, 1.0f, 1.0f), quotient);
 }
 
-// sigmoid(x) = (1 + tanh(x / 2)) / 2: absolute error half tanh's. For x below about -17 (degree 3:
-// -14) it is 0 rather than e^x (< 4e-8; < 9e-7): gates multiply it into states, where only
-// absolute error matters.
-// tanh(x / 2) = (x / 2) P(x^2 / 4) / Q(x^2 / 4), with P and Q evaluated at x^2 (clamped to
-// (2 clamp)^2 as tanh_f32 clamps it to clamp^2).
+// sigmoid(x) = 1/2 + tanh(x / 2) / 2 = 1/2 + (x / 4) P(x^2 / 4) / Q(x^2 / 4): P and Q evaluated
+// at x^2 (x clamped as tanh_f32 clamps x / 2) with their coefficients scaled by powers of two
+// (exact), the 1/4 among P's. So its absolute error is about half tanh's, and it saturates at 0
+// and 1 (below -16.1, degree 3: -14.1, it is 0 rather than e^x (< 1.1e-7; < 8e-7): gates
+// multiply it into states, where only absolute error matters).
 Expr sigmoid_f32(const Expr& x, Quotient quotient, Fit fit) {
   const TanhFit& f = tanh_fit(fit);
-  Expr s = min(x * x, 4.0f * f.clamp * f.clamp);
-  Expr tanh_half = clamp(quotient_of(x * 0.5f * horner(f.p, f.degree, s, 2.0f),
-                                     horner(f.q, f.degree, s, 2.0f), quotient),
-                         -1.0f, 1.0f);
-  return 0.5f + 0.5f * tanh_half;
+  Expr xc = clamp(x, -2.0f * f.saturation, 2.0f * f.saturation);
+  Expr s = xc * xc;
+  Expr sigmoid = 0.5f + quotient_of(xc * horner(f.p, f.degree, s, 2.0f, 0.25f),
+                                    horner(f.q, f.degree, s, 2.0f, 1.0f), quotient);
+  // The estimate's last multiply fuses with the add (one rounding), and just below the saturation
+  // point the unrounded quotient is up to 2e-8 beyond 1/2 in magnitude: without the max, about
+  // -1e-8 below 0. (Above, 1 + 1e-8 rounds to 1.)
+  return quotient == Quotient::kEstimate ? max(sigmoid, 0.0f) : sigmoid;
 }
 
 }  // namespace rnnc
