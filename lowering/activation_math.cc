@@ -39,12 +39,11 @@ struct TanhFit {
   float p[5], q[5];  // highest degree first, degree + 1 of each
 };
 
-// The saturation point: the largest float32 x up to which the kernels' float32 evaluation (by
-// divide and by estimate) never exceeds 1 and at which both give exactly 1, found by evaluating
-// every float32 near the end of the fitted interval (docs/lowering.md, "Saturation points";
-// tests/unit/activation_math_test.cc evaluates every float from 5 to it again). So tanh
-// saturates at exactly +-1 and needs no clamp of its output. Beyond it the error is
-// 1 - tanh(saturation).
+// The saturation point: the largest float32 x up to which the fit's float32 value by divide never
+// exceeds 1 and at which it is exactly 1, found by evaluating every float32 near the end of the
+// fitted interval (docs/lowering.md, "Saturation points"; tests/unit/activation_math_test.cc
+// evaluates every float from 5 to it again). So tanh with the divide saturates at exactly +-1 and
+// needs no clamp of its output. Beyond it the error is 1 - tanh(saturation).
 // `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 8.05795002 (1 - tanh there: 2.0e-7).
 constexpr TanhFit kTanhDegree4 = {
     4,
@@ -89,10 +88,19 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
 
 }  // namespace
 
-// A clamp of x (min and max) before the fit, and nothing after it: the saturation point keeps the
-// quotient within [-1, 1] (x = +-inf saturates too).
+// With the divide: a clamp of x (min and max) before the fit and nothing after it, since the
+// saturation point keeps the correctly rounded quotient within [-1, 1] (x = +-inf saturates too).
+// With the estimate, the quotient's rounding depends on how LLVM contracts the Newton step in each
+// kernel (a few floats near 8 reach 1 + 1.2e-7 in some), so x^2 is clamped (one min) and the
+// quotient clamped to [-1, 1].
 Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
   const TanhFit& f = tanh_fit(fit);
+  if (quotient == Quotient::kEstimate) {
+    Expr t = min(x * x, f.saturation * f.saturation);
+    return clamp(quotient_of(x * horner(f.p, f.degree, t, 1.0f, 1.0f),
+                             horner(f.q, f.degree, t, 1.0f, 1.0f), quotient),
+                 -1.0f, 1.0f);
+  }
   Expr xc = clamp(x, -f.saturation, f.saturation);
   Expr s = xc * xc;
   return quotient_of(xc * horner(f.p, f.degree, s, 1.0f, 1.0f),
@@ -106,14 +114,17 @@ Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
 // multiply it into states, where only absolute error matters).
 Expr sigmoid_f32(const Expr& x, Quotient quotient, Fit fit) {
   const TanhFit& f = tanh_fit(fit);
-  Expr xc = clamp(x, -2.0f * f.saturation, 2.0f * f.saturation);
+  const float saturation = 2.0f * f.saturation;
+  if (quotient == Quotient::kEstimate) {  // clamped as tanh_f32 clamps it
+    Expr s = min(x * x, saturation * saturation);
+    return clamp(0.5f + quotient_of(x * horner(f.p, f.degree, s, 2.0f, 0.25f),
+                                    horner(f.q, f.degree, s, 2.0f, 1.0f), quotient),
+                 0.0f, 1.0f);
+  }
+  Expr xc = clamp(x, -saturation, saturation);
   Expr s = xc * xc;
-  Expr sigmoid = 0.5f + quotient_of(xc * horner(f.p, f.degree, s, 2.0f, 0.25f),
-                                    horner(f.q, f.degree, s, 2.0f, 1.0f), quotient);
-  // The estimate's last multiply fuses with the add (one rounding), and just below the saturation
-  // point the unrounded quotient is up to 2e-8 beyond 1/2 in magnitude: without the max, about
-  // -1e-8 below 0. (Above, 1 + 1e-8 rounds to 1.)
-  return quotient == Quotient::kEstimate ? max(sigmoid, 0.0f) : sigmoid;
+  return 0.5f + quotient_of(xc * horner(f.p, f.degree, s, 2.0f, 0.25f),
+                            horner(f.q, f.degree, s, 2.0f, 1.0f), quotient);
 }
 
 }  // namespace rnnc

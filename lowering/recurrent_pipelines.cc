@@ -199,6 +199,10 @@ Halide::Type weight_storage(const RecurrentQuant& quant) {
 // With `split` > 1 (an int32 sum whose ko extent it divides), the sum is `split` partial sums
 // over interleaved ko (`part`, ko = split * k.y + s), added in `acc`: split times the independent
 // accumulator chains for the same register tile.
+//
+// `start` (int32 sums only) is where the sum starts instead of 0 (the first part's start when
+// split): the zero-point correction, so that a register tile's accumulators leave the loop
+// corrected and its epilogue has no subtraction per accumulator. Same int32 value either way.
 struct IntegerDot {
   Func acc, chunk, part;
   RDom k;       // (kl, ko within the chunk; within a part: ko / split)
@@ -209,7 +213,8 @@ struct IntegerDot {
 
 IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
                        const ProductWidths& widths, const std::function<Expr(Expr)>& activation,
-                       const std::function<Expr(Expr, Expr)>& weight, int split = 1) {
+                       const std::function<Expr(Expr, Expr)>& weight, int split = 1,
+                       Expr start = 0) {
   const int lane = widths.lane;
   const int chunk_ko = static_cast<int>(widths.chunk_terms / lane);
   IntegerDot dot;
@@ -223,7 +228,7 @@ IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
     part_at.push_back(s);
     const Expr ko = split * dot.k.y + s;
     dot.part = Func(name + "_part");
-    dot.part(part_at) = 0;
+    dot.part(part_at) = select(s == 0, start, 0);
     dot.part(part_at) += Halide::cast<int32_t>(activation(lane * ko + dot.k.x)) *
                          Halide::cast<int32_t>(weight(dot.k.x, ko));
     Expr sum = 0;
@@ -239,7 +244,7 @@ IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
   dot.k = RDom(0, lane, 0, chunk_ko, name + "_k");
   if (!dot.int64_sum) {
     dot.acc = Func(name + "_dot");
-    dot.acc(at) = 0;
+    dot.acc(at) = start;
     dot.acc(at) += Halide::cast<int32_t>(activation(lane * dot.k.y + dot.k.x)) *
                    Halide::cast<int32_t>(weight(dot.k.x, dot.k.y));
     return dot;
@@ -264,6 +269,18 @@ IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
 // An integer term of the zero-point correction in the dot's type.
 Expr in_sum_type(const IntegerDot& dot, Expr value) {
   return dot.int64_sum ? Halide::cast<int64_t>(value) : value;
+}
+
+// The activations' zero-point term zq colsum(w) of sum (q - zq) w = dot - zq colsum(w)
+// (docs/quant.md): an int32 dot starts at its negation (integer_dot's `start`), an int64 dot
+// subtracts it at the end (zero_point_corrected).
+Expr zero_point_start(const ProductWidths& widths, const Expr& zero_point, const Expr& colsum) {
+  return widths.int64_sum ? Expr(0) : -(zero_point * colsum);
+}
+Expr zero_point_corrected(const IntegerDot& dot, const Expr& acc, const Expr& zero_point,
+                          const Expr& colsum) {
+  if (!dot.int64_sum) return acc;
+  return acc - Halide::cast<int64_t>(zero_point) * Halide::cast<int64_t>(colsum);
 }
 
 // Schedules `dot` at `consumer`'s loop `at`: its accumulators over `inner` (the first vectorized
@@ -403,10 +420,10 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
                                    /*state=*/false, activation_storage(quant), v, "x");
   IntegerDot dot = integer_dot(
       "x", {n, m}, quant.input_widths, [&](Expr kk) { return xq.q(kk, m); },
-      [&](Expr kl, Expr ko) { return wq(kl, n % panel, ko, n / panel); });
+      [&](Expr kl, Expr ko) { return wq(kl, n % panel, ko, n / panel); }, 1,
+      zero_point_start(quant.input_widths, xq.zero_point(m), w_colsum(n)));
   Func xw("xw");
-  Expr corrected =
-      dot.acc(n, m) - in_sum_type(dot, xq.zero_point(m)) * in_sum_type(dot, w_colsum(n));
+  Expr corrected = zero_point_corrected(dot, dot.acc(n, m), xq.zero_point(m), w_colsum(n));
   if (quant.weight_zero_points) {
     corrected -= in_sum_type(dot, w_zero(n)) *
                  (in_sum_type(dot, xq.sum(m)) - k_extent * in_sum_type(dot, xq.zero_point(m)));
@@ -639,13 +656,14 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
   const int padded_k = static_cast<int>(packed_ko(quant.state_widths)) * quant.lane();
   QuantizedRows rows = quantize_rows(operand, hidden, padded_k, quant.activations, /*state=*/true,
                                      storage, schedule.vector_width, name + "_operand");
+  // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
+  const Expr colsum = in.r_colsum(ji, gate0 + g, jo);
   IntegerDot dot = integer_dot(
       name, {ji, g, jo, b}, quant.state_widths, [&](Expr k) { return rows.q(k, b); },
       [&](Expr kl, Expr ko) { return in.rq(kl, ji, gate0 + g, ko, jo); },
-      quant.count_overflow ? 1 : schedule.step_k_split);
-  // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
-  Expr corrected = dot.acc(ji, g, jo, b) - in_sum_type(dot, rows.zero_point(b)) *
-                                               in_sum_type(dot, in.r_colsum(ji, gate0 + g, jo));
+      quant.count_overflow ? 1 : schedule.step_k_split,
+      zero_point_start(quant.state_widths, rows.zero_point(b), colsum));
+  Expr corrected = zero_point_corrected(dot, dot.acc(ji, g, jo, b), rows.zero_point(b), colsum);
   if (quant.weight_zero_points) {
     corrected -= in_sum_type(dot, in.r_zero(ji, gate0 + g, jo)) *
                  (in_sum_type(dot, rows.sum(b)) - hidden * in_sum_type(dot, rows.zero_point(b)));
