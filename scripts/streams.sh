@@ -6,7 +6,10 @@
 # core's FMA peak (rnnc_bench's machine bounds); and the chart of the sweeps.
 #   scripts/streams.sh        about 10 minutes on 2 cores; run it on a quiet machine
 # Writes OUT (default BUILD_DIR/streams-<cpu>): one find-max log per configuration, summary.md
-# (the tables, naming the CPU, the date and the commands) and streams.png.
+# (the tables, naming the CPU, the date and the commands) and streams.png; then puts summary.md
+# into docs/benchmarks.md between this CPU kind's "streams.sh" markers (a new CPU kind gets its
+# own block at the end of the "Stream batcher" section; the text around the blocks is kept) and
+# the chart into docs/streams-<cpu>.png. DOCS=0 skips the docs step.
 # Environment: BUILD_DIR (default build, configured and built by scripts/test.sh or here),
 # MODELS_DIR (default BUILD_DIR/models), TRIAL_SECONDS (simulated seconds per stream count,
 # default 6), P99_MS (default 100), OUT.
@@ -120,3 +123,26 @@ EOF
   "batching off, 1 thread=$out/off_1thread.txt" "batching on, 1 thread=$out/on_1thread.txt" \
   "batching on, int8=$out/on_int8_1thread.txt" "batching on, 2 threads=$out/on_2threads.txt"
 step "wrote $out/summary.md and $out/streams.png"
+
+if [[ "${DOCS:-1}" != 0 ]]; then
+  /usr/bin/python3 - "$root/docs/benchmarks.md" "$out/summary.md" "$cpu" "$slug" <<'EOF'
+import sys
+path, summary_path, cpu, slug = sys.argv[1:5]
+text = open(path).read()
+summary = open(summary_path).read().strip()
+begin, end = f"<!-- streams.sh {slug} -->", f"<!-- streams.sh {slug} end -->"
+if begin in text and end in text:
+    head, rest = text.split(begin, 1)
+    text = head + begin + "\n" + summary + "\n" + end + rest.split(end, 1)[1]
+else:
+    anchor = "### Batched recurrent kernels"
+    if anchor not in text:
+        sys.exit(f"streams.sh: no '{anchor}' heading in {path} to put this CPU's block before")
+    block = (f"**{cpu}**, `scripts/streams.sh`; chart: [streams-{slug}.png](streams-{slug}.png).\n\n"
+             f"{begin}\n{summary}\n{end}\n\n")
+    text = text.replace(anchor, block + anchor, 1)
+open(path, "w").write(text)
+EOF
+  cp "$out/streams.png" "$root/docs/streams-$slug.png"
+  step "put the tables into docs/benchmarks.md and the chart into docs/streams-$slug.png"
+fi
