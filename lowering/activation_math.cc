@@ -43,8 +43,9 @@ struct TanhFit {
 // exceeds 1 and at which it is exactly 1, found by evaluating every float32 near the end of the
 // fitted interval with Horner's steps as FMAs (docs/lowering.md, "Saturation points";
 // tests/unit/activation_math_test.cc evaluates every float from 5 to it again). (A CPU without
-// FMA rounds each step twice and may come out 1 ulp above 1 there.) So tanh with the divide saturates at exactly +-1 and
-// needs no clamp of its output. Beyond it the error is 1 - tanh(saturation).
+// FMA rounds each step twice and may come out 1 ulp above 1 there.) So tanh with the divide
+// saturates at exactly +-1 and needs no clamp of its output. Beyond the point the error is
+// 1 - tanh(saturation).
 // `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 8.05795002 (1 - tanh there: 2.0e-7).
 constexpr TanhFit kTanhDegree4 = {
     4,
