@@ -200,9 +200,9 @@ Halide::Type weight_storage(const RecurrentQuant& quant) {
 // over interleaved ko (`part`, ko = split * k.y + s), added in `acc`: split times the independent
 // accumulator chains for the same register tile.
 //
-// `start` (int32 sums only) is where the sum starts instead of 0 (the first part's start when
+// `start` (in the sum's type) is where the sum starts instead of 0 (the first part's start when
 // split): the zero-point correction, so that a register tile's accumulators leave the loop
-// corrected and its epilogue has no subtraction per accumulator. Same int32 value either way.
+// corrected and its epilogue has no subtraction per accumulator. Same sum either way.
 struct IntegerDot {
   Func acc, chunk, part;
   RDom k;       // (kl, ko within the chunk; within a part: ko / split)
@@ -261,7 +261,7 @@ IntegerDot integer_dot(const std::string& name, const std::vector<Var>& args,
   std::vector<Expr> chunk_of = at;
   chunk_of.push_back(dot.chunks.x);
   dot.acc = Func(name + "_dot");
-  dot.acc(at) = Halide::cast<int64_t>(0);
+  dot.acc(at) = Halide::cast<int64_t>(start);
   dot.acc(at) += Halide::cast<int64_t>(dot.chunk(chunk_of));
   return dot;
 }
@@ -271,16 +271,11 @@ Expr in_sum_type(const IntegerDot& dot, Expr value) {
   return dot.int64_sum ? Halide::cast<int64_t>(value) : value;
 }
 
-// The activations' zero-point term zq colsum(w) of sum (q - zq) w = dot - zq colsum(w)
-// (docs/quant.md): an int32 dot starts at its negation (integer_dot's `start`), an int64 dot
-// subtracts it at the end (zero_point_corrected).
+// -zq colsum(w), in the sum's type: where a dot of sum (q - zq) w = dot - zq colsum(w) starts
+// (integer_dot's `start`; docs/quant.md).
 Expr zero_point_start(const ProductWidths& widths, const Expr& zero_point, const Expr& colsum) {
-  return widths.int64_sum ? Expr(0) : -(zero_point * colsum);
-}
-Expr zero_point_corrected(const IntegerDot& dot, const Expr& acc, const Expr& zero_point,
-                          const Expr& colsum) {
-  if (!dot.int64_sum) return acc;
-  return acc - Halide::cast<int64_t>(zero_point) * Halide::cast<int64_t>(colsum);
+  if (!widths.int64_sum) return -(zero_point * colsum);
+  return -(Halide::cast<int64_t>(zero_point) * Halide::cast<int64_t>(colsum));
 }
 
 // Schedules `dot` at `consumer`'s loop `at`: its accumulators over `inner` (the first vectorized
@@ -423,7 +418,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
       [&](Expr kl, Expr ko) { return wq(kl, n % panel, ko, n / panel); }, 1,
       zero_point_start(quant.input_widths, xq.zero_point(m), w_colsum(n)));
   Func xw("xw");
-  Expr corrected = zero_point_corrected(dot, dot.acc(n, m), xq.zero_point(m), w_colsum(n));
+  Expr corrected = dot.acc(n, m);
   if (quant.weight_zero_points) {
     corrected -= in_sum_type(dot, w_zero(n)) *
                  (in_sum_type(dot, xq.sum(m)) - k_extent * in_sum_type(dot, xq.zero_point(m)));
@@ -657,13 +652,12 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
   QuantizedRows rows = quantize_rows(operand, hidden, padded_k, quant.activations, /*state=*/true,
                                      storage, schedule.vector_width, name + "_operand");
   // sum (q - zq)(w - zw) = dot - zq colsum(w) - zw (sum q - K zq)   (docs/quant.md)
-  const Expr colsum = in.r_colsum(ji, gate0 + g, jo);
   IntegerDot dot = integer_dot(
       name, {ji, g, jo, b}, quant.state_widths, [&](Expr k) { return rows.q(k, b); },
       [&](Expr kl, Expr ko) { return in.rq(kl, ji, gate0 + g, ko, jo); },
       quant.count_overflow ? 1 : schedule.step_k_split,
-      zero_point_start(quant.state_widths, rows.zero_point(b), colsum));
-  Expr corrected = zero_point_corrected(dot, dot.acc(ji, g, jo, b), rows.zero_point(b), colsum);
+      zero_point_start(quant.state_widths, rows.zero_point(b), in.r_colsum(ji, gate0 + g, jo)));
+  Expr corrected = dot.acc(ji, g, jo, b);
   if (quant.weight_zero_points) {
     corrected -= in_sum_type(dot, in.r_zero(ji, gate0 + g, jo)) *
                  (in_sum_type(dot, rows.sum(b)) - hidden * in_sum_type(dot, rows.zero_point(b)));
@@ -673,8 +667,7 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
   product.sums(ji, g, jo, b) = corrected;
   product.pre(ji, g, jo, b) = init + Halide::cast<float>(product.sums(ji, g, jo, b)) *
                                          (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
-  rows.q.compute_root().vectorize(rows.q.args()[0],
-                                  storage_vector(storage, schedule.vector_width));
+  rows.q.compute_root().vectorize(rows.q.args()[0], storage_vector(storage, schedule.vector_width));
   (dot.split > 1 ? dot.part : dot.acc).bound(g, 0, count);
   product.dot = dot;
   product.rows = rows;
@@ -730,9 +723,9 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
     out.dim(0).set_bounds(0, tile);
     out.dim(1).set_bounds(0, tiles);
     // The batch is padded to the batch tile: no tail.
-    out.dim(2).set_bounds(0, schedule.single_entry ? 1
-                                                   : out.dim(2).extent() / schedule.batch_tile *
-                                                         schedule.batch_tile);
+    out.dim(2).set_bounds(0, schedule.single_entry
+                                 ? 1
+                                 : out.dim(2).extent() / schedule.batch_tile * schedule.batch_tile);
   }
 }
 
@@ -756,8 +749,8 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   h(k_var, b) = in.h(k_var, b);
 
   std::vector<Halide::Argument> arguments = in.weights(cell);
-  for (const Halide::Argument& a : std::vector<Halide::Argument>{in.xw, in.step_time, in.h,
-                                                                 in.h_tiles}) {
+  for (const Halide::Argument& a :
+       std::vector<Halide::Argument>{in.xw, in.step_time, in.h, in.h_tiles}) {
     arguments.push_back(a);
   }
   Func state("state");
@@ -767,8 +760,8 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1],
                               &hact = cell.activations[2];
     // gates(ji, g, jo, b) = XW + R . h for one tile's hidden units, every computed gate.
-    Product pre = recurrent_product(cell, in, schedule, "gates", in.xw(ji, g, jo, xw_b, t), h, 0,
-                                    gates);
+    Product pre =
+        recurrent_product(cell, in, schedule, "gates", in.xw(ji, g, jo, xw_b, t), h, 0, gates);
     products.push_back(pre);
     auto gate = [&](int onnx_gate) { return pre.pre(ji, cell.gate_index(onnx_gate), jo, b); };
     Expr c_prev = in.c(ji, jo, b);
@@ -797,9 +790,9 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
     const RecurrentActivation &f = cell.activations[0], &gact = cell.activations[1];
     // z and r: XW + R . h; h gate: R . h + Rbh alone (rt multiplies it before XW is added).
     const int h_gate = cell.gate_index(kGruH);
-    Product pre = recurrent_product(
-        cell, in, schedule, "gates",
-        select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t)), h, 0, gates);
+    Product pre = recurrent_product(cell, in, schedule, "gates",
+                                    select(g == h_gate, in.rbh(ji, jo), in.xw(ji, g, jo, xw_b, t)),
+                                    h, 0, gates);
     products.push_back(pre);
     Expr zt =
         activate(cell, schedule, f, clipped(cell, pre.pre(ji, cell.gate_index(kGruZ), jo, b)));
