@@ -739,8 +739,9 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
   StepInputs in(cell, schedule);
   Var ji("ji"), g("g"), jo("jo"), b("b"), k_var("k");
   // The XW row entry b reads; inactive entries (negative time; the batch tile's padding entries
-  // past XW's batch) read a valid row and keep their state.
-  Expr t = clamp(in.step_time(b), 0, in.xw.dim(4).extent() - 1);
+  // past XW's batch) read a valid row and keep their state. XW's time rows start at its min: the
+  // runtime passes the rows of the range of steps it projected last.
+  Expr t = clamp(in.step_time(b), in.xw.dim(4).min(), in.xw.dim(4).max());
   Expr xw_b = min(b, in.xw.dim(3).extent() - 1);
   Expr active = in.step_time(b) >= 0;
   auto input = [&](int gate) { return in.xw(ji, cell.gate_index(gate), jo, xw_b, t); };

@@ -166,8 +166,9 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
                               const KernelTarget& target);
 
 // Argument order of the step pipeline's argv entry (bracketed ones only where the cell has them):
-//   r (ji, g, k, jo), xw (ji, g, jo, b, t), step_time (b: int32, the time row of XW entry b
-//   reads at this step; negative: b is past its sequence and keeps its state), h (k, b),
+//   r (ji, g, k, jo), xw (ji, g, jo, b, t: the time rows projected, from the t dim's min),
+//   step_time (b: int32, the time row of XW entry b reads at this step; negative: b is past
+//   its sequence and keeps its state), h (k, b),
 //   h_tiles (ji, jo, b: the same h), [c (ji, jo, b)], [peepholes (ji, jo, 3): i, o, f],
 //   [rbh (ji, jo): GRU linear_before_reset's h-gate Rb], -> h_next (ji, jo, b), [c_next]
 // Quantized: r is replaced by rq (kl, ji, g, ko, jo: int8 or int16, hidden padded to lane()),

@@ -159,10 +159,10 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
 
 static const halide_type_code_t rn_f = halide_type_float, rn_i = halide_type_int;
 
-/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's rows from `row_begin`
- * (argument order: recurrent_pipelines.h). */
+/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's first rows (argument
+ * order: recurrent_pipelines.h). */
 static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
-                                const float* x_rows, int64_t row_begin, int64_t rows) {
+                                const float* x_rows, int64_t rows) {
   const rn_recurrent_direction* part = &layer->dir[d];
   const int64_t n = layer->gates * layer->padded;
   const int64_t panel = layer->wt_panel, input = layer->input;
@@ -171,7 +171,7 @@ static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_s
   rn_view_init(&x, x_rows, rn_f, 32, 2, (const int64_t[]){input, 1, rows, input});
   rn_view_init(&bias, part->bias, rn_f, 32, 1, (const int64_t[]){n, 1});
   const int64_t written = rn_recurrent_projected_rows(layer, rows);
-  rn_view_init(&xw, state->xw + row_begin * n, rn_f, 32, 2, (const int64_t[]){n, 1, written, n});
+  rn_view_init(&xw, state->xw, rn_f, 32, 2, (const int64_t[]){n, 1, written, n});
   void* args[8];
   int count = 0;
   int32_t counts[4] = {0, 0, 0, 0};
@@ -210,9 +210,13 @@ static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_s
 }
 
 /* Projects the XW rows of time steps [t_begin, t_end): the whole run (0, seq) in any layout, a
- * range of steps when X is seq-outer. XW's rows are dense in X's axis order over the run's own
- * entries. A batch slice of a seq-outer X first gathers its entries' rows of those steps into
- * x_rows, so the projection is one call over all of them, as for a whole run. */
+ * range of steps when X is seq-outer. XW holds the rows of the range projected last, from its
+ * first row, dense in X's axis order over the run's own entries; the steps see them as time rows
+ * from t_begin (xw_time_begin). Every range reuses the same memory, which its steps have just
+ * read from, rather than the next part of a buffer the size of the run: the lines a projection
+ * writes are then already in L2, where fresh ones would first be fetched from L3 or memory. A
+ * batch slice of a seq-outer X first gathers its entries' rows of those steps into x_rows, so
+ * the projection is one call over all of them, as for a whole run. */
 static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
                                       int64_t t_begin, int64_t t_end) {
   const int64_t batch = layer->batch, input = layer->input;
@@ -224,7 +228,9 @@ static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recur
     }
     rows = state->x_rows + t_begin * batch * input;
   }
-  return rn_recurrent_project(layer, d, state, rows, t_begin * batch, (t_end - t_begin) * batch);
+  state->xw_time_begin = t_begin;
+  state->xw_time_rows = t_end - t_begin;
+  return rn_recurrent_project(layer, d, state, rows, (t_end - t_begin) * batch);
 }
 
 /* Steps [step_begin, step_end) of direction d, their XW rows projected. */
@@ -256,6 +262,8 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
   rn_view_init(
       &xw, state->xw, rn_f, 32, 5,
       (const int64_t[]){tile, 1, g, tile, tiles, g * tile, batch, b_stride, seq, t_stride});
+  xw.dims[4].min = (int32_t)state->xw_time_begin;
+  xw.dims[4].extent = (int32_t)state->xw_time_rows;
   rn_view_init(&step_time, state->step_time, rn_i, 32, 1, (const int64_t[]){pb, 1});
   rn_view_init(&h_in, state->h[0], rn_f, 32, 2, (const int64_t[]){padded, 1, pb, padded});
   rn_view_init(&h_tiles, state->h[0], rn_f, 32, 3, tiles_spec);

@@ -83,7 +83,8 @@ typedef struct rn_recurrent {
 
 /* One direction's progress through a run: XW and the double-buffered state. */
 typedef struct rn_recurrent_state {
-  float* xw;
+  float* xw; /* time rows [xw_time_begin, + xw_time_rows): the range projected last */
+  int64_t xw_time_begin, xw_time_rows;
   float* x_rows; /* a batch slice of a seq-outer X: its rows gathered densely; else NULL */
   float *h[2], *c[2];
   int current; /* h[current], c[current] hold the state after the steps so far */

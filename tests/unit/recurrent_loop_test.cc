@@ -1,12 +1,14 @@
 // The recurrent time loop (lowering/core/recurrent_loop.c) with recording stand-ins for its
-// compiled pipelines: which rows of XW each projection call writes, and which rows each step
-// reads, so the order of projections and steps is checked without any kernel.
+// compiled pipelines: which rows of XW each projection call writes and where, and which rows each
+// step reads and from where, so the order of projections and steps, and the XW views the steps
+// get, are checked without any kernel.
 #include "lowering/core/recurrent_loop.h"
 
 #include <HalideRuntime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,9 @@ struct Recording {
   const float* x = nullptr;  // the run's X
   int64_t batch = 0;
   std::vector<bool> projected;       // per XW row: written by a projection so far
+  std::map<const float*, int64_t> held;  // the XW row a projection wrote last at each address
   std::vector<int64_t> projections;  // rows per projection call
-  std::string error;                 // the first row a step read before it was projected
+  std::string error;  // the first row a step read before it was projected, or from elsewhere
   int steps = 0;
 };
 Recording recording;
@@ -32,23 +35,39 @@ int record_projection(void** args) {
   const auto* xw = static_cast<const halide_buffer_t*>(args[3]);
   const int64_t first = (reinterpret_cast<const float*>(x->host) - recording.x) / kInput;
   EXPECT_EQ(x->dim[1].extent, xw->dim[1].extent);
+  const auto* rows = reinterpret_cast<const float*>(xw->host);
   for (int64_t row = first; row < first + x->dim[1].extent; ++row) {
     recording.projected.at(static_cast<size_t>(row)) = true;
+    recording.held[rows + (row - first) * xw->dim[0].extent] = row;
   }
   recording.projections.push_back(x->dim[1].extent);
   return 0;
 }
 
-// Float LSTM arguments: r, xw, step_time, ...: each active entry reads XW row t * batch + b.
+// Float LSTM arguments: r, xw, step_time, ...: each active entry reads XW row t * batch + b,
+// at element (0, 0, 0, b, t) of the xw view (ji, g, jo, b, t).
 int record_step(void** args) {
+  const auto* xw = static_cast<const halide_buffer_t*>(args[1]);
   const auto* step_time = static_cast<const halide_buffer_t*>(args[2]);
   const auto* time = reinterpret_cast<const int32_t*>(step_time->host);
   for (int64_t b = 0; b < recording.batch; ++b) {
     if (time[b] < 0) continue;
     const int64_t row = time[b] * recording.batch + b;
+    const std::string step = "step " + std::to_string(recording.steps);
     if (!recording.projected.at(static_cast<size_t>(row)) && recording.error.empty()) {
-      recording.error = "step " + std::to_string(recording.steps) + " read row " +
-                        std::to_string(row) + " before it was projected";
+      recording.error = step + " read row " + std::to_string(row) + " before it was projected";
+    }
+    const halide_dimension_t& t_dim = xw->dim[4];
+    if ((time[b] < t_dim.min || time[b] >= t_dim.min + t_dim.extent) && recording.error.empty()) {
+      recording.error = step + " read time " + std::to_string(time[b]) + " outside its xw view";
+    }
+    const float* at = reinterpret_cast<const float*>(xw->host) +
+                      (time[b] - t_dim.min) * t_dim.stride + b * xw->dim[3].stride;
+    const auto held = recording.held.find(at);
+    if ((held == recording.held.end() || held->second != row) && recording.error.empty()) {
+      recording.error = step + " read row " + std::to_string(row) +
+                        " where the projection wrote row " +
+                        (held == recording.held.end() ? "none" : std::to_string(held->second));
     }
   }
   ++recording.steps;
@@ -108,10 +127,14 @@ std::vector<int64_t> projection_calls(const LoopRun& run) {
 }
 
 // 43 steps of 3 entries x 4 gates x 16 units: 768 bytes of XW rows per step, 33,024 in all.
-// With 4 KiB chunks (5 steps) every chunk is projected just before its steps read it.
+// With 4 KiB chunks (5 steps) every chunk is projected just before its steps read it, into the
+// memory of the chunk before (the rows the steps read are checked against where they were
+// written).
 TEST(RecurrentLoop, AWholeRunOverTheChunkSizeProjectsEachChunkBeforeItsSteps) {
   const std::vector<int64_t> chunks = {15, 15, 15, 15, 15, 15, 15, 15, 9};
   EXPECT_EQ(projection_calls({}), chunks);
+  // Every chunk wrote to the same 15 rows.
+  EXPECT_EQ(recording.held.size(), 15u);
 }
 
 // A reverse direction's chunks start at the last time step: its first chunk is steps 0-4, times
