@@ -447,6 +447,8 @@ struct RNNC_INTERNAL Session::Impl {
   std::vector<NamedTensor> outputs;        // run()'s result views
   std::optional<InputChecker> checker;     // this run's inputs: given, bound dims
   bool specialize = true;                  // runs may take shape specializations
+  // kAuto models: the chooser picks each run's plan; false: every run takes the sequential plan.
+  bool choose_plans = true;
   std::vector<int64_t> specialization_key;  // bound, then the scalar inputs' values
 
   const CompiledModel::Impl& m() const { return model->impl(); }
@@ -510,6 +512,12 @@ Session new_generic_session(const CompiledModel& model,
                             const std::vector<std::pair<std::string, std::string>>& state) {
   Session session = model.new_session(state);
   session.impl_->specialize = false;
+  // A batcher's runs come in every batch size up to its max_batch, and the plan chooser learns
+  // each size up to 32 as a bucket of its own, from warm-up runs and duels that run the slower
+  // plan too: spikes in the chunks' latency, at every new size and at every exploring duel. The
+  // sequential plan spreads a run over the model's threads by itself (a batch's entries in
+  // slices, runtime/batch_split.h; a step's hidden tiles where R is over L2), without them.
+  session.impl_->choose_plans = false;
   return session;
 }
 
@@ -711,7 +719,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
       run_executor = specialized->executor.get();
     }
   }
-  if (model_impl.chooser && !specialized) {
+  if (model_impl.chooser && !specialized && choose_plans) {
     PlanChooser::bucket(bound, shape_key);
     pick = model_impl.chooser->pick(shape_key);
     current = static_cast<size_t>(pick.candidate);

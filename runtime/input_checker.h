@@ -63,7 +63,8 @@ class InputChecker {
   std::vector<int64_t> bound_;
 };
 
-// A session whose runs never use shape specializations (ModelOptions::specialize_shapes): the
+// A session whose runs never use shape specializations (ModelOptions::specialize_shapes) and,
+// in a model of plan kAuto, always take the sequential plan (no PlanChooser duels): the
 // batcher's runs bind batch sizes that change from run to run.
 Session new_generic_session(const CompiledModel& model,
                             const std::vector<std::pair<std::string, std::string>>& state);

@@ -465,6 +465,31 @@ TEST(StreamBatcher, StreamResultsArriveInOrderThroughCallbacks) {
   }
 }
 
+// A batcher's runs on a model of plan kAuto and 2 threads take the sequential plan: no warm-up
+// runs and duels of the plan chooser, which would learn every batch size on its own (latency
+// spikes). The model's plan report lists a shape once the chooser has decided it, after its
+// duels; a Session's runs of one shape on the same model get there (the control).
+TEST(StreamBatcher, RunsTakeTheSequentialPlanWithoutDuels) {
+  ModelOptions model_options;
+  model_options.threads = 2;
+  auto model = load_stack("LSTM", 2, kHidden, kInput, model_options);
+  ASSERT_EQ(model->plan(), Plan::kAuto);
+  ASSERT_EQ(model->plan_candidates().size(), 2u);
+  std::vector<float> x = random_vector(3 * kInput, 5);
+  const std::vector<NamedTensor> inputs = {
+      {"x", {ElementType::kFloat32, {3, 1, kInput}, x.data()}}};
+  constexpr int kRuns = 40;  // more than a shape's warm-ups and first duels
+  {
+    StreamBatcher batcher(model);
+    BatchStream stream = batcher.open_stream();
+    for (int r = 0; r < kRuns; ++r) stream.run(inputs);
+  }
+  EXPECT_EQ(model->describe().find("duels"), std::string::npos) << model->describe();
+  Session session = model->new_session();
+  for (int r = 0; r < kRuns; ++r) session.run(inputs);
+  EXPECT_NE(model->describe().find("duels"), std::string::npos) << model->describe();
+}
+
 // Inputs without a batch axis must be equal within a batch: Silero's sample rate.
 TEST(StreamBatcher, ChunksWithDifferentNonBatchInputsRunInSeparateBatches) {
   if (!std::filesystem::exists(kSileroPath)) GTEST_SKIP() << kSileroPath << " is missing";
