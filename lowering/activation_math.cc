@@ -88,45 +88,42 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
   return p * (r * (2.0f - q * r));
 }
 
+// d factor tanh(x / d), without an output clamp: factor x P(x^2 / d^2) / Q(x^2 / d^2) of fit
+// `f`, P and Q evaluated at s = x^2 (horner), saturating at x = d f.saturation. d = 1 for tanh,
+// 2 for sigmoid's. With the divide: x clamped (a min and a max) before the fit and nothing after
+// it, since the saturation point keeps the
+// correctly rounded quotient within [-1, 1] (x = +-inf saturates too). With the estimate, the
+// quotient's rounding depends on how LLVM contracts the Newton step in each kernel (a few floats
+// near 8 reach 1 + 1.2e-7 in some), so only x^2 is clamped (one min) and the callers clamp the
+// output.
+Expr fitted_tanh(const TanhFit& f, Expr x, float d, float factor, Quotient quotient) {
+  const float saturation = d * f.saturation;
+  Expr s;
+  if (quotient == Quotient::kEstimate) {
+    s = min(x * x, saturation * saturation);
+  } else {
+    x = clamp(x, -saturation, saturation);
+    s = x * x;
+  }
+  return quotient_of(x * horner(f.p, f.degree, s, d, factor), horner(f.q, f.degree, s, d, 1.0f),
+                     quotient);
+}
+
 }  // namespace
 
-// With the divide: a clamp of x (min and max) before the fit and nothing after it, since the
-// saturation point keeps the correctly rounded quotient within [-1, 1] (x = +-inf saturates too).
-// With the estimate, the quotient's rounding depends on how LLVM contracts the Newton step in each
-// kernel (a few floats near 8 reach 1 + 1.2e-7 in some), so x^2 is clamped (one min) and the
-// quotient clamped to [-1, 1].
 Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
-  const TanhFit& f = tanh_fit(fit);
-  if (quotient == Quotient::kEstimate) {
-    Expr t = min(x * x, f.saturation * f.saturation);
-    return clamp(quotient_of(x * horner(f.p, f.degree, t, 1.0f, 1.0f),
-                             horner(f.q, f.degree, t, 1.0f, 1.0f), quotient),
-                 -1.0f, 1.0f);
-  }
-  Expr xc = clamp(x, -f.saturation, f.saturation);
-  Expr s = xc * xc;
-  return quotient_of(xc * horner(f.p, f.degree, s, 1.0f, 1.0f),
-                     horner(f.q, f.degree, s, 1.0f, 1.0f), quotient);
+  Expr y = fitted_tanh(tanh_fit(fit), x, 1.0f, 1.0f, quotient);
+  return quotient == Quotient::kEstimate ? clamp(y, -1.0f, 1.0f) : y;
 }
 
 // sigmoid(x) = 1/2 + tanh(x / 2) / 2 = 1/2 + (x / 4) P(x^2 / 4) / Q(x^2 / 4): P and Q evaluated
-// at x^2 (x clamped as tanh_f32 clamps x / 2) with their coefficients scaled by powers of two
-// (exact), the 1/4 among P's. So its absolute error is about half tanh's, and it saturates at 0
-// and 1 (below -16.1, degree 3: -14.1, it is 0 rather than e^x (< 1.1e-7; < 8e-7): gates
-// multiply it into states, where only absolute error matters).
+// at x^2 with their coefficients scaled by powers of two (exact), the 1/4 among P's. So its
+// absolute error is about half tanh's, and it saturates at 0 and 1 (below -16.1, degree 3:
+// -14.1, it is 0 rather than e^x (< 1.1e-7; < 8e-7): gates multiply it into states, where only
+// absolute error matters).
 Expr sigmoid_f32(const Expr& x, Quotient quotient, Fit fit) {
-  const TanhFit& f = tanh_fit(fit);
-  const float saturation = 2.0f * f.saturation;
-  if (quotient == Quotient::kEstimate) {  // clamped as tanh_f32 clamps it
-    Expr s = min(x * x, saturation * saturation);
-    return clamp(0.5f + quotient_of(x * horner(f.p, f.degree, s, 2.0f, 0.25f),
-                                    horner(f.q, f.degree, s, 2.0f, 1.0f), quotient),
-                 0.0f, 1.0f);
-  }
-  Expr xc = clamp(x, -saturation, saturation);
-  Expr s = xc * xc;
-  return 0.5f + quotient_of(xc * horner(f.p, f.degree, s, 2.0f, 0.25f),
-                            horner(f.q, f.degree, s, 2.0f, 1.0f), quotient);
+  Expr y = 0.5f + fitted_tanh(tanh_fit(fit), x, 2.0f, 0.25f, quotient);
+  return quotient == Quotient::kEstimate ? clamp(y, 0.0f, 1.0f) : y;
 }
 
 }  // namespace rnnc

@@ -446,9 +446,9 @@ struct RNNC_INTERNAL Session::Impl {
   std::vector<Tensor> state_values;        // per pair; undefined: zeros at the next run
   std::vector<NamedTensor> outputs;        // run()'s result views
   std::optional<InputChecker> checker;     // this run's inputs: given, bound dims
-  bool specialize = true;                  // runs may take shape specializations
-  // kAuto models: the chooser picks each run's plan; false: every run takes the sequential plan.
-  bool choose_plans = true;
+  // The batcher's sessions (new_generic_session): runs take no shape specialization, and in a
+  // kAuto model always the sequential plan rather than the plan chooser's pick.
+  bool generic = false;
   std::vector<int64_t> specialization_key;  // bound, then the scalar inputs' values
 
   const CompiledModel::Impl& m() const { return model->impl(); }
@@ -511,13 +511,14 @@ Session CompiledModel::new_session(const std::vector<std::pair<std::string, std:
 Session new_generic_session(const CompiledModel& model,
                             const std::vector<std::pair<std::string, std::string>>& state) {
   Session session = model.new_session(state);
-  session.impl_->specialize = false;
-  // A batcher's runs come in every batch size up to its max_batch, and the plan chooser learns
-  // each size up to 32 as a bucket of its own, from warm-up runs and duels that run the slower
-  // plan too: spikes in the chunks' latency, at every new size and at every exploring duel. The
-  // sequential plan spreads a run over the model's threads by itself (a batch's entries in
-  // slices, runtime/batch_split.h; a step's hidden tiles where R is over L2), without them.
-  session.impl_->choose_plans = false;
+  // Shape specializations: a program per batch size would fill max_specialized_shapes with
+  // shapes tried once. Plans: a batcher's runs come in every batch size up to its max_batch, and
+  // the plan chooser learns each size up to 32 as a bucket of its own, from warm-up runs and duels
+  // that run the slower plan too: spikes in the chunks' latency, at every new size and at every
+  // exploring duel. The sequential plan spreads a run over the model's threads by itself (a batch's
+  // entries in slices, runtime/batch_split.h; a step's hidden tiles where R is over L2), without
+  // them.
+  session.impl_->generic = true;
   return session;
 }
 
@@ -711,7 +712,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
   run_context = nullptr;
   pick = PlanChooser::Pick{};
   const ShapeSpecializer::Specialized* specialized = nullptr;
-  if (model_impl.specializer && specialize) {
+  if (model_impl.specializer && !generic) {
     model_impl.specialization_key(bound, inputs, specialization_key);
     specialized = model_impl.specializer->specialized_for(specialization_key);
     if (specialized) {
@@ -719,7 +720,7 @@ void Session::Impl::check_and_bind(const std::vector<NamedTensor>& inputs) {
       run_executor = specialized->executor.get();
     }
   }
-  if (model_impl.chooser && !specialized && choose_plans) {
+  if (model_impl.chooser && !specialized && !generic) {
     PlanChooser::bucket(bound, shape_key);
     pick = model_impl.chooser->pick(shape_key);
     current = static_cast<size_t>(pick.candidate);
