@@ -58,13 +58,15 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     hi_of(row) = 0.0f;
     hi_of(row) = max(hi_of(row), lanes(across_at)[1]);
     Expr lo = lo_of(row), hi = hi_of(row);
+    // strict_float: a divide, as the reference's; Halide's simplifier makes a float divide by a
+    // constant a multiply by its reciprocal, which can round the last bit differently.
     Expr raw_scale, zero_point;
     if (quant.symmetric) {
       const int half = (1 << (quant.bits - 1)) - 1;
-      raw_scale = max(-lo, hi) / static_cast<float>(half);
+      raw_scale = Halide::strict_float(max(-lo, hi) / static_cast<float>(half));
       zero_point = quant.wide() ? 0 : half + 1;
     } else {
-      raw_scale = (hi - lo) / qmax;
+      raw_scale = Halide::strict_float((hi - lo) / qmax);
       zero_point = select(raw_scale > 0.0f,
                           Halide::cast<int32_t>(clamp(Halide::round(-lo / raw_scale), 0.0f, qmax)),
                           0);
@@ -84,9 +86,20 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     out.zero_point(row) = state ? quant.state_zero_point : quant.input_zero_point;
   }
   Expr inv_scale = 1.0f / out.scale(row);
-  out.raw(prepend(k, row)) = Halide::round(src(prepend(min(k, n - 1), row)) * inv_scale) +
-                             Halide::cast<float>(out.zero_point(row));
-  Expr quantized = clamp(out.raw(prepend(k, row)), qmin, qmax);
+  Expr scaled = src(prepend(min(k, n - 1), row)) * inv_scale;
+  Expr zero_point = out.zero_point(row);
+  out.raw(prepend(k, row)) = Halide::round(scaled) + Halide::cast<float>(zero_point);
+  // clamp(round(scaled) + zp, qmin, qmax) without a rounding instruction (Halide 14 splits AVX-512
+  // rounds into 256-bit halves): scaled is clamped to [qmin - zp, qmax - zp] first (integers, so
+  // the clamp commutes with rounding), then 1.5 * 2^23 added: a float in [2^23, 2^24) has spacing
+  // 1, so the sum is rounded half to even, as round, and its low bits are round(scaled) + 2^22 as
+  // an integer. strict_float keeps the product, the clamp and the sum as written (no multiply-add,
+  // which would round the product only once).
+  constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
+  Expr biased = Halide::strict_float(clamp(scaled, qmin - Halide::cast<float>(zero_point),
+                                           qmax - Halide::cast<float>(zero_point)) +
+                                     kRoundingBias);
+  Expr quantized = Halide::reinterpret(Halide::Int(32), biased) - (0x4B400000 - zero_point);
   out.q(prepend(k, row)) = select(k < n, Halide::cast(storage, quantized), Halide::cast(storage, 0));
   // Whole vectors from 0 (a vector wider than the row would otherwise be shifted below 0).
   out.q.bound(k, 0, round_up(padded_n, storage_vector(storage, vector_width)));
