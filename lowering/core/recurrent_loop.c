@@ -6,12 +6,10 @@
 
 #define RN_LOOP_ALIGN(bytes) ((((int64_t)(bytes)) + 63) / 64 * 64)
 
-/* A halide_buffer_t over existing memory, dims innermost first, that can walk one dim backwards
- * (alternate_tiles): reversed, index i of that dim is extent - 1 - i in memory. */
+/* A halide_buffer_t over existing memory, dims innermost first. */
 typedef struct rn_view {
   halide_buffer_t buffer;
   halide_dimension_t dims[5];
-  int reversible_dim, reversed;
 } rn_view;
 
 static void rn_view_init(rn_view* view, const void* host, halide_type_code_t code, int bits,
@@ -29,22 +27,13 @@ static void rn_view_init(rn_view* view, const void* host, halide_type_code_t cod
   }
 }
 
-/* The byte offset of the reversible dim's last element along its current stride. */
-static int64_t rn_view_last_offset(const rn_view* view) {
-  const halide_dimension_t* dim = &view->dims[view->reversible_dim];
-  return (int64_t)(dim->extent - 1) * dim->stride * ((view->buffer.type.bits + 7) / 8);
-}
-
-static void rn_view_set_host(rn_view* view, const void* host) {
-  view->buffer.host = (uint8_t*)host;
-  if (view->reversed) view->buffer.host -= rn_view_last_offset(view);
-}
-
-static void rn_view_set_reversed(rn_view* view, int reversed) {
-  if (reversed == view->reversed) return;
-  if (view->buffer.host) view->buffer.host += rn_view_last_offset(view);
-  view->dims[view->reversible_dim].stride = -view->dims[view->reversible_dim].stride;
-  view->reversed = reversed;
+/* Walks dim `dim` backwards: index i of it is extent - 1 - i in memory. */
+static void rn_view_reverse(rn_view* view, int dim) {
+  halide_dimension_t* d = &view->dims[dim];
+  if (view->buffer.host) {
+    view->buffer.host += (int64_t)(d->extent - 1) * d->stride * ((view->buffer.type.bits + 7) / 8);
+  }
+  d->stride = -d->stride;
 }
 
 static int64_t rn_loop_round_up(int64_t value, int64_t multiple) {
@@ -233,9 +222,18 @@ static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recur
   return rn_recurrent_project(layer, d, state, rows, (t_end - t_begin) * batch);
 }
 
-/* Steps [step_begin, step_end) of direction d, their XW rows projected. */
-static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
-                         int64_t step_begin, int64_t step_end) {
+/* The arguments of one step's kernel: h and c read from buffer `current` and written to the
+ * other, the hidden tiles walked forwards or backwards (alternate_tiles). Both alternate from one
+ * step to the next, so a range of steps has two kinds of step, each built once. */
+typedef struct rn_step_call {
+  rn_view r, rq, r_scale, r_colsum, r_zero, xw, step_time, h_in, h_tiles, h_out, c_in, c_out,
+      peepholes, rbh, overflow;
+  void* args[16];
+} rn_step_call;
+
+static void rn_step_call_init(rn_step_call* call, const rn_recurrent* layer, int d,
+                              const rn_recurrent_state* state, int current, int backwards,
+                              int32_t* counts) {
   const rn_recurrent_direction* part = &layer->dir[d];
   const int64_t seq = layer->seq, batch = layer->batch, hidden = layer->hidden;
   const int64_t padded = layer->padded, tile = layer->tile, tiles = padded / tile;
@@ -248,66 +246,82 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
   const int64_t lane = layer->lane, ko = layer->r_ko;
   const int64_t tiles_spec[] = {tile, 1, tiles, tile, pb, padded};
   const int64_t row_tiles[] = {tile, 1, g, tile, tiles, g * tile};
-  rn_view r, rq, r_scale, r_colsum, r_zero, xw, step_time, h_in, h_tiles, h_out, c_in, c_out,
-      peepholes, rbh, overflow;
-  int32_t counts[4] = {0, 0, 0, 0};
-  rn_view_init(&r, part->r, rn_f, 32, 4,
+  float* const h_read = state->h[current];
+  float* const c_read = state->c[current];
+  rn_view_init(&call->r, part->r, rn_f, 32, 4,
                (const int64_t[]){tile, 1, g, tile, hidden, g * tile, tiles, hidden * g * tile});
-  rn_view_init(&rq, part->rq, rn_i, layer->quantized ? layer->weight_bits : 8, 5,
+  rn_view_init(&call->rq, part->rq, rn_i, layer->quantized ? layer->weight_bits : 8, 5,
                (const int64_t[]){lane, 1, tile, lane, g, lane * tile, ko, lane * tile * g, tiles,
                                  lane * tile * g * ko});
-  rn_view_init(&r_scale, part->r_scale, rn_f, 32, 3, row_tiles);
-  rn_view_init(&r_colsum, part->r_colsum, rn_i, 32, 3, row_tiles);
-  rn_view_init(&r_zero, part->r_zero, rn_i, 32, 3, row_tiles);
+  rn_view_init(&call->r_scale, part->r_scale, rn_f, 32, 3, row_tiles);
+  rn_view_init(&call->r_colsum, part->r_colsum, rn_i, 32, 3, row_tiles);
+  rn_view_init(&call->r_zero, part->r_zero, rn_i, 32, 3, row_tiles);
   rn_view_init(
-      &xw, state->xw, rn_f, 32, 5,
+      &call->xw, state->xw, rn_f, 32, 5,
       (const int64_t[]){tile, 1, g, tile, tiles, g * tile, batch, b_stride, seq, t_stride});
-  xw.dims[4].min = (int32_t)state->xw_time_begin;
-  xw.dims[4].extent = (int32_t)state->xw_time_rows;
-  rn_view_init(&step_time, state->step_time, rn_i, 32, 1, (const int64_t[]){pb, 1});
-  rn_view_init(&h_in, state->h[0], rn_f, 32, 2, (const int64_t[]){padded, 1, pb, padded});
-  rn_view_init(&h_tiles, state->h[0], rn_f, 32, 3, tiles_spec);
-  rn_view_init(&h_out, state->h[1], rn_f, 32, 3, tiles_spec);
-  rn_view_init(&c_in, state->c[0], rn_f, 32, 3, tiles_spec);
-  rn_view_init(&c_out, state->c[1], rn_f, 32, 3, tiles_spec);
-  rn_view_init(&peepholes, part->peephole_weights, rn_f, 32, 3,
+  call->xw.dims[4].min = (int32_t)state->xw_time_begin;
+  call->xw.dims[4].extent = (int32_t)state->xw_time_rows;
+  rn_view_init(&call->step_time, state->step_time, rn_i, 32, 1, (const int64_t[]){pb, 1});
+  rn_view_init(&call->h_in, h_read, rn_f, 32, 2, (const int64_t[]){padded, 1, pb, padded});
+  rn_view_init(&call->h_tiles, h_read, rn_f, 32, 3, tiles_spec);
+  rn_view_init(&call->h_out, state->h[1 - current], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&call->c_in, c_read, rn_f, 32, 3, tiles_spec);
+  rn_view_init(&call->c_out, state->c[1 - current], rn_f, 32, 3, tiles_spec);
+  rn_view_init(&call->peepholes, part->peephole_weights, rn_f, 32, 3,
                (const int64_t[]){tile, 1, tiles, tile, 3, padded});
-  rn_view_init(&rbh, part->rbh, rn_f, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
-  rn_view_init(&overflow, counts, rn_i, 32, 1, (const int64_t[]){4, 1});
+  rn_view_init(&call->rbh, part->rbh, rn_f, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
+  rn_view_init(&call->overflow, counts, rn_i, 32, 1, (const int64_t[]){4, 1});
 
-  void* args[16];
+  /* Walking the tiles backwards reverses every per-tile view along its tile dim (h_in, read whole
+   * for R . h, keeps its order). */
+  if (backwards) {
+    struct {
+      rn_view* view;
+      int dim;
+    } const tile_dims[] = {{&call->r, 3},        {&call->rq, 4},        {&call->r_scale, 2},
+                           {&call->r_colsum, 2}, {&call->r_zero, 2},    {&call->xw, 2},
+                           {&call->h_tiles, 1},  {&call->c_in, 1},      {&call->h_out, 1},
+                           {&call->c_out, 1},    {&call->peepholes, 1}, {&call->rbh, 1}};
+    for (size_t i = 0; i < sizeof tile_dims / sizeof tile_dims[0]; ++i) {
+      rn_view_reverse(tile_dims[i].view, tile_dims[i].dim);
+    }
+  }
+
   int count = 0;
   if (layer->quantized) {
-    args[count++] = &rq.buffer;
-    args[count++] = &r_scale.buffer;
-    args[count++] = &r_colsum.buffer;
-    if (layer->zero_points) args[count++] = &r_zero.buffer;
+    call->args[count++] = &call->rq.buffer;
+    call->args[count++] = &call->r_scale.buffer;
+    call->args[count++] = &call->r_colsum.buffer;
+    if (layer->zero_points) call->args[count++] = &call->r_zero.buffer;
   } else {
-    args[count++] = &r.buffer;
+    call->args[count++] = &call->r.buffer;
   }
-  args[count++] = &xw.buffer;
-  args[count++] = &step_time.buffer;
-  args[count++] = &h_in.buffer;
-  args[count++] = &h_tiles.buffer;
-  if (layer->lstm) args[count++] = &c_in.buffer;
-  if (part->peepholes) args[count++] = &peepholes.buffer;
-  if (part->linear_before_reset) args[count++] = &rbh.buffer;
-  args[count++] = &h_out.buffer;
-  if (layer->lstm) args[count++] = &c_out.buffer;
+  call->args[count++] = &call->xw.buffer;
+  call->args[count++] = &call->step_time.buffer;
+  call->args[count++] = &call->h_in.buffer;
+  call->args[count++] = &call->h_tiles.buffer;
+  if (layer->lstm) call->args[count++] = &call->c_in.buffer;
+  if (part->peepholes) call->args[count++] = &call->peepholes.buffer;
+  if (part->linear_before_reset) call->args[count++] = &call->rbh.buffer;
+  call->args[count++] = &call->h_out.buffer;
+  if (layer->lstm) call->args[count++] = &call->c_out.buffer;
+  if (layer->quantized && layer->count_overflow) call->args[count++] = &call->overflow.buffer;
+}
+
+/* Steps [step_begin, step_end) of direction d, their XW rows projected. With alternate_tiles, odd
+ * steps walk the hidden tiles backwards. */
+static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                         int64_t step_begin, int64_t step_end) {
+  const rn_recurrent_direction* part = &layer->dir[d];
+  const int64_t batch = layer->batch, hidden = layer->hidden, padded = layer->padded;
+  int32_t counts[4] = {0, 0, 0, 0};
+  rn_step_call calls[2]; /* for steps step_begin + 2i and step_begin + 2i + 1 */
+  for (int i = 0; i < 2; ++i) {
+    const int backwards = layer->alternate_tiles && (step_begin + i) % 2 == 1;
+    rn_step_call_init(&calls[i], layer, d, state, state->current ^ i, backwards, counts);
+  }
+
   const int count_overflow = layer->quantized && layer->count_overflow;
-  if (count_overflow) args[count++] = &overflow.buffer;
-
-  /* With alternate_tiles, odd steps walk the hidden tiles backwards: every per-tile view, by its
-   * tile dim (h_in, read whole for R . h, keeps its order). */
-  struct {
-    rn_view* view;
-    int dim;
-  } const tile_dims[] = {{&r, 3},      {&rq, 4},    {&r_scale, 2},   {&r_colsum, 2},
-                         {&r_zero, 2}, {&xw, 2},    {&h_tiles, 1},   {&c_in, 1},
-                         {&h_out, 1},  {&c_out, 1}, {&peepholes, 1}, {&rbh, 1}};
-  const int tile_views = (int)(sizeof tile_dims / sizeof tile_dims[0]);
-  for (int i = 0; i < tile_views; ++i) tile_dims[i].view->reversible_dim = tile_dims[i].dim;
-
   const rn_pipeline_entry step = batch > 1 ? part->batched_step : part->step;
   const int64_t* lengths = layer->lengths;
   int current = state->current;
@@ -316,14 +330,7 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
       const int64_t length = lengths[b];
       state->step_time[b] = s >= length ? -1 : (int32_t)(part->reverse ? length - 1 - s : s);
     }
-    rn_view_set_host(&h_in, state->h[current]);
-    rn_view_set_host(&h_tiles, state->h[current]);
-    rn_view_set_host(&h_out, state->h[1 - current]);
-    rn_view_set_host(&c_in, state->c[current]);
-    rn_view_set_host(&c_out, state->c[1 - current]);
-    const int backwards = layer->alternate_tiles && s % 2 == 1;
-    for (int i = 0; i < tile_views; ++i) rn_view_set_reversed(tile_dims[i].view, backwards);
-    const int step_status = step(args);
+    const int step_status = step(calls[(s - step_begin) % 2].args);
     if (step_status != 0) {
       state->current = current;
       state->failed_pipeline = 2;
