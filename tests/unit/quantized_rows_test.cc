@@ -1,8 +1,9 @@
-// lowering/quantized_operands' quantize_rows, JIT-compiled for the host and vectorized as the
-// kernels use it, against ir/quantization.h's arithmetic value by value: rounding ties (half to
-// even), values past the integer range and infinities (clamped), the zero padding past a row's
-// end, and the dynamic coefficients of each row. The kernels round without a rounding instruction
-// (an added 1.5 * 2^23), which these cases would catch if it differed anywhere.
+// lowering/quantized_operands' quantize_rows, JIT-compiled and vectorized as the kernels use it
+// (for the host, 16 lanes where it has AVX-512, and for the AVX2 level, 8 lanes), against
+// ir/quantization.h's arithmetic value by value: rounding ties (half to even), values past the
+// integer range and infinities (clamped), the zero padding past a row's end, and the dynamic
+// coefficients of each row. The kernels round without a rounding instruction (an added
+// 1.5 * 2^23), which these cases would catch if it differed anywhere.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -10,12 +11,25 @@
 #include <limits>
 #include <vector>
 
+#include "lowering/kernel_target.h"
 #include "lowering/quantized_operands.h"
 
 namespace rnnc {
 namespace {
 
-constexpr int kVectorWidth = 16;
+// The kernels' two vector widths: the host's (16 lanes with AVX-512) and the AVX2 level's.
+struct Level {
+  const char* name;
+  Halide::Target target;
+  int vector_width;
+};
+
+std::vector<Level> levels() {
+  const Halide::Target host = Halide::get_host_target();
+  std::vector<Level> out = {{"x86-64-v3", resolve_kernel_target("x86-64-v3").halide, 8}};
+  if (host.has_feature(Halide::Target::AVX512)) out.push_back({"host", host, 16});
+  return out;
+}
 
 struct Quantized {
   std::vector<int32_t> q;  // [rows][padded], row-major
@@ -24,9 +38,10 @@ struct Quantized {
   int padded = 0;
 };
 
-// Quantizes rows[r] (each n values) with `quant`, q vectorized by the storage's vector.
-Quantized quantize(const std::vector<std::vector<float>>& rows, int n,
-                   const ActivationQuant& quant) {
+// Quantizes rows[r] (each n values) with `quant` for `level`, q vectorized by the storage's
+// vector.
+Quantized quantize(const std::vector<std::vector<float>>& rows, int n, const ActivationQuant& quant,
+                   const Level& level) {
   const int row_count = static_cast<int>(rows.size());
   Halide::Buffer<float> in(n, row_count);
   for (int r = 0; r < row_count; ++r) {
@@ -38,15 +53,15 @@ Quantized quantize(const std::vector<std::vector<float>>& rows, int n,
   const Halide::Type storage = quant.wide() ? Halide::Int(16) : Halide::UInt(8);
   const int padded = n + 5;
   QuantizedRows xq =
-      quantize_rows(src, n, padded, quant, /*state=*/false, storage, kVectorWidth, "x");
-  const int vector = storage_vector(storage, kVectorWidth);
+      quantize_rows(src, n, padded, quant, /*state=*/false, storage, level.vector_width, "x");
+  const int vector = storage_vector(storage, level.vector_width);
   const int extent = (padded + vector - 1) / vector * vector;
   Halide::Func q("q"), coefficients("coefficients");
   q(k, row) = Halide::cast<int32_t>(xq.q(k, row));
   xq.q.compute_at(q, row).vectorize(xq.q.args()[0], vector);
   coefficients(row) = Halide::Tuple(xq.scale(row), xq.zero_point(row));
-  Halide::Buffer<int32_t> q_out = q.realize({extent, row_count});
-  Halide::Realization c = coefficients.realize({row_count});
+  Halide::Buffer<int32_t> q_out = q.realize({extent, row_count}, level.target);
+  Halide::Realization c = coefficients.realize({row_count}, level.target);
   Halide::Buffer<float> scale_out = c[0];
   Halide::Buffer<int32_t> zero_out = c[1];
   Quantized out;
@@ -61,9 +76,9 @@ Quantized quantize(const std::vector<std::vector<float>>& rows, int n,
 
 // Every value against quantize_value with the row's coefficients (the static ones, or
 // dynamic_row_quant's, which must equal the kernel's), and 0 past the row.
-void expect_matches_reference(const std::vector<std::vector<float>>& rows, int n,
-                              const ActivationQuant& quant) {
-  const Quantized got = quantize(rows, n, quant);
+void expect_level_matches_reference(const std::vector<std::vector<float>>& rows, int n,
+                                    const ActivationQuant& quant, const Level& level) {
+  const Quantized got = quantize(rows, n, quant, level);
   for (size_t r = 0; r < rows.size(); ++r) {
     const RowQuant want = quant.dynamic
                               ? dynamic_row_quant(rows[r].data(), n, quant)
@@ -81,6 +96,14 @@ void expect_matches_reference(const std::vector<std::vector<float>>& rows, int n
           << quant.to_string() << ", row " << r << ", x = " << x
           << " (x / scale = " << x * want.inv_scale << ")";
     }
+  }
+}
+
+void expect_matches_reference(const std::vector<std::vector<float>>& rows, int n,
+                              const ActivationQuant& quant) {
+  for (const Level& level : levels()) {
+    SCOPED_TRACE(level.name);
+    expect_level_matches_reference(rows, n, quant, level);
   }
 }
 
