@@ -1232,6 +1232,28 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   }
 }
 
+// The integer kernels quantize X's and h's rows without a packed rounding instruction: Halide 14
+// splits a 16-lane round into two 256-bit vroundps with an extract and an insert, which
+// quantize_rows avoids by adding 1.5 * 2^23 (lowering/quantized_operands.cc). Compiled, not run,
+// for the AVX2 level and the Zen 4 feature set, so any host checks both.
+TEST(LowerRecurrentQuant, RowsQuantizeWithoutPackedRounding) {
+  RecurrentCell cell = lstm_cell(128, 64);
+  cell.quant =
+      recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false, 8, false);
+  for (const KernelTarget& target :
+       {resolve_kernel_target("x86-64-v3"), kernel_target_for(zen4_features())}) {
+    const RecurrentSchedule schedule = choose_recurrent_schedule(cell, target);
+    for (bool projection : {false, true}) {
+      const std::string text = kernel_disassembly(cell, schedule, projection, target);
+      for (const char* instruction : {"vroundps", "vrndscaleps"}) {
+        EXPECT_EQ(text.find(instruction), std::string::npos)
+            << (projection ? "projection" : "step") << " for " << target.halide.to_string()
+            << " has " << instruction;
+      }
+    }
+  }
+}
+
 // Weights streamed from beyond L2 (over 1 MiB of W for a 1 MiB L2: hidden 448 x input 600 as
 // int8 or float, not int8 at input 128 or float at hidden 128) take 16-row x 1-vector projection
 // tiles and prefetch the next panel into L1 (prefetcht0: compile_object rewrites Halide 14's
