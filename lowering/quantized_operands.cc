@@ -91,10 +91,10 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
   out.raw(prepend(k, row)) = Halide::round(scaled) + Halide::cast<float>(zero_point);
   // clamp(round(scaled) + zp, qmin, qmax) without a rounding instruction (Halide 14 splits AVX-512
   // rounds into 256-bit halves): scaled is clamped to [qmin - zp, qmax - zp] first (integers, so
-  // the clamp commutes with rounding), then 1.5 * 2^23 added: a float in [2^23, 2^24) has spacing
-  // 1, so the sum is rounded half to even, as round, and its low bits are round(scaled) + 2^22 as
-  // an integer. strict_float keeps the product, the clamp and the sum as written (no multiply-add,
-  // which would round the product only once).
+  // the clamp commutes with rounding), then 1.5 * 2^23 added. Floats in [2^23, 2^24) are spaced 1
+  // apart, so the sum is scaled rounded half to even, as round rounds, and the sum's bits minus
+  // the bias's bits are round(scaled) as an integer. strict_float keeps the product, the clamp and
+  // the sum as written (no multiply-add, which would round the product only once).
   constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
   Expr biased = Halide::strict_float(clamp(scaled, qmin - Halide::cast<float>(zero_point),
                                            qmax - Halide::cast<float>(zero_point)) +
