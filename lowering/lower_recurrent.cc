@@ -20,11 +20,13 @@ namespace {
 constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
                  kP = 7;
 
-// The marshaled recurrent matrix R, re-read from L2 at every step. From 1 MiB (half a Xeon
-// core's L2) in 2 MiB huge pages (Tensor::huge_page_backed): in 4 KiB pages part of it is lost to
-// L2 set conflicts at every step (docs/measurements.md, "Schedule tables"). A smaller R would
-// waste most of a 2 MiB page.
-Tensor recurrent_weight_tensor(DType dtype, std::vector<int64_t> shape) {
+// A marshaled weight, W or R. From 1 MiB (half a Xeon core's L2) in 2 MiB huge pages
+// (Tensor::huge_page_backed). R is re-read at every step: in 4 KiB pages part of it is lost to L2
+// set conflicts. W is streamed through once per run by the projection, from L3 or DRAM: in 4 KiB
+// pages that walks a new page every 4 KiB, and a model's weights span more pages than the TLB
+// holds (docs/lowering.md, "Huge pages for large weights"). A smaller weight would waste most of
+// a 2 MiB page.
+Tensor marshaled_weight_tensor(DType dtype, std::vector<int64_t> shape) {
   constexpr int64_t kHugePagesFrom = int64_t{1} << 20;
   if (shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype)) >= kHugePagesFrom) {
     return Tensor::huge_page_backed(dtype, std::move(shape));
@@ -341,8 +343,8 @@ void pack_float_weights(RecurrentBlock::Direction& part, const RecurrentSchedule
   const int64_t hidden = cell.hidden_size, input_size = cell.input_size;
   const int64_t padded = schedule.padded_hidden, tile = schedule.hidden_tile;
   const int64_t gates = static_cast<int64_t>(cell.gates.size()), panel = projection_panel(schedule);
-  part.wt = Tensor(DType::kFloat32, {gates * padded / panel, input_size, panel});
-  part.r = recurrent_weight_tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
+  part.wt = marshaled_weight_tensor(DType::kFloat32, {gates * padded / panel, input_size, panel});
+  part.r = marshaled_weight_tensor(DType::kFloat32, {padded / tile, hidden, gates, tile});
   float* wt = part.wt.data<float>();
   float* rt = part.r.data<float>();
   for (int64_t g = 0; g < gates; ++g) {
@@ -374,8 +376,8 @@ void pack_integer_weights(RecurrentBlock::Direction& part, const RecurrentSchedu
   const DType storage = cell.quant->wide_operands() ? DType::kInt16 : DType::kInt8;
   const int64_t ko_input = packed_ko(cell.quant->input_widths);
   const int64_t ko_hidden = packed_ko(cell.quant->state_widths);
-  part.wq = Tensor(storage, {n_extent / panel, ko_input, panel, lane});
-  part.rq = recurrent_weight_tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
+  part.wq = marshaled_weight_tensor(storage, {n_extent / panel, ko_input, panel, lane});
+  part.rq = marshaled_weight_tensor(storage, {padded / tile, ko_hidden, gates, tile, lane});
   for (Tensor* vector : {&part.w_scale, &part.r_scale})
     *vector = Tensor(DType::kFloat32, {n_extent});
   for (Tensor* vector : {&part.w_colsum, &part.w_zero, &part.r_colsum, &part.r_zero}) {
