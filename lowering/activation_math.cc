@@ -91,11 +91,10 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
 // d factor tanh(x / d), without an output clamp: factor x P(x^2 / d^2) / Q(x^2 / d^2) of fit
 // `f`, P and Q evaluated at s = x^2 (horner), saturating at x = d f.saturation. d = 1 for tanh,
 // 2 for sigmoid's. With the divide: x clamped (a min and a max) before the fit and nothing after
-// it, since the saturation point keeps the
-// correctly rounded quotient within [-1, 1] (x = +-inf saturates too). With the estimate, the
-// quotient's rounding depends on how LLVM contracts the Newton step in each kernel (a few floats
-// near 8 reach 1 + 1.2e-7 in some), so only x^2 is clamped (one min) and the callers clamp the
-// output.
+// it, since the saturation point keeps the correctly rounded quotient within [-1, 1] (x = +-inf
+// saturates too). With the estimate, the quotient's rounding depends on how LLVM contracts the
+// Newton step in each kernel (a few floats near 8 reach 1 + 1.2e-7 in some), so only x^2 is
+// clamped (one min) and the callers clamp the output.
 Expr fitted_tanh(const TanhFit& f, Expr x, float d, float factor, Quotient quotient) {
   const float saturation = d * f.saturation;
   Expr s;

@@ -315,8 +315,10 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
   const rn_recurrent_direction* part = &layer->dir[d];
   const int64_t batch = layer->batch, hidden = layer->hidden, padded = layer->padded;
   int32_t counts[4] = {0, 0, 0, 0};
-  rn_step_call calls[2]; /* [0]: steps step_begin, step_begin + 2, ...; [1]: the steps between */
-  for (int i = 0; i < 2; ++i) {
+  /* [0]: steps step_begin, step_begin + 2, ...; [1]: the steps between (none in a one-step range,
+   * a streamed chunk of one frame). */
+  rn_step_call calls[2];
+  for (int i = 0; i < 2 && step_begin + i < step_end; ++i) {
     const int backwards = layer->alternate_tiles && (step_begin + i) % 2 == 1;
     rn_step_call_init(&calls[i], layer, d, state, state->current ^ i, backwards, counts);
   }
