@@ -241,10 +241,26 @@ std::vector<int64_t> broadcast_runtime_shapes(const std::vector<std::vector<int6
   return result;
 }
 
-CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
-                                const std::function<BuiltPipeline()>& build) {
-  return cache.get(key, [&](const std::string& object_path, const std::string& function_name,
-                            const KernelTarget& target) {
+OutputShapeFn broadcast_output_shape(int rank, const std::string& context) {
+  return [rank, context](const RunTensors& tensors) {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < tensors.size(); ++i) broadcast_into(out, tensors[i].shape(), context);
+    out.insert(out.begin(), static_cast<size_t>(rank) - std::min(out.size(), size_t(rank)), 1);
+    return out;
+  };
+}
+
+void HalideBlock::compile(HalideCache& cache, const std::string& key,
+                          const std::function<BuiltPipeline()>& build) {
+  bool ok = arguments_.size() <= kMaxArguments && extent_params_.size() <= kMaxExtentParams &&
+            output_view_.size() <= kMaxViewDims;
+  for (const Argument& argument : arguments_) ok = ok && argument.view.size() <= kMaxViewDims;
+  if (!ok) {
+    raise_unsupported(cat(context_, ": a pipeline with ", arguments_.size(),
+                          " buffers or views of more than ", kMaxViewDims, " dims"));
+  }
+  pipeline_ = cache.get(key, [&](const std::string& object_path, const std::string& function_name,
+                                 const KernelTarget& target) {
     BuiltPipeline pipeline = build();
     Halide::Pipeline outputs = pipeline.output;
     if (pipeline.overflow) {
@@ -256,16 +272,8 @@ CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
       std::ofstream(cat(dir, "/", function_name, ".key")) << key;
     }
   });
-}
-
-void HalideBlock::check_limits() const {
-  bool ok = arguments_.size() <= kMaxArguments && extent_params_.size() <= kMaxExtentParams &&
-            output_view_.size() <= kMaxViewDims;
-  for (const Argument& argument : arguments_) ok = ok && argument.view.size() <= kMaxViewDims;
-  if (!ok) {
-    raise_unsupported(cat(context_, ": a pipeline with ", arguments_.size(),
-                          " buffers or views of more than ", kMaxViewDims, " dims"));
-  }
+  compile_ms = pipeline_.compile_ms;
+  from_cache = pipeline_.from_cache;
 }
 
 namespace {

@@ -104,6 +104,13 @@ struct RunTensors {
 // element types only (never their values): run() reuses its result while they repeat.
 using OutputShapeFn = std::function<std::vector<int64_t>(const RunTensors&)>;
 
+// The Funcs of one pipeline, built only on a cache miss.
+struct BuiltPipeline {
+  Halide::Func output;
+  std::optional<Halide::Func> overflow;     // overflow mode: the counts, a second output
+  std::vector<Halide::Argument> arguments;  // ImageParams then extent Params, in block order
+};
+
 class HalideBlock : public ExecutionBlock {
  public:
   struct Argument {
@@ -118,8 +125,11 @@ class HalideBlock : public ExecutionBlock {
   void write_aot(AotWriter& writer, const AotBlockIO& io) const override;  // halide_block_aot.cc
   std::vector<OverflowCounts> overflow_counts() const override;
 
-  // kUnsupported when the block exceeds the limits above; lowerings call it before compiling.
-  void check_limits() const;
+  // Compiles the block's pipeline through the kernel cache (`build` runs only on a miss) into
+  // pipeline_, and records compile_ms and from_cache. kUnsupported first when the block exceeds
+  // the limits above.
+  void compile(HalideCache& cache, const std::string& key,
+               const std::function<BuiltPipeline()>& build);
 
   std::string kind_;
   std::string context_;  // "MatMul 'mm' (opset 13)": how run-time input errors start
@@ -139,20 +149,14 @@ class HalideBlock : public ExecutionBlock {
   mutable std::array<std::atomic<int64_t>, 4> overflow_totals_{};
 };
 
-// The Funcs of one pipeline, built only on a cache miss.
-struct BuiltPipeline {
-  Halide::Func output;
-  std::optional<Halide::Func> overflow;     // overflow mode: the counts, a second output
-  std::vector<Halide::Argument> arguments;  // ImageParams then extent Params, in block order
-};
-CompiledPipeline compile_cached(HalideCache& cache, const std::string& key,
-                                const std::function<BuiltPipeline()>& build);
-
 // Numpy broadcasting of run-time shapes; kInvalidInput starting with `context` when they clash.
 // broadcast_into widens `result` in place by one more shape.
 void broadcast_into(std::vector<int64_t>& result, const std::vector<int64_t>& shape,
                     const std::string& context);
 std::vector<int64_t> broadcast_runtime_shapes(const std::vector<std::vector<int64_t>>& shapes,
                                               const std::string& context);
+// The output shape of a block whose output is its arguments' shapes broadcast together and
+// padded with leading 1s to `rank` dims (an elementwise group's).
+OutputShapeFn broadcast_output_shape(int rank, const std::string& context);
 
 }  // namespace rnnc

@@ -218,9 +218,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
   for (const TransposedAxis& axis : axes) key += cat("axis ", axis.to_string(), "\n");
   key += conv_key_tail(*block, schedule, static_in, static_out);
 
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     const int lanes = schedule.lanes;
     Var ow("ow"), oh("oh"), m("m"), batch("batch");
     std::vector<Var> vars = {ow, oh, m, batch};
@@ -297,8 +296,6 @@ std::unique_ptr<ExecutionBlock> lower_conv_transpose_group(const FusionGroup& gr
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   const std::string context = block->context_;
   block->output_shape_ = [=](const RunTensors& tensors) {

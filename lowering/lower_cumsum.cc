@@ -62,8 +62,7 @@ std::unique_ptr<ExecutionBlock> lower_cumsum(const Node& node, HalideCache& cach
       cat(kCumSumKey, "\n", dtype_name(dtype), shape_to_string(*x->type.shape), " axis ", axis,
           exclusive ? " exclusive" : "", reverse ? " reverse" : "", "\nin ", view_to_string(view),
           " lanes ", vectorized ? lanes : 1);
-  block->check_limits();
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     BuiltPipeline built;
     Halide::ImageParam x_image = make_image_param("x", dtype, view);
     built.arguments = {x_image};
@@ -93,8 +92,6 @@ std::unique_ptr<ExecutionBlock> lower_cumsum(const Node& node, HalideCache& cach
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
   block->output_shape_ = [](const RunTensors& tensors) { return tensors[0].shape(); };
   block->kind_ =
       cat("halide cumsum ", dtype_name(dtype), " axis ", axis, exclusive ? " exclusive" : "",

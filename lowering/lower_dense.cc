@@ -382,9 +382,8 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   }
   key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
 
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     int lanes = schedule.lanes, nr = schedule.nr, mr = schedule.mr;
     std::vector<Var> vars;
     for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
@@ -513,8 +512,6 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   std::string context = block->context_;
   block->output_shape_ =
@@ -729,9 +726,8 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
   }
   key += conv_key_tail(*block, schedule, static_in, static_out);
 
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     const int lanes = schedule.lanes;
     Var ow("ow"), oh("oh"), m("m"), batch("batch");
     std::vector<Var> vars = {ow, oh, m, batch};
@@ -812,8 +808,6 @@ std::unique_ptr<ExecutionBlock> lower_conv_group(const FusionGroup& group, Halid
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   std::string context = block->context_;
   block->output_shape_ = [=](const RunTensors& tensors) {

@@ -158,12 +158,11 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
   }
   key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
 
-  block->check_limits();
   const HalideBlock& spec = *block;
   const std::vector<LoopDim>& loops = g.loops;
   const OperandView& view_a = g.view_a;
   const int k_extent = static_cast<int>(k_size);
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     std::vector<Var> vars;
     for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     const Var& n = vars[0];
@@ -272,8 +271,6 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
         .unroll(m);
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
   block->output_shape_ = gemm_output_shape(g, block->context_, b.shape(), first_epilogue);
   block->kind_ = cat("halide ", group_op_names(group), " int8 [K=", k_size, ",N=", n_size, "]");
   block->nodes = group.nodes;

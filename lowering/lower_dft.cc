@@ -165,9 +165,8 @@ std::unique_ptr<ExecutionBlock> lower_dft(const Node& node, HalideCache& cache) 
       cat(kDftKey, "\n", node.op_type(), " N=", t.n_total, " K=", t.samples, " bins=", t.bins,
           " step=", t.step, " in ", view_to_string(view_x), " out ", view_to_string(view_out), "\n",
           schedule.to_string(), " ", t_layout.to_string());
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     const int lanes = schedule.lanes, nr = schedule.nr, mr = schedule.mr;
     BuiltPipeline built;
     Halide::ImageParam x_image = make_image_param("x", DType::kFloat32, spec.arguments_[0].view);
@@ -196,8 +195,6 @@ std::unique_ptr<ExecutionBlock> lower_dft(const Node& node, HalideCache& cache) 
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   const std::string context = block->context_;
   block->output_shape_ = [=](const RunTensors& tensors) {

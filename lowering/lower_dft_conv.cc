@@ -164,9 +164,8 @@ std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, const ConvAxis&
   // The window and the tables are arguments, not compiled in: the code depends on the sizes.
   const std::string key = cat(kDftConvKey, "\nN=", n, " n1=", n1, " n2=", n2, " hop=", t.hop,
                               " bins=", t.bins, " lanes=", lanes);
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     BuiltPipeline built;
     Halide::ImageParam x_image =
         make_image_param("signal", DType::kFloat32, spec.arguments_[0].view);
@@ -240,8 +239,6 @@ std::unique_ptr<ExecutionBlock> lower_dft_conv(const Node& conv, const ConvAxis&
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   const std::string context = block->context_;
   block->output_shape_ = [=](const RunTensors& tensors) {

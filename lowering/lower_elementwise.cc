@@ -553,9 +553,8 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
   }
   key += cat("out ", view_to_string(block->output_view_), "\n", schedule.to_string());
 
-  block->check_limits();
   const HalideBlock& spec = *block;
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     std::vector<Halide::Var> vars;
     for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     BuiltPipeline built;
@@ -575,16 +574,8 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
-  std::string context = block->context_;
-  block->output_shape_ = [rank, context](const RunTensors& tensors) {
-    std::vector<int64_t> out;
-    for (size_t i = 0; i < tensors.size(); ++i) broadcast_into(out, tensors[i].shape(), context);
-    out.insert(out.begin(), static_cast<size_t>(rank) - std::min(out.size(), size_t(rank)), 1);
-    return out;
-  };
+  block->output_shape_ = broadcast_output_shape(rank, block->context_);
   block->kind_ = cat("halide ", group_op_names(group), " ", shape_to_string(shape));
   block->nodes = group.nodes;
   block->inputs = group.runtime_inputs;

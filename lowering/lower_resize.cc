@@ -171,8 +171,7 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
                            tables[d]->taps)
                      : " pass";
   }
-  block->check_limits();
-  block->pipeline_ = compile_cached(cache, key, [&]() {
+  block->compile(cache, key, [&]() {
     BuiltPipeline built;
     Halide::ImageParam x_image = make_image_param("x", dtype, view);
     built.arguments = {x_image};
@@ -227,8 +226,6 @@ std::unique_ptr<ExecutionBlock> lower_resize(const Node& node, HalideCache& cach
     built.output = out;
     return built;
   });
-  block->compile_ms = block->pipeline_.compile_ms;
-  block->from_cache = block->pipeline_.from_cache;
 
   const std::string context = block->context_;
   const std::vector<bool> resized_axes = resized;
