@@ -110,9 +110,8 @@ HalideBlock::Argument argument_of(const Value* value, OperandView view) {
   return argument;
 }
 
-// Tiles `stage` (the GEMM's output stage, or the normalizer's row tile) over rows: mr rows per
-// tile, nr columns when `split_n`.
-void tile_gemm_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
+namespace {
+void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
                TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
   stage.split(m, mo, mi, rows, TailStrategy::ShiftInwards);
   if (split_n) {
@@ -120,6 +119,16 @@ void tile_gemm_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int
   } else {
     stage.reorder(n, mi, mo).vectorize(n, lanes, TailStrategy::GuardWithIf);
   }
+}
+}  // namespace
+
+void tile_gemm_rows(Func out, const Var& n, const Var& m, int nr, int mr, int lanes,
+                    TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
+  const Expr rows = out.output_buffer().dim(1).extent();
+  for (int tile = mr; tile > 1; --tile) {
+    tile_rows(out.specialize(rows >= tile), n, m, nr, tile, lanes, n_tail, split_n, no, ni, mo, mi);
+  }
+  tile_rows(out, n, m, nr, 1, lanes, n_tail, split_n, no, ni, mo, mi);
 }
 
 void schedule_conv_tiles(Func out, Func prod, const RDom& r, const std::vector<Var>& vars,
@@ -469,9 +478,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     if (!group.normalizer) {
       out(vars) = z;
       pin_n();
-      Expr rows = out.output_buffer().dim(1).extent();
-      tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
-      tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, true, no, ni, mo, mi);
+      tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
       prod.compute_at(out, no);
     } else {
       // The normalizer needs whole rows: a tile of rows is computed over all of N (tiled by nr
@@ -489,9 +496,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
                                             tile_rows_func, n, rows_of, row_length, lanes);
       out(vars) = norm.value;
       pin_n();
-      Expr rows = out.output_buffer().dim(1).extent();
-      tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, false, no, ni, mo, mi);
-      tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, false, no, ni, mo, mi);
+      tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, false, no, ni, mo, mi);
       tile_rows_func.compute_at(out, mo)
           .split(n, no, ni, nr, TailStrategy::GuardWithIf)
           .reorder(ni, m, no)

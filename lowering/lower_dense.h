@@ -12,8 +12,9 @@
 // rows of A are packed (Ap), and the k loop runs innermost over mr * nr / lanes vector
 // accumulators held in registers (unrolled over the tile, vectorized over n). Rows are the
 // output's leading dims merged (seq * batch for an LSTM's input projection) whenever B is 2-D and
-// the epilogue's operands broadcast alike over them; fewer than mr rows at run time (a batch-1
-// step) run one row at a time. A constant B is marshaled once through LayoutMap into N-tiles of nr
+// the epilogue's operands broadcast alike over them; 2 to mr - 1 rows at run time (a streamed
+// chunk of a few frames) take one tile of exactly that many rows, so B is read once. A constant B
+// is marshaled once through LayoutMap into N-tiles of nr
 // columns (tiled(dN, nr)) or, when N fits one tile, N permuted innermost and padded
 // (permuted_padded(dN, nr)); Gemm's transB = 1 is the same physical array, so the transpose costs
 // nothing. A run-time B is packed the same way inside the pipeline, once per call.
@@ -75,11 +76,13 @@ HalideBlock::Argument argument_of(const Value* value, OperandView view);
 // first_epilogue: the index of the first epilogue argument.
 OutputShapeFn gemm_output_shape(const GemmGroupShape& shape, const std::string& context,
                                 std::vector<int64_t> constant_b_shape, size_t first_epilogue);
-// The GEMM's output tiling: `stage` (the output stage, or the normalizer's row tile) split over
-// the rows m into mo, mi by `rows` and, when `split_n`, over n into no, ni by nr, vectorized along
-// n (ni) by `lanes`.
-void tile_gemm_rows(Halide::Stage stage, const Halide::Var& n, const Halide::Var& m, int nr,
-                    int rows, int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
+// The GEMM's output tiling: `out` split over the rows m (its output buffer's dim 1) into mo, mi
+// and, when `split_n`, over n into no, ni by nr, vectorized along n (ni) by `lanes`. Tiles of mr
+// rows where there are mr rows or more, the last one shifted inward onto rows already computed;
+// 2 to mr - 1 rows (a streamed chunk of a few frames) in one tile of exactly that many, so B is
+// read once rather than once per row.
+void tile_gemm_rows(Halide::Func out, const Halide::Var& n, const Halide::Var& m, int nr, int mr,
+                    int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
                     Halide::Var ni, Halide::Var mo, Halide::Var mi);
 
 // What the dense lowerings share about a rooted group:

@@ -226,9 +226,7 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
 
     Var no("no"), ni("ni"), mo("mo"), mi("mi");
     const TailStrategy n_tail = n_size % nr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
-    Expr rows = out.output_buffer().dim(1).extent();
-    tile_gemm_rows(out.specialize(rows >= mr), n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
-    tile_gemm_rows(out, n, m, nr, 1, lanes, n_tail, true, no, ni, mo, mi);
+    tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
     pin_output_mins(out);
     built.output = out;
     if (count_overflow) {

@@ -185,10 +185,7 @@ std::unique_ptr<ExecutionBlock> lower_dft(const Node& node, HalideCache& cache) 
     out.output_buffer().dim(0).set_extent(static_cast<int>(columns));
     const TailStrategy q_tail = columns % nr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
     Var qo("qo"), qi("qi"), fo("fo"), fi("fi");
-    // Whole tiles of mr rows where there are that many (frames of a chunk may be fewer).
-    Expr rows = out.output_buffer().dim(1).extent();
-    tile_gemm_rows(out.specialize(rows >= mr), q, f, nr, mr, lanes, q_tail, true, qo, qi, fo, fi);
-    tile_gemm_rows(out, q, f, nr, 1, lanes, q_tail, true, qo, qi, fo, fi);
+    tile_gemm_rows(out, q, f, nr, mr, lanes, q_tail, true, qo, qi, fo, fi);
     prod.compute_at(out, qo).bound_extent(q, nr).vectorize(q, lanes).unroll(q).unroll(f);
     prod.update().reorder(q, f, r).vectorize(q, lanes).unroll(q).unroll(f);
     pin_output_mins(out);

@@ -52,7 +52,7 @@ const ArchTable& arch_table(const Halide::Target& target);
 struct GemmSchedule {
   int lanes = 0;
   int nr = 0;  // columns per register tile (a multiple of lanes); B is padded to it
-  int mr = 0;  // rows per register tile; runs with fewer rows compute one row at a time
+  int mr = 0;  // rows per register tile; runs of fewer rows take one tile of exactly that many
   // Constant B's layout, on the tensor as stored ([K, N], or [N, K] with transB): the N dim tiled
   // to nr (one contiguous K x nr panel per tile) or, when N fits one tile, permuted innermost and
   // padded to nr.

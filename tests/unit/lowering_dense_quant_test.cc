@@ -145,10 +145,13 @@ TEST(LowerQuantizedGemm, MatMulDynamicPerColumnWithBiasReluEpilogue) {
   expect_matches_reference(matmul_bias_relu());
 }
 
-TEST(LowerQuantizedGemm, FewerRowsThanTheRegisterTile) {
+TEST(LowerQuantizedGemm, EveryRowCountThroughTwoRegisterTiles) {
   Case c = matmul_bias_relu();
-  c.inputs = {{"x", random_tensor({1, 40}, 4, -2, 3)}};
-  expect_matches_reference(c);
+  for (int64_t rows = 1; rows <= 13; ++rows) {
+    SCOPED_TRACE(rows);
+    c.inputs = {{"x", random_tensor({rows, 40}, 4, -2, 3)}};
+    expect_matches_reference(c);
+  }
 }
 
 // A [batch, seq, K] rows merge into one tiled dim; K = 37 pads to 40, N = 20 to the tile.

@@ -302,11 +302,13 @@ TEST(LoweringMatMul, SequenceAndBatchRowsMergeIntoOneTiledDim) {
   c.expect_matches({{"x", random_tensor({17, 1, 128}, 3)}}, summed(128));
 }
 
-TEST(LoweringMatMul, FewerRowsThanTheRegisterTile) {
+// Every row count through two register tiles: one row, one tile of exactly 2 to mr - 1 rows,
+// whole tiles of mr, and tiles shifted inward onto rows already computed.
+TEST(LoweringMatMul, EveryRowCountThroughTwoRegisterTiles) {
   Case c;
   Value* a = c.input("a", {sym("m"), 64});
   c.node("MatMul", {a, c.constant("w", random_tensor({64, 20}, 4))});
-  for (int64_t rows : {1, 2, 5, 6, 7}) {
+  for (int64_t rows = 1; rows <= 13; ++rows) {
     SCOPED_TRACE(rows);
     c.expect_matches({{"a", random_tensor({rows, 64}, 7)}}, summed(64));
   }
@@ -606,7 +608,7 @@ TEST(LoweringEpilogue, ClassifierHeadMatMulAddLogSoftmax) {
   Value* logits = c.node("MatMul", {h, c.constant("w", random_tensor({128, 32}, 7))});
   Value* biased = c.node("Add", {logits, c.constant("b", random_tensor({32}, 2))});
   c.node("LogSoftmax", {biased}, {{"axis", Attribute::of_int(-1)}});
-  for (int64_t rows : {1, 17}) {
+  for (int64_t rows : {1, 2, 3, 4, 5, 17}) {
     SCOPED_TRACE(rows);
     c.expect_matches({{"h", random_tensor({rows, 128}, 7)}}, summed(128));
   }
@@ -1200,15 +1202,15 @@ Value* int_constant(Case& c, const std::string& name, int64_t value) {
 }
 
 TEST(LoweringStft, HannWindowedFramesReadInPlaceWithAnOddFrameLength) {
-  // frame_length 25 (odd: bins 13), step 10: frames overlap; 3 and 7 frames (fewer than a row
-  // tile, and more).
+  // frame_length 25 (odd: bins 13), step 10: frames overlap; 1 to 5 frames (one row tile of
+  // exactly that many) and 7 (a whole tile and one shifted inward).
   std::vector<float> hann;
   for (int n = 0; n < 25; ++n)
     hann.push_back(static_cast<float>(0.5 - 0.5 * std::cos(2 * M_PI * n / 25)));
   Case c;
   c.node("STFT", {c.input("signal", {2, sym("samples"), 1}), int_constant(c, "step", 10),
                   c.constant("window", f32({25}, hann))});
-  for (int64_t samples : {45, 94}) {
+  for (int64_t samples : {25, 35, 45, 55, 65, 94}) {
     SCOPED_TRACE(samples);
     c.expect_matches({{"signal", random_tensor({2, samples, 1}, 7)}}, summed(25));
   }
