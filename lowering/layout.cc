@@ -96,7 +96,7 @@ std::vector<Halide::Expr> LayoutMap::physical_coords(
 Tensor LayoutMap::marshal(const Tensor& native) const {
   RNNC_CHECK(native.shape() == logical_, "marshaling a ", shape_text(native.shape()),
              " tensor with ", to_string());
-  Tensor physical(native.dtype(), physical_);  // zero-filled: the padding
+  Tensor physical = marshaled_weight_tensor(native.dtype(), physical_);  // zero: the padding
   if (native.numel() == 0) return physical;
   size_t element = dtype_size(native.dtype());
   RNNC_CHECK(element > 0, "cannot marshal ", dtype_name(native.dtype()), " tensors");
@@ -116,6 +116,14 @@ Tensor LayoutMap::marshal(const Tensor& native) const {
 
 std::string LayoutMap::to_string() const {
   return cat(layout_.to_string(), " ", shape_text(logical_), " -> ", shape_text(physical_));
+}
+
+Tensor marshaled_weight_tensor(DType dtype, std::vector<int64_t> shape) {
+  constexpr int64_t kHugePagesFrom = int64_t{1} << 20;
+  if (shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype)) >= kHugePagesFrom) {
+    return Tensor::huge_page_backed(dtype, std::move(shape));
+  }
+  return Tensor(dtype, std::move(shape));
 }
 
 }  // namespace rnnc

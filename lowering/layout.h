@@ -78,4 +78,12 @@ class LayoutMap {
   std::vector<int64_t> physical_;
 };
 
+// A weight in its kernel's layout, zero-filled. From 1 MiB (half a Xeon core's L2) in 2 MiB huge
+// pages (Tensor::huge_page_backed). A weight larger than L2 is streamed from L3 or DRAM at every
+// call: in 4 KiB pages that walks a new page every 4 KiB, and a model's weights span more pages
+// than the TLB holds. A recurrent R is re-read at every step: in 4 KiB pages part of it is lost to
+// L2 set conflicts (docs/lowering.md, "Huge pages for large weights"). A smaller weight would
+// waste most of a 2 MiB page.
+Tensor marshaled_weight_tensor(DType dtype, std::vector<int64_t> shape);
+
 }  // namespace rnnc

@@ -55,7 +55,7 @@ PackedWeight pack_weight(const Node& root, const Tensor& b, bool trans_b, int64_
   }
   const int64_t k4 = round_up(k_size, 4) / 4;
   PackedWeight out;
-  out.bq = Tensor(DType::kInt8, {k4, padded_n, 4});
+  out.bq = marshaled_weight_tensor(DType::kInt8, {k4, padded_n, 4});
   out.scale = Tensor(DType::kFloat32, {padded_n});
   out.colsum = Tensor(DType::kInt32, {padded_n});
   out.zero_point = Tensor(DType::kInt32, {padded_n});

@@ -20,20 +20,6 @@ namespace {
 constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6,
                  kP = 7;
 
-// A marshaled weight, W or R. From 1 MiB (half a Xeon core's L2) in 2 MiB huge pages
-// (Tensor::huge_page_backed). R is re-read at every step: in 4 KiB pages part of it is lost to L2
-// set conflicts. W is streamed through once per run by the projection, from L3 or DRAM: in 4 KiB
-// pages that walks a new page every 4 KiB, and a model's weights span more pages than the TLB
-// holds (docs/lowering.md, "Huge pages for large weights"). A smaller weight would waste most of
-// a 2 MiB page.
-Tensor marshaled_weight_tensor(DType dtype, std::vector<int64_t> shape) {
-  constexpr int64_t kHugePagesFrom = int64_t{1} << 20;
-  if (shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype)) >= kHugePagesFrom) {
-    return Tensor::huge_page_backed(dtype, std::move(shape));
-  }
-  return Tensor(dtype, std::move(shape));
-}
-
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
