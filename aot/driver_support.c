@@ -296,7 +296,7 @@ static int rn_recurrent_block(rn_ctx* ctx, rn_recurrent* L, const char* name,
   uint8_t* next = (uint8_t*)scratch;
   const int64_t seq = L->seq, batch = L->batch, rows = seq * batch;
   const int64_t n = L->gates * L->padded, widest = n > L->input ? n : L->input;
-  if ((rows + L->gemm_rows) * widest * 4 > INT32_MAX) {
+  if (rows * widest * 4 > INT32_MAX) {
     return rn_fail(ctx, RNNC_AOT_ERROR_INVALID_ARGUMENT,
                    "%s: seq_length * batch_size = %lld rows give buffers beyond 2 GB", name,
                    (long long)rows);

@@ -661,7 +661,6 @@ rn_recurrent RecurrentBlock::compiled_loop() const {
   loop.gates = static_cast<int64_t>(first.gates.size());
   loop.padded = schedule_.padded_hidden;
   loop.tile = schedule_.hidden_tile;
-  loop.gemm_rows = schedule_.gemm_rows;
   loop.batch_tile = batched_schedule_.batch_tile;
   loop.wt_panel = projection_panel(schedule_);
   loop.alternate_tiles = schedule_.alternate_tiles;
@@ -733,7 +732,7 @@ rn_recurrent RecurrentBlock::begin(BlockIO& io, Workspace& workspace) const {
   const int64_t dirs = num_directions(), hidden = hidden_size_;
   const int64_t n_extent = run.gates * run.padded;
   const int64_t rows = run.seq * run.batch;
-  if ((rows + schedule_.gemm_rows) * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
+  if (rows * std::max(n_extent, input_size_) * 4 > kMaxBufferBytes) {
     raise_unsupported(cat(describe_, ": seq_length * batch_size = ", rows,
                           " rows give buffers beyond the Halide lowering's 2 GB limit"));
   }
@@ -925,9 +924,7 @@ void RecurrentBlock::end_chunks(BlockIO& io) const {
 // ---- batch slices (the runtime's split of a batch across threads) ----------------------------
 
 int64_t RecurrentBlock::batch_slice_unit() const {
-  // Float cells only: a quantized projection takes a few rows as one padded row tile, and
-  // which rows share a tile changes with the slices.
-  return directions_[0].cell.quant ? 0 : std::max(1, batched_schedule_.batch_tile);
+  return std::max(1, batched_schedule_.batch_tile);
 }
 
 int64_t RecurrentBlock::batch_size(BlockIO& io) const {

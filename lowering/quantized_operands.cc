@@ -21,6 +21,17 @@ std::vector<Expr> prepend(Expr first, const std::vector<Var>& rest) {
   return all;
 }
 
+// round(x) as an int32 for |x| <= 2^22, without a rounding instruction (Halide 14 splits AVX-512
+// rounds into 256-bit halves, and LLVM may gather scalar rounds into packed ones): 1.5 * 2^23
+// added. Floats in [2^23, 2^24) are spaced 1 apart, so the sum is x rounded half to even, as
+// round rounds, and the sum's bits minus the bias's bits are round(x) as an integer. strict_float
+// keeps x's own arithmetic and the sum as written (no multiply-add into the sum, which would
+// round a product only once).
+Expr rounded_to_int(const Expr& x) {
+  constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
+  return Halide::reinterpret(Halide::Int(32), Halide::strict_float(x + kRoundingBias)) - 0x4B400000;
+}
+
 }  // namespace
 
 // ---- activation rows (ir/quantization.h's arithmetic) ------------------------------------------
@@ -67,9 +78,7 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
       zero_point = quant.wide() ? 0 : half + 1;
     } else {
       raw_scale = Halide::strict_float((hi - lo) / qmax);
-      zero_point = select(raw_scale > 0.0f,
-                          Halide::cast<int32_t>(clamp(Halide::round(-lo / raw_scale), 0.0f, qmax)),
-                          0);
+      zero_point = select(raw_scale > 0.0f, rounded_to_int(clamp(-lo / raw_scale, 0.0f, qmax)), 0);
     }
     out.params(row) = Halide::Tuple(select(raw_scale > 0.0f, raw_scale, 1.0f), zero_point);
     out.scale(row) = out.params(row)[0];
@@ -89,17 +98,12 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
   Expr scaled = src(prepend(min(k, n - 1), row)) * inv_scale;
   Expr zero_point = out.zero_point(row);
   out.raw(prepend(k, row)) = Halide::round(scaled) + Halide::cast<float>(zero_point);
-  // clamp(round(scaled) + zp, qmin, qmax) without a rounding instruction (Halide 14 splits AVX-512
-  // rounds into 256-bit halves): scaled is clamped to [qmin - zp, qmax - zp] first (integers, so
-  // the clamp commutes with rounding), then 1.5 * 2^23 added. Floats in [2^23, 2^24) are spaced 1
-  // apart, so the sum is scaled rounded half to even, as round rounds, and the sum's bits minus
-  // the bias's bits are round(scaled) as an integer. strict_float keeps the product, the clamp and
-  // the sum as written (no multiply-add, which would round the product only once).
-  constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
-  Expr biased = Halide::strict_float(clamp(scaled, qmin - Halide::cast<float>(zero_point),
-                                           qmax - Halide::cast<float>(zero_point)) +
-                                     kRoundingBias);
-  Expr quantized = Halide::reinterpret(Halide::Int(32), biased) - (0x4B400000 - zero_point);
+  // clamp(round(scaled) + zp, qmin, qmax) without a rounding instruction: scaled is clamped to
+  // [qmin - zp, qmax - zp] first (integers, so the clamp commutes with rounding), then rounded
+  // (rounded_to_int) and zp added.
+  Expr quantized = rounded_to_int(clamp(scaled, qmin - Halide::cast<float>(zero_point),
+                                        qmax - Halide::cast<float>(zero_point))) +
+                   zero_point;
   out.q(prepend(k, row)) = select(k < n, Halide::cast(storage, quantized), Halide::cast(storage, 0));
   // Whole vectors from 0 (a vector wider than the row would otherwise be shifted below 0).
   out.q.bound(k, 0, round_up(padded_n, storage_vector(storage, vector_width)));

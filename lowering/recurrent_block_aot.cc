@@ -88,7 +88,6 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                                                      {"gates", loop.gates},
                                                      {"padded", loop.padded},
                                                      {"tile", loop.tile},
-                                                     {"gemm_rows", loop.gemm_rows},
                                                      {"batch_tile", loop.batch_tile},
                                                      {"wt_panel", loop.wt_panel},
                                                      {"alternate_tiles", loop.alternate_tiles},

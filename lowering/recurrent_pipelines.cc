@@ -344,8 +344,8 @@ void schedule_dot_at_root(IntegerDot dot, const std::vector<Var>& inner, int v) 
 
 // ---- input projection --------------------------------------------------------------------------
 
-// The float projection with streamed weights takes runs of this many to gemm_rows - 1 rows in
-// tiles of this many.
+// A projection with streamed weights takes runs of this many to gemm_rows - 1 rows in tiles of
+// this many: each panel from memory once and from L1 for the other tiles.
 constexpr int kStreamedShortRows = 6;
 
 }  // namespace
@@ -380,6 +380,29 @@ void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, con
   if (schedule.parallel_projection) stage.parallel(schedule.gemm_columns_outer ? no : mo);
 }
 
+// A projection's row tiles by the number of rows (its output's dim 1): a multiple of
+// gemm_rows_exact rows in tiles of that many; gemm_rows rows or more in tiles of gemm_rows, the
+// last one shifted inward onto rows already computed; with streamed weights 6 to gemm_rows - 1
+// rows in tiles of 6; 2 to 5 rows (a streamed chunk of a few steps) in one tile of exactly that
+// many, so W is read once and no padded rows are computed; a single row over `single_columns`
+// columns.
+void tile_projection_rows(Func xw, const RecurrentSchedule& schedule, const Var& n, const Var& m,
+                          const Var& no, const Var& ni, const Var& mo, const Var& mi, int panel,
+                          int single_columns) {
+  const Expr rows = xw.output_buffer().dim(1).extent();
+  if (schedule.gemm_rows_exact > 0) {
+    tile_projection(xw.specialize(rows % schedule.gemm_rows_exact == 0), schedule, n, m, no, ni, mo,
+                    mi, panel, schedule.gemm_rows_exact);
+  }
+  int previous = 0;
+  for (int tile : {schedule.gemm_rows, kStreamedShortRows, 5, 4, 3, 2}) {
+    if (previous > 0 && tile >= previous) continue;
+    tile_projection(xw.specialize(rows >= tile), schedule, n, m, no, ni, mo, mi, panel, tile);
+    previous = tile;
+  }
+  tile_projection(xw, schedule, n, m, no, ni, mo, mi, single_columns, 1);
+}
+
 // The column panels of a single-row tile: the largest count up to `wanted` that divides `panels`.
 int single_row_panels(int panels, int wanted) {
   while (panels % wanted != 0) --wanted;
@@ -407,10 +430,8 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   ImageParam bias(Halide::Float(32), 1, "bias");        // (n)
   Var n("n"), m("m"), k("k");
 
-  // Rows past X's last (rn_recurrent_projected_rows pads 2 to gemm_rows - 1 rows to one tile)
-  // read X's last row.
   Func rows("x_rows");
-  rows(k, m) = x(k, min(m, x.dim(1).extent() - 1));
+  rows(k, m) = x(k, m);
   QuantizedRows xq = quantize_rows(rows, k_extent, ko_extent * lane, quant.activations,
                                    /*state=*/false, activation_storage(quant), v, "x");
   IntegerDot dot = integer_dot(
@@ -433,23 +454,12 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   for (const ImageParam& vector : {w_scale, w_colsum, w_zero, bias}) pin_dense(vector, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 
-  // Register tiles: a multiple of gemm_rows_exact rows takes tiles of that many rows; otherwise
-  // gemm_rows rows or more (rn_recurrent_projected_rows pads 2 to gemm_rows - 1 rows to one tile)
-  // take whole tiles of gemm_vectors x gemm_rows accumulators, the last one shifted inward onto
-  // rows already computed. A single row (a streamed chunk of one step) is one row tile of up to 4
-  // column panels (8 independent accumulators on AVX-512) instead of a padded tile: 6x fewer dot
-  // products. Each row streams all of W from L2, where a tile of 6 rows streams it once: from 2
-  // rows on, the padded tile costs less (docs/measurements.md).
+  // Register tiles of gemm_vectors x rows accumulators (tile_projection_rows); a single row (a
+  // streamed chunk of one step) is one row tile of up to 4 column panels (8 independent
+  // accumulators on AVX-512).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  const Expr rows_out = xw.output_buffer().dim(1).extent();
-  if (schedule.gemm_rows_exact > 0) {
-    tile_projection(xw.specialize(rows_out % schedule.gemm_rows_exact == 0), schedule, n, m, no, ni,
-                    mo, mi, panel, schedule.gemm_rows_exact);
-  }
-  tile_projection(xw.specialize(rows_out >= schedule.gemm_rows), schedule, n, m, no, ni, mo, mi,
-                  panel, schedule.gemm_rows);
-  tile_projection(xw, schedule, n, m, no, ni, mo, mi,
-                  single_row_panels(n_extent / panel, 4) * panel, 1);
+  tile_projection_rows(xw, schedule, n, m, no, ni, mo, mi, panel,
+                       single_row_panels(n_extent / panel, 4) * panel);
   // X's rows quantized per row tile when the row tiles are the outer loop: each row once, into a
   // buffer of constant size on the stack. At root (a heap buffer per call, the size of the rows)
   // when column panels are outermost and visit every row tile once per panel, and when something
@@ -523,25 +533,14 @@ void compile_input_projection(const RecurrentCell& cell, const RecurrentSchedule
   pin_dense(bias, {n_extent});
   pin_dense(xw.output_buffer(), {n_extent, 0});
 
-  // Register tile: gemm_vectors vectors along n times `rows` rows, accumulated over all of k. A
-  // run of at least gemm_rows rows takes whole tiles, the last one shifted inward onto rows
-  // already computed (no padded rows, no clamped reads of X); fewer rows (a streaming chunk of
-  // one step) take one row at a time instead of computing a padded tile (at seq 1, 6x the
-  // work).
+  // Register tiles: gemm_vectors vectors along n times the rows tile_projection_rows chooses,
+  // accumulated over all of k in the same order for every tile height, so a row's XW does not
+  // depend on its tile. A single row: streamed panels are one vector wide, so up to 4 of them (4
+  // independent accumulators, as an unstreamed panel has).
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
-  const Expr rows = xw.output_buffer().dim(1).extent();
-  tile_projection(xw.specialize(rows >= schedule.gemm_rows), schedule, n, m, no, ni, mo, mi, panel,
-                  schedule.gemm_rows);
-  if (schedule.stream_weights) {
-    // 6 to 15 rows (a short sequence): 6-row tiles, each panel from memory once and from L1
-    // for the other tiles, rather than once per row.
-    tile_projection(xw.specialize(rows >= kStreamedShortRows), schedule, n, m, no, ni, mo, mi,
-                    panel, kStreamedShortRows);
-  }
-  // A single row: streamed panels are one vector wide, so up to 4 of them (4 independent
-  // accumulators, as an unstreamed panel has).
-  tile_projection(xw, schedule, n, m, no, ni, mo, mi,
-                  single_row_panels(n_extent / panel, schedule.stream_weights ? 4 : 1) * panel, 1);
+  tile_projection_rows(
+      xw, schedule, n, m, no, ni, mo, mi, panel,
+      single_row_panels(n_extent / panel, schedule.stream_weights ? 4 : 1) * panel);
   acc.compute_at(xw, schedule.gemm_columns_outer ? mo : no).vectorize(n, v).unroll(n).unroll(m);
   acc.update().reorder(n, m, k).vectorize(n, v).unroll(n).unroll(m);
   if (schedule.stream_weights) {

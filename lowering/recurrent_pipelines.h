@@ -148,11 +148,6 @@ struct RecurrentCell {
 // larger than L2 are fetched at DRAM latency, not bandwidth.)
 int projection_panel(const RecurrentSchedule& schedule);
 
-// The rows of XW a projection call writes for `rows` rows of X: exactly those, except that the
-// quantized projection takes 2 to gemm_rows - 1 rows as one row tile, padded (its rows past X's
-// last repeat X's last row). The time loop sizes its calls with rn_recurrent_projected_rows
-// (lowering/core/recurrent_loop.h).
-
 // Argument order of the projection pipeline's argv entry:
 //   float:     x (k, m), wt (ni, k, no: panels of P = projection_panel columns), bias (n),
 //              -> xw (n, m: projected rows)

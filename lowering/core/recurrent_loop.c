@@ -44,10 +44,6 @@ static int64_t rn_loop_padded_batch(const rn_recurrent* layer) {
   return rn_loop_round_up(layer->batch, layer->batch > 1 ? layer->batch_tile : 1);
 }
 
-RN_CORE_API int64_t rn_recurrent_projected_rows(const rn_recurrent* layer, int64_t rows) {
-  return layer->quantized && rows > 1 && rows < layer->gemm_rows ? layer->gemm_rows : rows;
-}
-
 RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequence_lens, int bits,
                                          int64_t* lengths) {
   int64_t steps = 0;
@@ -106,9 +102,8 @@ static int rn_loop_x_dense(const rn_recurrent* layer) {
 RN_CORE_API int64_t rn_recurrent_direction_bytes(const rn_recurrent* layer) {
   const int64_t n = layer->gates * layer->padded, rows = layer->seq * layer->batch;
   const int64_t pb = rn_loop_padded_batch(layer);
-  /* One row tile of slack for a call projecting a few rows as a padded tile. */
-  return RN_LOOP_ALIGN(4 * n * (rows + layer->gemm_rows)) +
-         4 * RN_LOOP_ALIGN(4 * layer->padded * pb) + RN_LOOP_ALIGN(4 * pb) +
+  return RN_LOOP_ALIGN(4 * n * rows) + 4 * RN_LOOP_ALIGN(4 * layer->padded * pb) +
+         RN_LOOP_ALIGN(4 * pb) +
          (rn_loop_x_dense(layer) ? 0 : RN_LOOP_ALIGN(4 * rows * layer->input));
 }
 
@@ -121,7 +116,7 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
   state->padded_batch = pb;
   /* Every row a step reads is written by the projection first. */
   state->xw = (float*)next;
-  next += RN_LOOP_ALIGN(4 * n * (rows + layer->gemm_rows));
+  next += RN_LOOP_ALIGN(4 * n * rows);
   for (int i = 0; i < 2; ++i) {
     state->h[i] = (float*)next;
     next += RN_LOOP_ALIGN(4 * padded * pb);
@@ -159,8 +154,7 @@ static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_s
   rn_view x, wt, bias, xw, wq, scale, colsum, zero, overflow;
   rn_view_init(&x, x_rows, rn_f, 32, 2, (const int64_t[]){input, 1, rows, input});
   rn_view_init(&bias, part->bias, rn_f, 32, 1, (const int64_t[]){n, 1});
-  const int64_t written = rn_recurrent_projected_rows(layer, rows);
-  rn_view_init(&xw, state->xw, rn_f, 32, 2, (const int64_t[]){n, 1, written, n});
+  rn_view_init(&xw, state->xw, rn_f, 32, 2, (const int64_t[]){n, 1, rows, n});
   void* args[8];
   int count = 0;
   int32_t counts[4] = {0, 0, 0, 0};

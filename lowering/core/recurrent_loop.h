@@ -54,7 +54,7 @@ typedef struct rn_recurrent {
   /* compiled */
   rn_pipeline_entry projection;
   int lstm, directions;
-  int64_t hidden, input, gates, padded, tile, gemm_rows, batch_tile;
+  int64_t hidden, input, gates, padded, tile, batch_tile;
   int64_t wt_panel;         /* columns per panel of Wt / wq (projection_panel) */
   int alternate_tiles;      /* odd steps walk the hidden tiles backwards */
   int64_t xw_chunk_bytes;   /* a whole run's XW rows over this: projected in chunks (0: at once) */
@@ -132,10 +132,6 @@ RN_CORE_API int rn_recurrent_advance(const rn_recurrent* layer, int d, rn_recurr
 /* Copies the final state of direction d into Y_h / Y_c. */
 RN_CORE_API void rn_recurrent_finish(const rn_recurrent* layer, int d,
                                      const rn_recurrent_state* state);
-
-/* The rows of XW a projection call writes for `rows` rows of X (the quantized projection takes 2
- * to gemm_rows - 1 rows as one padded row tile). */
-RN_CORE_API int64_t rn_recurrent_projected_rows(const rn_recurrent* layer, int64_t rows);
 
 #ifdef __cplusplus
 }

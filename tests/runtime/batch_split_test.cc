@@ -51,10 +51,13 @@ TEST(BatchSplitRule, NeverSplitsOneThreadOrAStepWhoseWeightsExceedL2) {
 
 // Every output of `runs` runs of one session (the later ones start from the carried state).
 std::vector<std::vector<float>> run_outputs(const std::string& op, int layers, int threads,
-                                            Plan plan, int64_t seq, int64_t batch) {
+                                            Plan plan, int64_t seq, int64_t batch,
+                                            const std::string& quantization = "") {
   ModelOptions options;
   options.threads = threads;
   options.plan = plan;
+  options.quantization_config = quantization;
+  options.quantization_guard = false;
   auto model = load_stack(op, layers, kHidden, kInput, options);
   Session session = model->new_session();
   std::vector<std::vector<float>> results;
@@ -70,10 +73,12 @@ std::vector<std::vector<float>> run_outputs(const std::string& op, int layers, i
   return results;
 }
 
-void expect_split_equals_one_thread(const std::string& op, int layers, Plan plan, int64_t batch) {
-  SCOPED_TRACE(op + " x" + std::to_string(layers) + " batch " + std::to_string(batch));
-  const auto one = run_outputs(op, layers, 1, Plan::kSequential, 9, batch);
-  const auto two = run_outputs(op, layers, 2, plan, 9, batch);
+void expect_split_equals_one_thread(const std::string& op, int layers, Plan plan, int64_t batch,
+                                    const std::string& quantization = "") {
+  SCOPED_TRACE(op + " x" + std::to_string(layers) + " batch " + std::to_string(batch) + " " +
+               quantization);
+  const auto one = run_outputs(op, layers, 1, Plan::kSequential, 9, batch, quantization);
+  const auto two = run_outputs(op, layers, 2, plan, 9, batch, quantization);
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {
     ASSERT_EQ(one[i].size(), two[i].size());
@@ -87,6 +92,13 @@ TEST(BatchSlices, PipelinedChainEqualsTheOneThreadRunBitwise) {
   ASSERT_EQ(slices_of(16, 4, 4.0 * 4 * kHidden * kHidden, 2).size(), 3u);
   expect_split_equals_one_thread("LSTM", 4, Plan::kPipeline, 16);
   expect_split_equals_one_thread("GRU", 3, Plan::kPipeline, 12);
+}
+
+// Quantized layers (int8 products): every X row and every entry's h has its own scale and the
+// dot products are exact integer sums, so slices equal the one-thread run too.
+TEST(BatchSlices, QuantizedChainEqualsTheOneThreadRunBitwise) {
+  expect_split_equals_one_thread("LSTM", 4, Plan::kPipeline, 16, "default");
+  expect_split_equals_one_thread("GRU", 2, Plan::kParallel, 12, "default");
 }
 
 TEST(BatchSlices, LayerAloneEqualsTheOneThreadRunBitwise) {

@@ -779,12 +779,20 @@ double expect_quantized_matches_reference(Case c) {
 
 TEST(LowerRecurrentQuant, LstmDynamicU8) { expect_quantized_matches_reference({}); }
 
-// A quantized projection's padded row tiles depend on which rows a call takes: no batch slices.
-TEST(LowerRecurrentQuant, QuantizedCellsHaveNoBatchSlices) {
+// Quantized cells: each row of X and each entry's h is quantized with its own scale and every
+// dot product is an exact integer sum, so a slice's rows come out as in the whole run.
+TEST(LowerRecurrentQuant, SlicesEqualTheWholeRunBitwise) {
   Case c;
   c.quantize = dynamic_u8();
-  std::unique_ptr<Built> built = build(c);
-  EXPECT_EQ(lower_recurrent(*built->node, cache_for("host"))->batch_slice_unit(), 0);
+  c.seq = 7;
+  c.batch = 11;
+  c.initial_h = c.initial_c = true;
+  expect_slices_equal_the_whole_run(c, {0, 4, 11});
+  expect_slices_equal_the_whole_run(c, {0, 2, 5, 9, 11});
+  c.direction = "bidirectional";
+  c.sequence_lens = {7, 0, 3, 7, 5, 1, 2, 7, 6, 4, 7};
+  expect_slices_equal_the_whole_run(c, {0, 4, 8, 11});
+  expect_slices_equal_the_whole_run(gru(c), {0, 6, 11});
 }
 
 TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
@@ -798,11 +806,11 @@ TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
 }
 
 // The integer input projection's row tiles: one row alone (up to 4 column panels per tile; GRU
-// hidden 20 has 3), 2 to 5 rows as one padded tile, more as whole tiles with the last shifted
-// inward, multiples of 8 (AVX-512) in 8-row tiles; row tiles outermost and (input 600: over
-// 512 KB of float weights) column panels.
+// hidden 20 has 3), 2 to 5 rows as one tile of exactly that many, more as whole tiles with the
+// last shifted inward, multiples of 8 (AVX-512) in 8-row tiles; row tiles outermost and (input
+// 600: over 512 KB of float weights) column panels.
 TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
-  for (const int64_t seq : {1, 2, 5, 6, 7, 8, 13, 16, 24}) {
+  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 24}) {
     for (const int64_t input : {8, 600}) {
       Case c;
       c.seq = seq;
@@ -820,12 +828,14 @@ TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
 }
 
 // LSTMs of input x hidden at the row counts the streamed projections tile differently: one row,
-// short runs (int8: padded to one 16-row tile; float: 6-row tiles from 6 rows), whole tiles, a
-// last tile shifted inward, and rows from two batch entries.
+// 2 to 5 rows (one tile of exactly that many), 6 to 15 (6-row tiles), whole 16-row tiles, a last
+// tile shifted inward, and rows from two batch entries.
 std::vector<Case> streamed_row_counts(int64_t input, int64_t hidden) {
   std::vector<Case> cases;
-  for (const auto& [seq, batch] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {2, 1}, {5, 1}, {6, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}}) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1, 1}, {2, 1},  {3, 1},  {4, 1},  {5, 1},  {6, 1},
+      {7, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}};  // (seq, batch)
+  for (const auto& [seq, batch] : shapes) {
     Case c;
     c.seq = seq;
     c.batch = batch;
@@ -847,6 +857,22 @@ TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
     c.attributes["activations"] = Attribute::of_strings({"HardSigmoid", "Softsign", "Softsign"});
     SCOPED_TRACE(cat("LSTM seq ", c.seq, " batch ", c.batch));
     expect_quantized_matches_reference(c);
+  }
+}
+
+// The float projection's row tiles with W in L2: one row alone, 2 to 5 rows as one tile of
+// exactly that many, 6 or more as whole 6-row tiles with the last shifted inward; rows from one
+// and from three batch entries.
+TEST(LowerRecurrent, ProjectionTakesAnyRowCount) {
+  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 13}) {
+    for (const int64_t batch : {1, 3}) {
+      Case c;
+      c.seq = seq;
+      c.batch = batch;
+      c.hidden = 32;
+      SCOPED_TRACE(cat("LSTM seq ", seq, " batch ", batch));
+      expect_matches_reference(c);
+    }
   }
 }
 

@@ -93,7 +93,6 @@ std::vector<int64_t> projection_calls(const LoopRun& run) {
   layer.input = kInput;
   layer.gates = kGates;
   layer.padded = layer.tile = kHidden;
-  layer.gemm_rows = 6;
   layer.batch_tile = 1;
   layer.wt_panel = kHidden;
   layer.lane = layer.w_ko = layer.r_ko = 1;
