@@ -428,11 +428,9 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   ImageParam w_colsum(Halide::Int(32), 1, "w_colsum");  // (n)
   ImageParam w_zero(Halide::Int(32), 1, "w_zero");      // (n)
   ImageParam bias(Halide::Float(32), 1, "bias");        // (n)
-  Var n("n"), m("m"), k("k");
+  Var n("n"), m("m");
 
-  Func rows("x_rows");
-  rows(k, m) = x(k, m);
-  QuantizedRows xq = quantize_rows(rows, k_extent, ko_extent * lane, quant.activations,
+  QuantizedRows xq = quantize_rows(x, k_extent, ko_extent * lane, quant.activations,
                                    /*state=*/false, activation_storage(quant), v, "x");
   IntegerDot dot = integer_dot(
       "x", {n, m}, quant.input_widths, [&](Expr kk) { return xq.q(kk, m); },
