@@ -661,7 +661,7 @@ rn_recurrent RecurrentBlock::compiled_loop() const {
   loop.gates = static_cast<int64_t>(first.gates.size());
   loop.padded = schedule_.padded_hidden;
   loop.tile = schedule_.hidden_tile;
-  loop.batch_tile = batched_schedule_.batch_tile;
+  loop.batch_pad = batched_schedule_.batch_pad;
   loop.wt_panel = projection_panel(schedule_);
   loop.alternate_tiles = schedule_.alternate_tiles;
   loop.xw_chunk_bytes = schedule_.xw_chunk_bytes;

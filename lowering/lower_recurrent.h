@@ -105,7 +105,7 @@ class RecurrentBlock : public ExecutionBlock {
     bool reverse = false;
     RecurrentCell cell;
     CompiledPipeline step;          // batch_size 1
-    CompiledPipeline batched_step;  // batch_size > 1: batch_tile entries per weight load
+    CompiledPipeline batched_step;  // batch_size > 1: a batch tile of entries per weight load
     // Marshaled weights (recurrent_pipelines.h layouts).
     Tensor wt, bias, r, peepholes, rbh;  // float32, 64-byte aligned
     // Integer products (cell.quant): int8 or int16 weights (RecurrentQuant::wide_operands),

@@ -88,7 +88,7 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                                                      {"gates", loop.gates},
                                                      {"padded", loop.padded},
                                                      {"tile", loop.tile},
-                                                     {"batch_tile", loop.batch_tile},
+                                                     {"batch_pad", loop.batch_pad},
                                                      {"wt_panel", loop.wt_panel},
                                                      {"alternate_tiles", loop.alternate_tiles},
                                                      {"xw_chunk_bytes", loop.xw_chunk_bytes},

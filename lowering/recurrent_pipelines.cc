@@ -694,19 +694,29 @@ void schedule_product(Product product, Func consumer, const Var& at, int v) {
 }
 
 // Schedules a step over its output (ji, jo, b): for each hidden tile jo and, inside it, each
-// tile of batch_tile entries, the tile's accumulators (T units x the gates x the entries) are
-// computed there (schedule_product); the state update then runs vectorized over the tile,
-// reading them. Batch tiles innermost: a hidden tile's slice of R (32 KiB for hidden 128) is
-// read from L2 once and then from L1 for the other batch tiles.
+// tile of batch_tile entries (batch_pad when the batch is not a multiple of batch_tile), the
+// tile's accumulators (T units x the gates x the entries) are computed there
+// (schedule_product); the state update then runs vectorized over the tile, reading them. Batch
+// tiles innermost: a hidden tile's slice of R (32 KiB for hidden 128) is read from L2 once and
+// then from L1 for the other batch tiles.
 void schedule_tile(Func output, const Product& product, const RecurrentSchedule& schedule) {
   const std::vector<Var> out = output.args();  // (ji, jo, b)
   Var bo("bo"), bi("bi");
-  output.split(out[2], bo, bi, schedule.batch_tile)
-      .reorder(out[0], bi, bo, out[1])
-      .vectorize(out[0], schedule.vector_width);
-  // Tiles are independent (each its own accumulators and state slice): a parallel loop on the
-  // executor's oneTBB arena (runtime/halide_tbb.h), serial in a 1-thread model.
-  if (schedule.parallel_tiles) output.parallel(out[1]);
+  auto tile_entries = [&](Halide::Stage stage, int entries) {
+    stage.split(out[2], bo, bi, entries)
+        .reorder(out[0], bi, bo, out[1])
+        .vectorize(out[0], schedule.vector_width);
+    // Tiles are independent (each its own accumulators and state slice): a parallel loop on the
+    // executor's oneTBB arena (runtime/halide_tbb.h), serial in a 1-thread model.
+    if (schedule.parallel_tiles) stage.parallel(out[1]);
+  };
+  if (schedule.batch_pad < schedule.batch_tile) {
+    const Expr entries = output.output_buffers()[0].dim(2).extent();
+    tile_entries(output.specialize(entries % schedule.batch_tile == 0), schedule.batch_tile);
+    tile_entries(output, schedule.batch_pad);
+  } else {
+    tile_entries(output, schedule.batch_tile);
+  }
   schedule_product(product, output, bo, schedule.vector_width);
 }
 
@@ -719,10 +729,10 @@ void pin_state_output(const Halide::OutputImageParam& out, const RecurrentSchedu
   if (first) {  // a Tuple's later outputs share the first one's bounds
     out.dim(0).set_bounds(0, tile);
     out.dim(1).set_bounds(0, tiles);
-    // The batch is padded to the batch tile: no tail.
+    // The batch is padded to batch_pad: no tail.
     out.dim(2).set_bounds(0, schedule.single_entry
                                  ? 1
-                                 : out.dim(2).extent() / schedule.batch_tile * schedule.batch_tile);
+                                 : out.dim(2).extent() / schedule.batch_pad * schedule.batch_pad);
   }
 }
 

@@ -146,7 +146,7 @@ int round_up(int value, int multiple) { return (value + multiple - 1) / multiple
 
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
-             " batch_tile=", batch_tile, " gemm=", gemm_vectors, "x", gemm_rows,
+             " batch_tile=", batch_tile, "/", batch_pad, " gemm=", gemm_vectors, "x", gemm_rows,
              gemm_rows_exact > 0 ? cat(" exact_rows=", gemm_rows_exact) : std::string(),
              gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
              parallel_tiles ? " parallel_tiles" : "",
@@ -165,10 +165,12 @@ namespace {
 //   accumulators held in registers across the k loop. R streams from L2; about 256 bytes per k
 //   keep enough independent FMA chains in flight to take it as fast as L2 delivers. The batched
 //   step spends the rest of the register file on batch entries: each R vector loaded serves
-//   batch_tile entries (AVX2 has no registers left for it). A quantized batch-1 step's
-//   G * T / V accumulators are as many chains of dependent vpdpbusd over a short k loop; it
-//   splits each into integer_step_split partial sums over interleaved k (AVX-512: 8 chains for
-//   an LSTM).
+//   batch_tile entries (AVX2 has no registers left for it). A batch that is not a multiple of
+//   batch_tile runs in tiles of batch_pad entries instead, padded to a multiple of batch_pad: per
+//   entry, tiles of 2 cost about what tiles of 4 do, and a batch of 2 or 6 steps no padding.
+//   A quantized batch-1 step's G * T / V accumulators are as many chains of dependent vpdpbusd
+//   over a short k loop; it splits each into integer_step_split partial sums over interleaved k
+//   (AVX-512: 8 chains for an LSTM).
 //   Projection: gemm_vectors x gemm_rows accumulators plus the weight vectors and a broadcast
 //   fit the register file; with the row tile staged (compile_input_projection) AVX-512 takes
 //   4 x 6. The integer projection keeps 2 x 6: at 4 x 6 LLVM assembles part of the activation
@@ -184,6 +186,7 @@ struct ScheduleRow {
   int step_floats;         // G * T: R floats per k iteration and batch entry
   int integer_step_split;  // partial sums per accumulator in the quantized batch-1 step
   int batch_tile;          // batch entries per tile in the batched step
+  int batch_pad;           // ... when the batch is not a multiple of batch_tile
   int gemm_vectors;
   int integer_gemm_vectors;  // the quantized projection's
   int gemm_rows;
@@ -196,9 +199,9 @@ struct ScheduleRow {
 constexpr ScheduleRow kScheduleTable[] = {
     // AVX-512: 4 x 4 step accumulators; 24 + 5 in the float projection, 12 + 3 integer (16 + 3
     // in 8-row tiles)
-    {16, 64, 2, 4, 4, 2, 6, 8, 16},
+    {16, 64, 2, 4, 2, 4, 2, 6, 8, 16},
     // AVX2: 8 step accumulators, 12 + 2 in the projection
-    {8, 64, 1, 1, 2, 2, 6, 0, 0},
+    {8, 64, 1, 1, 1, 2, 2, 6, 0, 0},
 };
 
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
@@ -240,6 +243,7 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   }
   schedule.padded_hidden = round_up(hidden, schedule.hidden_tile);
   schedule.batch_tile = batched ? row->batch_tile : 1;
+  schedule.batch_pad = batched ? row->batch_pad : 1;
   schedule.single_entry = !batched;
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
   schedule.exact_divide = cell.quant.has_value() || (v == 16 && target.splits_512_bit_ops);

@@ -115,7 +115,10 @@ struct RecurrentSchedule {
   int vector_width = 8;             // floats per vector: 16 with AVX-512, 8 with AVX2
   int hidden_tile = 8;              // T: hidden units per step tile (a multiple of vector_width)
   int padded_hidden = 8;            // Hp: hidden_size rounded up to hidden_tile
-  int batch_tile = 1;               // batch entries per step tile (the batch is padded to it)
+  // The batched step runs tiles of batch_tile entries when the batch is a multiple of it, else
+  // tiles of batch_pad entries; the runtime pads the batch to a multiple of batch_pad.
+  int batch_tile = 1;
+  int batch_pad = 1;
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   // The quantized projection's row tile for a row count that is a multiple of it (0: none): no
@@ -150,7 +153,7 @@ struct RecurrentSchedule {
   std::string key() const;
 };
 
-// batched: the schedule of the step for batch_size > 1, which differs only in batch_tile (the
+// batched: the schedule of the step for batch_size > 1, which differs only in its batch tiles (the
 // projection and the weight layouts are shared). The target's schedule class decides: its vector
 // width picks the row of tile sizes, and its L2 per core the three weight-size thresholds (a W
 // over half of L2 walks column panels outermost, over all of L2 it streams; an R over L2 splits

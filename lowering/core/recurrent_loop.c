@@ -41,7 +41,7 @@ static int64_t rn_loop_round_up(int64_t value, int64_t multiple) {
 }
 
 static int64_t rn_loop_padded_batch(const rn_recurrent* layer) {
-  return rn_loop_round_up(layer->batch, layer->batch > 1 ? layer->batch_tile : 1);
+  return rn_loop_round_up(layer->batch, layer->batch > 1 ? layer->batch_pad : 1);
 }
 
 RN_CORE_API int64_t rn_recurrent_lengths(rn_recurrent* layer, const void* sequence_lens, int bits,

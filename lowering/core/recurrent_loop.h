@@ -54,7 +54,8 @@ typedef struct rn_recurrent {
   /* compiled */
   rn_pipeline_entry projection;
   int lstm, directions;
-  int64_t hidden, input, gates, padded, tile, batch_tile;
+  int64_t hidden, input, gates, padded, tile;
+  int64_t batch_pad;        /* batch > 1: the batch is padded to a multiple of this */
   int64_t wt_panel;         /* columns per panel of Wt / wq (projection_panel) */
   int alternate_tiles;      /* odd steps walk the hidden tiles backwards */
   int64_t xw_chunk_bytes;   /* a whole run's XW rows over this: projected in chunks (0: at once) */

@@ -26,6 +26,7 @@ struct Recording {
   std::vector<int64_t> projections;  // rows per projection call
   std::string error;  // the first row a step read before it was projected, or from elsewhere
   int steps = 0;
+  int64_t step_entries = 0;  // the batch extent of the last step's state output
 };
 Recording recording;
 
@@ -44,11 +45,12 @@ int record_projection(void** args) {
   return 0;
 }
 
-// Float LSTM arguments: r, xw, step_time, ...: each active entry reads XW row t * batch + b,
-// at element (0, 0, 0, b, t) of the xw view (ji, g, jo, b, t).
+// Float LSTM arguments: r, xw, step_time, h, h_tiles, c, h_out, c_out: each active entry reads
+// XW row t * batch + b, at element (0, 0, 0, b, t) of the xw view (ji, g, jo, b, t).
 int record_step(void** args) {
   const auto* xw = static_cast<const halide_buffer_t*>(args[1]);
   const auto* step_time = static_cast<const halide_buffer_t*>(args[2]);
+  recording.step_entries = static_cast<const halide_buffer_t*>(args[6])->dim[2].extent;
   const auto* time = reinterpret_cast<const int32_t*>(step_time->host);
   for (int64_t b = 0; b < recording.batch; ++b) {
     if (time[b] < 0) continue;
@@ -75,7 +77,7 @@ int record_step(void** args) {
 }
 
 struct LoopRun {
-  int64_t seq = 43, batch = 3;
+  int64_t seq = 43, batch = 3, batch_pad = 1;
   bool reverse = false;
   int64_t chunk_bytes = 4096;    // 0: project at once
   std::vector<int64_t> lengths;  // empty: every entry at full length
@@ -93,7 +95,7 @@ std::vector<int64_t> projection_calls(const LoopRun& run) {
   layer.input = kInput;
   layer.gates = kGates;
   layer.padded = layer.tile = kHidden;
-  layer.batch_tile = 1;
+  layer.batch_pad = run.batch_pad;
   layer.wt_panel = kHidden;
   layer.lane = layer.w_ko = layer.r_ko = 1;
   layer.xw_chunk_bytes = run.chunk_bytes;
@@ -171,6 +173,25 @@ TEST(RecurrentLoop, AChunkTakesAtLeastOneStep) {
   run.seq = 4;
   run.chunk_bytes = 100;
   EXPECT_EQ(projection_calls(run), (std::vector<int64_t>{3, 3, 3, 3}));
+}
+
+// A batch of more than one entry is padded to a multiple of batch_pad for the batched step, whose
+// state output covers the padded entries; a batch of one is not padded.
+TEST(RecurrentLoop, TheBatchedStepTakesTheBatchPaddedToBatchPad) {
+  struct Case {
+    int64_t batch, batch_pad, entries;
+  };
+  const Case cases[] = {{1, 2, 1}, {5, 1, 5}, {5, 2, 6}, {6, 2, 6},
+                        {2, 2, 2}, {5, 4, 8}, {6, 4, 8}};
+  for (const Case& c : cases) {
+    LoopRun run;
+    run.seq = 4;
+    run.batch = c.batch;
+    run.batch_pad = c.batch_pad;
+    projection_calls(run);
+    EXPECT_EQ(recording.step_entries, c.entries)
+        << "batch " << c.batch << ", batch_pad " << c.batch_pad;
+  }
 }
 
 }  // namespace
