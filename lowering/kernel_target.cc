@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ir/error.h"
+#include "lowering/env_size.h"
 
 namespace rnnc {
 
@@ -264,7 +265,14 @@ KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
   return copy;
 }
 
+std::optional<int64_t> l2_bytes_override() {
+  const uint64_t bytes = env_size_bytes("RNNC_L2_KIB", "KiB", "the CPU's or the target's own", 0);
+  if (bytes == 0) return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
+
 int64_t host_l2_bytes() {
+  if (const std::optional<int64_t> bytes = l2_bytes_override()) return *bytes;
   const int64_t bytes = host_cpu().l2_bytes_per_core;
   return bytes > 0 ? bytes : kDefaultL2Bytes;
 }
@@ -280,7 +288,9 @@ KernelTarget kernel_target_for(const CpuFeatureSet& features, const std::string&
   return target;
 }
 
-KernelTarget resolve_kernel_target(const std::string& requested) {
+namespace {
+
+KernelTarget named_kernel_target(const std::string& requested) {
   std::string name = requested;
   if (name.empty()) {
     const char* env = std::getenv("RNNC_TARGET");
@@ -314,6 +324,14 @@ KernelTarget resolve_kernel_target(const std::string& requested) {
   raise_invalid_input(cat("unknown target '", name,
                           "' (use host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or "
                           "sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)"));
+}
+
+}  // namespace
+
+KernelTarget resolve_kernel_target(const std::string& requested) {
+  KernelTarget target = named_kernel_target(requested);
+  if (const std::optional<int64_t> bytes = l2_bytes_override()) target.l2_bytes = *bytes;
+  return target;
 }
 
 void check_host_runs(const KernelTarget& target) {

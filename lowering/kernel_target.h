@@ -21,6 +21,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,7 +92,12 @@ CpuFeatureSet sapphire_rapids_features();  // Intel Xeon Sapphire Rapids
 // on (AMD EPYC Zen 4/5: 1 MiB; Intel Xeon Sapphire Rapids: 2 MiB), so code for a portable level
 // never assumes weights stay in an L2 they overflow on the other kind.
 constexpr int64_t kDefaultL2Bytes = int64_t{1} << 20;
-// This CPU's L2 per core (CPUID), or kDefaultL2Bytes when CPUID does not say: the host target's.
+// RNNC_L2_KIB, when set and not 0: the L2 per core every target's schedules assume, in place of
+// CPUID's or the named target's (a virtual machine whose CPUID misreports its caches; the
+// suite's run of the Intel Xeon class on any host). nullopt when unset or 0; anything but a
+// whole number of KiB is invalid input.
+std::optional<int64_t> l2_bytes_override();
+// This CPU's L2 per core (RNNC_L2_KIB, else CPUID, else kDefaultL2Bytes): the host target's.
 int64_t host_l2_bytes();
 
 // What kernels are compiled for.
@@ -102,7 +108,8 @@ struct KernelTarget {
   std::string tune_cpu;      // LLVM scheduling model; implies no features
   // The schedule class: the vector width Halide's flags give (AVX-512 or AVX2) and the L2 per
   // core that the schedules compare weight bytes against (lowering/schedule_table.h). The host's
-  // L2 comes from CPUID; the named CPUs state theirs; portable levels take kDefaultL2Bytes.
+  // L2 comes from CPUID; the named CPUs state theirs; portable levels take kDefaultL2Bytes;
+  // RNNC_L2_KIB overrides any of them (l2_bytes_override).
   int64_t l2_bytes = kDefaultL2Bytes;
   // Whether the CPU executes each 512-bit operation as two 256-bit halves (AMD Zen 4): zmm
   // multiplies and FMAs then issue at half the rate, so the schedules spend fewer of them where

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -26,6 +27,7 @@
 #include "tests/support/disassembly.h"
 #include "tests/support/isa_check.h"
 #include "tests/support/random.h"
+#include "tests/support/scoped_env.h"
 
 namespace rnnc {
 namespace {
@@ -169,6 +171,38 @@ TEST(KernelTarget, UnknownNamesListTheAcceptedOnes) {
               "unknown target 'x86-64-linux-avx512_sapphirerapids' (use host, "
               "x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or sapphirerapids; avx2 and x86-64-avx2 "
               "mean x86-64-v3)");
+  }
+}
+
+// RNNC_L2_KIB replaces the L2 of every target, named or the host's, and so its schedule class
+// and cache key; 0 leaves each its own; anything but whole KiB is an error naming the variable.
+TEST(KernelTarget, L2OverrideReplacesEveryTargetsL2) {
+  const testing::ScopedEnv l2("RNNC_L2_KIB", nullptr);
+  const KernelTarget vnni_own = resolve_kernel_target("x86-64-v4-vnni");
+  const int64_t host_own = host_l2_bytes();
+  ASSERT_EQ(resolve_kernel_target("zen4").l2_bytes, int64_t{1} << 20);
+
+  l2.set("2048");
+  const KernelTarget vnni = resolve_kernel_target("x86-64-v4-vnni");
+  EXPECT_EQ(vnni.l2_bytes, int64_t{2} << 20);
+  EXPECT_EQ(vnni.schedule_class(), "avx512, L2 2 MiB");
+  EXPECT_NE(vnni.key(), vnni_own.key());
+  EXPECT_EQ(resolve_kernel_target("zen4").l2_bytes, int64_t{2} << 20);
+  EXPECT_EQ(resolve_kernel_target("host").l2_bytes, int64_t{2} << 20);
+  EXPECT_EQ(host_l2_bytes(), int64_t{2} << 20);
+
+  l2.set("0");
+  EXPECT_EQ(resolve_kernel_target("zen4").l2_bytes, int64_t{1} << 20);
+  EXPECT_EQ(host_l2_bytes(), host_own);
+
+  l2.set("2MB");
+  try {
+    resolve_kernel_target("x86-64-v4-vnni");
+    ADD_FAILURE() << "accepted RNNC_L2_KIB=2MB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("RNNC_L2_KIB = '2MB': must be a whole number of KiB"));
   }
 }
 

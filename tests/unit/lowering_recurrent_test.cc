@@ -35,6 +35,7 @@
 #include "tests/support/disassembly.h"
 #include "tests/support/error_message.h"
 #include "tests/support/random.h"
+#include "tests/support/scoped_env.h"
 
 namespace rnnc {
 namespace {
@@ -1405,6 +1406,7 @@ TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
 // Xeon) a speech layer's 1.3 MiB float R and 1 MiB int8 W stay in L2 (no parallel step, no
 // streaming) where a 1 MiB L2 (an AMD EPYC) splits and streams them.
 TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
+  const testing::ScopedEnv own_l2("RNNC_L2_KIB", nullptr);  // each target's own L2
   for (const char* name : {"zen4", "sapphirerapids"}) {
     const KernelTarget target = resolve_kernel_target(name);
     const bool small_l2 = target.l2_bytes == (int64_t{1} << 20);
