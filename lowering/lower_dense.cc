@@ -125,6 +125,10 @@ void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows
 void tile_gemm_rows(Func out, const Var& n, const Var& m, int nr, int mr, int lanes,
                     TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
   const Expr rows = out.output_buffer().dim(1).extent();
+  for (const PairedRowTile& paired : paired_row_tiles(mr)) {
+    tile_rows(out.specialize(rows >= paired.min_rows && rows <= paired.max_rows), n, m, nr,
+              paired.tile, lanes, n_tail, split_n, no, ni, mo, mi);
+  }
   for (int tile = mr; tile > 1; --tile) {
     tile_rows(out.specialize(rows >= tile), n, m, nr, tile, lanes, n_tail, split_n, no, ni, mo, mi);
   }

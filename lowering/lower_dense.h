@@ -80,7 +80,8 @@ OutputShapeFn gemm_output_shape(const GemmGroupShape& shape, const std::string& 
 // and, when `split_n`, over n into no, ni by nr, vectorized along n (ni) by `lanes`. Tiles of mr
 // rows where there are mr rows or more, the last one shifted inward onto rows already computed;
 // 2 to mr - 1 rows (a streamed chunk of a few frames) in one tile of exactly that many, so B is
-// read once rather than once per row.
+// read once rather than once per row; a little more than mr rows in two smaller tiles
+// (paired_row_tiles).
 void tile_gemm_rows(Halide::Func out, const Halide::Var& n, const Halide::Var& m, int nr, int mr,
                     int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
                     Halide::Var ni, Halide::Var mo, Halide::Var mi);

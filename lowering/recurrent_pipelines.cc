@@ -382,7 +382,8 @@ void tile_projection(Halide::Stage stage, const RecurrentSchedule& schedule, con
 
 // A projection's row tiles by the number of rows (its output's dim 1): a multiple of
 // gemm_rows_exact rows in tiles of that many; gemm_rows rows or more in tiles of gemm_rows, the
-// last one shifted inward onto rows already computed; with streamed weights 6 to gemm_rows - 1
+// last one shifted inward onto rows already computed, except a little more than gemm_rows with
+// W in L2, in two smaller tiles (paired_row_tiles); with streamed weights 6 to gemm_rows - 1
 // rows in tiles of 6; 2 to 5 rows (a streamed chunk of a few steps) in one tile of exactly that
 // many, so W is read once and no padded rows are computed; a single row over `single_columns`
 // columns.
@@ -393,6 +394,14 @@ void tile_projection_rows(Func xw, const RecurrentSchedule& schedule, const Var&
   if (schedule.gemm_rows_exact > 0) {
     tile_projection(xw.specialize(rows % schedule.gemm_rows_exact == 0), schedule, n, m, no, ni, mo,
                     mi, panel, schedule.gemm_rows_exact);
+  }
+  // With W in L2, a little more than gemm_rows rows in two smaller tiles (streamed W is read
+  // once per column panel whatever the row tiles, which 6-row tiles then use fully).
+  if (!schedule.stream_weights) {
+    for (const PairedRowTile& paired : paired_row_tiles(schedule.gemm_rows)) {
+      tile_projection(xw.specialize(rows >= paired.min_rows && rows <= paired.max_rows), schedule,
+                      n, m, no, ni, mo, mi, panel, paired.tile);
+    }
   }
   int previous = 0;
   for (int tile : {schedule.gemm_rows, kStreamedShortRows, 5, 4, 3, 2}) {

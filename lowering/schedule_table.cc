@@ -136,6 +136,13 @@ ConvSchedule choose_conv_schedule(const ArchTable& arch, DType dtype, int64_t ou
   return schedule;
 }
 
+std::vector<PairedRowTile> paired_row_tiles(int mr) {
+  std::vector<PairedRowTile> tiles;
+  for (int tile = mr - 1; 2 * tile - 1 > mr; --tile)
+    tiles.push_back({2 * tile - 1, 2 * tile, tile});
+  return tiles;
+}
+
 // ---- recurrent cells ---------------------------------------------------------------------------
 
 namespace {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
@@ -47,6 +48,16 @@ struct ArchTable {
 
 // The row for a Halide target: AVX-512 when the target has it, else AVX2, else SSE4.1.
 const ArchTable& arch_table(const Halide::Target& target);
+
+// Row tiles for a run of mr + 1 to 2 mr - 2 rows, in two tiles of t < mr rows (the second
+// shifted inward): 2t - 1 or 2t rows (min_rows, max_rows) take tiles of t, which compute at most
+// one row more than the run, where two tiles of mr compute 2 mr (mr = 6: 7 or 8 rows in tiles
+// of 4, 9 or 10 in tiles of 5). A streamed chunk of 70 to 100 ms of 10 ms frames is such a run.
+// Largest tile first; empty for mr < 4.
+struct PairedRowTile {
+  int min_rows, max_rows, tile;
+};
+std::vector<PairedRowTile> paired_row_tiles(int mr);
 
 // MatMul / Gemm: a register-tiled GEMM whose k loop runs innermost over a tile of accumulators.
 struct GemmSchedule {

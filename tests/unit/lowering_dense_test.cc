@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -302,8 +303,30 @@ TEST(LoweringMatMul, SequenceAndBatchRowsMergeIntoOneTiledDim) {
   c.expect_matches({{"x", random_tensor({17, 1, 128}, 3)}}, summed(128));
 }
 
+// Runs a little longer than mr rows take two smaller tiles that compute at most one row more.
+TEST(LoweringMatMul, PairedRowTilesComputeAtMostOneRowMore) {
+  auto tiles_of = [](int mr) {
+    std::vector<std::array<int, 3>> out;
+    for (const PairedRowTile& t : paired_row_tiles(mr))
+      out.push_back({t.min_rows, t.max_rows, t.tile});
+    return out;
+  };
+  EXPECT_EQ(tiles_of(6), (std::vector<std::array<int, 3>>{{9, 10, 5}, {7, 8, 4}}));
+  EXPECT_EQ(tiles_of(4), (std::vector<std::array<int, 3>>{{5, 6, 3}}));
+  EXPECT_TRUE(tiles_of(3).empty());
+  for (int mr = 1; mr <= 16; ++mr) {
+    for (const PairedRowTile& t : paired_row_tiles(mr)) {
+      EXPECT_LT(t.tile, mr);
+      EXPECT_GT(t.min_rows, mr);
+      EXPECT_LE(2 * t.tile - t.min_rows, 1);  // two tiles of t hold the run, one row to spare
+      EXPECT_GE(2 * t.tile, t.max_rows);
+    }
+  }
+}
+
 // Every row count through two register tiles: one row, one tile of exactly 2 to mr - 1 rows,
-// whole tiles of mr, and tiles shifted inward onto rows already computed.
+// two tiles of 4 or 5 for 7 to 10 rows, whole tiles of mr, and tiles shifted inward onto rows
+// already computed.
 TEST(LoweringMatMul, EveryRowCountThroughTwoRegisterTiles) {
   Case c;
   Value* a = c.input("a", {sym("m"), 64});

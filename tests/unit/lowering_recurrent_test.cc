@@ -807,11 +807,12 @@ TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
 }
 
 // The integer input projection's row tiles: one row alone (up to 4 column panels per tile; GRU
-// hidden 20 has 3), 2 to 5 rows as one tile of exactly that many, more as whole tiles with the
-// last shifted inward, multiples of 8 (AVX-512) in 8-row tiles; row tiles outermost and (input
+// hidden 20 has 3), 2 to 5 rows as one tile of exactly that many, 7, 9 and 10 in two tiles of 4
+// or 5, more as whole tiles with the last shifted inward, multiples of 8 (AVX-512) in 8-row
+// tiles; row tiles outermost and (input
 // 600: over 512 KB of float weights) column panels.
 TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
-  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 24}) {
+  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 24}) {
     for (const int64_t input : {8, 600}) {
       Case c;
       c.seq = seq;
@@ -862,10 +863,10 @@ TEST(LowerRecurrentQuant, StreamedProjectionTakesAnyRowCount) {
 }
 
 // The float projection's row tiles with W in L2: one row alone, 2 to 5 rows as one tile of
-// exactly that many, 6 or more as whole 6-row tiles with the last shifted inward; rows from one
-// and from three batch entries.
+// exactly that many, 7 to 10 in two tiles of 4 or 5, 6 and 11 or more as whole 6-row tiles with
+// the last shifted inward; rows from one and from three batch entries.
 TEST(LowerRecurrent, ProjectionTakesAnyRowCount) {
-  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 13}) {
+  for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13}) {
     for (const int64_t batch : {1, 3}) {
       Case c;
       c.seq = seq;
