@@ -1,6 +1,8 @@
 #include "ir/dim.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "ir/error.h"
@@ -46,10 +48,11 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& bindi
     int64_t term = coefficient;
     for (const auto& name : monomial) {
       auto it = bindings.find(name);
-      if (it == bindings.end()) return std::nullopt;
-      term *= it->second;
+      if (it == bindings.end() || __builtin_mul_overflow(term, it->second, &term)) {
+        return std::nullopt;
+      }
     }
-    total += term;
+    if (__builtin_add_overflow(total, term, &total)) return std::nullopt;
   }
   return total;
 }
@@ -59,7 +62,7 @@ Dim operator+(const Dim& a, const Dim& b) {
   Dim sum = a;
   for (const auto& [monomial, coefficient] : b.terms_) {
     int64_t& slot = sum.terms_[monomial];
-    slot += coefficient;
+    if (__builtin_add_overflow(slot, coefficient, &slot)) return Dim::unknown();
     if (slot == 0) sum.terms_.erase(monomial);
   }
   return sum;
@@ -75,8 +78,11 @@ Dim operator*(const Dim& a, const Dim& b) {
       Dim::Monomial monomial = ma;
       monomial.insert(monomial.end(), mb.begin(), mb.end());
       std::sort(monomial.begin(), monomial.end());
+      int64_t term = 0;
       int64_t& slot = product.terms_[monomial];
-      slot += ca * cb;
+      if (__builtin_mul_overflow(ca, cb, &term) || __builtin_add_overflow(slot, term, &slot)) {
+        return Dim::unknown();
+      }
       if (slot == 0) product.terms_.erase(monomial);
     }
   }
@@ -89,6 +95,10 @@ Dim Dim::exact_div(const Dim& divisor) const {
   if (divisor_coefficient == 0) return Dim::unknown();
   Dim quotient(0);
   for (const auto& [monomial, coefficient] : terms_) {
+    // The smallest int64 over -1 overflows.
+    if (divisor_coefficient == -1 && coefficient == std::numeric_limits<int64_t>::min()) {
+      return Dim::unknown();
+    }
     if (coefficient % divisor_coefficient != 0) return Dim::unknown();
     // Remove each factor of the divisor's monomial from this monomial (multiset difference).
     Monomial remaining = monomial;
@@ -118,7 +128,9 @@ std::string Dim::to_string() const {
     return x.first.size() > y.first.size();
   });
   for (const auto& [monomial, coefficient] : ordered) {
-    int64_t magnitude = coefficient < 0 ? -coefficient : coefficient;
+    // As unsigned: the smallest int64 coefficient has no positive int64 magnitude.
+    const uint64_t magnitude = coefficient < 0 ? uint64_t{0} - static_cast<uint64_t>(coefficient)
+                                               : static_cast<uint64_t>(coefficient);
     if (first) {
       if (coefficient < 0) out << "-";
     } else {

@@ -27,9 +27,11 @@ class Dim {
 
   // Axis names this dim depends on, sorted.
   std::vector<std::string> symbols() const;
-  // The value with every axis name bound, or nullopt if a name is unbound or the dim is unknown.
+  // The value with every axis name bound, or nullopt if a name is unbound, the dim is unknown or
+  // the value overflows int64.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& bindings) const;
 
+  // A result whose coefficients overflow int64 (a model's absurd dims) is unknown.
   friend Dim operator+(const Dim& a, const Dim& b);
   friend Dim operator-(const Dim& a, const Dim& b);
   friend Dim operator*(const Dim& a, const Dim& b);

@@ -19,6 +19,10 @@ CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_T
   -DRNNC_FUZZ=ON -DRNNC_BUILD_TESTS=ON -DRNNC_SANITIZE=address,undefined >/dev/null
 cmake --build "$build" --target fuzz_import fuzz_serve_request -j "$(nproc)"
 
+# Undefined behaviour stops the target like a crash: libFuzzer then saves the input
+# (crash-<sha1>) and the run fails, rather than printing a report and going on.
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizer-suppressions/ubsan.supp
+
 run() {  # run TARGET CORPUS SECONDS
   "$build/tests/$1" -max_total_time="$3" -rss_limit_mb=4096 -max_len=1048576 \
     -print_final_stats=1 "$2"

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 namespace rnnc {
 namespace {
 
@@ -27,6 +30,21 @@ TEST(Dim, SumsPrintInStableOrder) {
 TEST(Dim, UnknownNeverEqualsAnything) {
   EXPECT_NE(Dim::unknown(), Dim::unknown());
   EXPECT_TRUE((Dim::unknown() + Dim(1)).is_unknown());
+}
+
+// Coefficients that overflow int64 (dims of a corrupt or fuzzed model) give an unknown dim, not
+// undefined behaviour; found by fuzz_import (5555555555555555555 * 555).
+TEST(Dim, OverflowingArithmeticIsUnknown) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE((Dim(5555555555555555555) * Dim(555)).is_unknown());
+  EXPECT_TRUE((Dim::symbol("seq") * Dim(big) * Dim(2)).is_unknown());
+  EXPECT_TRUE((Dim(big) + Dim(1)).is_unknown());
+  EXPECT_TRUE((Dim(std::numeric_limits<int64_t>::min()) - Dim(1)).is_unknown());
+  EXPECT_TRUE(Dim(std::numeric_limits<int64_t>::min()).exact_div(Dim(-1)).is_unknown());
+  EXPECT_EQ(Dim(std::numeric_limits<int64_t>::min()).to_string(), "-9223372036854775808");
+  EXPECT_FALSE((Dim::symbol("seq") * Dim(big)).evaluate({{"seq", 2}}).has_value());
+  EXPECT_FALSE((Dim::symbol("seq") + Dim(big)).evaluate({{"seq", 1}}).has_value());
+  EXPECT_EQ((Dim(big) - Dim(1)).value(), big - 1);
 }
 
 TEST(Dim, EvaluatesWithBindings) {
