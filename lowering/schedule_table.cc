@@ -173,8 +173,9 @@ namespace {
 //   keep enough independent FMA chains in flight to take it as fast as L2 delivers. The batched
 //   step spends the rest of the register file on batch entries: each R vector loaded serves
 //   batch_tile entries (AVX2 has no registers left for it). A batch that is not a multiple of
-//   batch_tile runs in tiles of batch_pad entries instead, padded to a multiple of batch_pad: per
-//   entry, tiles of 2 cost about what tiles of 4 do, and a batch of 2 or 6 steps no padding.
+//   batch_tile runs in tiles of batch_pad entries instead, padded to a multiple of batch_pad, so
+//   a batch of 2 or 6 steps no padding entries (docs/measurements.md, "Batches of 2 and 6 in step
+//   tiles of 2 entries": per entry, tiles of 2 against tiles of 4).
 //   A quantized batch-1 step's G * T / V accumulators are as many chains of dependent vpdpbusd
 //   over a short k loop; it splits each into integer_step_split partial sums over interleaved k
 //   (AVX-512: 8 chains for an LSTM).

@@ -52,8 +52,8 @@ const ArchTable& arch_table(const Halide::Target& target);
 // Row tiles for a run of mr + 1 to 2 mr - 2 rows, in two tiles of t < mr rows (the second
 // shifted inward): 2t - 1 or 2t rows (min_rows, max_rows) take tiles of t, which compute at most
 // one row more than the run, where two tiles of mr compute 2 mr (mr = 6: 7 or 8 rows in tiles
-// of 4, 9 or 10 in tiles of 5). A streamed chunk of 70 to 100 ms of 10 ms frames is such a run.
-// Largest tile first; empty for mr < 4.
+// of 4, 9 or 10 in tiles of 5), as a streamed chunk of 7 to 10 frames at batch 1 takes. Largest
+// tile first; empty for mr < 4.
 struct PairedRowTile {
   int min_rows, max_rows, tile;
 };

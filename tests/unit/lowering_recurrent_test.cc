@@ -809,8 +809,7 @@ TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
 // The integer input projection's row tiles: one row alone (up to 4 column panels per tile; GRU
 // hidden 20 has 3), 2 to 5 rows as one tile of exactly that many, 7, 9 and 10 in two tiles of 4
 // or 5, more as whole tiles with the last shifted inward, multiples of 8 (AVX-512) in 8-row
-// tiles; row tiles outermost and (input
-// 600: over 512 KB of float weights) column panels.
+// tiles; row tiles outermost and (input 600: over 512 KB of float weights) column panels.
 TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
   for (const int64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 24}) {
     for (const int64_t input : {8, 600}) {
