@@ -7,11 +7,19 @@
 // once, as numpy.ascontiguousarray would); outputs are new arrays copied from the session's
 // memory, which the session reuses at its next run. The GIL is released while a model compiles
 // and while it runs, so Python threads run sessions at once.
+//
+// The stream batcher (rnnc::StreamBatcher) is wrapped without Python callbacks: a callback would
+// run on a batcher thread and first wait for the GIL, holding back every other stream's batch
+// for as long as Python code elsewhere keeps it. Results are collected instead by a blocking
+// run() or by a PendingChunk's result(), each waiting with the GIL released.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -29,7 +37,7 @@ namespace {
 
 // rnnc.Error (a RuntimeError) and one subclass per rnnc::ErrorKind; the message is rnnc's own.
 struct ErrorClasses {
-  py::object base, invalid_model, invalid_input, unsupported, io, internal;
+  py::object base, invalid_model, invalid_input, unsupported, io, internal, overloaded, cancelled;
 };
 ErrorClasses* g_errors = nullptr;
 
@@ -48,14 +56,27 @@ void translate_error(std::exception_ptr error) {
   } catch (const rnnc::Error& e) {
     py::handle type;
     switch (e.kind()) {
-      case rnnc::ErrorKind::kInvalidModel: type = g_errors->invalid_model; break;
-      case rnnc::ErrorKind::kInvalidInput: type = g_errors->invalid_input; break;
-      case rnnc::ErrorKind::kUnsupported: type = g_errors->unsupported; break;
-      case rnnc::ErrorKind::kIo: type = g_errors->io; break;
-      case rnnc::ErrorKind::kInternal: type = g_errors->internal; break;
-      // Only the stream batcher reports these, and the Python module does not wrap it.
+      case rnnc::ErrorKind::kInvalidModel:
+        type = g_errors->invalid_model;
+        break;
+      case rnnc::ErrorKind::kInvalidInput:
+        type = g_errors->invalid_input;
+        break;
+      case rnnc::ErrorKind::kUnsupported:
+        type = g_errors->unsupported;
+        break;
+      case rnnc::ErrorKind::kIo:
+        type = g_errors->io;
+        break;
+      case rnnc::ErrorKind::kInternal:
+        type = g_errors->internal;
+        break;
       case rnnc::ErrorKind::kOverloaded:
-      case rnnc::ErrorKind::kCancelled: type = g_errors->base; break;
+        type = g_errors->overloaded;
+        break;
+      case rnnc::ErrorKind::kCancelled:
+        type = g_errors->cancelled;
+        break;
     }
     PyErr_SetString(type.ptr(), e.what());
   }
@@ -366,10 +387,174 @@ class InferenceSession {
   }
 
   const rnnc::CompiledModel& model() const { return *model_; }
+  const std::shared_ptr<const rnnc::CompiledModel>& shared_model() const { return model_; }
+  const std::set<std::string>& hidden_outputs() const { return hidden_outputs_; }
 
  private:
   std::shared_ptr<const rnnc::CompiledModel> model_;
   std::set<std::string> hidden_inputs_, hidden_outputs_;
+};
+
+// ---- stream batcher -----------------------------------------------------------------------------
+
+// What a batched chunk's outputs are turned into: the names asked for (None: every output but
+// the exposed state), as Stream.run returns them.
+struct OutputSelection {
+  std::optional<std::vector<std::string>> names;
+  std::shared_ptr<const std::set<std::string>> hidden;
+
+  py::list select(const std::vector<rnnc::CompiledModel::Output>& outputs) const {
+    std::vector<rnnc::NamedTensor> views;
+    for (const rnnc::CompiledModel::Output& output : outputs) {
+      views.push_back({output.name, {output.type, output.shape, const_cast<void*>(output.data())}});
+    }
+    return select_outputs(views, names, *hidden);
+  }
+};
+
+// A chunk submitted to a batch stream (BatchStream::submit's future), as
+// concurrent.futures.Future's result() and done().
+class PendingChunk {
+ public:
+  PendingChunk(std::shared_future<std::vector<rnnc::CompiledModel::Output>> future,
+               OutputSelection selection)
+      : future_(std::move(future)), selection_(std::move(selection)) {}
+
+  // The outputs, or the chunk's error raised; TimeoutError when `timeout` seconds pass first.
+  py::list result(std::optional<double> timeout) const {
+    {
+      py::gil_scoped_release release;
+      if (timeout) {
+        const auto wait = std::chrono::duration<double>(std::max(0.0, *timeout));
+        if (future_.wait_for(wait) != std::future_status::ready) {
+          py::gil_scoped_acquire acquire;
+          PyErr_SetString(PyExc_TimeoutError, "the chunk's result is not ready yet");
+          throw py::error_already_set();
+        }
+      }
+      future_.wait();
+    }
+    return selection_.select(future_.get());
+  }
+
+  bool done() const {
+    return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+ private:
+  std::shared_future<std::vector<rnnc::CompiledModel::Output>> future_;
+  OutputSelection selection_;
+};
+
+// One stream of a StreamBatcher (rnnc::BatchStream); its methods may be called from any thread.
+class BatchStream {
+ public:
+  BatchStream(rnnc::BatchStream stream, std::shared_ptr<const std::set<std::string>> hidden)
+      : stream_(std::move(stream)), hidden_(std::move(hidden)) {}
+
+  py::list run(const std::optional<std::vector<std::string>>& output_names,
+               const py::dict& input_feed) {
+    Feed feed = feed_of(input_feed);
+    std::vector<rnnc::CompiledModel::Output> outputs;
+    {
+      py::gil_scoped_release release;
+      outputs = stream_.run(feed.tensors);
+    }
+    return OutputSelection{output_names, hidden_}.select(outputs);
+  }
+
+  PendingChunk submit(const std::optional<std::vector<std::string>>& output_names,
+                      const py::dict& input_feed) {
+    Feed feed = feed_of(input_feed);
+    std::shared_future<std::vector<rnnc::CompiledModel::Output>> future;
+    {
+      py::gil_scoped_release release;
+      future = stream_.submit(feed.tensors).share();
+    }
+    return PendingChunk(std::move(future), OutputSelection{output_names, hidden_});
+  }
+
+  void reset() { stream_.reset(); }
+  void close() { stream_.close(); }
+  void wait() const {
+    py::gil_scoped_release release;
+    stream_.wait();
+  }
+  uint64_t id() const { return stream_.id(); }
+
+ private:
+  rnnc::BatchStream stream_;
+  std::shared_ptr<const std::set<std::string>> hidden_;
+};
+
+// rnnc::StreamBatcher until close(): Python destroys objects when it likes (the streams keep
+// their batcher alive), so a service that stops says when, as the C++ destructor does it.
+class StreamBatcher {
+ public:
+  StreamBatcher(const InferenceSession& session, const std::optional<py::object>& state,
+                int max_batch, int64_t max_wait_us, size_t queue_capacity,
+                const std::map<std::string, int>& batch_axes, int threads)
+      : hidden_(std::make_shared<const std::set<std::string>>(session.hidden_outputs())) {
+    rnnc::BatcherOptions options;
+    for (const auto& pair : state_map(state)) options.state.push_back(pair);
+    options.max_batch = max_batch;
+    options.max_wait_us = max_wait_us;
+    options.queue_capacity = queue_capacity;
+    options.batch_axes = batch_axes;
+    options.threads = threads;
+    py::gil_scoped_release release;
+    batcher_ = std::make_unique<rnnc::StreamBatcher>(session.shared_model(), options);
+  }
+
+  BatchStream open_stream() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return BatchStream(open().open_stream(), hidden_);
+  }
+
+  std::map<std::string, int> batch_axes() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return open().batch_axes();
+  }
+
+  py::dict stats() {
+    rnnc::BatcherStats stats;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats = open().stats();
+    }
+    py::dict result;
+    result["runs"] = stats.runs;
+    result["chunks"] = stats.chunks;
+    py::dict sizes;
+    for (size_t b = 1; b < stats.batch_sizes.size(); ++b) {
+      if (stats.batch_sizes[b] > 0) sizes[py::int_(b)] = stats.batch_sizes[b];
+    }
+    result["batch_sizes"] = sizes;
+    result["cancelled"] = stats.cancelled;
+    result["overloaded"] = stats.overloaded;
+    return result;
+  }
+
+  // Waits for the batches running, cancels the queued chunks (CancelledError) and makes later
+  // submits on the streams fail; as destroying the C++ batcher. Idempotent.
+  void close() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    batcher_.reset();
+  }
+
+ private:
+  rnnc::StreamBatcher& open() const {
+    if (!batcher_) raise_invalid_input("the StreamBatcher is closed");
+    return *batcher_;
+  }
+
+  std::shared_ptr<const std::set<std::string>> hidden_;
+  std::mutex mutex_;
+  std::unique_ptr<rnnc::StreamBatcher> batcher_;
 };
 
 // ---- quantization ---------------------------------------------------------------------------------
@@ -438,6 +623,10 @@ PYBIND11_MODULE(rnnc, m) {
                               "A file cannot be read or written, or memory ran out.");
   errors.internal = new_error_class(m, "InternalError", errors.base,
                                     "An rnnc invariant broke (a bug: please report it).");
+  errors.overloaded = new_error_class(m, "OverloadedError", errors.base,
+                                      "A stream batcher's queue is full: shed the load or retry.");
+  errors.cancelled = new_error_class(m, "CancelledError", errors.base,
+                                     "A queued chunk was cancelled by its batcher's destruction.");
   g_errors = &errors;
   py::register_exception_translator(&translate_error);
 
@@ -512,6 +701,69 @@ PYBIND11_MODULE(rnnc, m) {
           "The (state output, state input) pairs rnnc exposed for streams.")
       .def("describe", [](const InferenceSession& s) { return s.model().describe(); },
            "Blocks, plans and kernels, as `rnnc plan`.");
+
+  py::class_<PendingChunk>(m, "PendingChunk",
+                           "A chunk submitted to a BatchStream (BatchStream.submit), as "
+                           "concurrent.futures.Future.")
+      .def("result", &PendingChunk::result, py::arg("timeout") = py::none(),
+           "Wait for the chunk (the GIL released) and return its outputs, as Stream.run, or "
+           "raise its error; TimeoutError when `timeout` seconds pass first. May be called "
+           "again.")
+      .def("done", &PendingChunk::done, "Whether the chunk has completed (outputs or error).");
+
+  py::class_<BatchStream>(m, "BatchStream",
+                          "One stream of a StreamBatcher (StreamBatcher.open_stream): its chunks "
+                          "run in order, in batched runs with other streams' chunks, carrying "
+                          "its own state. Any thread may use it.")
+      .def(
+          "run",
+          [](BatchStream& stream, const std::optional<std::vector<std::string>>& output_names,
+             const py::dict& input_feed,
+             const py::object& /*run_options*/) { return stream.run(output_names, input_feed); },
+          py::arg("output_names"), py::arg("input_feed"), py::arg("run_options") = py::none(),
+          "Submit a chunk and wait for it (the GIL released): as Stream.run. Raises "
+          "OverloadedError when the batcher's queue is full.")
+      .def("submit", &BatchStream::submit, py::arg("output_names"), py::arg("input_feed"),
+           "Queue a chunk and return at once (inputs copied during the call): a PendingChunk. "
+           "The chunk is checked here: a bad one raises and is not queued.")
+      .def("reset", &BatchStream::reset, "Zero the state for the chunks submitted after this call.")
+      .def("close", &BatchStream::close,
+           "Refuse later chunks; those already submitted still run. Idempotent.")
+      .def("wait", &BatchStream::wait, "Block until every chunk submitted so far has completed.")
+      .def_property_readonly("id", &BatchStream::id, "Unique within its batcher.")
+      .def(
+          "__enter__", [](BatchStream& stream) -> BatchStream& { return stream; },
+          py::return_value_policy::reference)
+      .def("__exit__", [](BatchStream& stream, const py::args&) { stream.close(); });
+
+  py::class_<StreamBatcher>(m, "StreamBatcher",
+                            "Many streams of one model in batched runs (rnnc::StreamBatcher, "
+                            "docs/runtime.md): the chunks ready at the same time run as one "
+                            "batch, which reads the weights once for all of them.")
+      .def(py::init<const InferenceSession&, const std::optional<py::object>&, int, int64_t, size_t,
+                    const std::map<std::string, int>&, int>(),
+           py::arg("session"), py::kw_only(), py::arg("state") = py::none(),
+           py::arg("max_batch") = 32, py::arg("max_wait_us") = 2000,
+           py::arg("queue_capacity") = 1024, py::arg("batch_axes") = std::map<std::string, int>{},
+           py::arg("threads") = 1,
+           "A batcher over the session's model. state: the model's own state tensors as "
+           "{output: input}, as new_stream; max_batch: chunks per run; max_wait_us: how long "
+           "the oldest ready chunk waits for others; queue_capacity: chunks queued over all "
+           "streams before submits raise OverloadedError; batch_axes: {tensor: axis or -1} "
+           "where the model's dims cannot tell; threads: batched runs at once.")
+      .def("open_stream", &StreamBatcher::open_stream, py::keep_alive<0, 1>(),
+           "A new stream (zero state). It keeps the batcher alive.")
+      .def("batch_axes", &StreamBatcher::batch_axes,
+           "{input or output name: its batch axis, -1 for none}.")
+      .def("stats", &StreamBatcher::stats,
+           "{runs, chunks, batch_sizes: {size: runs}, cancelled, overloaded}.")
+      .def("close", &StreamBatcher::close,
+           "Stop: wait for the batches running, cancel the queued chunks (CancelledError), fail "
+           "later submits. Idempotent; also on leaving a `with` block.")
+      .def(
+          "__enter__", [](StreamBatcher& batcher) -> StreamBatcher& { return batcher; },
+          py::return_value_policy::reference)
+      .def("__exit__", [](StreamBatcher& batcher, const py::args&) { batcher.close(); });
 
   m.def("quantize", &quantize, py::arg("model"), py::arg("output"),
         py::arg("fix") = py::dict(),

@@ -7,7 +7,10 @@ Debian's /usr/bin/python3 and only the installed module directory on its path).
 Checks: the module is the installed one; the demo model and Silero VAD through
 rnnc.InferenceSession equal api_outputs (the C++ API, tests/install/api_outputs.cc) bit for bit;
 streams carry state (chunked runs equal one whole run; Silero streamed equals threading its state
-by hand, as with onnxruntime); errors are rnnc's messages as exception types; rnnc.quantize.
+by hand, as with onnxruntime); the stream batcher (streams from Python threads in batched runs,
+each equal to its own stream within the C++ batcher test's tolerances, tests/runtime/
+batcher_test.cc; overload, closing, cancelling, a bad chunk); errors are rnnc's messages as
+exception types; rnnc.quantize.
 """
 
 import argparse
@@ -120,6 +123,86 @@ check(np.array_equal(stream.run(None, {"features": features[:10]})[0], chunks[0]
 check(not np.array_equal(stream.run(None, {"features": features[:10]})[0], chunks[0]),
       "without reset, the same chunk gives other outputs (the state moved on)")
 
+# ---- the stream batcher: streams of 10-frame chunks from Python threads --------------------------
+# A batch-1 run and a batched one step with different kernels (batch tiles), whose sums may round
+# differently in the last bits: within the C++ batcher test's 1e-5 + 1e-4 |alone|.
+def close_to(batched, alone, atol, rtol):
+    return (batched.shape == alone.shape and
+            bool(np.all(np.abs(batched - alone) <= atol + rtol * np.abs(alone))))
+
+
+voices = [(features * (1 + 0.125 * k)).astype(np.float32) for k in range(8)]
+alone = [session.run(None, {"features": voice})[0] for voice in voices]
+batcher = rnnc.StreamBatcher(session, max_batch=8, max_wait_us=20000)
+check(batcher.batch_axes()["features"] == 1 and batcher.batch_axes()["log_probs"] == 1,
+      "StreamBatcher: the batch axes of features and log_probs are 1")
+batched = [None] * 8
+
+
+def stream_in_thread(k):
+    with batcher.open_stream() as voice_stream:
+        batched[k] = np.concatenate([voice_stream.run(None, {"features": voices[k][t:t + 10]})[0]
+                                     for t in range(0, 50, 10)])
+
+
+threads = [threading.Thread(target=stream_in_thread, args=(k,)) for k in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+check(all(close_to(batched[k], alone[k], 1e-5, 1e-4) for k in range(8)),
+      "StreamBatcher: 8 streams run() from 8 threads == each voice run alone")
+# Chunks submitted without waiting, so that runs of several streams form.
+voice_streams = [batcher.open_stream() for _ in range(8)]
+pending = [[s.submit(["log_probs"], {"features": voices[k][t:t + 10]}) for t in range(0, 50, 10)]
+           for k, s in enumerate(voice_streams)]
+submitted = [np.concatenate([chunk.result()[0] for chunk in chunks]) for chunks in pending]
+check(all(close_to(submitted[k], alone[k], 1e-5, 1e-4) for k in range(8)),
+      "StreamBatcher: 8 streams' submit() results == each voice run alone")
+check(all(chunk.done() for chunks in pending for chunk in chunks), "PendingChunk.done() after result()")
+stats = batcher.stats()
+check(stats["chunks"] == 80 and max(stats["batch_sizes"]) > 1 and
+      sum(size * runs for size, runs in stats["batch_sizes"].items()) == 80,
+      f"StreamBatcher.stats(): 80 chunks, batches of more than one ({stats})")
+voice_streams[0].reset()
+(restarted,) = voice_streams[0].run(None, {"features": voices[0][:10]})
+check(close_to(restarted, alone[0][:10], 1e-5, 1e-4), "BatchStream.reset() starts the stream over")
+fresh = batcher.open_stream()
+(chunk_0,) = fresh.run(None, {"features": voices[1][:10]})
+raises(rnnc.InvalidInputError, "input 'features': dim 2 is 3, expected 40 (f32[seq, batch, 40])",
+       lambda: fresh.submit(None, {"features": voices[1][10:20, :, :3]}))
+(chunk_1,) = fresh.run(None, {"features": voices[1][10:20]})
+check(close_to(np.concatenate([chunk_0, chunk_1]), alone[1][:20], 1e-5, 1e-4),
+      "a bad chunk raises from submit() and leaves its stream's state as it was")
+voice_streams[2].close()
+raises(rnnc.InvalidInputError, f"stream {voice_streams[2].id} is closed",
+       lambda: voice_streams[2].run(None, {"features": voices[2][:10]}))
+
+# A full queue is an error; closing the batcher cancels a queued chunk. The chunk waits (up to 2
+# s) for the other stream to join its run.
+waiting = rnnc.StreamBatcher(session, max_wait_us=2000000, queue_capacity=1)
+first, second = waiting.open_stream(), waiting.open_stream()
+queued = first.submit(None, {"features": features[:10]})
+raises(rnnc.OverloadedError, "stream batcher overloaded: 1 chunks are queued (queue_capacity 1); "
+       "submit again later", lambda: second.submit(None, {"features": features[:10]}))
+try:
+    queued.result(timeout=0.01)
+    check(False, "PendingChunk.result(timeout) raises TimeoutError while the chunk waits")
+except TimeoutError:
+    check(not queued.done(), "PendingChunk.result(timeout) raises TimeoutError while the chunk waits")
+waiting.close()
+raises(rnnc.CancelledError, f"stream {first.id}: chunk cancelled, its StreamBatcher was destroyed",
+       lambda: queued.result())
+raises(rnnc.InvalidInputError, f"stream {second.id}: its StreamBatcher was destroyed",
+       lambda: second.submit(None, {"features": features[:10]}))
+raises(rnnc.InvalidInputError, "the StreamBatcher is closed", lambda: waiting.open_stream())
+with rnnc.StreamBatcher(session) as scoped:
+    scoped_stream = scoped.open_stream()
+raises(rnnc.InvalidInputError, f"stream {scoped_stream.id}: its StreamBatcher was destroyed",
+       lambda: scoped_stream.run(None, {"features": features[:10]}))
+raises(rnnc.InvalidInputError, "BatcherOptions::max_batch = 0, must be >= 1",
+       lambda: rnnc.StreamBatcher(session, max_batch=0))
+
 # ---- errors: rnnc's messages, as exception types ------------------------------------------------
 # The inputs a session takes include the state inputs rnnc exposed (a stream feeds them).
 raises(rnnc.InvalidInputError, "'feature' is not an input of the model (inputs: 'features', "
@@ -162,6 +245,26 @@ else:
         same = same and np.array_equal(streamed, by_hand)
     check(same, "Silero VAD streamed over 8 chunks == threading its state by hand")
     check(np.array_equal(stream.state()["state"], state), "stream.state()['state'] == stateN")
+
+    # 8 Silero streams through a batcher, each against its own stream. A stream's runs take the
+    # program specialized for batch 1 and the batcher's the generic one, whose states differ by
+    # up to ~1e-4: within the C++ batcher test's 1e-4 + 1e-3 |alone|.
+    vad_batcher = rnnc.StreamBatcher(vad, state={"stateN": "state"}, max_batch=8,
+                                     max_wait_us=20000)
+    speakers = [(audio * (1 + 0.25 * k)).astype(np.float32) for k in range(8)]
+    vad_streams = [vad_batcher.open_stream() for _ in speakers]
+    pending = [[s.submit(["output"], {"input": chunk}) for chunk in speaker]
+               for s, speaker in zip(vad_streams, speakers)]
+    same = True
+    for chunks, speaker in zip(pending, speakers):
+        own = vad.new_stream(state={"stateN": "state"})
+        for chunk, samples in zip(chunks, speaker):
+            same = same and close_to(chunk.result()[0], own.run(["output"], {"input": samples})[0],
+                                     1e-4, 1e-3)
+    batches = vad_batcher.stats()["batch_sizes"]
+    check(same and max(batches) > 1,
+          f"Silero VAD: 8 streams through a StreamBatcher == each alone (batches {batches})")
+    vad_batcher.close()
 
 # ---- rnnc.quantize: `rnnc quantize` --------------------------------------------------------------
 quantized = os.path.join(args.work, "demo_int8.onnx")
