@@ -558,9 +558,12 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.peepholes = p != nullptr;
     cell.linear_before_reset = linear_before_reset;
     if (activation_quantization) {
+      // Asymmetric: uint8 storage shifted into int8, or any other nonzero zero point (an int8
+      // weight with zero points, as ONNX Runtime's quantizer may write).
       cell.quant =
           recurrent_quant(*activation_quantization, static_cast<int>(input_size),
-                          static_cast<int>(hidden), wq->bits, wq->shifted, rq->bits, rq->shifted);
+                          static_cast<int>(hidden), wq->bits, wq->shifted || wq->has_zero_points,
+                          rq->bits, rq->shifted || rq->has_zero_points);
       cell.quant->count_overflow = cache.count_overflow();
     }
     block->directions_.push_back(std::move(direction_part));

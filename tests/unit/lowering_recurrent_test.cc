@@ -80,6 +80,7 @@ struct Case {
   // node annotated with this activation quantization.
   std::optional<ActivationQuant> quantize;
   bool asymmetric_weights = false;
+  bool signed_storage = false;  // asymmetric weights as int8 with zero points in [-128, 127]
   int weight_bits = 8;  // symmetric weights: 2..16
 };
 
@@ -88,14 +89,17 @@ int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU
 // Quantizes a [dirs, rows, cols] weight per row (one scale per row index, shared by the
 // directions, as DequantizeLinear's axis 1 gives) and returns the dequantized values' parameters;
 // `weight` is overwritten by its dequantized values.
-std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmetric, int bits) {
+// With `signed_storage`, asymmetric weights are int8 (q and zero point 128 below uint8's).
+std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmetric, int bits,
+                                                    bool signed_storage = false) {
   const int64_t dirs = weight.dim(0), rows = weight.dim(1), cols = weight.dim(2);
   const float half = static_cast<float>((1 << (bits - 1)) - 1);
+  const float shift = asymmetric && signed_storage ? 128.0f : 0.0f;
   auto params = std::make_shared<QuantParams>();
   params->bits = asymmetric ? 8 : bits;
   params->granularity = QuantParams::Granularity::kAxis;
   params->axis = 1;
-  params->is_signed = !asymmetric;
+  params->is_signed = !asymmetric || signed_storage;
   params->symmetric = !asymmetric;
   float* w = weight.data<float>();
   for (int64_t row = 0; row < rows; ++row) {
@@ -108,14 +112,15 @@ std::shared_ptr<QuantParams> quantize_rows_in_place(Tensor& weight, bool asymmet
     }
     float scale = asymmetric ? (hi - lo) / 255 : std::max(-lo, hi) / half;
     if (!(scale > 0)) scale = 1;
-    const int32_t zero_point = asymmetric ? static_cast<int32_t>(std::nearbyint(-lo / scale)) : 0;
+    const int32_t zero_point =
+        asymmetric ? static_cast<int32_t>(std::nearbyint(-lo / scale) - shift) : 0;
     params->scales.push_back(scale);
     if (asymmetric) params->zero_points.push_back(zero_point);
     for (int64_t d = 0; d < dirs; ++d) {
       for (int64_t k = 0; k < cols; ++k) {
         float& value = w[(d * rows + row) * cols + k];
         const float q = std::clamp(std::nearbyint(value / scale) + zero_point,
-                                   asymmetric ? 0.0f : -half, asymmetric ? 255.0f : half);
+                                   asymmetric ? -shift : -half, asymmetric ? 255.0f - shift : half);
         value = (q - static_cast<float>(zero_point)) * scale;
       }
     }
@@ -156,7 +161,8 @@ std::unique_ptr<Built> build(const Case& c) {
   std::shared_ptr<QuantParams> weight_quant[3];
   if (c.quantize) {
     for (int i : {1, 2}) {
-      weight_quant[i] = quantize_rows_in_place(in[i], c.asymmetric_weights, c.weight_bits);
+      weight_quant[i] =
+          quantize_rows_in_place(in[i], c.asymmetric_weights, c.weight_bits, c.signed_storage);
     }
   }
   if (c.dtype != DType::kFloat32) {
@@ -892,6 +898,18 @@ TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
   c.hidden = 20;  // not a multiple of 4: the k padding of the packed weights
   c.input = 7;
   expect_quantized_matches_reference(c);
+}
+
+// int8 weights with zero points (ONNX Runtime's quantizer writes them; rnnc's own asymmetric
+// weights are uint8): the zero-point terms of both products, as for uint8.
+TEST(LowerRecurrentQuant, LstmSignedWeightsWithZeroPoints) {
+  Case c;
+  c.asymmetric_weights = true;
+  c.signed_storage = true;
+  c.initial_h = c.initial_c = true;
+  expect_quantized_matches_reference(c);
+  c.batch = 5;
+  expect_quantized_matches_reference(gru(c));
 }
 
 TEST(LowerRecurrentQuant, LstmSymmetricActivations) {
