@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/contrib_ops.h"
 #include "ir/error.h"
 #include "ir/legacy_opsets.h"
 #include "ir/onnx_proto.h"
@@ -460,6 +461,7 @@ class Importer {
     collect_dim_params(proto_.graph());
     import_graph(proto_.graph(), *model->graph);
     normalize_legacy_opsets(*model);
+    expand_contrib_ops(*model);
     // Activation quantization written by rnnc quantize travels as metadata (ir/quantization.h).
     if (auto entry = model->metadata.find(kActivationQuantMetadata);
         entry != model->metadata.end()) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/contrib_ops.h"
 #include "ir/error.h"
 #include "ir/legacy_opsets.h"
 #include "ir/op_schema.h"
@@ -1122,6 +1123,7 @@ class TextParser {
   void infer(Model& model) const {
     try {
       normalize_legacy_opsets(model);
+      expand_contrib_ops(model);
       infer_graph(*model.graph);
     } catch (const Error& e) {
       std::string message = e.what();

@@ -1,0 +1,162 @@
+// Models that ONNX Runtime's quantizer writes with its com.microsoft.DynamicQuantizeLSTM, run by
+// rnnc (imported as default-domain LSTMs on int8 weights, ir/contrib_ops.h) and by ONNX Runtime.
+//
+// The operator leaves how activations are quantized to the runtime, and the two quantize them
+// differently (rnnc one scale per row), so the outputs are not equal. The yardstick is ONNX
+// Runtime's own quantization error: each output's max |rnnc - ONNX Runtime| must stay within
+// twice the max |ONNX Runtime DynamicQuantizeLSTM - ONNX Runtime float LSTM| on the same weights
+// (the float model of a bench workload, or the dequantized weights of a generated one), and rnnc's
+// own error against that float model within the same bound. A misread layout (W not transposed,
+// gates or directions swapped, a zero point or scale on the wrong row) moves outputs by far more.
+#include <gtest/gtest.h>
+#include <onnxruntime_cxx_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "ir/onnx_export.h"
+#include "rnnc/rnnc.h"
+#include "tests/support/dqlstm_model.h"
+#include "tests/support/random.h"
+
+namespace rnnc {
+namespace {
+
+using Outputs = std::vector<std::vector<float>>;
+using Feed = std::map<std::string, Tensor>;
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
+}
+
+Outputs ort_run(const std::string& model, const Feed& feed, const std::vector<std::string>& names) {
+  static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "ort_contrib_test");
+  Ort::SessionOptions options;
+  options.SetIntraOpNumThreads(1);
+  Ort::Session session(env, model.data(), model.size(), options);
+  Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  std::vector<const char*> input_names, output_names;
+  std::vector<Ort::Value> inputs;
+  for (const auto& [name, tensor] : feed) {
+    input_names.push_back(name.c_str());
+    inputs.push_back(Ort::Value::CreateTensor<float>(cpu, const_cast<float*>(tensor.data<float>()),
+                                                     static_cast<size_t>(tensor.numel()),
+                                                     tensor.shape().data(), tensor.shape().size()));
+  }
+  for (const std::string& name : names) output_names.push_back(name.c_str());
+  std::vector<Ort::Value> results =
+      session.Run(Ort::RunOptions{nullptr}, input_names.data(), inputs.data(), inputs.size(),
+                  output_names.data(), output_names.size());
+  Outputs out;
+  for (Ort::Value& value : results) {
+    const float* data = value.GetTensorData<float>();
+    out.emplace_back(data, data + value.GetTensorTypeAndShapeInfo().GetElementCount());
+  }
+  return out;
+}
+
+Outputs rnnc_run(const std::string& model, const Feed& feed,
+                 const std::vector<std::string>& names) {
+  ModelOptions options;
+  options.cache_dir = RNNC_KERNEL_CACHE;
+  auto compiled = CompiledModel::load_bytes(model.data(), model.size(), options);
+  std::vector<NamedTensor> inputs;
+  for (const auto& [name, tensor] : feed) {
+    inputs.push_back(
+        {name, {ElementType::kFloat32, tensor.shape(), const_cast<float*>(tensor.data<float>())}});
+  }
+  std::vector<CompiledModel::Output> results = compiled->run(inputs);
+  Outputs out;
+  for (const std::string& name : names) {
+    auto it = std::find_if(results.begin(), results.end(),
+                           [&](const CompiledModel::Output& o) { return o.name == name; });
+    if (it == results.end()) {
+      ADD_FAILURE() << "rnnc gave no output '" << name << "'";
+      out.emplace_back();
+      continue;
+    }
+    int64_t count = 1;
+    for (int64_t dim : it->shape) count *= dim;
+    out.emplace_back(it->as<float>(), it->as<float>() + count);
+  }
+  return out;
+}
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double largest = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    largest = std::max(largest, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return largest;
+}
+
+// rnnc and ONNX Runtime on the DynamicQuantizeLSTM model `contrib`, both against ONNX Runtime on
+// the float model `float_model` with the same weights.
+void expect_within_ort_quantization_error(const std::string& what, const std::string& contrib,
+                                          const std::string& float_model, const Feed& feed,
+                                          const std::vector<std::string>& names) {
+  const Outputs ours = rnnc_run(contrib, feed, names);
+  const Outputs ort = ort_run(contrib, feed, names);
+  const Outputs reference = ort_run(float_model, feed, names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double ort_error = max_difference(ort[i], reference[i]);
+    const double our_error = max_difference(ours[i], reference[i]);
+    const double between = max_difference(ours[i], ort[i]);
+    std::printf("[ contrib  ] %s %s: |rnnc - ORT| %.3g; against float: rnnc %.3g, ORT %.3g\n",
+                what.c_str(), names[i].c_str(), between, our_error, ort_error);
+    EXPECT_GT(ort_error, 0) << what << " " << names[i] << ": ONNX Runtime quantized nothing";
+    EXPECT_LE(between, 2 * ort_error) << what << " " << names[i];
+    EXPECT_LE(our_error, 2 * ort_error) << what << " " << names[i];
+  }
+}
+
+TEST(OrtContrib, BenchSmokeModelAgreesWithOnnxRuntime) {
+  const std::string dir = RNNC_SOURCE_DIR "/models/smoke/";
+  std::mt19937 rng(5);
+  const Feed feed{{"x", testing::random_tensor({17, 2, 64}, rng, -1.5f, 1.5f)}};
+  expect_within_ort_quantization_error(
+      "smoke_lstm64_l2", read_file(dir + "smoke_lstm64_l2.dqlstm.onnx"),
+      read_file(dir + "smoke_lstm64_l2.onnx"), feed, {"y", "h_n", "c_n"});
+}
+
+TEST(OrtContrib, GeneratedModelsAgreeWithOnnxRuntime) {
+  struct Named {
+    const char* what;
+    testing::DqlstmCase c;
+  };
+  std::vector<Named> cases;
+  {
+    testing::DqlstmCase c;  // int8 per channel (symmetric: zero points 0), initial state
+    c.input = 24;
+    c.hidden = 32;
+    c.initial_state = true;
+    c.zero_points = false;
+    cases.push_back({"forward int8 per channel", c});
+    c.dirs = 2;  // uint8 per tensor with zero points, bidirectional
+    c.direction = "bidirectional";
+    c.dtype = DType::kUInt8;
+    c.per_channel = false;
+    c.zero_points = true;
+    cases.push_back({"bidirectional uint8 per tensor", c});
+  }
+  for (const Named& named : cases) {
+    const testing::DqlstmCase& c = named.c;
+    testing::DqlstmModels models = testing::dqlstm_models(c);
+    std::mt19937 rng(3);
+    Feed feed{{"x", testing::random_tensor({12, 3, c.input}, rng, -2.0f, 2.0f)},
+              {"h0", testing::random_tensor({c.dirs, 3, c.hidden}, rng, -0.5f, 0.5f)},
+              {"c0", testing::random_tensor({c.dirs, 3, c.hidden}, rng, -0.5f, 0.5f)}};
+    expect_within_ort_quantization_error(
+        named.what, models.contrib, export_onnx_bytes(models.expected), feed, {"y", "y_h", "y_c"});
+  }
+}
+
+}  // namespace
+}  // namespace rnnc
