@@ -103,7 +103,7 @@ class DynamicQuantizeLstm {
 
     // The node's outputs: the one LSTM's, or both directions' concatenated (Y on axis 1,
     // Y_h and Y_c on axis 0).
-    std::vector<std::pair<Value*, Value*>> replaced;  // (the node's output, its new producer's)
+    std::vector<std::pair<std::string, Value*>> renamed;  // (the node's output, its new producer)
     for (size_t i = 0; i < node_.num_outputs(); ++i) {
       Value* old = node_.output(i);
       if (!old) continue;
@@ -117,12 +117,10 @@ class DynamicQuantizeLstm {
         value = concat->output(0);
       }
       graph_.replace_all_uses(old, value);
-      replaced.emplace_back(old, value);
+      renamed.emplace_back(old->name(), value);
     }
-    std::vector<std::string> names;
-    for (const auto& [old, value] : replaced) names.push_back(old->name());
     graph_.remove_node(&node_);
-    for (size_t i = 0; i < replaced.size(); ++i) graph_.rename_value(replaced[i].second, names[i]);
+    for (const auto& [old_name, value] : renamed) graph_.rename_value(value, old_name);
   }
 
  private:
