@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang's libFuzzer + ASan/UBSan and runs each for a bounded time on
 # a seed corpus:
-#   fuzz_import         ONNX models, TensorProto / .npy tensors (the demo model, ONNX backend
-#                       test cases), the IR text form and quantization configs (tests/graph_opt/
+#   fuzz_import         ONNX models, TensorProto / .npy tensors (the demo model, the bench smoke
+#                       model with ONNX Runtime's DynamicQuantizeLSTM, ONNX backend test cases), the IR text form and quantization configs (tests/graph_opt/
 #                       goldens, quant/configs/);
 #   fuzz_serve_request  `rnnc serve`'s request decoders: REST JSON bodies, with and without binary
 #                       data, and gRPC ModelInferRequest messages.
@@ -34,6 +34,7 @@ corpus=$build/corpus
 mkdir -p "$corpus"
 seed() { { printf "\\x$(printf %02x "$1")"; cat "$2"; } >"$corpus/$3"; }
 seed 0 "$root/models/demo/lstm_demo.onnx" demo_model
+seed 0 "$root/models/smoke/smoke_lstm64_l2.dqlstm.onnx" dqlstm_model
 seed 2 "$root/models/demo/input.npy" demo_input
 data=/usr/share/libonnx-testdata/data/node
 for case in test_lstm_defaults test_gru_defaults test_if test_conv_with_strides_padding; do

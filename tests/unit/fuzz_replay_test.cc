@@ -1,8 +1,8 @@
-// Replays the fuzz target's parsers on deterministic mutations of real inputs (the demo model, a
-// backend test tensor, a .npy file, an IR text with nested graphs, a quantization config):
-// truncations at many lengths and random byte flips. Each must either load or raise an rnnc::Error,
-// never crash and never throw anything else. The open-ended coverage-guided run is
-// scripts/fuzz.sh (libFuzzer + ASan/UBSan).
+// Replays the fuzz target's parsers on deterministic mutations of real inputs (the demo model, the
+// bench smoke model with ONNX Runtime's DynamicQuantizeLSTM, a backend test tensor, a .npy file, an
+// IR text with nested graphs, a quantization config): truncations at many lengths and random byte
+// flips. Each must either load or raise an rnnc::Error, never crash and never throw anything else.
+// The open-ended coverage-guided run is scripts/fuzz.sh (libFuzzer + ASan/UBSan).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -48,6 +48,11 @@ void replay_mutations(char selector, const std::string& original, int flips) {
 
 TEST(FuzzReplay, OnnxModelMutationsNeverCrash) {
   replay_mutations(0, read_bytes(RNNC_SOURCE_DIR "/models/demo/lstm_demo.onnx"), 300);
+}
+
+// ONNX Runtime's DynamicQuantizeLSTM, rewritten at import (ir/contrib_ops.h).
+TEST(FuzzReplay, DynamicQuantizeLstmModelMutationsNeverCrash) {
+  replay_mutations(0, read_bytes(RNNC_SOURCE_DIR "/models/smoke/smoke_lstm64_l2.dqlstm.onnx"), 300);
 }
 
 TEST(FuzzReplay, TensorProtoMutationsNeverCrash) {
