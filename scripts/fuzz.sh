@@ -2,8 +2,9 @@
 # Builds the fuzz targets with clang's libFuzzer + ASan/UBSan and runs each for a bounded time on
 # a seed corpus:
 #   fuzz_import         ONNX models, TensorProto / .npy tensors (the demo model, the bench smoke
-#                       model with ONNX Runtime's DynamicQuantizeLSTM, ONNX backend test cases), the IR text form and quantization configs (tests/graph_opt/
-#                       goldens, quant/configs/);
+#                       model with ONNX Runtime's DynamicQuantizeLSTM, ONNX backend test cases),
+#                       the IR text form and quantization configs (tests/graph_opt/ goldens,
+#                       quant/configs/);
 #   fuzz_serve_request  `rnnc serve`'s request decoders: REST JSON bodies, with and without binary
 #                       data, and gRPC ModelInferRequest messages.
 #   scripts/fuzz.sh [SECONDS]      default 60, split between the two targets
