@@ -209,8 +209,9 @@ struct WorkloadResult {
   // user loads it (the quantization guard on), and
   // ONNX Runtime's DynamicQuantizeLSTM model (LSTM only). Their accuracy: the largest |output -
   // float ONNX Runtime output| over the compared runs and outputs (-1: not measured).
-  EngineResult rnnc_int8, ort_dqlstm;
-  double rnnc_int8_error = -1, ort_dqlstm_error = -1;
+  // rnnc_dqlstm: rnnc on the DynamicQuantizeLSTM file itself (ir/contrib_ops.h).
+  EngineResult rnnc_int8, ort_dqlstm, rnnc_dqlstm;
+  double rnnc_int8_error = -1, ort_dqlstm_error = -1, rnnc_dqlstm_error = -1;
   bool agreement_checked = false;
   bool agreement_ok = false;
   int agreement_steps = 0;
@@ -407,6 +408,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   RnncEngine rnnc_other;
   RnncEngine rnnc_int8(Plan::kAuto, "default");
   OrtEngine ort_dqlstm;
+  RnncEngine rnnc_dqlstm;
   const bool quantized_paths = options.quant && threads == 1 &&
                                (workload.family == "lstm" || workload.family == "gru" ||
                                 workload.family == "silero");
@@ -419,6 +421,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
       const std::string dq_path =
           (std::filesystem::path(options.models_dir) / workload.dqlstm_model).string();
       load_engine(ort_dqlstm, dq_path, engine_options, 1, result.ort_dqlstm);
+      load_engine(rnnc_dqlstm, dq_path, engine_options, 1, result.rnnc_dqlstm);
     }
   }
   if (result.ort.status != "ok") {
@@ -512,6 +515,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   };
   quantized_error(rnnc_int8, result.rnnc_int8, result.rnnc_int8_error);
   quantized_error(ort_dqlstm, result.ort_dqlstm, result.ort_dqlstm_error);
+  quantized_error(rnnc_dqlstm, result.rnnc_dqlstm, result.rnnc_dqlstm_error);
 
   // Timing: alternating rounds, registered in the order they should run.
   log(progress + ": timing");
@@ -526,6 +530,9 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
     if (result.rnnc_int8.status == "ok") engines.push_back({"rnnc_int8", {&rnnc_int8, &result.rnnc_int8}});
     if (result.ort_dqlstm.status == "ok") {
       engines.push_back({"ort_dqlstm", {&ort_dqlstm, &result.ort_dqlstm}});
+    }
+    if (result.rnnc_dqlstm.status == "ok") {
+      engines.push_back({"rnnc_dqlstm", {&rnnc_dqlstm, &result.rnnc_dqlstm}});
     }
     for (auto& [short_name, engine] : engines) {
       const std::string name =
@@ -649,6 +656,10 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   if (result.rnnc_int8.status != "not run") {
     json.set("rnnc_int8", engine_json(result.rnnc_int8, workload));
     json.set("rnnc_int8_max_abs_error", result.rnnc_int8_error);
+  }
+  if (result.rnnc_dqlstm.status != "not run") {
+    json.set("rnnc_dqlstm", engine_json(result.rnnc_dqlstm, workload));
+    json.set("rnnc_dqlstm_max_abs_error", result.rnnc_dqlstm_error);
   }
   if (result.ort_dqlstm.status != "not run") {
     json.set("ort_dqlstm", engine_json(result.ort_dqlstm, workload));

@@ -632,6 +632,27 @@ def main():
                 f"{err('rnnc_int8_max_abs_error')} | "
                 f"{err('ort_dqlstm_max_abs_error')} |")
         add("")
+        same_file = [(w, r) for w, r in quantized if "rnnc_dqlstm" in r and "ort_dqlstm" in r]
+        if same_file:
+            add("The DynamicQuantizeLSTM file itself in rnnc (imported as int8 LSTMs, docs/ir.md, "
+                "\"ONNX Runtime contrib operators\"): what a user who quantized with ONNX Runtime "
+                "gets by loading the same file. Error as above.")
+            add("")
+            add("| workload | ONNX Runtime | rnnc | speedup | paired | error ONNX Runtime | "
+                "error rnnc |")
+            add("|---|---|---|---|---|---|---|")
+            for workload, result in same_file:
+                value = ratio(median(result.get("ort_dqlstm")), median(result.get("rnnc_dqlstm")))
+
+                def err(key):
+                    value = result.get(key)
+                    return f"{value:.2e}" if value is not None and value >= 0 else "-"
+                add(f"| {workload} | {latency_cell(result['ort_dqlstm'].get('latency_us'))} | "
+                    f"{latency_cell(result['rnnc_dqlstm'].get('latency_us'))} | "
+                    f"{f'{value:.2f}×' if value else '-'} | "
+                    f"{fmt_paired(paired_ratios(result['rnnc_dqlstm'], result['ort_dqlstm']), True)} | "
+                    f"{err('ort_dqlstm_max_abs_error')} | {err('rnnc_dqlstm_max_abs_error')} |")
+            add("")
         add("The quantization guard's decision per workload (`CompiledModel::quantization_summary`):")
         add("")
         for workload, result in quantized:
