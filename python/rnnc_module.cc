@@ -422,17 +422,19 @@ class PendingChunk {
 
   // The outputs, or the chunk's error raised; TimeoutError when `timeout` seconds pass first.
   py::list result(std::optional<double> timeout) const {
+    bool ready = true;
     {
       py::gil_scoped_release release;
       if (timeout) {
         const auto wait = std::chrono::duration<double>(std::max(0.0, *timeout));
-        if (future_.wait_for(wait) != std::future_status::ready) {
-          py::gil_scoped_acquire acquire;
-          PyErr_SetString(PyExc_TimeoutError, "the chunk's result is not ready yet");
-          throw py::error_already_set();
-        }
+        ready = future_.wait_for(wait) == std::future_status::ready;
+      } else {
+        future_.wait();
       }
-      future_.wait();
+    }
+    if (!ready) {
+      PyErr_SetString(PyExc_TimeoutError, "the chunk's result is not ready yet");
+      throw py::error_already_set();
     }
     return selection_.select(future_.get());
   }
