@@ -286,6 +286,12 @@ def latency_cell(latency):
             f"n={latency['count']}</sub>")
 
 
+def error_cell(result, key):
+    """A max |error| from the run's JSON, or "-" where it was not measured (-1 or absent)."""
+    value = result.get(key)
+    return f"{value:.2e}" if value is not None and value >= 0 else "-"
+
+
 def median(engine):
     latency = (engine or {}).get("latency_us")
     return latency["median"] if latency else None
@@ -619,18 +625,14 @@ def main():
             def speed(base):
                 value = ratio(base, q)
                 return f"{value:.2f}×" if value else "-"
-
-            def err(key):
-                value = result.get(key)
-                return f"{value:.2e}" if value is not None and value >= 0 else "-"
             add(f"| {workload} | {latency_cell(result['onnxruntime'].get('latency_us'))} | "
                 f"{latency_cell((result.get('ort_dqlstm') or {}).get('latency_us'))} | "
                 f"{latency_cell(result['rnnc_int8'].get('latency_us'))} | {speed(ort)} | "
                 f"{fmt_paired(paired_ratios(result['rnnc_int8'], result['onnxruntime']), True)} | "
                 f"{speed(dq)} | "
                 f"{fmt_paired(paired_ratios(result['rnnc_int8'], result.get('ort_dqlstm')), True)} | "
-                f"{err('rnnc_int8_max_abs_error')} | "
-                f"{err('ort_dqlstm_max_abs_error')} |")
+                f"{error_cell(result, 'rnnc_int8_max_abs_error')} | "
+                f"{error_cell(result, 'ort_dqlstm_max_abs_error')} |")
         add("")
         same_file = [(w, r) for w, r in quantized if "rnnc_dqlstm" in r and "ort_dqlstm" in r]
         if same_file:
@@ -643,15 +645,12 @@ def main():
             add("|---|---|---|---|---|---|---|")
             for workload, result in same_file:
                 value = ratio(median(result.get("ort_dqlstm")), median(result.get("rnnc_dqlstm")))
-
-                def err(key):
-                    value = result.get(key)
-                    return f"{value:.2e}" if value is not None and value >= 0 else "-"
                 add(f"| {workload} | {latency_cell(result['ort_dqlstm'].get('latency_us'))} | "
                     f"{latency_cell(result['rnnc_dqlstm'].get('latency_us'))} | "
                     f"{f'{value:.2f}×' if value else '-'} | "
                     f"{fmt_paired(paired_ratios(result['rnnc_dqlstm'], result['ort_dqlstm']), True)} | "
-                    f"{err('ort_dqlstm_max_abs_error')} | {err('rnnc_dqlstm_max_abs_error')} |")
+                    f"{error_cell(result, 'ort_dqlstm_max_abs_error')} | "
+                    f"{error_cell(result, 'rnnc_dqlstm_max_abs_error')} |")
             add("")
         add("The quantization guard's decision per workload (`CompiledModel::quantization_summary`):")
         add("")
