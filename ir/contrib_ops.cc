@@ -97,6 +97,7 @@ class DynamicQuantizeLstm {
       Node* lstm = graph_.add_node("LSTM", lstm_name, inputs, outputs, opset_);
       lstm->trim_omitted_inputs();
       copy_attributes(*lstm, d);
+      if (!lstm->has_attr("hidden_size")) lstm->set_attr("hidden_size", Attribute::of_int(hidden));
       set_activation_quant(*lstm, ActivationQuant{});
       lstms.push_back(lstm);
     }

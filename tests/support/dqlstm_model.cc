@@ -108,7 +108,9 @@ DqlstmModels dqlstm_models(const DqlstmCase& c, uint32_t seed) {
     Node* node =
         g.add_node(contrib ? "DynamicQuantizeLSTM" : "LSTM", "lstm", inputs, {"y", "y_h", "y_c"},
                    contrib ? 1 : c.default_opset, contrib ? "com.microsoft" : "");
-    node->set_attr("hidden_size", Attribute::of_int(c.hidden));
+    if (!contrib || c.hidden_size_attribute) {
+      node->set_attr("hidden_size", Attribute::of_int(c.hidden));
+    }
     node->set_attr("direction", Attribute::of_string(c.direction));
     if (!c.activations.empty()) node->set_attr("activations", Attribute::of_strings(c.activations));
     for (size_t i = 0; i < 3; ++i) g.add_output(node->output(i));

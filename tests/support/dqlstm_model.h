@@ -19,6 +19,7 @@ struct DqlstmCase {
   bool per_channel = true;
   // Nonzero zero points (ONNX Runtime's kernel takes them for uint8 weights only).
   bool zero_points = true;
+  bool hidden_size_attribute = true;  // on the DynamicQuantizeLSTM (it is optional)
   bool initial_state = false;  // initial_h and initial_c ("h0", "c0") as graph inputs
   int default_opset = 14;
   std::vector<std::string> activations;
