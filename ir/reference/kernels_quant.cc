@@ -330,6 +330,77 @@ std::vector<double> matrix_parameter_values(const KernelContext& context, const 
   return values;
 }
 
+// The batch matrices of A and B that output matrix t reads.
+std::pair<int64_t, int64_t> batch_matrices(const MatMulShape& s, int64_t t,
+                                           std::vector<int64_t>& index) {
+  unravel(t, s.batch, index);
+  int64_t a_matrix = 0, b_matrix = 0;
+  for (size_t k = 0; k < index.size(); ++k) {
+    a_matrix += index[k] * s.a_batch_strides[k];
+    b_matrix += index[k] * s.b_batch_strides[k];
+  }
+  return {a_matrix, b_matrix};
+}
+
+// integer_matmul for 8-bit A and B (every type MatMulInteger and QLinearMatMul take): each row
+// of the result summed along B's rows (contiguous) over the stored values,
+//   sum (A - za)(B - zb) = sum A B - za sum_k B - zb sum_k A + K za zb,
+// the first term in Sum (int32 is exact for K * 255 * 255 < 2^31, int64 beyond).
+template <typename Sum, typename TA, typename TB, typename Emit>
+void integer_matmul_8bit(const MatMulShape& s, const TA* a, const TB* b,
+                         const std::vector<double>& a_zero, const std::vector<double>& b_zero,
+                         Emit emit) {
+  const int64_t matrices = shape_numel(s.batch);
+  std::vector<int64_t> index;
+  std::vector<int64_t> column_sums(static_cast<size_t>(s.n));  // sum over k of B, per column
+  int64_t summed_matrix = -1;
+  std::vector<Sum> sums(static_cast<size_t>(s.n));
+  for (int64_t t = 0; t < matrices; ++t) {
+    const auto [a_matrix, b_matrix] = batch_matrices(s, t, index);
+    const TB* b_base = b + b_matrix * s.k * s.n;
+    if (b_matrix != summed_matrix) {
+      std::fill(column_sums.begin(), column_sums.end(), 0);
+      for (int64_t k = 0; k < s.k; ++k) {
+        for (int64_t j = 0; j < s.n; ++j)
+          column_sums[static_cast<size_t>(j)] += b_base[k * s.n + j];
+      }
+      summed_matrix = b_matrix;
+    }
+    for (int64_t i = 0; i < s.m; ++i) {
+      const int64_t a_row = a_matrix * s.m + i;
+      const TA* a_base = a + a_row * s.k;
+      const int64_t za = static_cast<int64_t>(a_zero[static_cast<size_t>(a_row)]);
+      std::fill(sums.begin(), sums.end(), Sum{0});
+      int64_t row_sum = 0;
+      for (int64_t k = 0; k < s.k; ++k) {
+        const Sum a_value = a_base[k];
+        row_sum += a_base[k];
+        const TB* b_row = b_base + k * s.n;
+        for (int64_t j = 0; j < s.n; ++j) sums[static_cast<size_t>(j)] += a_value * b_row[j];
+      }
+      for (int64_t j = 0; j < s.n; ++j) {
+        const int64_t b_column = b_matrix * s.n + j;
+        const int64_t zb = static_cast<int64_t>(b_zero[static_cast<size_t>(b_column)]);
+        const int64_t sum = static_cast<int64_t>(sums[static_cast<size_t>(j)]) -
+                            za * column_sums[static_cast<size_t>(j)] - zb * row_sum + s.k * za * zb;
+        emit((t * s.m + i) * s.n + j, a_row, b_column, sum);
+      }
+    }
+  }
+}
+
+template <typename TA, typename TB, typename Emit>
+void integer_matmul_8bit(const MatMulShape& s, const Tensor& a, const Tensor& b,
+                         const std::vector<double>& a_zero, const std::vector<double>& b_zero,
+                         Emit emit) {
+  constexpr int64_t kExactInt32Terms = ((int64_t{1} << 31) - 1) / (255 * 255);
+  if (s.k <= kExactInt32Terms) {
+    integer_matmul_8bit<int32_t>(s, a.data<TA>(), b.data<TB>(), a_zero, b_zero, emit);
+  } else {
+    integer_matmul_8bit<int64_t>(s, a.data<TA>(), b.data<TB>(), a_zero, b_zero, emit);
+  }
+}
+
 // Calls emit(y_offset, a_row, b_column, sum) for every output element, with the exact sum
 //   sum over k of (A[a_row, k] - a_zero[a_row]) * (B[k, b_column] - b_zero[b_column])
 // where a_row indexes A's rows ([rows, K]) and b_column B's columns (b_matrix * N + j).
@@ -337,17 +408,18 @@ template <typename Emit>
 void integer_matmul(const MatMulShape& s, const Tensor& a, const Tensor& b,
                     const std::vector<double>& a_zero, const std::vector<double>& b_zero,
                     Emit emit) {
+  const bool a_u8 = a.dtype() == DType::kUInt8, b_u8 = b.dtype() == DType::kUInt8;
+  const bool a_i8 = a.dtype() == DType::kInt8, b_i8 = b.dtype() == DType::kInt8;
+  if (a_u8 && b_u8) return integer_matmul_8bit<uint8_t, uint8_t>(s, a, b, a_zero, b_zero, emit);
+  if (a_u8 && b_i8) return integer_matmul_8bit<uint8_t, int8_t>(s, a, b, a_zero, b_zero, emit);
+  if (a_i8 && b_u8) return integer_matmul_8bit<int8_t, uint8_t>(s, a, b, a_zero, b_zero, emit);
+  if (a_i8 && b_i8) return integer_matmul_8bit<int8_t, int8_t>(s, a, b, a_zero, b_zero, emit);
   std::vector<int64_t> a_values = tensor_to_int64s(a);
   std::vector<int64_t> b_values = tensor_to_int64s(b);
   int64_t matrices = shape_numel(s.batch);
   std::vector<int64_t> index;
   for (int64_t t = 0; t < matrices; ++t) {
-    unravel(t, s.batch, index);
-    int64_t a_matrix = 0, b_matrix = 0;
-    for (size_t k = 0; k < index.size(); ++k) {
-      a_matrix += index[k] * s.a_batch_strides[k];
-      b_matrix += index[k] * s.b_batch_strides[k];
-    }
+    const auto [a_matrix, b_matrix] = batch_matrices(s, t, index);
     for (int64_t i = 0; i < s.m; ++i) {
       int64_t a_row = a_matrix * s.m + i;
       int64_t a_shift = static_cast<int64_t>(a_zero[static_cast<size_t>(a_row)]);
