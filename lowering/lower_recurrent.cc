@@ -559,7 +559,7 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.linear_before_reset = linear_before_reset;
     if (activation_quantization) {
       // Asymmetric: uint8 storage shifted into int8, or any other nonzero zero point (an int8
-      // weight with zero points, as ONNX Runtime's quantizer may write).
+      // weight with zero points, which DequantizeLinear allows).
       cell.quant =
           recurrent_quant(*activation_quantization, static_cast<int>(input_size),
                           static_cast<int>(hidden), wq->bits, wq->shifted || wq->has_zero_points,

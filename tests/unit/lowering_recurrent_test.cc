@@ -900,7 +900,7 @@ TEST(LowerRecurrentQuant, LstmAsymmetricWeights) {
   expect_quantized_matches_reference(c);
 }
 
-// int8 weights with zero points (ONNX Runtime's quantizer writes them; rnnc's own asymmetric
+// int8 weights with zero points (DequantizeLinear allows them; rnnc's own asymmetric
 // weights are uint8): the zero-point terms of both products, as for uint8.
 TEST(LowerRecurrentQuant, LstmSignedWeightsWithZeroPoints) {
   Case c;
