@@ -127,10 +127,11 @@ TEST(ContribOps, CompiledInt8KernelsMatchTheReference) {
     c.input = 24;
     c.hidden = 32;
     c.initial_state = true;
-    if (bidirectional) {
+    if (bidirectional) {  // uint8, one scale per direction
       c.dirs = 2;
       c.direction = "bidirectional";
       c.dtype = DType::kUInt8;
+      c.per_channel = false;
     }
     const std::string bytes = testing::dqlstm_models(c).contrib;
     ProgramOptions options;
