@@ -16,6 +16,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
+
 #include <chrono>
 #include <future>
 #include <map>
@@ -24,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -85,6 +90,53 @@ void translate_error(std::exception_ptr error) {
 [[noreturn]] void raise_invalid_input(const std::string& message) {
   throw rnnc::Error(rnnc::ErrorKind::kInvalidInput, message);
 }
+
+// ---- the GIL ------------------------------------------------------------------------------------
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// A thread that must not take the GIL back: it waits for the process to end.
+[[noreturn]] void wait_for_exit() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// Releases the GIL for the length of a call into rnnc (compiling, running, waiting for a chunk)
+// and takes it back at reacquire() or at the end of the scope. A daemon thread still in such a
+// call when the interpreter finalizes is ended by Python 3.11 with pthread_exit while it takes
+// the GIL back; that forced unwind must not pass the C++ frames above (their destructors would
+// touch Python objects without the GIL, and a noexcept one aborts the process), so the thread
+// waits here for the process to end instead.
+class WithoutGil {
+ public:
+  WithoutGil() : state_(PyEval_SaveThread()) {}
+  ~WithoutGil() { reacquire(); }
+  WithoutGil(const WithoutGil&) = delete;
+  WithoutGil& operator=(const WithoutGil&) = delete;
+
+  void reacquire() {
+    if (!state_) return;
+    if (interpreter_finalizing()) wait_for_exit();
+    PyThreadState* state = std::exchange(state_, nullptr);
+#if defined(__GLIBCXX__)
+    try {
+      PyEval_RestoreThread(state);
+    } catch (abi::__forced_unwind&) {
+      wait_for_exit();
+    }
+#else
+    PyEval_RestoreThread(state);
+#endif
+  }
+
+ private:
+  PyThreadState* state_;
+};
 
 // ---- arrays ---------------------------------------------------------------------------------------
 
@@ -280,32 +332,32 @@ class Stream {
   py::list run(const std::optional<std::vector<std::string>>& output_names,
                const py::dict& input_feed) {
     Feed feed = feed_of(input_feed);
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     const std::vector<rnnc::NamedTensor>& views = session_.run(feed.tensors);
-    py::gil_scoped_acquire acquire;
+    released.reacquire();
     return select_outputs(views, output_names, hidden_);
   }
 
   void reset() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     session_.reset();
   }
 
   // The carried state: state input name -> a copy of its value (empty before the first run).
   py::dict state() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<rnnc::NamedTensor> values = session_.state();
-    py::gil_scoped_acquire acquire;
+    released.reacquire();
     py::dict result;
     for (const rnnc::NamedTensor& value : values) result[py::str(value.name)] = array_of(value);
     return result;
   }
 
   std::unique_ptr<Stream> clone() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     return std::make_unique<Stream>(session_.clone(), hidden_);
   }
@@ -335,12 +387,12 @@ class InferenceSession {
     options.flush_denormals = flush_denormals;
     if (py::isinstance<py::bytes>(path_or_bytes)) {
       const std::string bytes = path_or_bytes.cast<std::string>();
-      py::gil_scoped_release release;
+      WithoutGil released;
       model_ = rnnc::CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
     } else {
       const std::string path =
           py::str(py::module_::import("os").attr("fspath")(path_or_bytes)).cast<std::string>();
-      py::gil_scoped_release release;
+      WithoutGil released;
       model_ = rnnc::CompiledModel::load(path, options);
     }
     // The state rnnc exposed for streams is not part of the model ONNX Runtime would show.
@@ -371,10 +423,10 @@ class InferenceSession {
   py::list run(const std::optional<std::vector<std::string>>& output_names,
                const py::dict& input_feed) const {
     Feed feed = feed_of(input_feed);
-    py::gil_scoped_release release;
+    WithoutGil released;
     rnnc::Session session = model_->new_session();
     const std::vector<rnnc::NamedTensor>& views = session.run(feed.tensors);
-    py::gil_scoped_acquire acquire;
+    released.reacquire();
     return select_outputs(views, output_names, hidden_outputs_);
   }
 
@@ -382,7 +434,7 @@ class InferenceSession {
     std::vector<std::pair<std::string, std::string>> pairs;
     for (const auto& pair : state_map(state)) pairs.push_back(pair);
     std::set<std::string> hidden = hidden_outputs_;
-    py::gil_scoped_release release;
+    WithoutGil released;
     return std::make_unique<Stream>(model_->new_session(pairs), std::move(hidden));
   }
 
@@ -424,7 +476,7 @@ class PendingChunk {
   py::list result(std::optional<double> timeout) const {
     bool ready = true;
     {
-      py::gil_scoped_release release;
+      WithoutGil released;
       if (timeout) {
         const auto wait = std::chrono::duration<double>(std::max(0.0, *timeout));
         ready = future_.wait_for(wait) == std::future_status::ready;
@@ -459,7 +511,7 @@ class BatchStream {
     Feed feed = feed_of(input_feed);
     std::vector<rnnc::CompiledModel::Output> outputs;
     {
-      py::gil_scoped_release release;
+      WithoutGil released;
       outputs = stream_.run(feed.tensors);
     }
     return OutputSelection{output_names, hidden_}.select(outputs);
@@ -470,7 +522,7 @@ class BatchStream {
     Feed feed = feed_of(input_feed);
     std::shared_future<std::vector<rnnc::CompiledModel::Output>> future;
     {
-      py::gil_scoped_release release;
+      WithoutGil released;
       future = stream_.submit(feed.tensors).share();
     }
     return PendingChunk(std::move(future), OutputSelection{output_names, hidden_});
@@ -479,7 +531,7 @@ class BatchStream {
   void reset() { stream_.reset(); }
   void close() { stream_.close(); }
   void wait() const {
-    py::gil_scoped_release release;
+    WithoutGil released;
     stream_.wait();
   }
   uint64_t id() const { return stream_.id(); }
@@ -504,18 +556,18 @@ class StreamBatcher {
     options.queue_capacity = queue_capacity;
     options.batch_axes = batch_axes;
     options.threads = threads;
-    py::gil_scoped_release release;
+    WithoutGil released;
     batcher_ = std::make_unique<rnnc::StreamBatcher>(session.shared_model(), options);
   }
 
   BatchStream open_stream() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     return BatchStream(open().open_stream(), hidden_);
   }
 
   std::map<std::string, int> batch_axes() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     return open().batch_axes();
   }
@@ -523,7 +575,7 @@ class StreamBatcher {
   py::dict stats() {
     rnnc::BatcherStats stats;
     {
-      py::gil_scoped_release release;
+      WithoutGil released;
       std::lock_guard<std::mutex> lock(mutex_);
       stats = open().stats();
     }
@@ -543,7 +595,7 @@ class StreamBatcher {
   // Waits for the batches running, cancels the queued chunks (CancelledError) and makes later
   // submits on the streams fail; as destroying the C++ batcher. Idempotent.
   void close() {
-    py::gil_scoped_release release;
+    WithoutGil released;
     std::lock_guard<std::mutex> lock(mutex_);
     batcher_.reset();
   }
@@ -585,7 +637,7 @@ py::dict quantize(const py::object& model, const py::object& output, const py::d
   }
   rnnc::QuantizeResult result;
   {
-    py::gil_scoped_release release;
+    WithoutGil released;
     result = rnnc::quantize_model(input_path, output_path, options);
   }
   if (report && !report->is_none()) {

@@ -9,8 +9,8 @@ rnnc.InferenceSession equal api_outputs (the C++ API, tests/install/api_outputs.
 streams carry state (chunked runs equal one whole run; Silero streamed equals threading its state
 by hand, as with onnxruntime); the stream batcher (streams from Python threads in batched runs,
 each equal to its own stream within the C++ batcher test's tolerances, tests/runtime/
-batcher_test.cc; overload, closing, cancelling, a bad chunk); errors are rnnc's messages as
-exception types; rnnc.quantize.
+batcher_test.cc; overload, closing, cancelling, a bad chunk); daemon threads inside rnnc calls
+at interpreter exit; errors are rnnc's messages as exception types; rnnc.quantize.
 """
 
 import argparse
@@ -202,6 +202,27 @@ raises(rnnc.InvalidInputError, f"stream {scoped_stream.id}: its StreamBatcher wa
        lambda: scoped_stream.run(None, {"features": features[:10]}))
 raises(rnnc.InvalidInputError, "BatcherOptions::max_batch = 0, must be >= 1",
        lambda: rnnc.StreamBatcher(session, max_batch=0))
+
+# ---- daemon threads still inside rnnc calls when the interpreter exits ---------------------------
+# Python 3.11 ends them with pthread_exit as they take the GIL back; the module keeps that unwind
+# out of its C++ frames (they wait for the process to end), so the process exits cleanly.
+daemon_script = f"""
+import threading, time, numpy as np, rnnc
+session = rnnc.InferenceSession({demo!r}, cache_dir={args.cache_dir!r})
+frame = np.load({os.path.join(args.source, "models/demo/input.npy")!r})[:1]
+batcher = rnnc.StreamBatcher(session, max_wait_us=100)
+def loop():
+    stream, batch_stream = session.new_stream(), batcher.open_stream()
+    while True:
+        stream.run(None, {{"features": frame}})
+        batch_stream.submit(None, {{"features": frame}}).result()
+for _ in range(4):
+    threading.Thread(target=loop, daemon=True).start()
+time.sleep(%s)
+"""
+codes = [subprocess.run([sys.executable, "-c", daemon_script % delay], timeout=120).returncode
+         for delay in ("0.02", "0.1", "0.3")]
+check(codes == [0, 0, 0], f"4 daemon threads in rnnc calls at interpreter exit: statuses {codes}")
 
 # ---- errors: rnnc's messages, as exception types ------------------------------------------------
 # The inputs a session takes include the state inputs rnnc exposed (a stream feeds them).
