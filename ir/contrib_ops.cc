@@ -49,16 +49,16 @@ class DynamicQuantizeLstm {
     dirs_ = direction == "bidirectional" ? 2 : 1;
     QuantizedInput w = quantized_input(kW, kWScale, kWZeroPoint, "W");
     QuantizedInput r = quantized_input(kR, kRScale, kRZeroPoint, "R");
-    gates_ = w.q->shape()[2];
-    if (gates_ % 4 != 0) fail(cat("W's last dim ", gates_, " is not 4 * hidden_size"));
-    const int64_t hidden = gates_ / 4;
+    const int64_t gates = w.q->shape()[2];
+    if (gates % 4 != 0) fail(cat("W's last dim ", gates, " is not 4 * hidden_size"));
+    const int64_t hidden = gates / 4;
     if (node_.has_attr("hidden_size") && node_.attr_int("hidden_size", 0) != hidden) {
       fail(cat("attribute 'hidden_size' = ", node_.attr_int("hidden_size", 0), " but W holds ",
-               gates_, " = 4 * ", hidden, " gate rows"));
+               gates, " = 4 * ", hidden, " gate rows"));
     }
-    if (r.q->shape()[1] != hidden || r.q->shape()[2] != gates_) {
+    if (r.q->shape()[1] != hidden || r.q->shape()[2] != gates) {
       fail(cat("R's shape ", shape_text(r.q->shape()), " is not [", dirs_, ", ", hidden, ", ",
-               gates_, "]"));
+               gates, "]"));
     }
     if (opset_ < 10) {
       unsupported(
@@ -251,7 +251,6 @@ class DynamicQuantizeLstm {
   Graph& graph_;
   int opset_;
   int64_t dirs_ = 1;
-  int64_t gates_ = 0;
 };
 
 int expand_in_graph(Graph& graph, int default_opset) {

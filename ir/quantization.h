@@ -93,8 +93,9 @@ struct ProductWidths {
   std::string to_string() const;
 };
 
-// weight_bits and weight_asymmetric describe the stored weight (asymmetric: uint8, shifted by
-// -128 into int8); wide_operands forces s16 x s16 storage (another product of the node is wide).
+// weight_bits and weight_asymmetric describe the stored weight (asymmetric: a nonzero zero point
+// once uint8 is shifted by -128 into int8, whose terms are bounded by 128); wide_operands forces
+// s16 x s16 storage (another product of the node is wide).
 ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
                              bool weight_asymmetric, int64_t terms, bool wide_operands);
 

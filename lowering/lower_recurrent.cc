@@ -558,12 +558,11 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     cell.peepholes = p != nullptr;
     cell.linear_before_reset = linear_before_reset;
     if (activation_quantization) {
-      // Asymmetric: uint8 storage shifted into int8, or any other nonzero zero point (an int8
-      // weight with zero points, which DequantizeLinear allows).
-      cell.quant =
-          recurrent_quant(*activation_quantization, static_cast<int>(input_size),
-                          static_cast<int>(hidden), wq->bits, wq->shifted || wq->has_zero_points,
-                          rq->bits, rq->shifted || rq->has_zero_points);
+      // Zero-point terms where a stored weight has a nonzero zero point (uint8 shifted into
+      // int8 with a zero point other than 128, or int8 with zero points), as the GEMM has them.
+      cell.quant = recurrent_quant(*activation_quantization, static_cast<int>(input_size),
+                                   static_cast<int>(hidden), wq->bits, wq->has_zero_points,
+                                   rq->bits, rq->has_zero_points);
       cell.quant->count_overflow = cache.count_overflow();
     }
     block->directions_.push_back(std::move(direction_part));

@@ -104,8 +104,8 @@ struct RecurrentQuant {
   std::string key() const;
 };
 
-// A cell's integer products for weights W and R of w_bits and r_bits (asymmetric: uint8 with zero
-// points), and these activations.
+// A cell's integer products for weights W and R of w_bits and r_bits (asymmetric: with nonzero
+// stored zero points, IntegerWeight::has_zero_points), and these activations.
 RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
                                int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric);
 

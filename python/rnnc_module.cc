@@ -93,25 +93,12 @@ void translate_error(std::exception_ptr error) {
 
 // ---- the GIL ------------------------------------------------------------------------------------
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
-// A thread that must not take the GIL back: it waits for the process to end.
-[[noreturn]] void wait_for_exit() {
-  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-}
-
 // Releases the GIL for the length of a call into rnnc (compiling, running, waiting for a chunk)
 // and takes it back at reacquire() or at the end of the scope. A daemon thread still in such a
 // call when the interpreter finalizes is ended by Python 3.11 with pthread_exit while it takes
 // the GIL back; that forced unwind must not pass the C++ frames above (their destructors would
 // touch Python objects without the GIL, and a noexcept one aborts the process), so the thread
-// waits here for the process to end instead.
+// catches it and waits there for the process to end.
 class WithoutGil {
  public:
   WithoutGil() : state_(PyEval_SaveThread()) {}
@@ -121,13 +108,12 @@ class WithoutGil {
 
   void reacquire() {
     if (!state_) return;
-    if (interpreter_finalizing()) wait_for_exit();
     PyThreadState* state = std::exchange(state_, nullptr);
 #if defined(__GLIBCXX__)
     try {
       PyEval_RestoreThread(state);
     } catch (abi::__forced_unwind&) {
-      wait_for_exit();
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     }
 #else
     PyEval_RestoreThread(state);

@@ -342,8 +342,8 @@ std::pair<int64_t, int64_t> batch_matrices(const MatMulShape& s, int64_t t,
   return {a_matrix, b_matrix};
 }
 
-// integer_matmul for 8-bit A and B (every type MatMulInteger and QLinearMatMul take): each row
-// of the result summed along B's rows (contiguous) over the stored values,
+// integer_matmul's sums: each row of the result summed along B's rows (contiguous) over the
+// stored values,
 //   sum (A - za)(B - zb) = sum A B - za sum_k B - zb sum_k A + K za zb,
 // the first term in Sum (int32 is exact for K * 255 * 255 < 2^31, int64 beyond).
 template <typename Sum, typename TA, typename TB, typename Emit>
@@ -403,38 +403,20 @@ void integer_matmul_8bit(const MatMulShape& s, const Tensor& a, const Tensor& b,
 
 // Calls emit(y_offset, a_row, b_column, sum) for every output element, with the exact sum
 //   sum over k of (A[a_row, k] - a_zero[a_row]) * (B[k, b_column] - b_zero[b_column])
-// where a_row indexes A's rows ([rows, K]) and b_column B's columns (b_matrix * N + j).
+// where a_row indexes A's rows ([rows, K]) and b_column B's columns (b_matrix * N + j). A and B
+// are int8 or uint8: type inference admits no other type for MatMulInteger and QLinearMatMul.
 template <typename Emit>
 void integer_matmul(const MatMulShape& s, const Tensor& a, const Tensor& b,
                     const std::vector<double>& a_zero, const std::vector<double>& b_zero,
                     Emit emit) {
   const bool a_u8 = a.dtype() == DType::kUInt8, b_u8 = b.dtype() == DType::kUInt8;
   const bool a_i8 = a.dtype() == DType::kInt8, b_i8 = b.dtype() == DType::kInt8;
+  RNNC_CHECK((a_u8 || a_i8) && (b_u8 || b_i8), "integer matmul of ", dtype_name(a.dtype()), " and ",
+             dtype_name(b.dtype()), ": 8-bit operands only");
   if (a_u8 && b_u8) return integer_matmul_8bit<uint8_t, uint8_t>(s, a, b, a_zero, b_zero, emit);
   if (a_u8 && b_i8) return integer_matmul_8bit<uint8_t, int8_t>(s, a, b, a_zero, b_zero, emit);
   if (a_i8 && b_u8) return integer_matmul_8bit<int8_t, uint8_t>(s, a, b, a_zero, b_zero, emit);
-  if (a_i8 && b_i8) return integer_matmul_8bit<int8_t, int8_t>(s, a, b, a_zero, b_zero, emit);
-  std::vector<int64_t> a_values = tensor_to_int64s(a);
-  std::vector<int64_t> b_values = tensor_to_int64s(b);
-  int64_t matrices = shape_numel(s.batch);
-  std::vector<int64_t> index;
-  for (int64_t t = 0; t < matrices; ++t) {
-    const auto [a_matrix, b_matrix] = batch_matrices(s, t, index);
-    for (int64_t i = 0; i < s.m; ++i) {
-      int64_t a_row = a_matrix * s.m + i;
-      int64_t a_shift = static_cast<int64_t>(a_zero[static_cast<size_t>(a_row)]);
-      for (int64_t j = 0; j < s.n; ++j) {
-        int64_t b_column = b_matrix * s.n + j;
-        int64_t b_shift = static_cast<int64_t>(b_zero[static_cast<size_t>(b_column)]);
-        int64_t sum = 0;
-        for (int64_t k = 0; k < s.k; ++k) {
-          sum += (a_values[static_cast<size_t>(a_row * s.k + k)] - a_shift) *
-                 (b_values[static_cast<size_t>((b_matrix * s.k + k) * s.n + j)] - b_shift);
-        }
-        emit((t * s.m + i) * s.n + j, a_row, b_column, sum);
-      }
-    }
-  }
+  integer_matmul_8bit<int8_t, int8_t>(s, a, b, a_zero, b_zero, emit);
 }
 
 // Y = (A - a_zero_point) * (B - b_zero_point) as numpy.matmul, int32.
