@@ -29,6 +29,8 @@ std::vector<PipelineStep> default_pipeline() {
 
 std::vector<PipelineStep> lowering_passes() {
   return {
+      // ONNX Runtime's dynamically quantized MatMuls become annotated MatMuls.
+      {{"fuse_integer_matmul"}},
       // Quantized weights become annotated float constants; what they fed folds after them.
       {{"fold_quantized_weights", "fold_constants"}, /*max_rounds=*/8},
       {{"dce"}},                   // the integer weights and scales no node reads any more

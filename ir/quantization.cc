@@ -50,6 +50,7 @@ std::string ActivationQuant::to_string() const {
     text += cat(" x=", exact(input_scale), ",", input_zero_point, " h=", exact(state_scale), ",",
                 state_zero_point);
   }
+  if (per_tensor) text += " per_tensor";
   if (accumulation_bits != 32) text += cat(" accumulation=", accumulation_bits);
   return text;
 }
@@ -101,6 +102,11 @@ void validate(const ActivationQuant& quant, const std::string& where, bool has_s
                             " needs symmetric quantization (widths above 8 are stored as int16 "
                             "with zero point 0)"));
   }
+  if (quant.per_tensor && (!quant.dynamic || quant.symmetric || quant.bits != 8 || has_state)) {
+    raise_invalid_model(cat(where,
+                            ": per-tensor activation coefficients (DynamicQuantizeLinear's) need "
+                            "dynamic asymmetric 8-bit quantization of a MatMul or Gemm operand"));
+  }
   if (!quant.dynamic) {
     std::vector<std::pair<float, int32_t>> coefficients = {
         {quant.input_scale, quant.input_zero_point}};
@@ -140,6 +146,7 @@ RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant) {
   }
   if (!(row.scale > 0)) row.scale = 1;  // an all-zero row: any scale represents it exactly
   row.inv_scale = 1.0f / row.scale;
+  row.divide = quant.per_tensor;
   return row;
 }
 
@@ -154,7 +161,8 @@ RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& qua
 
 int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant) {
   // nearbyint rounds half to even in the default rounding mode, as Halide's round does.
-  const float q = std::nearbyint(x * row.inv_scale) + static_cast<float>(row.zero_point);
+  const float scaled = row.divide ? x / row.scale : x * row.inv_scale;
+  const float q = std::nearbyint(scaled) + static_cast<float>(row.zero_point);
   return static_cast<int32_t>(
       std::clamp(q, static_cast<float>(quant.qmin()), static_cast<float>(quant.qmax())));
 }
@@ -202,7 +210,11 @@ ActivationQuant activation_quant(const Node& node) {
     read_pair(h, "h=", quant.state_scale, quant.state_zero_point);
   }
   std::string rest;
-  if (in >> rest) {
+  if (in >> rest && rest == "per_tensor") {
+    quant.per_tensor = true;
+    if (!(in >> rest)) rest.clear();
+  }
+  if (!rest.empty()) {
     if (rest.rfind("accumulation=", 0) != 0) malformed();
     quant.accumulation_bits = static_cast<int>(std::strtol(rest.c_str() + 13, &end, 10));
     if (*end != '\0' || rest.size() == 13) malformed();

@@ -19,6 +19,12 @@
 //               (unsigned storage, what u8 x s8 dot products take), 0 above (int16 storage)
 // and scale = 1 when the row is all zeros. Dynamic coefficients are per row, so a sequence run in
 // chunks quantizes exactly as one whole run.
+//
+// One scheme instead takes its coefficients from the whole operand: per_tensor, the arithmetic of
+// ONNX's DynamicQuantizeLinear (dynamic asymmetric 8-bit, one scale and zero point for the whole
+// operand, and q = clamp(round_half_even(x / scale) + zero_point) with a divide, as that operator
+// defines it). graph_opt/fuse_integer_matmul gives it to a MatMul that replaces
+// DynamicQuantizeLinear + MatMulInteger, so the integer kernels compute what those ops do.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,9 @@ struct ActivationQuant {
   int bits = 8;            // 2..16; <= 8 computed in 8-bit storage, 9..16 in 16-bit
   bool symmetric = false;  // bits > 8 requires symmetric (int16 storage, zero point 0)
   bool dynamic = true;
+  // Dynamic coefficients from the whole operand (DynamicQuantizeLinear's), not per row; only for
+  // MatMul and Gemm, dynamic asymmetric 8-bit.
+  bool per_tensor = false;
   // Static coefficients (dynamic == false): for the op's input (X; A of MatMul/Gemm), and for
   // LSTM/GRU/RNN the recurrent state h (and GRU's reset state r (.) h); MatMul and Gemm leave
   // the state's at 0.
@@ -45,8 +54,8 @@ struct ActivationQuant {
   bool wide() const { return bits > 8; }  // 16-bit storage
   int32_t qmin() const;
   int32_t qmax() const;
-  // "dynamic asymmetric bits=8", "static symmetric bits=12 x=0x1p-7,0 h=0x1p-8,0", with
-  // " accumulation=N" last when N is not 32.
+  // "dynamic asymmetric bits=8", "static symmetric bits=12 x=0x1p-7,0 h=0x1p-8,0", then
+  // " per_tensor" when set and " accumulation=N" when N is not 32.
   std::string to_string() const;
 };
 
@@ -55,14 +64,17 @@ struct RowQuant {
   float scale = 1;
   float inv_scale = 1;
   int32_t zero_point = 0;
+  bool divide = false;  // q from x / scale (per_tensor), else from x * inv_scale
 };
 
 // Throws kInvalidModel (naming `where`) for a bit width outside 2..16, bits > 8 without
-// symmetric, or a static scale that is not finite and > 0 or a zero point outside [qmin, qmax]
+// symmetric, per_tensor on anything but dynamic asymmetric 8 bits or with a state, or a static
+// scale that is not finite and > 0 or a zero point outside [qmin, qmax]
 // (the state's only when `has_state`: MatMul and Gemm have no state operand).
 void validate(const ActivationQuant& quant, const std::string& where, bool has_state);
 
-// The coefficients for values in [lo, hi] (widened to contain 0), by the rules above.
+// The coefficients for values in [lo, hi] (widened to contain 0), by the rules above
+// (dynamic_row_quant of a whole operand is its per_tensor coefficients).
 RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant);
 RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& quant);
 RowQuant static_row_quant(float scale, int32_t zero_point);

@@ -187,18 +187,21 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
       built.arguments.push_back(image);
       reads_of[g.epilogue[i]] = read_view(image, view, vars);
     }
-    // A's rows (k, rows...), quantized per row (ir/quantization.h).
+    // A's rows (k, rows...), quantized per row, or all with one scale (per_tensor;
+    // ir/quantization.h).
     Var k("k");
     Func a_rows("a_rows");
-    std::vector<Expr> a_at = {k};
+    std::vector<Expr> a_at = {k}, row_extents;
     for (size_t i = 1; i < vars.size(); ++i) {
       a_at.push_back(view_a[i].broadcast ? Expr(0) : Expr(vars[i]));
+      row_extents.push_back(view_a[i].broadcast ? Expr(1)
+                                                : a_image.dim(static_cast<int>(i)).extent());
     }
     std::vector<Expr> rows_at = {k};
     rows_at.insert(rows_at.end(), row_vars.begin(), row_vars.end());
     a_rows(rows_at) = a_image(a_at);
     QuantizedRows aq = quantize_rows(a_rows, k_extent, k_extent, quant, /*state=*/false,
-                                     Halide::UInt(8), lanes, "a");
+                                     Halide::UInt(8), lanes, "a", row_extents);
     const std::vector<Expr> row(row_vars.begin(), row_vars.end());
 
     // u8 x s8 -> s32, four k per lane.
@@ -212,6 +215,9 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
     Expr corrected = dot(vars) - aq.zero_point(row) * b_colsum(n);
     if (zero_points) corrected -= b_zero(n) * (aq.sum(row) - k_extent * aq.zero_point(row));
     Expr product = Halide::cast<float>(corrected) * (aq.scale(row) * b_scale(n));
+    // per_tensor computes what DynamicQuantizeLinear + MatMulInteger + Cast + Mul compute: the
+    // product rounded on its own, not fused into an epilogue's add.
+    if (quant.per_tensor) product = Halide::strict_float(product);
     if (g.alpha != 1.0f) product = g.alpha * product;
     if (g.c) {
       Expr c_value = is_inline_scalar(g.c) ? group_expr(group, g.c, nullptr) : reads_of.at(g.c);

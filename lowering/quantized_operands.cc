@@ -40,9 +40,9 @@ int storage_vector(Halide::Type storage, int vector_width) {
   return vector_width * 32 / storage.bits();
 }
 
-QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant& quant,
-                            bool state, Halide::Type storage, int vector_width,
-                            const std::string& name) {
+QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant& quant, bool state,
+                            Halide::Type storage, int vector_width, const std::string& name,
+                            const std::vector<Expr>& row_extents) {
   Var k("k"), lane("lane");
   std::vector<Var> row;
   for (int d = 1; d < src.dimensions(); ++d) row.emplace_back(cat("row_", d));
@@ -69,6 +69,23 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     hi_of(row) = 0.0f;
     hi_of(row) = max(hi_of(row), lanes(across_at)[1]);
     Expr lo = lo_of(row), hi = hi_of(row);
+    const bool whole_operand = quant.per_tensor && !row.empty();
+    if (whole_operand) {
+      // The whole operand's range: the rows' ranges reduced over every row.
+      RNNC_CHECK(row_extents.size() == row.size(), name, ": per-tensor coefficients need the ",
+                 row.size(), " row extents, not ", row_extents.size());
+      Halide::Region rows;
+      for (const Expr& extent : row_extents) rows.emplace_back(0, extent);
+      RDom all_rows(rows, name + "_rows");
+      std::vector<Expr> at;
+      for (int d = 0; d < all_rows.dimensions(); ++d) at.push_back(all_rows[d]);
+      Func whole(name + "_whole");
+      whole() = Halide::Tuple(0.0f, 0.0f);
+      whole() = Halide::Tuple(min(whole()[0], lo_of(at)), max(whole()[1], hi_of(at)));
+      whole.compute_root();
+      lo = whole()[0];
+      hi = whole()[1];
+    }
     // strict_float: a divide, as the reference's; Halide's simplifier makes a float divide by a
     // constant a multiply by its reciprocal, which can round the last bit differently.
     Expr raw_scale, zero_point;
@@ -83,19 +100,26 @@ QuantizedRows quantize_rows(Func src, int n, int padded_n, const ActivationQuant
     out.params(row) = Halide::Tuple(select(raw_scale > 0.0f, raw_scale, 1.0f), zero_point);
     out.scale(row) = out.params(row)[0];
     out.zero_point(row) = out.params(row)[1];
-    lanes.compute_at(out.params, row.empty() ? Var::outermost() : row[0]).vectorize(lane);
-    lanes.update().vectorize(lane);
-    for (Func f : {lo_of, hi_of}) {
-      f.compute_at(out.params, row.empty() ? Var::outermost() : row[0]);
-      f.update().atomic().vectorize(across);
+    if (whole_operand) {
+      lanes.compute_root().vectorize(lane);
+      lo_of.compute_root();
+      hi_of.compute_root();
+    } else {
+      lanes.compute_at(out.params, row.empty() ? Var::outermost() : row[0]).vectorize(lane);
+      lo_of.compute_at(out.params, row.empty() ? Var::outermost() : row[0]);
+      hi_of.compute_at(out.params, row.empty() ? Var::outermost() : row[0]);
     }
+    lanes.update().vectorize(lane);
+    for (Func f : {lo_of, hi_of}) f.update().atomic().vectorize(across);
     out.params.compute_root();
   } else {
     out.scale(row) = state ? quant.state_scale : quant.input_scale;
     out.zero_point(row) = state ? quant.state_zero_point : quant.input_zero_point;
   }
-  Expr inv_scale = 1.0f / out.scale(row);
-  Expr scaled = src(prepend(min(k, n - 1), row)) * inv_scale;
+  // per_tensor divides, as DynamicQuantizeLinear does; the others multiply by the reciprocal.
+  Expr x = src(prepend(min(k, n - 1), row));
+  Expr scaled =
+      quant.per_tensor ? Halide::strict_float(x / out.scale(row)) : x * (1.0f / out.scale(row));
   Expr zero_point = out.zero_point(row);
   out.raw(prepend(k, row)) = Halide::round(scaled) + Halide::cast<float>(zero_point);
   // clamp(round(scaled) + zp, qmin, qmax) without a rounding instruction: scaled is clamped to

@@ -32,13 +32,16 @@ namespace rnnc {
 // row coordinates; raw is round(x / scale) + zero_point before the clamp (float: overflow
 // counts). Dynamic coefficients come from `params` (a Tuple of scale and zero point per row,
 // computed at root: a caller may compute it elsewhere); `state` picks the static state
-// coefficients instead of the input ones.
+// coefficients instead of the input ones. A per_tensor scheme's coefficients come from every row
+// at once: `row_extents` gives the extent of each row coordinate (from 0), and x is divided by
+// the scale (ir/quantization.h).
 struct QuantizedRows {
   Halide::Func q, scale, zero_point, sum, params, raw;
 };
 QuantizedRows quantize_rows(Halide::Func src, int n, int padded_n, const ActivationQuant& quant,
                             bool state, Halide::Type storage, int vector_width,
-                            const std::string& name);
+                            const std::string& name,
+                            const std::vector<Halide::Expr>& row_extents = {});
 
 // Overflow mode: the counts of one pipeline call, summed over its quantized operands and exact
 // sums, as the int32 [4] output func(): activations quantized above qmax, below qmin (clamped),

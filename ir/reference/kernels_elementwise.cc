@@ -977,7 +977,8 @@ T narrow_sum(Accumulator<T> sum) {
 // integers: its A operand is quantized one K-long row at a time (a column of A with Gemm's transA),
 // with the row's own coefficients (dynamic) or the static input ones. The reference replaces
 // each row by its fake-quantized value scale * (q - zero_point); B is already the dequantized
-// weight. This is the integer product up to float summation order (docs/quant.md).
+// weight. This is the integer product up to float summation order (docs/quant.md). A per_tensor
+// scheme takes one set of coefficients from the whole of A, as DynamicQuantizeLinear does.
 void quantize_product_rows(const KernelContext& context, Operands& in, bool transposed) {
   if (!has_activation_quant(context.node)) return;
   const ActivationQuant quant = activation_quant(context.node);
@@ -992,12 +993,15 @@ void quantize_product_rows(const KernelContext& context, Operands& in, bool tran
   const float* in_data = a.data<float>();
   float* out_data = out.data<float>();
   std::vector<float> row(static_cast<size_t>(k_size));
+  const RowQuant whole =
+      quant.per_tensor ? dynamic_row_quant(in_data, a.numel(), quant) : RowQuant{};
   for (int64_t i = 0; i < rows; ++i) {
     // Row i: A[i, :] contiguous, or with transA the column A[:, i] (stride = rows).
     for (int64_t k = 0; k < k_size; ++k) {
       row[k] = transposed ? in_data[k * rows + i] : in_data[i * k_size + k];
     }
-    const RowQuant coefficients = quant.dynamic
+    const RowQuant coefficients = quant.per_tensor ? whole
+                                  : quant.dynamic
                                       ? dynamic_row_quant(row.data(), k_size, quant)
                                       : static_row_quant(quant.input_scale, quant.input_zero_point);
     fake_quantize_row(row.data(), k_size, coefficients, quant, row.data());

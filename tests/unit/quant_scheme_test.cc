@@ -261,6 +261,40 @@ TEST(ActivationQuantization, AnnotationRoundTripsAndRejectsGarbage) {
             "bits=8 accumulation=' is not a valid activation quantization");
 }
 
+// per_tensor is DynamicQuantizeLinear's arithmetic: x divided by the scale (a tie stays a tie),
+// and only for dynamic asymmetric 8-bit operands of MatMul and Gemm.
+TEST(ActivationQuantization, PerTensorDividesAndAnnotatesProductsOnly) {
+  ActivationQuant quant;
+  quant.per_tensor = true;
+  const float range[] = {-0.77f, 2.9f};
+  const RowQuant params = dynamic_row_quant(range, 2, quant);
+  EXPECT_TRUE(params.divide);
+  EXPECT_FALSE(dynamic_row_quant(range, 2, ActivationQuant{}).divide);
+  // x = scale * 2.5 (a float for which x / scale is exactly 2.5 and x * (1 / scale) is not):
+  // the tie rounds to even.
+  const float x = params.scale * 2.5f;
+  ASSERT_EQ(x / params.scale, 2.5f);
+  ASSERT_NE(x * params.inv_scale, 2.5f);
+  EXPECT_EQ(quantize_value(x, params, quant), 2 + params.zero_point);
+
+  Graph graph;
+  Node* matmul = graph.add_node("MatMul", "product", {}, {"y"}, 13);
+  set_activation_quant(*matmul, quant);
+  EXPECT_EQ(matmul->attr_string("rnnc.quant_activations", ""),
+            "dynamic asymmetric bits=8 per_tensor");
+  EXPECT_TRUE(activation_quant(*matmul).per_tensor);
+  quant.accumulation_bits = 24;
+  set_activation_quant(*matmul, quant);
+  EXPECT_EQ(activation_quant(*matmul).to_string(),
+            "dynamic asymmetric bits=8 per_tensor accumulation=24");
+  Node* lstm = graph.add_node("LSTM", "lstm", {}, {"h"}, 14);
+  EXPECT_EQ(error_message([&] { set_activation_quant(*lstm, quant); }, ErrorKind::kInvalidModel),
+            "LSTM 'lstm' (opset 14): per-tensor activation coefficients (DynamicQuantizeLinear's) "
+            "need dynamic asymmetric 8-bit quantization of a MatMul or Gemm operand");
+  quant.symmetric = true;
+  EXPECT_THROW(set_activation_quant(*matmul, quant), Error);
+}
+
 // ---- config ------------------------------------------------------------------------------------
 
 // ProductWidths: the worst-case sum K * max|a| * max|w| in signed bits, worked out by hand.

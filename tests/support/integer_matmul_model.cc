@@ -1,0 +1,84 @@
+#include "tests/support/integer_matmul_model.h"
+
+#include <random>
+
+#include "ir/graph.h"
+#include "ir/onnx_export.h"
+#include "tests/support/random.h"
+
+namespace rnnc::testing {
+
+namespace {
+
+// Integers of `dtype` in [lo, hi] into `tensor`.
+void fill_integers(Tensor& tensor, int lo, int hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int> value(lo, hi);
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    if (tensor.dtype() == DType::kInt8) {
+      tensor.data<int8_t>()[i] = static_cast<int8_t>(value(rng));
+    } else {
+      tensor.data<uint8_t>()[i] = static_cast<uint8_t>(value(rng));
+    }
+  }
+}
+
+}  // namespace
+
+std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Model model;
+  model.opsets[""] = c.opset;
+  model.graph = std::make_unique<Graph>("g");
+  Graph& g = *model.graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  Shape shape;
+  for (const std::string& row : c.rows) shape.push_back(Dim::symbol(row));
+  shape.push_back(Dim(c.k));
+  x_type.shape = shape;
+  Value* x = g.add_input("x", x_type);
+  Node* quantize = g.add_node("DynamicQuantizeLinear", "x_quantize", {x},
+                              {"x_quantized", "x_scale", "x_zero_point"}, c.opset);
+
+  const bool int8 = c.dtype == DType::kInt8;
+  const int bound = c.reduce_range ? 63 : 127;
+  const int center = int8 ? 0 : bound + 1;
+  const std::vector<int64_t> params =
+      c.per_column ? std::vector<int64_t>{c.n} : std::vector<int64_t>{};
+  for (int p = 0; p < c.products; ++p) {
+    const std::string name = cat("matmul", p);
+    Tensor w(c.dtype, {c.k, c.n});
+    fill_integers(w, center - bound, center + bound, rng);
+    Tensor zero_point(c.dtype, params);
+    fill_integers(zero_point, c.zero_points ? center - 4 : center,
+                  c.zero_points ? center + 4 : center, rng);
+    std::vector<Value*> inputs = {quantize->output(0), g.add_initializer(name + "_w_q", w),
+                                  quantize->output(2)};
+    if (!c.no_zero_point) inputs.push_back(g.add_initializer(name + "_w_zero_point", zero_point));
+    Node* product =
+        g.add_node("MatMulInteger", name + "_quant", inputs, {name + "_output_quantized"}, c.opset);
+    Node* cast =
+        g.add_node("Cast", name + "_cast", {product->output(0)}, {name + "_cast_output"}, c.opset);
+    cast->set_attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32)));
+    Value* w_scale =
+        g.add_initializer(name + "_w_scale", random_tensor(params, rng, 0.002f, 0.02f));
+    std::vector<Value*> scale_inputs = {quantize->output(1), w_scale};
+    if (c.scales_first) std::swap(scale_inputs[0], scale_inputs[1]);
+    Node* scales =
+        g.add_node("Mul", name + "_scales_mul", scale_inputs, {name + "_scales"}, c.opset);
+    std::vector<Value*> mul_inputs = {cast->output(0), scales->output(0)};
+    if (c.scales_first) std::swap(mul_inputs[0], mul_inputs[1]);
+    const std::string y = cat("y", p);
+    Node* mul = g.add_node("Mul", name + "_output_scale_mul", mul_inputs,
+                           {c.bias ? name + "_product" : y}, c.opset);
+    Value* out = mul->output(0);
+    if (c.bias) {
+      Value* bias = g.add_initializer(name + "_bias", random_tensor({c.n}, rng, -0.5f, 0.5f));
+      out = g.add_node("Add", name + "_bias_add", {out, bias}, {y}, c.opset)->output(0);
+    }
+    g.add_output(out);
+  }
+  return export_onnx_bytes(model);
+}
+
+}  // namespace rnnc::testing

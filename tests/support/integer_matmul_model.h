@@ -1,0 +1,32 @@
+// Dynamically quantized MatMuls as ONNX Runtime's quantize_dynamic writes them, for tests
+// (graph_opt/fuse_integer_matmul.cc): x -> DynamicQuantizeLinear -> MatMulInteger by a seeded
+// int8/uint8 weight -> Cast -> Mul by x_scale * w_scale (-> Add of a float bias), one output per
+// product.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace rnnc::testing {
+
+struct IntegerMatMulCase {
+  std::vector<std::string> rows = {"seq", "batch"};  // x's leading dims (symbolic), then k
+  int64_t k = 24, n = 10;
+  DType dtype = DType::kInt8;
+  bool per_column = true;      // a scale and zero point per column of the weight, else one
+  bool zero_points = true;     // nonzero weight zero points, else 0 (or none: no_zero_point)
+  bool no_zero_point = false;  // MatMulInteger without its b_zero_point input
+  bool reduce_range = true;    // 7-bit weights, as quantize_dynamic's default
+  bool scales_first = false;   // Mul(scales, cast) and Mul(w_scale, x_scale), else the other order
+  bool bias = true;            // an Add of a float bias after the product, as a Linear layer's
+  int products = 1;            // products of the one DynamicQuantizeLinear, outputs y0, y1, ...
+  int opset = 13;
+};
+
+// ONNX bytes of the case's model; input "x".
+std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed = 5);
+
+}  // namespace rnnc::testing
