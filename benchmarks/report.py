@@ -53,9 +53,9 @@ def fmt_ratio(value):
 
 def stack_matrices(workload):
     """Per layer and direction of a recurrent stack: (R elements, W elements), or None for
-    workloads that are not plain LSTM/GRU/RNN stacks."""
+    workloads that are not plain LSTM/GRU/RNN stacks (another cell, or an output layer)."""
     cell = workload.get("cell")
-    if cell not in ("lstm", "gru", "rnn"):
+    if cell not in ("lstm", "gru", "rnn") or workload.get("head"):
         return None
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
     hidden, dirs = workload["hidden_size"], 2 if workload.get("bidirectional") else 1

@@ -43,6 +43,9 @@ MODELS = {
     "nlp_bilstm4_h256": dict(cell="lstm", input_size=512, hidden=256, layers=4,
                              bidirectional=True),
     "gru256_l2": dict(cell="gru", input_size=256, hidden=256, layers=2),
+    # A recurrent language model / ASR decoder: two LSTM layers and a 10k-token output layer
+    # (torch.nn.Linear on every step: MatMul + Add), 35.6 MiB.
+    "lm_lstm2_h512_v10k": dict(cell="lstm", input_size=512, hidden=512, layers=2, head=10000),
 }
 
 SMOKE_MODELS = {
@@ -66,6 +69,8 @@ WORKLOADS = [
     ("nlp_bilstm4_h256", "nlp_bilstm4_h256", 16, 1,
      "an NLP sentence encoder (tagger/classifier), about 25 MB, 16 tokens"),
     ("gru256_l2", "gru256_l2", 32, 1, "a small GRU sequence model (keyword spotting, denoising)"),
+    ("lm_lstm2_h512_v10k", "lm_lstm2_h512_v10k", 16, 1,
+     "a recurrent language model or ASR decoder with a 10k-token output layer, 16 tokens"),
     ("lstm128_l4_b4", "lstm128_l4", 17, 4, "batch sweep of the 4-layer stack: server batching"),
     ("lstm128_l4_b16", "lstm128_l4", 17, 16, "batch sweep of the 4-layer stack: server batching"),
     ("lstm128_l4_b64", "lstm128_l4", 17, 64, "batch sweep of the 4-layer stack: server batching"),
@@ -140,7 +145,28 @@ def param_count(spec):
         layer_input = spec["input_size"] if layer == 0 else hidden * dirs
         # W, R and both bias vectors per direction.
         total += dirs * (gates * hidden * (layer_input + hidden) + 2 * gates * hidden)
+    if "head" in spec:  # the output layer's weight and bias
+        total += (hidden * dirs + 1) * spec["head"]
     return total
+
+
+def WithOutputLayer(stack, spec):
+    """The stack with a torch.nn.Linear on its output sequence (the model's y: one row of
+    `head` scores per step), its states returned as they are."""
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stack = stack
+            dirs = 2 if spec.get("bidirectional") else 1
+            self.head = torch.nn.Linear(spec["hidden"] * dirs, spec["head"])
+
+        def forward(self, x):
+            y, state = self.stack(x)
+            return (self.head(y),) + (state if isinstance(state, tuple) else (state,))
+
+    return Model().eval()
 
 
 def export(name, spec, path):
@@ -149,6 +175,8 @@ def export(name, spec, path):
     cls = torch.nn.LSTM if spec["cell"] == "lstm" else torch.nn.GRU
     module = cls(spec["input_size"], spec["hidden"], num_layers=spec["layers"],
                  bidirectional=spec.get("bidirectional", False)).eval()
+    if "head" in spec:
+        module = WithOutputLayer(module, spec)
     example = torch.randn(5, 2, spec["input_size"])
     outputs = ["y", "h_n", "c_n"] if spec["cell"] == "lstm" else ["y", "h_n"]
     axes = {"x": {0: "seq", 1: "batch"}, "y": {0: "seq", 1: "batch"}}
@@ -188,12 +216,43 @@ def onnx_param_bytes(path):
     return graph_bytes(onnx.load(path).graph, False)
 
 
+def dynamically_quantized_matmul(node, weight, graph):
+    """A MatMul by a constant weight as ONNX Runtime's quantize_dynamic writes it with its
+    defaults: DynamicQuantizeLinear of the activations (uint8), MatMulInteger by the int8 weight
+    (symmetric, one scale, zero point 0), Cast to float, Mul by the product of the two scales."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    bound = float(np.max(np.abs(weight)))
+    scale = np.float32(bound / 127.0 if bound > 0 else 1.0)
+    base = node.name or node.output[0]
+    q = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
+    graph.initializer.append(numpy_helper.from_array(q, base + "_W_quantized"))
+    graph.initializer.append(numpy_helper.from_array(np.array(scale), base + "_W_scale"))
+    graph.initializer.append(numpy_helper.from_array(np.array(0, np.int8), base + "_W_zero_point"))
+    x = node.input[0]
+    return [
+        helper.make_node("DynamicQuantizeLinear", [x], [x + "_quantized", x + "_scale",
+                                                        x + "_zero_point"], base + "_x_quantize"),
+        helper.make_node("MatMulInteger", [x + "_quantized", base + "_W_quantized",
+                                           x + "_zero_point", base + "_W_zero_point"],
+                         [base + "_output_quantized"], base + "_quant"),
+        helper.make_node("Cast", [base + "_output_quantized"], [base + "_cast_output"],
+                         base + "_cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", [x + "_scale", base + "_W_scale"], [base + "_scales"],
+                         base + "_scales_mul"),
+        helper.make_node("Mul", [base + "_cast_output", base + "_scales"], list(node.output),
+                         base + "_output_scale_mul"),
+    ]
+
+
 def write_dynamic_quantize_lstm(path, out_path):
-    """The float model with every LSTM replaced by ONNX Runtime's com.microsoft.DynamicQuantizeLSTM
-    (ONNX Runtime's quantization tools are not installable here). Weights: int8, symmetric, one
-    scale per output unit (W and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale per
-    column), the scheme rnnc's default quantization uses too; activations are quantized by the
-    operator itself (uint8 from each input's min/max)."""
+    """The float model as ONNX Runtime's quantize_dynamic writes it (its quantization tools are
+    not installable here): every LSTM replaced by its com.microsoft.DynamicQuantizeLSTM, every
+    MatMul by a constant weight by DynamicQuantizeLinear + MatMulInteger
+    (dynamically_quantized_matmul). LSTM weights: int8, symmetric, one scale per output unit (W
+    and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale per column), the scheme
+    rnnc's default quantization uses too; activations are quantized by the operator itself (uint8
+    from each input's min/max)."""
     import numpy as np
     import onnx
     from onnx import helper, numpy_helper
@@ -202,6 +261,10 @@ def write_dynamic_quantize_lstm(path, out_path):
     initializers = {init.name: init for init in graph.initializer}
     nodes = []
     for node in graph.node:
+        if node.op_type == "MatMul" and node.input[1] in initializers:
+            weight = numpy_helper.to_array(initializers[node.input[1]]).astype(np.float32)
+            nodes += dynamically_quantized_matmul(node, weight, graph)
+            continue
         if node.op_type != "LSTM":
             nodes.append(node)
             continue
@@ -318,8 +381,11 @@ def write(out_dir, models, workloads, include_silero, force):
             "inputs": [{"name": "x", "dtype": "f32", "shape": [seq, batch, spec["input_size"]],
                         "fill": "normal"}],
             "outputs": spec["outputs"],
-            "torch": True,
+            # torch_runner.py rebuilds plain stacks only.
+            "torch": "head" not in spec,
         })
+        if "head" in spec:
+            entries[-1]["head"] = spec["head"]
         if "dqlstm_model" in spec:
             entries[-1]["dqlstm_model"] = spec["dqlstm_model"]
     if include_silero:

@@ -20,6 +20,7 @@
 #include "ir/onnx_export.h"
 #include "rnnc/rnnc.h"
 #include "tests/support/dqlstm_model.h"
+#include "tests/support/integer_matmul_model.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -155,6 +156,43 @@ TEST(OrtContrib, GeneratedModelsAgreeWithOnnxRuntime) {
               {"c0", testing::random_tensor({c.dirs, 3, c.hidden}, rng, -0.5f, 0.5f)}};
     expect_within_ort_quantization_error(
         named.what, models.contrib, export_onnx_bytes(models.expected), feed, {"y", "y_h", "y_c"});
+  }
+}
+
+// ONNX Runtime's dynamically quantized MatMul (DynamicQuantizeLinear + MatMulInteger + Cast +
+// Mul), which rnnc runs as one int8 GEMM (graph_opt/fuse_integer_matmul.cc).
+TEST(OrtContrib, IntegerMatMulAgreesWithOnnxRuntime) {
+  struct Named {
+    const char* what;
+    testing::IntegerMatMulCase c;
+  };
+  std::vector<Named> cases;
+  {
+    testing::IntegerMatMulCase c;  // int8 per column, zero points, bias, 7-bit weights
+    c.k = 96;
+    c.n = 40;
+    cases.push_back({"int8 per column", c});
+    c.dtype = DType::kUInt8;  // uint8 per tensor, full range, two products
+    c.per_column = false;
+    c.reduce_range = false;
+    c.products = 2;
+    c.scales_first = true;
+    cases.push_back({"uint8 per tensor", c});
+  }
+  for (const Named& named : cases) {
+    const testing::IntegerMatMulCase& c = named.c;
+    const std::string model = testing::integer_matmul_model(c);
+    std::mt19937 rng(9);
+    const Feed feed{{"x", testing::random_tensor({11, 3, c.k}, rng, -2.0f, 3.0f)}};
+    std::vector<std::string> names;
+    for (int p = 0; p < c.products; ++p) names.push_back("y" + std::to_string(p));
+    const Outputs ours = rnnc_run(model, feed, names);
+    const Outputs ort = ort_run(model, feed, names);
+    for (size_t i = 0; i < names.size(); ++i) {
+      const double between = max_difference(ours[i], ort[i]);
+      std::printf("[ integer  ] %s %s: |rnnc - ORT| %.3g\n", named.what, names[i].c_str(), between);
+      EXPECT_EQ(between, 0) << named.what << " " << names[i];
+    }
   }
 }
 
