@@ -253,14 +253,85 @@ class DynamicQuantizeLstm {
   int64_t dirs_ = 1;
 };
 
+// DynamicQuantizeMatMul (A float, B, b_scale, b_zero_point, bias) and MatMulIntegerToFloat
+// (A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias: ONNX Runtime's fusions of what
+// quantize_dynamic writes for a MatMul) as that chain: DynamicQuantizeLinear of A (the first only),
+// MatMulInteger, Cast to float, Mul by a_scale * b_scale, Add of the bias.
+void expand_quantized_matmul(Node& node, int opset) {
+  const bool dynamic = node.op_type() == "DynamicQuantizeMatMul";
+  const size_t least = dynamic ? 3 : 4, most = dynamic ? 5 : 7;
+  if (node.num_inputs() < least || node.num_inputs() > most) {
+    raise_invalid_model(
+        cat(node.describe(), ": ", node.num_inputs(), " inputs, expected ", least, " to ", most));
+  }
+  for (size_t i = 0; i < least; ++i) {
+    if (!node.input(i))
+      raise_invalid_model(cat(node.describe(), ": required input ", i, " is missing"));
+  }
+  if (opset < 10) {
+    raise_unsupported(cat(node.describe(),
+                          ": it becomes DynamicQuantizeLinear and MatMulInteger, "
+                          "which need default-domain opset 10 (the model imports ",
+                          opset, ")"));
+  }
+  Graph& graph = *node.owner();
+  const std::string name = node.name().empty() ? graph.unique_name("matmul") : node.name();
+  auto value = [&](const char* suffix) { return graph.unique_name(name + suffix); };
+  Value* a = node.input(0);
+  Value* a_scale = nullptr;
+  Value* a_zero_point = nullptr;
+  Value* b_scale = node.input(2);
+  Value* b_zero_point = node.input(3);
+  Value* bias = node.input(4);
+  if (dynamic) {
+    Node* quantize =
+        graph.add_node("DynamicQuantizeLinear", name + ".quantize", {a},
+                       {value(".a_quantized"), value(".a_scale"), value(".a_zero_point")}, opset);
+    a = quantize->output(0);
+    a_scale = quantize->output(1);
+    a_zero_point = quantize->output(2);
+  } else {
+    a_scale = node.input(2);
+    b_scale = node.input(3);
+    a_zero_point = node.input(4);
+    b_zero_point = node.input(5);
+    bias = node.input(6);
+  }
+  Node* product =
+      graph.add_node("MatMulInteger", name + ".product",
+                     {a, node.input(1), a_zero_point, b_zero_point}, {value(".product")}, opset);
+  product->trim_omitted_inputs();
+  Node* cast =
+      graph.add_node("Cast", name + ".cast", {product->output(0)}, {value(".cast")}, opset);
+  cast->set_attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32)));
+  Node* scales =
+      graph.add_node("Mul", name + ".scales", {a_scale, b_scale}, {value(".scales")}, opset);
+  Node* result = graph.add_node("Mul", name + ".scale", {cast->output(0), scales->output(0)},
+                                {value(".scaled")}, opset);
+  if (bias) {
+    result =
+        graph.add_node("Add", name + ".bias", {result->output(0), bias}, {value(".biased")}, opset);
+  }
+  Value* old = node.output(0);
+  const std::string old_name = old->name();
+  graph.replace_all_uses(old, result->output(0));
+  graph.remove_node(&node);
+  graph.rename_value(result->output(0), old_name);
+}
+
 int expand_in_graph(Graph& graph, int default_opset) {
   int count = 0;
   std::vector<Node*> order;
   for (const auto& node : graph.nodes()) order.push_back(node.get());
   for (Node* node : order) {
     for (Graph* sub : node->subgraphs()) count += expand_in_graph(*sub, default_opset);
-    if (node->domain() == kMicrosoftDomain && node->op_type() == "DynamicQuantizeLSTM") {
+    if (node->domain() != kMicrosoftDomain) continue;
+    if (node->op_type() == "DynamicQuantizeLSTM") {
       DynamicQuantizeLstm(*node, default_opset).expand();
+      ++count;
+    } else if (node->op_type() == "DynamicQuantizeMatMul" ||
+               node->op_type() == "MatMulIntegerToFloat") {
+      expand_quantized_matmul(*node, default_opset);
       ++count;
     }
   }

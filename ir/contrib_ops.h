@@ -21,7 +21,19 @@
 //   asymmetric 8-bit scheme, one scale per row (docs/quant.md); ONNX Runtime's kernel rounds
 //   differently, so the two agree within the quantization's error, not bit for bit.
 //
-// Requirements, each an error naming the node and input otherwise: the weights, scales and zero
+//   DynamicQuantizeMatMul (A, B, b_scale, b_zero_point, bias) and MatMulIntegerToFloat (A, B,
+//   a_scale, b_scale, a_zero_point, b_zero_point, bias), ONNX Runtime's fusions of the chain its
+//   quantize_dynamic writes for a MatMul, become that chain, which has the same meaning (one
+//   scale and zero point for A, from its whole range in the first):
+//
+//       %aq, %as, %az = DynamicQuantizeLinear (%a)             (DynamicQuantizeMatMul only)
+//       %y = Add (Mul (Cast (MatMulInteger (%aq, %b, %az, %bz)), Mul (%as, %bs)), %bias)
+//
+//   The MatMul's output keeps its name; graph_opt/fuse_integer_matmul runs the chain as one int8
+//   GEMM. Needs default-domain opset 10 (kUnsupported below).
+//
+// DynamicQuantizeLSTM's requirements, each an error naming the node and input otherwise: the
+// weights, scales and zero
 // points are initializers (kUnsupported); DequantizeLinear exists (default-domain opset 10) and,
 // for per-channel scales, takes an axis (opset 13) (kUnsupported); shapes and types as the
 // operator's schema says (kInvalidModel). activation_alpha/beta on a bidirectional node are

@@ -160,7 +160,8 @@ TEST(OrtContrib, GeneratedModelsAgreeWithOnnxRuntime) {
 }
 
 // ONNX Runtime's dynamically quantized MatMul (DynamicQuantizeLinear + MatMulInteger + Cast +
-// Mul), which rnnc runs as one int8 GEMM (graph_opt/fuse_integer_matmul.cc).
+// Mul, or its fused com.microsoft.DynamicQuantizeMatMul / MatMulIntegerToFloat), which rnnc runs
+// as one int8 GEMM (graph_opt/fuse_integer_matmul.cc): the same arithmetic, so equal bit for bit.
 TEST(OrtContrib, IntegerMatMulAgreesWithOnnxRuntime) {
   struct Named {
     const char* what;
@@ -178,6 +179,13 @@ TEST(OrtContrib, IntegerMatMulAgreesWithOnnxRuntime) {
     c.products = 2;
     c.scales_first = true;
     cases.push_back({"uint8 per tensor", c});
+    c.scales_first = false;  // ONNX Runtime's fusions of the chain, run by its own kernels
+    c.form = testing::IntegerMatMulCase::Form::kDynamicQuantizeMatMul;
+    cases.push_back({"DynamicQuantizeMatMul", c});
+    c.form = testing::IntegerMatMulCase::Form::kMatMulIntegerToFloat;
+    c.dtype = DType::kInt8;
+    c.per_column = true;
+    cases.push_back({"MatMulIntegerToFloat", c});
   }
   for (const Named& named : cases) {
     const testing::IntegerMatMulCase& c = named.c;

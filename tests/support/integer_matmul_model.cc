@@ -28,6 +28,8 @@ std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed) {
   std::mt19937 rng(seed);
   Model model;
   model.opsets[""] = c.opset;
+  using Form = IntegerMatMulCase::Form;
+  if (c.form != Form::kChain) model.opsets["com.microsoft"] = 1;
   model.graph = std::make_unique<Graph>("g");
   Graph& g = *model.graph;
   TensorType x_type;
@@ -37,8 +39,10 @@ std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed) {
   shape.push_back(Dim(c.k));
   x_type.shape = shape;
   Value* x = g.add_input("x", x_type);
-  Node* quantize = g.add_node("DynamicQuantizeLinear", "x_quantize", {x},
-                              {"x_quantized", "x_scale", "x_zero_point"}, c.opset);
+  Node* quantize = c.form == Form::kDynamicQuantizeMatMul
+                       ? nullptr
+                       : g.add_node("DynamicQuantizeLinear", "x_quantize", {x},
+                                    {"x_quantized", "x_scale", "x_zero_point"}, c.opset);
 
   const bool int8 = c.dtype == DType::kInt8;
   const int bound = c.reduce_range ? 63 : 127;
@@ -46,36 +50,49 @@ std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed) {
   const std::vector<int64_t> params =
       c.per_column ? std::vector<int64_t>{c.n} : std::vector<int64_t>{};
   for (int p = 0; p < c.products; ++p) {
-    const std::string name = cat("matmul", p);
+    const std::string name = cat("matmul", p), y = cat("y", p);
     Tensor w(c.dtype, {c.k, c.n});
     fill_integers(w, center - bound, center + bound, rng);
     Tensor zero_point(c.dtype, params);
     fill_integers(zero_point, c.zero_points ? center - 4 : center,
                   c.zero_points ? center + 4 : center, rng);
-    std::vector<Value*> inputs = {quantize->output(0), g.add_initializer(name + "_w_q", w),
-                                  quantize->output(2)};
-    if (!c.no_zero_point) inputs.push_back(g.add_initializer(name + "_w_zero_point", zero_point));
+    Value* w_q = g.add_initializer(name + "_w_q", w);
+    Value* w_zero_point =
+        c.no_zero_point ? nullptr : g.add_initializer(name + "_w_zero_point", zero_point);
+    Value* w_scale =
+        g.add_initializer(name + "_w_scale", random_tensor(params, rng, 0.002f, 0.02f));
+    Value* bias = c.bias ? g.add_initializer(name + "_bias", random_tensor({c.n}, rng, -0.5f, 0.5f))
+                         : nullptr;
+    if (c.form != Form::kChain) {
+      const bool dynamic = c.form == Form::kDynamicQuantizeMatMul;
+      std::vector<Value*> inputs =
+          dynamic ? std::vector<Value*>{x, w_q, w_scale, w_zero_point, bias}
+                  : std::vector<Value*>{
+                        quantize->output(0), w_q, quantize->output(1), w_scale, quantize->output(2),
+                        w_zero_point,        bias};
+      Node* fused = g.add_node(dynamic ? "DynamicQuantizeMatMul" : "MatMulIntegerToFloat", name,
+                               inputs, {y}, 1, "com.microsoft");
+      fused->trim_omitted_inputs();
+      g.add_output(fused->output(0));
+      continue;
+    }
+    std::vector<Value*> inputs = {quantize->output(0), w_q, quantize->output(2)};
+    if (w_zero_point) inputs.push_back(w_zero_point);
     Node* product =
         g.add_node("MatMulInteger", name + "_quant", inputs, {name + "_output_quantized"}, c.opset);
     Node* cast =
         g.add_node("Cast", name + "_cast", {product->output(0)}, {name + "_cast_output"}, c.opset);
     cast->set_attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32)));
-    Value* w_scale =
-        g.add_initializer(name + "_w_scale", random_tensor(params, rng, 0.002f, 0.02f));
     std::vector<Value*> scale_inputs = {quantize->output(1), w_scale};
     if (c.scales_first) std::swap(scale_inputs[0], scale_inputs[1]);
     Node* scales =
         g.add_node("Mul", name + "_scales_mul", scale_inputs, {name + "_scales"}, c.opset);
     std::vector<Value*> mul_inputs = {cast->output(0), scales->output(0)};
     if (c.scales_first) std::swap(mul_inputs[0], mul_inputs[1]);
-    const std::string y = cat("y", p);
     Node* mul = g.add_node("Mul", name + "_output_scale_mul", mul_inputs,
                            {c.bias ? name + "_product" : y}, c.opset);
     Value* out = mul->output(0);
-    if (c.bias) {
-      Value* bias = g.add_initializer(name + "_bias", random_tensor({c.n}, rng, -0.5f, 0.5f));
-      out = g.add_node("Add", name + "_bias_add", {out, bias}, {y}, c.opset)->output(0);
-    }
+    if (bias) out = g.add_node("Add", name + "_bias_add", {out, bias}, {y}, c.opset)->output(0);
     g.add_output(out);
   }
   return export_onnx_bytes(model);

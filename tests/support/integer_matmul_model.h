@@ -1,7 +1,7 @@
 // Dynamically quantized MatMuls as ONNX Runtime's quantize_dynamic writes them, for tests
 // (graph_opt/fuse_integer_matmul.cc): x -> DynamicQuantizeLinear -> MatMulInteger by a seeded
 // int8/uint8 weight -> Cast -> Mul by x_scale * w_scale (-> Add of a float bias), one output per
-// product.
+// product; or the same products as ONNX Runtime's fused contrib operators (ir/contrib_ops.h).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,12 @@
 namespace rnnc::testing {
 
 struct IntegerMatMulCase {
+  enum class Form {
+    kChain,                  // the default-domain ops
+    kDynamicQuantizeMatMul,  // com.microsoft.DynamicQuantizeMatMul (x, w, w_scale, w_zp, bias)
+    kMatMulIntegerToFloat,   // DynamicQuantizeLinear, then com.microsoft.MatMulIntegerToFloat
+  };
+  Form form = Form::kChain;
   std::vector<std::string> rows = {"seq", "batch"};  // x's leading dims (symbolic), then k
   int64_t k = 24, n = 10;
   DType dtype = DType::kInt8;

@@ -19,6 +19,8 @@
 #include "lowering/program.h"
 #include "tests/support/compare.h"
 #include "tests/support/dqlstm_model.h"
+#include "tests/support/error_message.h"
+#include "tests/support/integer_matmul_model.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -154,6 +156,32 @@ TEST(ContribOps, CompiledInt8KernelsMatchTheReference) {
   }
 }
 
+// DynamicQuantizeMatMul and MatMulIntegerToFloat become the default-domain chain, the output
+// keeping its name. Numbers: tests/unit/lowering_integer_matmul_test.cc.
+TEST(ContribOps, QuantizedMatMulsBecomeTheIntegerChain) {
+  testing::IntegerMatMulCase c;
+  c.form = testing::IntegerMatMulCase::Form::kDynamicQuantizeMatMul;
+  std::string text = to_text(*import(testing::integer_matmul_model(c)));
+  EXPECT_THAT(text, Not(HasSubstr("= com.microsoft.")));
+  EXPECT_THAT(text, HasSubstr("= DynamicQuantizeLinear 'matmul0.quantize' (%x)"));
+  EXPECT_THAT(text, HasSubstr("= MatMulInteger 'matmul0.product' (%matmul0.a_quantized_0, "
+                              "%matmul0_w_q, %matmul0.a_zero_point_2, %matmul0_w_zero_point)"));
+  EXPECT_THAT(text, HasSubstr("= Cast 'matmul0.cast' (%matmul0.product_3) {to=1}"));
+  EXPECT_THAT(text, HasSubstr("= Mul 'matmul0.scales' (%matmul0.a_scale_1, %matmul0_w_scale)"));
+  EXPECT_THAT(text, HasSubstr("%y0: f32[seq, batch, 10] = Add 'matmul0.bias' (%matmul0.scaled_6, "
+                              "%matmul0_bias)"));
+  c.form = testing::IntegerMatMulCase::Form::kMatMulIntegerToFloat;
+  c.bias = false;
+  c.no_zero_point = true;
+  text = to_text(*import(testing::integer_matmul_model(c)));
+  EXPECT_THAT(text, Not(HasSubstr("= com.microsoft.")));
+  EXPECT_THAT(text, HasSubstr("= MatMulInteger 'matmul0.product' (%x_quantized, %matmul0_w_q, "
+                              "%x_zero_point)"));
+  EXPECT_THAT(text, HasSubstr("= Mul 'matmul0.scales' (%x_scale, %matmul0_w_scale)"));
+  EXPECT_THAT(text, HasSubstr("%y0: f32[seq, batch, 10] = Mul 'matmul0.scale' (%matmul0.cast_1, "
+                              "%matmul0.scales_2)"));
+}
+
 void expect_import_error(const std::string& bytes, ErrorKind kind, const std::string& message) {
   try {
     import(bytes);
@@ -225,6 +253,32 @@ TEST(ContribOps, Errors) {
                   "  return %y\n}\n",
               ErrorKind::kUnsupported,
               prefix + "activation_alpha / activation_beta on a bidirectional node");
+}
+
+TEST(ContribOps, QuantizedMatMulErrorsNameTheNode) {
+  auto error = [](const std::string& opset, const std::string& call, ErrorKind kind) {
+    return testing::error_message(
+        [&] {
+          parse_model_text("model ir_version=8 opset=" + opset + " opset(com.microsoft)=1\n" +
+                               "graph g(%x: f32[3, 4], %w: i8[4, 2], %s: f32[]) {\n  %y = " + call +
+                               "\n  return %y\n}\n",
+                           "q.ir");
+        },
+        kind);
+  };
+  EXPECT_THAT(
+      error("14", "com.microsoft.DynamicQuantizeMatMul 'dq' (%x, %w)", ErrorKind::kInvalidModel),
+      HasSubstr("com.microsoft.DynamicQuantizeMatMul 'dq' (opset 1): 2 inputs, expected "
+                "3 to 5"));
+  EXPECT_THAT(error("14", "com.microsoft.MatMulIntegerToFloat 'mm' (%x, %w, _, %s)",
+                    ErrorKind::kInvalidModel),
+              HasSubstr("com.microsoft.MatMulIntegerToFloat 'mm' (opset 1): required input 2 is "
+                        "missing"));
+  EXPECT_THAT(
+      error("9", "com.microsoft.DynamicQuantizeMatMul 'dq' (%x, %w, %s)", ErrorKind::kUnsupported),
+      HasSubstr("com.microsoft.DynamicQuantizeMatMul 'dq' (opset 1): it becomes "
+                "DynamicQuantizeLinear and MatMulInteger, which need default-domain "
+                "opset 10 (the model imports 9)"));
 }
 
 }  // namespace

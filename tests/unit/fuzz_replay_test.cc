@@ -1,8 +1,9 @@
 // Replays the fuzz target's parsers on deterministic mutations of real inputs (the demo model, the
-// bench smoke model with ONNX Runtime's DynamicQuantizeLSTM, a backend test tensor, a .npy file, an
-// IR text with nested graphs, a quantization config): truncations at many lengths and random byte
-// flips. Each must either load or raise an rnnc::Error, never crash and never throw anything else.
-// The open-ended coverage-guided run is scripts/fuzz.sh (libFuzzer + ASan/UBSan).
+// bench smoke model with ONNX Runtime's DynamicQuantizeLSTM, generated models with its quantized
+// MatMul operators, a backend test tensor, a .npy file, an IR text with nested graphs, a
+// quantization config): truncations at many lengths and random byte flips. Each must either load or
+// raise an rnnc::Error, never crash and never throw anything else. The open-ended coverage-guided
+// run is scripts/fuzz.sh (libFuzzer + ASan/UBSan).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "tests/support/integer_matmul_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -53,6 +55,15 @@ TEST(FuzzReplay, OnnxModelMutationsNeverCrash) {
 // ONNX Runtime's DynamicQuantizeLSTM, rewritten at import (ir/contrib_ops.h).
 TEST(FuzzReplay, DynamicQuantizeLstmModelMutationsNeverCrash) {
   replay_mutations(0, read_bytes(RNNC_SOURCE_DIR "/models/smoke/smoke_lstm64_l2.dqlstm.onnx"), 300);
+}
+
+// ONNX Runtime's DynamicQuantizeMatMul and MatMulIntegerToFloat, rewritten at import.
+TEST(FuzzReplay, QuantizedMatMulModelMutationsNeverCrash) {
+  testing::IntegerMatMulCase c;
+  c.form = testing::IntegerMatMulCase::Form::kDynamicQuantizeMatMul;
+  replay_mutations(0, testing::integer_matmul_model(c), 300);
+  c.form = testing::IntegerMatMulCase::Form::kMatMulIntegerToFloat;
+  replay_mutations(0, testing::integer_matmul_model(c), 300);
 }
 
 TEST(FuzzReplay, TensorProtoMutationsNeverCrash) {

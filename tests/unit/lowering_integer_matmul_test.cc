@@ -126,6 +126,34 @@ TEST(LowerIntegerMatMul, ProductsSharingOneDynamicQuantizeLinear) {
   expect_fused_and_exact(c, "three products at opset 11");
 }
 
+// ONNX Runtime's fusions of the chain (com.microsoft.DynamicQuantizeMatMul and
+// MatMulIntegerToFloat, ir/contrib_ops.h) import as the chain and compile the same way; on the
+// reference evaluator they equal the chain with the same weights bit for bit.
+TEST(LowerIntegerMatMul, OnnxRuntimeFusedOperatorsRunAsTheChain) {
+  for (Case::Form form : {Case::Form::kDynamicQuantizeMatMul, Case::Form::kMatMulIntegerToFloat}) {
+    Case c;
+    c.form = form;
+    c.products = 2;
+    const std::string what = form == Case::Form::kDynamicQuantizeMatMul ? "DynamicQuantizeMatMul"
+                                                                        : "MatMulIntegerToFloat";
+    expect_fused_and_exact(c, what);
+    Case chain = c;
+    chain.form = Case::Form::kChain;
+    std::mt19937 rng(8);
+    const std::map<std::string, Tensor> inputs{
+        {"x", testing::random_tensor(x_shape(c, {6, 2}), rng, -1.0f, 2.0f)}};
+    const std::vector<Tensor> fused =
+        evaluate(*import(testing::integer_matmul_model(c))->graph, inputs);
+    const std::vector<Tensor> expected =
+        evaluate(*import(testing::integer_matmul_model(chain))->graph, inputs);
+    ASSERT_EQ(fused.size(), expected.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      const auto result = testing::compare_tensors(fused[i], expected[i], {0, 0});
+      EXPECT_TRUE(result.ok) << what << " output " << i << ": " << result.message;
+    }
+  }
+}
+
 // Per-column weights below opset 13 (DequantizeLinear has no axis there) keep the old form and
 // its reference kernels, with the same results.
 TEST(LowerIntegerMatMul, PerColumnBelowOpset13StaysOnReferenceKernels) {
