@@ -112,9 +112,15 @@ HalideBlock::Argument argument_of(const Value* value, OperandView view) {
 
 namespace {
 void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
-               TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
+               TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi, int panel_tiles) {
   stage.split(m, mo, mi, rows, TailStrategy::ShiftInwards);
-  if (split_n) {
+  if (split_n && panel_tiles > 0) {
+    Var tile("n_tile"), panel("n_panel");
+    stage.split(n, tile, ni, nr, n_tail)
+        .split(tile, panel, no, panel_tiles, TailStrategy::GuardWithIf)
+        .reorder(ni, mi, no, mo, panel)
+        .vectorize(ni, lanes);
+  } else if (split_n) {
     stage.split(n, no, ni, nr, n_tail).reorder(ni, mi, no, mo).vectorize(ni, lanes);
   } else {
     stage.reorder(n, mi, mo).vectorize(n, lanes, TailStrategy::GuardWithIf);
@@ -123,16 +129,18 @@ void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows
 }  // namespace
 
 void tile_gemm_rows(Func out, const Var& n, const Var& m, int nr, int mr, int lanes,
-                    TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi) {
+                    TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi,
+                    int panel_tiles) {
   const Expr rows = out.output_buffer().dim(1).extent();
   for (const PairedRowTile& paired : paired_row_tiles(mr)) {
     tile_rows(out.specialize(rows >= paired.min_rows && rows <= paired.max_rows), n, m, nr,
-              paired.tile, lanes, n_tail, split_n, no, ni, mo, mi);
+              paired.tile, lanes, n_tail, split_n, no, ni, mo, mi, panel_tiles);
   }
   for (int tile = mr; tile > 1; --tile) {
-    tile_rows(out.specialize(rows >= tile), n, m, nr, tile, lanes, n_tail, split_n, no, ni, mo, mi);
+    tile_rows(out.specialize(rows >= tile), n, m, nr, tile, lanes, n_tail, split_n, no, ni, mo, mi,
+              panel_tiles);
   }
-  tile_rows(out, n, m, nr, 1, lanes, n_tail, split_n, no, ni, mo, mi);
+  tile_rows(out, n, m, nr, 1, lanes, n_tail, split_n, no, ni, mo, mi, panel_tiles);
 }
 
 void schedule_conv_tiles(Func out, Func prod, const RDom& r, const std::vector<Var>& vars,
@@ -353,6 +361,10 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
   const ArchTable& arch = arch_table(cache.target());
   bool weights = is_held_constant(b) && rb == 2;
   GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_known, trans_b);
+  if (weights && k_known && n_known && !group.normalizer) {
+    schedule.panel_tiles = gemm_panel_tiles(*k_known, *n_known, schedule.nr, sizeof(float),
+                                            cache.kernel_target().l2_bytes);
+  }
 
   auto block = std::make_unique<HalideBlock>();
   block->context_ = root.describe();
@@ -482,7 +494,7 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
     if (!group.normalizer) {
       out(vars) = z;
       pin_n();
-      tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
+      tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi, schedule.panel_tiles);
       prod.compute_at(out, no);
     } else {
       // The normalizer needs whole rows: a tile of rows is computed over all of N (tiled by nr
@@ -510,7 +522,9 @@ std::unique_ptr<ExecutionBlock> lower_gemm_group(const FusionGroup& group, Halid
       schedule_row_reduction(norm.max, row_tile, lanes);
       schedule_row_reduction(norm.sum, row_tile, lanes);
     }
-    a_packed.compute_at(out, mo);
+    // With B in column panels, once for every panel: all of A's rows first.
+    a_packed.compute_at(schedule.panel_tiles > 0 ? Halide::LoopLevel::root()
+                                                 : Halide::LoopLevel(out, mo));
     if (k_known && *k_known >= lanes) {
       a_packed.vectorize(k, lanes, TailStrategy::ShiftInwards);
     }

@@ -81,10 +81,12 @@ OutputShapeFn gemm_output_shape(const GemmGroupShape& shape, const std::string& 
 // rows where there are mr rows or more, the last one shifted inward onto rows already computed;
 // 2 to mr - 1 rows (a streamed chunk of a few frames) in one tile of exactly that many, so B is
 // read once rather than once per row; a little more than mr rows in two smaller tiles
-// (paired_row_tiles).
+// (paired_row_tiles). With `panel_tiles` > 0 (GemmSchedule::panel_tiles) the column tiles are
+// walked in panels of that many, outermost: every row tile runs over one panel before the next
+// (no is then the tile within its panel).
 void tile_gemm_rows(Halide::Func out, const Halide::Var& n, const Halide::Var& m, int nr, int mr,
                     int lanes, Halide::TailStrategy n_tail, bool split_n, Halide::Var no,
-                    Halide::Var ni, Halide::Var mo, Halide::Var mi);
+                    Halide::Var ni, Halide::Var mo, Halide::Var mi, int panel_tiles = 0);
 
 // What the dense lowerings share about a rooted group:
 // the root's output and the group's result agree dim by dim (equal, or unknown on either side);

@@ -108,7 +108,9 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
   const int64_t k_size = b.dim(g.trans_b ? 1 : 0), n_size = b.dim(g.trans_b ? 0 : 1);
   // int32 accumulators are as wide as float ones: the float GEMM's register tile.
   const ArchTable& arch = arch_table(cache.target());
-  const GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_size, g.trans_b);
+  GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_size, g.trans_b);
+  schedule.panel_tiles = gemm_panel_tiles(round_up(k_size, 4), n_size, schedule.nr, sizeof(int8_t),
+                                          cache.kernel_target().l2_bytes);
   const int lanes = schedule.lanes, nr = schedule.nr, mr = schedule.mr;
   const int64_t padded_n = round_up(n_size, nr), k4 = round_up(k_size, 4) / 4;
   if (k4 * padded_n * 4 > kMaxBufferBytes) {
@@ -232,7 +234,7 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
 
     Var no("no"), ni("ni"), mo("mo"), mi("mi");
     const TailStrategy n_tail = n_size % nr == 0 ? TailStrategy::Auto : TailStrategy::GuardWithIf;
-    tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi);
+    tile_gemm_rows(out, n, m, nr, mr, lanes, n_tail, true, no, ni, mo, mi, schedule.panel_tiles);
     pin_output_mins(out);
     built.output = out;
     if (count_overflow) {
@@ -262,9 +264,12 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
       return built;
     }
     // A row tile's quantized rows (and their coefficients) once, before its column tiles.
-    aq.q.compute_at(out, mo).vectorize(aq.q.args()[0], 4 * lanes);
-    if (quant.dynamic) aq.params.compute_at(out, mo);
-    if (zero_points) aq.sum.compute_at(out, mo);
+    // With B in column panels, once for every panel: all of A's rows first.
+    const Halide::LoopLevel rows_level =
+        schedule.panel_tiles > 0 ? Halide::LoopLevel::root() : Halide::LoopLevel(out, mo);
+    aq.q.compute_at(rows_level).vectorize(aq.q.args()[0], 4 * lanes);
+    if (quant.dynamic) aq.params.compute_at(rows_level);
+    if (zero_points) aq.sum.compute_at(rows_level);
     dot.compute_at(out, no).bound_extent(n, nr).vectorize(n, lanes).unroll(n).unroll(m);
     dot.update()
         .atomic()

@@ -38,7 +38,17 @@ const ArchTable& arch_table(const Halide::Target& target) {
 }
 
 std::string GemmSchedule::to_string() const {
-  return cat("gemm nr=", nr, " mr=", mr, " lanes=", lanes, " B ", b_layout.to_string());
+  return cat("gemm nr=", nr, " mr=", mr, " lanes=", lanes, " B ", b_layout.to_string(),
+             panel_tiles > 0 ? cat(" panels of ", panel_tiles, " tiles") : "");
+}
+
+int gemm_panel_tiles(int64_t k, int64_t n, int nr, double element_bytes, int64_t l2_bytes) {
+  const int64_t tiles = (n + nr - 1) / nr;
+  const double tile_bytes = static_cast<double>(k) * nr * element_bytes;
+  const double half_l2 = static_cast<double>(l2_bytes) / 2;
+  if (tile_bytes * static_cast<double>(tiles) <= half_l2) return 0;
+  const int64_t per_panel = std::max<int64_t>(1, static_cast<int64_t>(half_l2 / tile_bytes));
+  return per_panel >= tiles ? 0 : static_cast<int>(per_panel);
 }
 
 GemmSchedule choose_gemm_schedule(const ArchTable& arch, DType dtype, std::optional<int64_t> n,

@@ -68,11 +68,21 @@ struct GemmSchedule {
   // to nr (one contiguous K x nr panel per tile) or, when N fits one tile, permuted innermost and
   // padded to nr.
   Layout b_layout;
-  std::string to_string() const;  // "gemm nr=32 mr=6 lanes=16 B tiled(d1, 32)"
+  // Column tiles per panel when constant B is walked in panels outermost (gemm_panel_tiles), 0
+  // when the row tiles are outermost.
+  int panel_tiles = 0;
+  // "gemm nr=32 mr=6 lanes=16 B tiled(d1, 32)", then " panels of 8 tiles" when panel_tiles > 0.
+  std::string to_string() const;
 };
 // n: N when known (constant B), nullopt for a run-time N. kUnsupported for dtypes other than f32.
 GemmSchedule choose_gemm_schedule(const ArchTable& arch, DType dtype, std::optional<int64_t> n,
                                   bool b_transposed);
+
+// The column tiles per panel of a constant B of K x N elements of `element_bytes` in tiles of nr
+// columns: B over half of the target's L2 (`l2_bytes`) is walked in panels of at most half of it,
+// outermost, each multiplied by every row tile while it stays in L2, so B is read once per run
+// rather than once per row tile; 0 (row tiles outermost) when B fits.
+int gemm_panel_tiles(int64_t k, int64_t n, int nr, double element_bytes, int64_t l2_bytes);
 
 // Elementwise loops (and the output stage of every other pipeline): the innermost loop dim
 // vectorized and unrolled; a run-time extent gets specializations for full and partial vectors.

@@ -154,6 +154,23 @@ TEST(LowerQuantizedGemm, EveryRowCountThroughTwoRegisterTiles) {
   }
 }
 
+// A B of 1.2 MB int8 (over half of L2 on both host kinds) walks column panels, A's rows
+// quantized once for all of them; the last panel partial.
+TEST(LowerQuantizedGemm, WeightsInColumnPanels) {
+  Case c;
+  c.text = R"(model opset=17
+graph main(%x: f32[seq, 200], %w: f32[200, 6000]) {
+  %y = MatMul 'project' (%x, %w)
+  return %y
+})";
+  c.weights = {{"w", random_tensor({200, 6000}, 6)}};
+  for (int64_t rows : {1, 5, 17}) {
+    SCOPED_TRACE(rows);
+    c.inputs = {{"x", random_tensor({rows, 200}, 7)}};
+    expect_matches_reference(c);
+  }
+}
+
 // A [batch, seq, K] rows merge into one tiled dim; K = 37 pads to 40, N = 20 to the tile.
 TEST(LowerQuantizedGemm, MatMul3dAWithOddKAndAsymmetricPerTensorWeights) {
   Case c;

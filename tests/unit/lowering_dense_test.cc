@@ -243,6 +243,23 @@ TEST(LoweringSchedule, GemmTileAndWeightLayoutFollowTheTargetAndN) {
             std::string::npos);
 }
 
+// A constant B over half of L2 is walked in column panels of at most half of it, outermost.
+TEST(LoweringSchedule, GemmWeightsOverHalfOfL2WalkColumnPanels) {
+  constexpr int64_t kL2 = 1 << 20;
+  // 512 x 256 floats (512 KiB): half of L2, rows outermost.
+  EXPECT_EQ(gemm_panel_tiles(512, 256, 32, 4, kL2), 0);
+  // 512 x 10000 floats: tiles of 512 x 32 floats (64 KiB), 8 of them per 512 KiB panel.
+  EXPECT_EQ(gemm_panel_tiles(512, 10000, 32, 4, kL2), 8);
+  // The same as int8: tiles of 16 KiB, 32 per panel; with 2 MiB of L2, 64.
+  EXPECT_EQ(gemm_panel_tiles(512, 10000, 32, 1, kL2), 32);
+  EXPECT_EQ(gemm_panel_tiles(512, 10000, 32, 1, 2 * kL2), 64);
+  // A single tile over half of L2 still gets panels of one tile.
+  EXPECT_EQ(gemm_panel_tiles(8192, 100, 32, 4, kL2), 1);
+  GemmSchedule schedule = choose_gemm_schedule(avx512_table(), DType::kFloat32, 10000, false);
+  schedule.panel_tiles = 8;
+  EXPECT_EQ(schedule.to_string(), "gemm nr=32 mr=6 lanes=16 B tiled(d1, 32) panels of 8 tiles");
+}
+
 TEST(LoweringSchedule, ConvTileNoWiderThanAStaticOutput) {
   const ArchTable& avx512 = avx512_table();
   const DType f32 = DType::kFloat32;
@@ -334,6 +351,18 @@ TEST(LoweringMatMul, EveryRowCountThroughTwoRegisterTiles) {
   for (int64_t rows = 1; rows <= 13; ++rows) {
     SCOPED_TRACE(rows);
     c.expect_matches({{"a", random_tensor({rows, 64}, 7)}}, summed(64));
+  }
+}
+
+// A B of 1.5 MiB (over half of L2 on both host kinds) in column panels: the last panel partial
+// (47 tiles of 32 columns, the last one ragged), for one row, a tile of a few and several tiles.
+TEST(LoweringMatMul, WeightsInColumnPanels) {
+  Case c;
+  Value* a = c.input("a", {sym("m"), 256});
+  c.node("MatMul", {a, c.constant("w", random_tensor({256, 1500}, 5))});
+  for (int64_t rows : {1, 4, 17}) {
+    SCOPED_TRACE(rows);
+    c.expect_matches({{"a", random_tensor({rows, 256}, 8)}}, summed(256));
   }
 }
 

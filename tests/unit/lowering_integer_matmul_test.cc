@@ -118,6 +118,14 @@ TEST(LowerIntegerMatMul, FullRangeWeightsWithoutZeroPointInput) {
   expect_fused_and_exact(c, "8-bit weights, no b_zero_point");
 }
 
+// A 2 MB weight (over half of L2 on both host kinds): column panels, A quantized once for all.
+TEST(LowerIntegerMatMul, WeightsInColumnPanels) {
+  Case c;
+  c.k = 512;
+  c.n = 4000;
+  expect_fused_and_exact(c, "2 MB weight");
+}
+
 TEST(LowerIntegerMatMul, ProductsSharingOneDynamicQuantizeLinear) {
   Case c;
   c.products = 3;
