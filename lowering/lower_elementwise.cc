@@ -131,6 +131,8 @@ Expr fold(const std::vector<Expr>& inputs, const std::function<Expr(Expr, Expr)>
 const std::map<std::string, OpExpr>& op_table() {
   static const std::map<std::string, OpExpr> table = {
       {"Identity", [](const Node&, const auto& in) { return in[0]; }},
+      // To float32 only (dtypes_supported): integers round to nearest, as static_cast does.
+      {"Cast", [](const Node&, const auto& in) { return Halide::cast<float>(in[0]); }},
       {"Add", [](const Node&, const auto& in) { return in[0] + in[1]; }},
       {"Sub", [](const Node&, const auto& in) { return in[0] - in[1]; }},
       {"Mul", [](const Node&, const auto& in) { return in[0] * in[1]; }},
@@ -241,9 +243,17 @@ const std::set<std::string> kIeeeOps = {"Relu",      "LeakyRelu", "PRelu", "Thre
                                         "Min"};
 
 // Element types each op is lowered for: float32 data, bool conditions; Pow's exponent may be an
-// integer (converted to float, as the reference does).
+// integer (converted to float, as the reference does); Cast to float32 from float32, bool, int8
+// and int32 (MatMulInteger's sums, masks), which every vector ISA converts rounding to nearest.
+// Not int64: without AVX-512 DQ the conversion goes through double and can round twice.
 bool dtypes_supported(const Node& node) {
   const std::string& op = node.op_type();
+  if (op == "Cast") {
+    const Value* in = node.input(0);
+    const Value* out = node.output(0);
+    const std::set<DType> from = {DType::kFloat32, DType::kBool, DType::kInt8, DType::kInt32};
+    return in && out && out->type.dtype == DType::kFloat32 && from.count(in->type.dtype);
+  }
   bool bool_in = op == "Not" || op == "And" || op == "Or" || op == "Xor";
   bool bool_out = bool_in || op == "Equal" || op == "Less" || op == "Greater" ||
                   op == "LessOrEqual" || op == "GreaterOrEqual";

@@ -582,6 +582,32 @@ TEST(LoweringElementwise, PowWithCompiledInExponents) {
   c.expect_matches({{"x", f32({6}, {-1.5f, -2, 3, -0.5f, 4, -3})}}, kElementwise);
 }
 
+// Cast to float32 rounds int32 to nearest as the reference's static_cast does (beyond 2^24),
+// int8 exactly, bools to 0 and 1: equal bit for bit. An int64 Cast stays on the reference kernel.
+TEST(LoweringElementwise, CastToFloatFromIntegersAndBools) {
+  const std::map<std::string, Attribute> to_float = {
+      {"to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32))}};
+  Case c;  // float(i32) + float(mask) + float(i8): sums, which no FMA contracts
+  Value* sum =
+      c.node("Add", {c.node("Cast", {c.input("i32", {sym("n")}, DType::kInt32)}, to_float),
+                     c.node("Cast", {c.input("mask", {sym("n")}, DType::kBool)}, to_float)});
+  c.node("Add", {sum, c.node("Cast", {c.input("i8", {sym("n")}, DType::kInt8)}, to_float)});
+  const int64_t n = 37;
+  std::mt19937_64 rng(5);
+  Tensor i32(DType::kInt32, {n}), mask(DType::kBool, {n}), i8(DType::kInt8, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    i32.data<int32_t>()[i] = static_cast<int32_t>(rng() >> (i % 30));  // most beyond 2^24
+    mask.data<bool>()[i] = rng() % 2 == 0;
+    i8.data<int8_t>()[i] = static_cast<int8_t>(rng());
+  }
+  c.expect_matches({{"i32", i32}, {"mask", mask}, {"i8", i8}}, {0, 0});
+  EXPECT_EQ(c.lower().kind(), "halide cast+cast+add+cast+add [n]");
+  Case wide;
+  wide.node("Cast", {wide.input("i64", {sym("n")}, DType::kInt64)}, to_float);
+  EXPECT_EQ(error_of([&] { wide.lower(); }, ErrorKind::kUnsupported),
+            "Cast 'Cast_0' (opset 17): not lowered to Halide");
+}
+
 TEST(LoweringElementwise, WhereBroadcastsThreeWays) {
   Case c;  // cond [4, 1], X [1, 6], Y a compiled-in scalar -> [4, 6]
   c.node("Where", {c.input("cond", {4, 1}, DType::kBool), c.input("x", {1, 6}),
