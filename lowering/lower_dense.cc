@@ -116,10 +116,13 @@ void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows
   stage.split(m, mo, mi, rows, TailStrategy::ShiftInwards);
   if (split_n && panel_tiles > 0) {
     Var tile("n_tile"), panel("n_panel");
+    // Panels are whole units of work (B larger than half of L2): with more than one executor
+    // thread each takes a share of them, its own cache holding its panel.
     stage.split(n, tile, ni, nr, n_tail)
         .split(tile, panel, no, panel_tiles, TailStrategy::GuardWithIf)
         .reorder(ni, mi, no, mo, panel)
-        .vectorize(ni, lanes);
+        .vectorize(ni, lanes)
+        .parallel(panel);
   } else if (split_n) {
     stage.split(n, no, ni, nr, n_tail).reorder(ni, mi, no, mo).vectorize(ni, lanes);
   } else {
