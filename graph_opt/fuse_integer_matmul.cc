@@ -18,10 +18,11 @@
 //
 // Matched: %wq a constant int8/uint8 [K, N]; %wz absent or a constant of %wq's type with 1 or N
 // elements; %ws a constant float32 of 1 element or shape [N]; %xz the zero point of the same
-// DynamicQuantizeLinear whose %xq is the product's A; either operand order of both Muls. Per-column
-// weight scales or zero points need DequantizeLinear's axis (opset 13): below it the old form
-// stays. Other readers of %xq, %p or %pf keep the nodes they read (dce removes the rest), and a
-// DynamicQuantizeLinear feeding several products gives each its own MatMul.
+// DynamicQuantizeLinear whose %xq is the product's A; %y of %pf's shape; either operand order of
+// both Muls. Per-column weight scales or zero points need DequantizeLinear's axis (opset 13):
+// below it the old form stays. Other readers of %xq, %p or %pf keep the nodes they read (dce
+// removes the rest), and a DynamicQuantizeLinear feeding several products gives each its own
+// MatMul.
 // Lowering pipeline only, before fold_quantized_weights (which folds the new DequantizeLinear).
 #include <cstring>
 #include <optional>
@@ -165,8 +166,16 @@ bool fuse_in_graph(Graph& graph, int opset, PassStats& stats) {
     if (is_op(node.get(), "Mul")) muls.push_back(node.get());
   }
   for (Node* mul : muls) {
-    std::optional<Match> m = match_operands(mul->input(0), mul->input(1));
-    if (!m) m = match_operands(mul->input(1), mul->input(0));
+    // The product's shape must be the Mul's: a scale of shape [1, 1] would add an axis to a
+    // 1-D product.
+    const Value* out = mul->output(0);
+    if (!out || !out->type.shape) continue;
+    auto same_shape = [&](const Value* operand) {
+      return operand && operand->type.shape && *operand->type.shape == *out->type.shape;
+    };
+    std::optional<Match> m;
+    if (same_shape(mul->input(0))) m = match_operands(mul->input(0), mul->input(1));
+    if (!m && same_shape(mul->input(1))) m = match_operands(mul->input(1), mul->input(0));
     if (!m) continue;
     if (m->per_column() && opset < 13) {
       ++stats["per-column products left below opset 13"];
