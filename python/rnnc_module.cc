@@ -20,6 +20,7 @@
 #include <cxxabi.h>
 #endif
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -99,6 +100,19 @@ void translate_error(std::exception_ptr error) {
 // the GIL back; that forced unwind must not pass the C++ frames above (their destructors would
 // touch Python objects without the GIL, and a noexcept one aborts the process), so the thread
 // catches it and waits there for the process to end.
+//
+// That catch covers a thread waiting for the GIL in WithoutGil. A thread holding it in a call of
+// this module can lose it too: building the result allocates Python objects, which may run the
+// garbage collector and Python code, which hands the GIL over. So the interpreter's atexit hook,
+// which runs before finalization starts, sets `exiting` and gives the GIL away for a moment: from
+// then on a thread parks at reacquire() without taking the GIL back, and the threads inside
+// result-building finish them first.
+std::atomic<bool> exiting{false};
+
+[[noreturn]] void park_until_exit() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 class WithoutGil {
  public:
   WithoutGil() : state_(PyEval_SaveThread()) {}
@@ -109,11 +123,12 @@ class WithoutGil {
   void reacquire() {
     if (!state_) return;
     PyThreadState* state = std::exchange(state_, nullptr);
+    if (exiting.load()) park_until_exit();
 #if defined(__GLIBCXX__)
     try {
       PyEval_RestoreThread(state);
     } catch (abi::__forced_unwind&) {
-      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+      park_until_exit();
     }
 #else
     PyEval_RestoreThread(state);
@@ -649,6 +664,15 @@ PYBIND11_MODULE(rnnc, m) {
       "onnxruntime's shape (get_inputs, get_outputs, run); new_stream() gives a stream that "
       "carries recurrent state between runs; quantize() is `rnnc quantize`. See docs/install.md.";
   m.attr("__version__") = RNNC_VERSION_STRING;
+  // Before finalization (WithoutGil): park the threads still in rnnc calls, after letting the
+  // ones building results finish.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    exiting.store(true);
+    const bool others = py::module_::import("threading").attr("active_count")().cast<int>() > 1;
+    if (!others) return;
+    py::gil_scoped_release released;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }));
 
   // Never destroyed: the classes live as long as the interpreter.
   ErrorClasses& errors = *new ErrorClasses;

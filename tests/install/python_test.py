@@ -205,7 +205,8 @@ raises(rnnc.InvalidInputError, "BatcherOptions::max_batch = 0, must be >= 1",
 
 # ---- daemon threads still inside rnnc calls when the interpreter exits ---------------------------
 # Python 3.11 ends them with pthread_exit as they take the GIL back; the module keeps that unwind
-# out of its C++ frames (they wait for the process to end), so the process exits cleanly.
+# out of its C++ frames (they wait for the process to end, from its atexit hook on), so the
+# process exits cleanly.
 daemon_script = f"""
 import threading, time, numpy as np, rnnc
 session = rnnc.InferenceSession({demo!r}, cache_dir={args.cache_dir!r})
