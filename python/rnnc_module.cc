@@ -106,8 +106,10 @@ void translate_error(std::exception_ptr error) {
 // garbage collector and Python code, which hands the GIL over. So the interpreter's atexit hook,
 // which runs before finalization starts, sets `exiting` and gives the GIL away for a moment: from
 // then on a thread parks at reacquire() without taking the GIL back, and the threads inside
-// result-building finish them first.
+// result-building finish them first. The thread running the hook (the one finalizing, which
+// Python does not end) goes on: later atexit handlers may still call rnnc.
 std::atomic<bool> exiting{false};
+std::thread::id exiting_thread;  // written before `exiting` is set
 
 [[noreturn]] void park_until_exit() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
@@ -123,7 +125,7 @@ class WithoutGil {
   void reacquire() {
     if (!state_) return;
     PyThreadState* state = std::exchange(state_, nullptr);
-    if (exiting.load()) park_until_exit();
+    if (exiting.load() && std::this_thread::get_id() != exiting_thread) park_until_exit();
 #if defined(__GLIBCXX__)
     try {
       PyEval_RestoreThread(state);
@@ -667,6 +669,7 @@ PYBIND11_MODULE(rnnc, m) {
   // Before finalization (WithoutGil): park the threads still in rnnc calls, after letting the
   // ones building results finish.
   py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    exiting_thread = std::this_thread::get_id();
     exiting.store(true);
     const bool others = py::module_::import("threading").attr("active_count")().cast<int>() > 1;
     if (!others) return;

@@ -224,6 +224,20 @@ time.sleep(%s)
 codes = [subprocess.run([sys.executable, "-c", daemon_script % delay], timeout=120).returncode
          for delay in ("0.02", "0.1", "0.3")]
 check(codes == [0, 0, 0], f"4 daemon threads in rnnc calls at interpreter exit: statuses {codes}")
+# The main thread still runs rnnc in an atexit handler that runs after the module's own hook.
+late_script = f"""
+import atexit, numpy as np
+held = {{}}
+atexit.register(lambda: print("late run", held["session"].run(None, {{"features": held["frame"]}})[0].shape))
+import rnnc
+held["session"] = rnnc.InferenceSession({demo!r}, cache_dir={args.cache_dir!r})
+held["frame"] = np.load({os.path.join(args.source, "models/demo/input.npy")!r})[:3]
+"""
+late = subprocess.run([sys.executable, "-c", late_script], timeout=120, capture_output=True,
+                      text=True)
+check(late.returncode == 0 and "late run (3, 1, 32)" in late.stdout,
+      f"an atexit handler after the module's runs rnnc: status {late.returncode}, "
+      f"output {late.stdout.strip()!r} {late.stderr.strip()[-200:]!r}")
 
 # ---- errors: rnnc's messages, as exception types ------------------------------------------------
 # The inputs a session takes include the state inputs rnnc exposed (a stream feeds them).
