@@ -38,11 +38,6 @@ namespace rnnc {
 
 namespace {
 
-bool is_op(const Node* node, const char* op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
 const Tensor* known(const Value* value) {
   return is_known_constant(value) ? value->constant().get() : nullptr;
 }

@@ -41,11 +41,6 @@ namespace rnnc {
 
 namespace {
 
-bool is_op(const Node* node, const char* op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
 // Is `node` the only reader of `value` (no other node, no graph output, no nested return)?
 bool read_only_by(const Graph& graph, const Value* value, const Node* node) {
   return value && value->uses().size() == 1 && value->uses()[0].node == node &&

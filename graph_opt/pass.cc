@@ -29,6 +29,11 @@ void visit_graph(Graph& graph, const std::function<void(Graph&)>& visit) {
 
 }  // namespace
 
+bool is_op(const Node* node, const char* op_type) {
+  return node && node->op_type() == op_type &&
+         (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
 void for_each_graph(Model& model, const std::function<void(Graph&)>& visit) {
   visit_graph(*model.graph, visit);
 }

@@ -146,7 +146,6 @@ RowQuant range_row_quant(float lo, float hi, const ActivationQuant& quant) {
   }
   if (!(row.scale > 0)) row.scale = 1;  // an all-zero row: any scale represents it exactly
   row.inv_scale = 1.0f / row.scale;
-  row.divide = quant.per_tensor;
   return row;
 }
 
@@ -161,7 +160,8 @@ RowQuant dynamic_row_quant(const float* x, int64_t n, const ActivationQuant& qua
 
 int32_t quantize_value(float x, const RowQuant& row, const ActivationQuant& quant) {
   // nearbyint rounds half to even in the default rounding mode, as Halide's round does.
-  const float scaled = row.divide ? x / row.scale : x * row.inv_scale;
+  // per_tensor divides, as DynamicQuantizeLinear does; the others multiply by the reciprocal.
+  const float scaled = quant.per_tensor ? x / row.scale : x * row.inv_scale;
   const float q = std::nearbyint(scaled) + static_cast<float>(row.zero_point);
   return static_cast<int32_t>(
       std::clamp(q, static_cast<float>(quant.qmin()), static_cast<float>(quant.qmax())));

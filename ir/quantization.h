@@ -64,7 +64,6 @@ struct RowQuant {
   float scale = 1;
   float inv_scale = 1;
   int32_t zero_point = 0;
-  bool divide = false;  // q from x / scale (per_tensor), else from x * inv_scale
 };
 
 // Throws kInvalidModel (naming `where`) for a bit width outside 2..16, bits > 8 without
