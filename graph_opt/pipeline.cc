@@ -31,6 +31,10 @@ std::vector<PipelineStep> lowering_passes() {
   return {
       // ONNX Runtime's dynamically quantized MatMuls become annotated MatMuls.
       {{"fuse_integer_matmul"}},
+      // ONNX Runtime's dynamically quantized Convs become float Convs over the same integers,
+      // their input's quantization float arithmetic.
+      {{"conv_integer_to_float"}},
+      {{"expand_dynamic_quantize"}},
       // Quantized weights become annotated float constants; what they fed folds after them.
       {{"fold_quantized_weights", "fold_constants"}, /*max_rounds=*/8},
       {{"dce"}},                   // the integer weights and scales no node reads any more

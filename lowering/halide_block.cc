@@ -30,6 +30,8 @@ halide_type_t runtime_type(DType dtype) {
       return halide_type_t(halide_type_uint, 1);
     case DType::kInt8:
       return halide_type_t(halide_type_int, 8);
+    case DType::kUInt8:
+      return halide_type_t(halide_type_uint, 8);
     case DType::kInt32:
       return halide_type_t(halide_type_int, 32);
     case DType::kInt64:
@@ -172,6 +174,8 @@ Halide::Type halide_type_of(DType dtype) {
       return Halide::Bool();
     case DType::kInt8:
       return Halide::Int(8);
+    case DType::kUInt8:
+      return Halide::UInt(8);
     case DType::kInt32:
       return Halide::Int(32);
     case DType::kInt64:

@@ -25,6 +25,8 @@ std::pair<int, int> halide_code(DType dtype) {
       return {1, 1};
     case DType::kInt8:
       return {0, 8};
+    case DType::kUInt8:
+      return {1, 8};
     case DType::kInt32:
       return {0, 32};
     case DType::kInt64:

@@ -88,9 +88,14 @@ std::optional<DftConv> match(const Node& conv, const ConvAxis& axis, int lanes) 
 
   const float* data = weights.data<float>();
   double largest = 0;
-  for (int64_t i = 0; i < weights.numel(); ++i)
+  bool integers = true;
+  for (int64_t i = 0; i < weights.numel(); ++i) {
     largest = std::max(largest, std::abs(double{data[i]}));
-  if (largest == 0) return std::nullopt;
+    integers = integers && data[i] == std::nearbyint(data[i]);
+  }
+  // Integer weights are an integer convolution (graph_opt/conv_integer_to_float.cc), which the
+  // direct convolution sums exactly and the transform would only approximate.
+  if (largest == 0 || integers) return std::nullopt;
   const double tolerance = kBasisTolerance * largest;
   t.window.assign(data, data + t.n);  // row 0: w[n] cos 0
   for (int64_t m = 0; m < t.bins; ++m) {

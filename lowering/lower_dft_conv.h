@@ -18,7 +18,8 @@
 // and every weight within 1e-6 of the largest weight's magnitude of the basis over w = row 0
 // (cos 0 = 1). The pipeline computes the exact basis of that w, so each output differs from the
 // direct convolution by at most 1e-6 * max|W| * sum|x| over the frame: below float32's own
-// rounding of a 256-term sum (about 256 * 6e-8 of the sum's terms).
+// rounding of a 256-term sum (about 256 * 6e-8 of the sum's terms). Weights that are all
+// integers are not matched: they are an integer convolution, which must stay exact.
 #pragma once
 
 #include <memory>

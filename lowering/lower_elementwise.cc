@@ -233,25 +233,30 @@ const std::map<std::string, OpExpr>& op_table() {
   return table;
 }
 
-// Ops whose formula selects on a comparison with a possibly-NaN input. Under Halide's default
-// fast-math flags LLVM may rewrite select(x < 0, 0, x) into max(x, 0), dropping the NaN the
-// reference keeps; strict_float evaluates these ops by IEEE rules (in a GEMM epilogue the
-// accumulation keeps its FMAs, so it costs nothing there).
+// Ops evaluated by IEEE rules (strict_float). Those whose formula selects on a comparison with a
+// possibly-NaN input: under Halide's default fast-math flags LLVM may rewrite select(x < 0, 0, x)
+// into max(x, 0), dropping the NaN the reference keeps (in a GEMM epilogue the accumulation keeps
+// its FMAs, so it costs nothing there). And Div: Halide's simplifier makes a division by a
+// constant a multiply by its reciprocal, which can differ in the last bit, and a rounding after
+// it (a quantization written out, graph_opt/expand_dynamic_quantize.cc) turns that into a whole
+// level.
 const std::set<std::string> kIeeeOps = {"Relu",      "LeakyRelu", "PRelu", "ThresholdedRelu",
                                         "Elu",       "Celu",      "Selu",  "HardSigmoid",
                                         "HardSwish", "Clip",      "Sign",  "Max",
-                                        "Min"};
+                                        "Min",       "Div"};
 
 // Element types each op is lowered for: float32 data, bool conditions; Pow's exponent may be an
-// integer (converted to float, as the reference does); Cast to float32 from float32, bool, int8
-// and int32 (MatMulInteger's sums, masks), which every vector ISA converts rounding to nearest.
+// integer (converted to float, as the reference does); Cast to float32 from float32, bool, int8,
+// uint8 and int32 (quantized values, MatMulInteger's sums, masks), which every vector ISA converts
+// rounding to nearest.
 // Not int64: without AVX-512 DQ the conversion goes through double and can round twice.
 bool dtypes_supported(const Node& node) {
   const std::string& op = node.op_type();
   if (op == "Cast") {
     const Value* in = node.input(0);
     const Value* out = node.output(0);
-    const std::set<DType> from = {DType::kFloat32, DType::kBool, DType::kInt8, DType::kInt32};
+    const std::set<DType> from = {DType::kFloat32, DType::kBool, DType::kInt8, DType::kUInt8,
+                                  DType::kInt32};
     return in && out && out->type.dtype == DType::kFloat32 && from.count(in->type.dtype);
   }
   bool bool_in = op == "Not" || op == "And" || op == "Or" || op == "Xor";

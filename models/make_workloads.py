@@ -245,25 +245,78 @@ def dynamically_quantized_matmul(node, weight, graph):
     ]
 
 
-def write_dynamic_quantize_lstm(path, out_path):
+def dynamically_quantized_conv(node, weight, bias, graph):
+    """A Conv by a constant weight as ONNX Runtime's quantize_dynamic writes it with its
+    defaults: DynamicQuantizeLinear of the input (uint8), ConvInteger by the int8 weight
+    (symmetric, one scale, zero point 0: its ConvInteger takes no other), Cast to float, Mul by
+    the product of the two scales, and the bias, reshaped to [1, M, 1, ...], added."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    bound = float(np.max(np.abs(weight)))
+    scale = np.float32(bound / 127.0 if bound > 0 else 1.0)
+    base = node.name or node.output[0]
+    q = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
+    graph.initializer.append(numpy_helper.from_array(q, base + "_W_quantized"))
+    graph.initializer.append(numpy_helper.from_array(np.array(scale), base + "_W_scale"))
+    graph.initializer.append(numpy_helper.from_array(np.array(0, np.int8), base + "_W_zero_point"))
+    x = node.input[0]
+    conv = helper.make_node("ConvInteger", [x + "_quantized", base + "_W_quantized",
+                                            x + "_zero_point", base + "_W_zero_point"],
+                            [base + "_output_quantized"], base + "_quant")
+    conv.attribute.extend(node.attribute)
+    scaled = base + "_output_scale_mul" if bias is not None else node.output[0]
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", [x], [x + "_quantized", x + "_scale",
+                                                        x + "_zero_point"], base + "_x_quantize"),
+        conv,
+        helper.make_node("Cast", [base + "_output_quantized"], [base + "_cast_output"],
+                         base + "_cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", [x + "_scale", base + "_W_scale"], [base + "_scales"],
+                         base + "_scales_mul"),
+        helper.make_node("Mul", [base + "_cast_output", base + "_scales"], [scaled],
+                         base + "_output_scale_mul"),
+    ]
+    if bias is not None:
+        shape = np.ones(weight.ndim, np.int64)
+        shape[1] = -1
+        graph.initializer.append(numpy_helper.from_array(shape, base + "_bias_reshape_shape"))
+        nodes += [
+            helper.make_node("Reshape", [node.input[2], base + "_bias_reshape_shape"],
+                             [base + "_bias_reshaped"], base + "_bias_reshape"),
+            helper.make_node("Add", [scaled, base + "_bias_reshaped"], list(node.output),
+                             base + "_bias_add"),
+        ]
+    return nodes
+
+
+def write_ort_dynamic_quantization(path, out_path):
     """The float model as ONNX Runtime's quantize_dynamic writes it (its quantization tools are
     not installable here): every LSTM replaced by its com.microsoft.DynamicQuantizeLSTM, every
-    MatMul by a constant weight by DynamicQuantizeLinear + MatMulInteger
-    (dynamically_quantized_matmul). LSTM weights: int8, symmetric, one scale per output unit (W
-    and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale per column), the scheme
-    rnnc's default quantization uses too; activations are quantized by the operator itself (uint8
-    from each input's min/max)."""
+    MatMul and Conv by a constant weight by DynamicQuantizeLinear + MatMulInteger / ConvInteger
+    (dynamically_quantized_matmul, dynamically_quantized_conv). LSTM weights: int8, symmetric,
+    one scale per output unit (W and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale
+    per column), the scheme rnnc's default quantization uses too; activations are quantized by
+    the operator itself (uint8 from each input's min/max). Nodes of the top-level graph only
+    (Silero's LSTM weights are computed, not constants, so quantize_dynamic leaves them too)."""
     import numpy as np
     import onnx
     from onnx import helper, numpy_helper
     model = onnx.load(path)
     graph = model.graph
     initializers = {init.name: init for init in graph.initializer}
+
+    def constant(name):
+        return numpy_helper.to_array(initializers[name]).astype(np.float32)
+
     nodes = []
     for node in graph.node:
         if node.op_type == "MatMul" and node.input[1] in initializers:
-            weight = numpy_helper.to_array(initializers[node.input[1]]).astype(np.float32)
-            nodes += dynamically_quantized_matmul(node, weight, graph)
+            nodes += dynamically_quantized_matmul(node, constant(node.input[1]), graph)
+            continue
+        if node.op_type == "Conv" and node.input[1] in initializers and (
+                len(node.input) < 3 or not node.input[2] or node.input[2] in initializers):
+            bias = constant(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            nodes += dynamically_quantized_conv(node, constant(node.input[1]), bias, graph)
             continue
         if node.op_type != "LSTM":
             nodes.append(node)
@@ -290,9 +343,28 @@ def write_dynamic_quantize_lstm(path, out_path):
                                        name=node.name, domain="com.microsoft")
         replacement.attribute.extend(node.attribute)
         nodes.append(replacement)
+    # One DynamicQuantizeLinear per quantized input, as quantize_dynamic shares it.
+    quantized = set()
+    shared = []
+    for node in nodes:
+        if node.op_type == "DynamicQuantizeLinear":
+            if node.output[0] in quantized:
+                continue
+            quantized.add(node.output[0])
+        shared.append(node)
     del graph.node[:]
-    graph.node.extend(nodes)
-    used = {name for node in graph.node for name in node.input}
+    graph.node.extend(shared)
+
+    def inputs_of(g):  # the names nodes read, in nested graphs too (Silero's If branches)
+        names = set()
+        for node in g.node:
+            names.update(node.input)
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    names |= inputs_of(attribute.g)
+        return names
+
+    used = inputs_of(graph)
     kept = [init for init in graph.initializer if init.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept)
@@ -359,7 +431,7 @@ def write(out_dir, models, workloads, include_silero, force):
         if spec["cell"] == "lstm":
             dq_path = os.path.join(out_dir, name + ".dqlstm.onnx")
             if stale or not os.path.exists(dq_path):
-                write_dynamic_quantize_lstm(path, dq_path)
+                write_ort_dynamic_quantization(path, dq_path)
             model_info[name]["dqlstm_model"] = name + ".dqlstm.onnx"
 
     entries = []
@@ -392,6 +464,12 @@ def write(out_dir, models, workloads, include_silero, force):
         silero = dict(SILERO)
         silero_path = os.path.join(out_dir, silero["model"])
         silero["param_bytes"] = onnx_param_bytes(silero_path) if os.path.exists(silero_path) else 0
+        if os.path.exists(silero_path):
+            dq_name = silero["model"].replace(".onnx", ".dq.onnx")
+            dq_path = os.path.join(out_dir, dq_name)
+            if stale or not os.path.exists(dq_path):
+                write_ort_dynamic_quantization(silero_path, dq_path)
+            silero["dqlstm_model"] = dq_name
         entries.append(silero)
         for variant in SILERO_VARIANTS:
             path = os.path.join(out_dir, variant["model"])

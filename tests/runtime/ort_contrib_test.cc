@@ -20,7 +20,7 @@
 #include "ir/onnx_export.h"
 #include "rnnc/rnnc.h"
 #include "tests/support/dqlstm_model.h"
-#include "tests/support/integer_matmul_model.h"
+#include "tests/support/dynamic_quant_models.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -201,6 +201,53 @@ TEST(OrtContrib, IntegerMatMulAgreesWithOnnxRuntime) {
       std::printf("[ integer  ] %s %s: |rnnc - ORT| %.3g\n", named.what, names[i].c_str(), between);
       EXPECT_EQ(between, 0) << named.what << " " << names[i];
     }
+  }
+}
+
+// ONNX Runtime's dynamically quantized Conv (DynamicQuantizeLinear + ConvInteger + Cast + Mul +
+// bias Add), which rnnc runs as a float convolution over the same integers
+// (graph_opt/conv_integer_to_float.cc): the integer sums equal bit for bit; the scaled output
+// within the elementwise lowering's tolerance (rtol 1e-5, atol 1e-6), since rnnc may contract the
+// Mul and the bias Add into one rounding where ONNX Runtime rounds twice.
+TEST(OrtContrib, IntegerConvAgreesWithOnnxRuntime) {
+  struct Named {
+    const char* what;
+    testing::IntegerConvCase c;
+  };
+  std::vector<Named> cases;
+  {
+    // ONNX Runtime's ConvInteger takes one weight zero point only.
+    testing::IntegerConvCase c;  // int8, padded and strided
+    c.per_channel = false;
+    c.channels = 64;
+    c.out_channels = 32;
+    c.pads = {1, 1};
+    c.strides = {2};
+    cases.push_back({"int8 1-D", c});
+    c.dtype = DType::kUInt8;  // uint8, full range
+    c.weight_bound = 127;
+    c.strides = {};
+    cases.push_back({"uint8 1-D", c});
+  }
+  for (const Named& named : cases) {
+    const testing::IntegerConvCase& c = named.c;
+    const std::string model = testing::integer_conv_model(c);
+    std::mt19937 rng(10);
+    const Feed feed{{"x", testing::random_tensor({2, c.channels, 40}, rng, -2.0f, 3.0f)}};
+    const std::vector<std::string> names = {"y", "sums"};
+    const Outputs ours = rnnc_run(model, feed, names);
+    const Outputs ort = ort_run(model, feed, names);
+    const double sums = max_difference(ours[1], ort[1]);
+    double y = 0, worst = 0;  // worst: |difference| over the tolerance's bound
+    for (size_t i = 0; i < std::min(ours[0].size(), ort[0].size()); ++i) {
+      const double difference = std::abs(static_cast<double>(ours[0][i]) - ort[0][i]);
+      y = std::max(y, difference);
+      worst = std::max(worst, difference / (1e-6 + 1e-5 * std::abs(ort[0][i])));
+    }
+    std::printf("[ integer  ] %s: sums |rnnc - ORT| %.3g, y |rnnc - ORT| %.3g\n", named.what, sums,
+                y);
+    EXPECT_EQ(sums, 0) << named.what;
+    EXPECT_LE(worst, 1.0) << named.what << ": y differs by " << y;
   }
 }
 

@@ -1,5 +1,6 @@
-#include "tests/support/integer_matmul_model.h"
+#include "tests/support/dynamic_quant_models.h"
 
+#include <algorithm>
 #include <random>
 
 #include "ir/graph.h"
@@ -95,6 +96,59 @@ std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed) {
     if (bias) out = g.add_node("Add", name + "_bias_add", {out, bias}, {y}, c.opset)->output(0);
     g.add_output(out);
   }
+  return export_onnx_bytes(model);
+}
+
+std::string integer_conv_model(const IntegerConvCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Model model;
+  model.opsets[""] = c.opset;
+  model.graph = std::make_unique<Graph>("g");
+  Graph& g = *model.graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  Shape x_shape = {Dim::symbol("batch"), Dim(c.channels), Dim::symbol("time")};
+  if (c.kernel.size() == 2) x_shape.push_back(Dim::symbol("width"));
+  x_type.shape = x_shape;
+  Value* x = g.add_input("x", x_type);
+  Node* quantize = g.add_node("DynamicQuantizeLinear", "x_quantize", {x},
+                              {"x_quantized", "x_scale", "x_zero_point"}, c.opset);
+
+  const bool int8 = c.dtype == DType::kInt8;
+  const int center = int8 ? 0 : 128;
+  std::vector<int64_t> w_shape = {c.out_channels, c.channels / c.group};
+  w_shape.insert(w_shape.end(), c.kernel.begin(), c.kernel.end());
+  Tensor w(c.dtype, w_shape);
+  fill_integers(w, c.one_sided ? center : std::max(center - c.weight_bound, int8 ? -128 : 0),
+                std::min(center + c.weight_bound, int8 ? 127 : 255), rng);
+  Value* w_q = g.add_initializer("conv_w_q", w);
+  std::vector<Value*> inputs = {quantize->output(0), w_q};
+  if (c.zero_points) {
+    Tensor zero_point(
+        c.dtype, c.per_channel ? std::vector<int64_t>{c.out_channels} : std::vector<int64_t>{});
+    fill_integers(zero_point, center - 4, center + 4, rng);
+    inputs.push_back(quantize->output(2));
+    inputs.push_back(g.add_initializer("conv_w_zero_point", zero_point));
+  }
+  Node* conv = g.add_node("ConvInteger", "conv_quant", inputs, {"conv_output_quantized"}, c.opset);
+  if (!c.strides.empty()) conv->set_attr("strides", Attribute::of_ints(c.strides));
+  if (!c.pads.empty()) conv->set_attr("pads", Attribute::of_ints(c.pads));
+  if (!c.dilations.empty()) conv->set_attr("dilations", Attribute::of_ints(c.dilations));
+  if (c.group != 1) conv->set_attr("group", Attribute::of_int(c.group));
+  Node* cast = g.add_node("Cast", "conv_cast", {conv->output(0)}, {"sums"}, c.opset);
+  cast->set_attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32)));
+  Value* w_scale = g.add_initializer("conv_w_scale", random_tensor({}, rng, 0.002f, 0.02f));
+  Node* scales = g.add_node("Mul", "conv_scales_mul", {quantize->output(1), w_scale},
+                            {"conv_scales"}, c.opset);
+  Node* mul = g.add_node("Mul", "conv_output_scale_mul", {cast->output(0), scales->output(0)},
+                         {"conv_product"}, c.opset);
+  // The bias per output channel, broadcast over the spatial dims as quantize_dynamic reshapes it.
+  std::vector<int64_t> bias_shape = {1, c.out_channels};
+  bias_shape.resize(2 + c.kernel.size(), 1);
+  Value* bias = g.add_initializer("conv_bias", random_tensor(bias_shape, rng, -0.5f, 0.5f));
+  Node* add = g.add_node("Add", "conv_bias_add", {mul->output(0), bias}, {"y"}, c.opset);
+  g.add_output(add->output(0));
+  g.add_output(cast->output(0));
   return export_onnx_bytes(model);
 }
 

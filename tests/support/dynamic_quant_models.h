@@ -1,0 +1,57 @@
+// Dynamically quantized MatMuls and Convs as ONNX Runtime's quantize_dynamic writes them, for
+// tests. MatMuls (graph_opt/fuse_integer_matmul.cc): x -> DynamicQuantizeLinear -> MatMulInteger
+// by a seeded int8/uint8 weight -> Cast -> Mul by x_scale * w_scale (-> Add of a float bias), one
+// output per product; or the same products as ONNX Runtime's fused contrib operators
+// (ir/contrib_ops.h). Convs (graph_opt/conv_integer_to_float.cc): x -> DynamicQuantizeLinear ->
+// ConvInteger -> Cast -> Mul -> Add of a bias per channel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace rnnc::testing {
+
+struct IntegerMatMulCase {
+  enum class Form {
+    kChain,                  // the default-domain ops
+    kDynamicQuantizeMatMul,  // com.microsoft.DynamicQuantizeMatMul (x, w, w_scale, w_zp, bias)
+    kMatMulIntegerToFloat,   // DynamicQuantizeLinear, then com.microsoft.MatMulIntegerToFloat
+  };
+  Form form = Form::kChain;
+  std::vector<std::string> rows = {"seq", "batch"};  // x's leading dims (symbolic), then k
+  int64_t k = 24, n = 10;
+  DType dtype = DType::kInt8;
+  bool per_column = true;      // a scale and zero point per column of the weight, else one
+  bool zero_points = true;     // nonzero weight zero points, else 0 (or none: no_zero_point)
+  bool no_zero_point = false;  // MatMulInteger without its b_zero_point input
+  bool reduce_range = true;    // 7-bit weights, as quantize_dynamic's default
+  bool scales_first = false;   // Mul(scales, cast) and Mul(w_scale, x_scale), else the other order
+  bool bias = true;            // an Add of a float bias after the product, as a Linear layer's
+  int products = 1;            // products of the one DynamicQuantizeLinear, outputs y0, y1, ...
+  int opset = 13;
+};
+
+// ONNX bytes of the case's model; input "x".
+std::string integer_matmul_model(const IntegerMatMulCase& c, uint32_t seed = 5);
+
+struct IntegerConvCase {
+  std::vector<int64_t> kernel = {3};  // 1-D or 2-D; x is [batch, channels, time (, width)]
+  int64_t channels = 6, out_channels = 8, group = 1;
+  std::vector<int64_t> strides, pads, dilations;  // empty: the attribute is left out
+  DType dtype = DType::kInt8;                     // of the weight
+  bool per_channel = true;                        // a weight zero point per output channel
+  bool zero_points = true;  // ConvInteger's zero point inputs, else x is quantized without one
+  int weight_bound = 63;    // weights in center +- this (quantize_dynamic's 7-bit default: 63)
+  bool one_sided = false;   // weights in [center, center + weight_bound] only: sums add up
+  int opset = 13;
+};
+
+// ONNX bytes of the case's model: input "x" [batch, channels, time (, width)] with symbolic
+// batch and spatial dims; outputs "y" (scaled, with a bias) and "sums" (the ConvInteger's sums
+// cast to float, the integers themselves).
+std::string integer_conv_model(const IntegerConvCase& c, uint32_t seed = 5);
+
+}  // namespace rnnc::testing
