@@ -15,19 +15,23 @@
 //     reference block is left on the specialized program's path, and the LSTM runs as the
 //     recurrent kernel (no GEMM blocks: the opset-18 export's cell equations are fused).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "rnnc/rnnc.h"
+#include "tests/support/dynamic_quant_models.h"
 #include "tests/support/wav.h"
 
 #ifdef RNNC_TEST_WITH_ORT
@@ -393,6 +397,54 @@ TEST_P(SileroVariant, CarriesItsStateFromZerosInSessionsAndTheBatcher) {
 
 INSTANTIATE_TEST_SUITE_P(Exports, SileroVariant, ::testing::ValuesIn(kVariants),
                          [](const auto& info) { return name_of(info.param); });
+
+// The export as ONNX Runtime's quantize_dynamic writes it (its six Convs as DynamicQuantizeLinear
+// + ConvInteger + Cast + Mul, tests/support/dynamic_quant_models.h), streamed like the float
+// exports above: the ConvIntegers run as float convolutions over the same integers and their
+// inputs' quantization as float arithmetic (graph_opt/conv_integer_to_float.cc,
+// expand_dynamic_quantize.cc), so nothing is left to the reference kernels, and the stream
+// matches the reference evaluator and ONNX Runtime on the same file.
+TEST(SileroQuantizedByOnnxRuntime, StreamsWithoutReferenceBlocksAndMatchesItsOracles) {
+  const Variant& variant = kVariants[0];
+  const std::string float_path = std::string(RNNC_MODELS_DIR) + "/" + variant.file;
+  std::ifstream file(float_path, std::ios::binary);
+  ASSERT_TRUE(file) << float_path << " is missing: run models/fetch_silero.sh " RNNC_MODELS_DIR;
+  const std::string quantized = testing::dynamically_quantized_convs(
+      std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()));
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("rnnc_silero_convinteger_" + std::to_string(::getpid()) + ".onnx");
+  std::ofstream(path, std::ios::binary) << quantized;
+  const std::vector<float> audio = read_speech("speech_en_us");
+  ModelOptions options;
+  options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+  auto compiled = CompiledModel::load(path.string(), options);
+  options.reference = true;
+  auto reference = CompiledModel::load(path.string(), options);
+
+  Session session = compiled->new_session();
+  session.set_profiling(true);
+  const std::vector<Step> ours = stream(variant, audio, [&](auto& input, auto& states) {
+    return rnnc_step(session, variant, input, states);
+  });
+  Session reference_session = reference->new_session();
+  const std::vector<Step> theirs = stream(variant, audio, [&](auto& input, auto& states) {
+    return rnnc_step(reference_session, variant, input, states);
+  });
+  std::printf("silero_vad_16k_op15, quantized by ONNX Runtime\n");
+  expect_close(ours, theirs, "rnnc against the reference evaluator");
+#ifdef RNNC_TEST_WITH_ORT
+  expect_close(ours, ort_stream(variant, path.string(), audio), "rnnc against ONNX Runtime");
+#endif
+  std::filesystem::remove(path);
+
+  compiled->wait_for_specializations();
+  const std::string profile = session.profile_report();
+  const size_t special = profile.find("shape specialization:");
+  ASSERT_NE(special, std::string::npos) << profile;
+  EXPECT_EQ(profile.find("reference ", special), std::string::npos) << profile.substr(special);
+  EXPECT_NE(profile.find("halide conv", special), std::string::npos) << profile.substr(special);
+}
 
 }  // namespace
 }  // namespace rnnc

@@ -1,10 +1,12 @@
 #include "tests/support/dynamic_quant_models.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "ir/graph.h"
 #include "ir/onnx_export.h"
+#include "ir/onnx_import.h"
 #include "tests/support/random.h"
 
 namespace rnnc::testing {
@@ -150,6 +152,69 @@ std::string integer_conv_model(const IntegerConvCase& c, uint32_t seed) {
   g.add_output(add->output(0));
   g.add_output(cast->output(0));
   return export_onnx_bytes(model);
+}
+
+std::string dynamically_quantized_convs(const std::string& onnx_bytes) {
+  std::unique_ptr<Model> model = import_onnx_bytes(onnx_bytes.data(), onnx_bytes.size());
+  Graph& g = *model->graph;
+  const int opset = static_cast<int>(model->default_opset());
+  std::vector<Node*> convs;
+  for (const auto& node : g.nodes()) {
+    if (node->op_type() == "Conv" && node->input(1) && node->input(1)->is_constant() &&
+        (node->num_inputs() < 3 || !node->input(2) || node->input(2)->is_constant())) {
+      convs.push_back(node.get());
+    }
+  }
+  for (Node* conv : convs) {
+    const std::string base = conv->name();
+    const Tensor& w = *conv->input(1)->constant();
+    float bound = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) bound = std::max(bound, std::abs(w.data<float>()[i]));
+    const float scale = bound > 0 ? bound / 127.0f : 1.0f;
+    Tensor q(DType::kInt8, w.shape());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const float level = std::nearbyint(w.data<float>()[i] / scale);
+      q.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(level, -127.0f, 127.0f));
+    }
+    Value* x = conv->input(0);
+    Node* quantize =
+        g.add_node("DynamicQuantizeLinear", base + "_x_quantize", {x},
+                   {base + "_x_quantized", base + "_x_scale", base + "_x_zero_point"}, opset);
+    Node* product = g.add_node(
+        "ConvInteger", base + "_quant",
+        {quantize->output(0), g.add_initializer(base + "_W_quantized", q), quantize->output(2),
+         g.add_initializer(base + "_W_zero_point", Tensor::scalar<int8_t>(0))},
+        {base + "_output_quantized"}, opset);
+    for (const auto& [name, attribute] : conv->attributes()) product->set_attr(name, attribute);
+    Node* cast =
+        g.add_node("Cast", base + "_cast", {product->output(0)}, {base + "_cast_output"}, opset);
+    cast->set_attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32)));
+    Node* scales = g.add_node(
+        "Mul", base + "_scales_mul",
+        {quantize->output(1), g.add_initializer(base + "_W_scale", Tensor::scalar<float>(scale))},
+        {base + "_scales"}, opset);
+    Value* out = g.add_node("Mul", base + "_output_scale_mul", {cast->output(0), scales->output(0)},
+                            {base + "_output_scaled"}, opset)
+                     ->output(0);
+    if (conv->num_inputs() > 2 && conv->input(2)) {
+      const Tensor& b = *conv->input(2)->constant();
+      std::vector<int64_t> shape(static_cast<size_t>(w.rank()), 1);
+      shape[1] = b.numel();
+      const Tensor bias = b.reshaped(shape);
+      out = g.add_node("Add", base + "_bias_add", {out, g.add_initializer(base + "_bias", bias)},
+                       {base + "_output_biased"}, opset)
+                ->output(0);
+    }
+    g.replace_all_uses(conv->output(0), out);
+    std::vector<Value*> float_parameters = {conv->input(1)};
+    if (conv->num_inputs() > 2 && conv->input(2)) float_parameters.push_back(conv->input(2));
+    g.remove_node(conv);
+    for (Value* parameter : float_parameters) {
+      if (parameter->uses().empty()) g.remove_initializer(parameter);
+    }
+  }
+  g.sort_topologically();
+  return export_onnx_bytes(*model);
 }
 
 }  // namespace rnnc::testing
