@@ -31,10 +31,10 @@ std::vector<PipelineStep> lowering_passes() {
   return {
       // ONNX Runtime's dynamically quantized MatMuls become annotated MatMuls.
       {{"fuse_integer_matmul"}},
-      // ONNX Runtime's dynamically quantized Convs become float Convs over the same integers,
-      // their input's quantization float arithmetic.
+      // ONNX Runtime's dynamically quantized Convs become float Convs over the same integers;
+      // quantization feeding float arithmetic (those Convs' inputs, QDQ pairs) becomes float ops.
       {{"conv_integer_to_float"}},
-      {{"expand_dynamic_quantize"}},
+      {{"expand_quantization"}},
       // Quantized weights become annotated float constants; what they fed folds after them.
       {{"fold_quantized_weights", "fold_constants"}, /*max_rounds=*/8},
       {{"dce"}},                   // the integer weights and scales no node reads any more

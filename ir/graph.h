@@ -115,6 +115,10 @@ constexpr const char* kAnnotationPrefix = "rnnc.";
 constexpr const char* kFusionGroupAnnotation = "rnnc.fusion_group";
 constexpr const char* kFusionRootAnnotation = "rnnc.fusion_root";
 constexpr const char* kLayoutOfAnnotation = "rnnc.layout_of";
+// An elementwise node whose result lowering computes by IEEE rules, neither contracted nor
+// reassociated with its neighbours (graph_opt/expand_quantization.cc: quantization written out
+// must round as the operators do). Part of the kernel's cache key.
+constexpr const char* kIeeeAnnotation = "rnnc.ieee";
 // The layout a recurrent node reads or writes one of its tensors in ("x", "y", "y_h", ...):
 // rnnc.<slot>_layout.
 inline std::string slot_layout_annotation(const std::string& slot) {

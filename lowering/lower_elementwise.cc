@@ -233,17 +233,15 @@ const std::map<std::string, OpExpr>& op_table() {
   return table;
 }
 
-// Ops evaluated by IEEE rules (strict_float). Those whose formula selects on a comparison with a
-// possibly-NaN input: under Halide's default fast-math flags LLVM may rewrite select(x < 0, 0, x)
-// into max(x, 0), dropping the NaN the reference keeps (in a GEMM epilogue the accumulation keeps
-// its FMAs, so it costs nothing there). And Div: Halide's simplifier makes a division by a
-// constant a multiply by its reciprocal, which can differ in the last bit, and a rounding after
-// it (a quantization written out, graph_opt/expand_dynamic_quantize.cc) turns that into a whole
-// level.
+// Ops evaluated by IEEE rules (strict_float), besides nodes annotated rnnc.ieee: those whose
+// formula selects on a comparison with a possibly-NaN input. Under Halide's default fast-math
+// flags LLVM may rewrite select(x < 0, 0, x) into max(x, 0), dropping the NaN the reference keeps;
+// strict_float evaluates these ops by IEEE rules (in a GEMM epilogue the accumulation keeps its
+// FMAs, so it costs nothing there).
 const std::set<std::string> kIeeeOps = {"Relu",      "LeakyRelu", "PRelu", "ThresholdedRelu",
                                         "Elu",       "Celu",      "Selu",  "HardSigmoid",
                                         "HardSwish", "Clip",      "Sign",  "Max",
-                                        "Min",       "Div"};
+                                        "Min"};
 
 // Element types each op is lowered for: float32 data, bool conditions; Pow's exponent may be an
 // integer (converted to float, as the reference does); Cast to float32 from float32, bool, int8,
@@ -359,7 +357,8 @@ Expr elementwise_op_expr(const Node& node, const std::vector<Expr>& inputs) {
   std::vector<Expr> args = inputs;
   if (node.op_type() == "Pow") args[1] = f32(args[1]);
   Expr result = it->second(node, args);
-  return kIeeeOps.count(node.op_type()) ? Halide::strict_float(result) : result;
+  const bool ieee = kIeeeOps.count(node.op_type()) || node.attr_int(kIeeeAnnotation, 0) != 0;
+  return ieee ? Halide::strict_float(result) : result;
 }
 
 FusionGroup analyze_group(const std::vector<const Node*>& nodes) {
@@ -457,7 +456,8 @@ std::string group_signature(const FusionGroup& group) {
     const Node* node = group.nodes[i];
     text += cat("n", i, "=", node->op_type(), "@", node->opset(), "{");
     for (const auto& [name, attribute] : node->attributes()) {
-      if (name.rfind(kAnnotationPrefix, 0) == 0) continue;
+      // Annotations do not change what a node computes; rnnc.ieee changes how it rounds.
+      if (name.rfind(kAnnotationPrefix, 0) == 0 && name != kIeeeAnnotation) continue;
       text += name + "=" + attribute_text(attribute) + ";";
     }
     text += "}(";

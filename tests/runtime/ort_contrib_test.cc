@@ -20,7 +20,7 @@
 #include "ir/onnx_export.h"
 #include "rnnc/rnnc.h"
 #include "tests/support/dqlstm_model.h"
-#include "tests/support/dynamic_quant_models.h"
+#include "tests/support/ort_quantized_models.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -248,6 +248,36 @@ TEST(OrtContrib, IntegerConvAgreesWithOnnxRuntime) {
                 y);
     EXPECT_EQ(sums, 0) << named.what;
     EXPECT_LE(worst, 1.0) << named.what << ": y differs by " << y;
+  }
+}
+
+// quantize_static's QDQ format (QuantizeLinear + DequantizeLinear pairs around a Conv of
+// dequantized weights), which rnnc computes as the pairs' float arithmetic around a float
+// convolution (graph_opt/expand_quantization.cc) and ONNX Runtime as an integer convolution with
+// its output requantized: the two round the output's quantization differently only for sums near
+// a tie, so each output element is within one level (y_scale) of ONNX Runtime's, and few differ.
+TEST(OrtContrib, QdqConvAgreesWithOnnxRuntime) {
+  for (DType activations : {DType::kUInt8, DType::kInt8}) {
+    testing::QdqConvCase c;
+    c.activations = activations;
+    c.channels = 32;
+    const std::string model = testing::qdq_conv_model(c);
+    std::mt19937 rng(11);
+    const Feed feed{{"x", testing::random_tensor({2, c.channels, 50}, rng, -2.0f, 2.0f)}};
+    const std::vector<std::string> names = {"y", "x_dq"};
+    const Outputs ours = rnnc_run(model, feed, names);
+    const Outputs ort = ort_run(model, feed, names);
+    const char* what = activations == DType::kInt8 ? "int8" : "uint8";
+    size_t off = 0;
+    for (size_t i = 0; i < std::min(ours[0].size(), ort[0].size()); ++i) {
+      off += ours[0][i] != ort[0][i];
+    }
+    const double y = max_difference(ours[0], ort[0]), x = max_difference(ours[1], ort[1]);
+    std::printf("[ qdq      ] %s: x_dq |rnnc - ORT| %.3g, y |rnnc - ORT| %.3g (%zu of %zu)\n", what,
+                x, y, off, ours[0].size());
+    EXPECT_EQ(x, 0) << what;
+    EXPECT_LE(y, c.y_scale * 1.0001) << what;
+    EXPECT_LE(off * 50, ours[0].size()) << what;
   }
 }
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "rnnc/rnnc.h"
-#include "tests/support/dynamic_quant_models.h"
+#include "tests/support/ort_quantized_models.h"
 #include "tests/support/wav.h"
 
 #ifdef RNNC_TEST_WITH_ORT
@@ -399,10 +399,10 @@ INSTANTIATE_TEST_SUITE_P(Exports, SileroVariant, ::testing::ValuesIn(kVariants),
                          [](const auto& info) { return name_of(info.param); });
 
 // The export as ONNX Runtime's quantize_dynamic writes it (its six Convs as DynamicQuantizeLinear
-// + ConvInteger + Cast + Mul, tests/support/dynamic_quant_models.h), streamed like the float
+// + ConvInteger + Cast + Mul, tests/support/ort_quantized_models.h), streamed like the float
 // exports above: the ConvIntegers run as float convolutions over the same integers and their
 // inputs' quantization as float arithmetic (graph_opt/conv_integer_to_float.cc,
-// expand_dynamic_quantize.cc), so nothing is left to the reference kernels, and the stream
+// expand_quantization.cc), so nothing is left to the reference kernels, and the stream
 // matches the reference evaluator and ONNX Runtime on the same file.
 TEST(SileroQuantizedByOnnxRuntime, StreamsWithoutReferenceBlocksAndMatchesItsOracles) {
   const Variant& variant = kVariants[0];

@@ -19,8 +19,8 @@
 #include "lowering/program.h"
 #include "tests/support/compare.h"
 #include "tests/support/dqlstm_model.h"
-#include "tests/support/dynamic_quant_models.h"
 #include "tests/support/error_message.h"
+#include "tests/support/ort_quantized_models.h"
 #include "tests/support/random.h"
 
 namespace rnnc {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "tests/support/dynamic_quant_models.h"
+#include "tests/support/ort_quantized_models.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 

@@ -1,4 +1,4 @@
-#include "tests/support/dynamic_quant_models.h"
+#include "tests/support/ort_quantized_models.h"
 
 #include <algorithm>
 #include <cmath>
@@ -215,6 +215,67 @@ std::string dynamically_quantized_convs(const std::string& onnx_bytes) {
   }
   g.sort_topologically();
   return export_onnx_bytes(*model);
+}
+
+std::string qdq_conv_model(const QdqConvCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Model model;
+  model.opsets[""] = 13;
+  model.graph = std::make_unique<Graph>("g");
+  Graph& g = *model.graph;
+  TensorType x_type;
+  x_type.dtype = DType::kFloat32;
+  x_type.shape = Shape{Dim::symbol("batch"), Dim(c.channels), Dim::symbol("time")};
+  Value* x = g.add_input("x", x_type);
+  auto zero_point = [&](const std::string& name, int value) {
+    return c.activations == DType::kInt8
+               ? g.add_initializer(name, Tensor::scalar<int8_t>(static_cast<int8_t>(value)))
+               : g.add_initializer(name, Tensor::scalar<uint8_t>(static_cast<uint8_t>(value)));
+  };
+  // A quantize-dequantize pair on `in`, as quantize_static's QDQ format writes one.
+  auto pair = [&](Value* in, const std::string& name, float scale, int zero) {
+    Value* s = g.add_initializer(name + "_scale", Tensor::scalar<float>(scale));
+    Value* z = zero_point(name + "_zero_point", zero);
+    Node* q = g.add_node("QuantizeLinear", name + "_QuantizeLinear", {in, s, z},
+                         {name + "_quantized"}, 13);
+    return g
+        .add_node("DequantizeLinear", name + "_DequantizeLinear", {q->output(0), s, z},
+                  {name + "_dq"}, 13)
+        ->output(0);
+  };
+  const int offset = c.activations == DType::kInt8 ? 0 : 128;
+  Value* x_dq = pair(x, "x", c.x_scale, c.x_zero_point + offset);
+
+  Tensor w(DType::kInt8, {c.out_channels, c.channels, c.kernel});
+  fill_integers(w, -127, 127, rng);
+  Tensor w_scale = random_tensor({c.out_channels}, rng, 0.002f, 0.01f);
+  Tensor bias(DType::kInt32, {c.out_channels});
+  std::uniform_int_distribution<int> bias_value(-2000, 2000);
+  Tensor bias_scale(DType::kFloat32, {c.out_channels});
+  for (int64_t m = 0; m < c.out_channels; ++m) {
+    bias.data<int32_t>()[m] = bias_value(rng);
+    bias_scale.data<float>()[m] = c.x_scale * w_scale.data<float>()[m];
+  }
+  Node* w_dq =
+      g.add_node("DequantizeLinear", "w_DequantizeLinear",
+                 {g.add_initializer("w_quantized", w), g.add_initializer("w_scale", w_scale),
+                  g.add_initializer("w_zero_point", Tensor(DType::kInt8, {c.out_channels}))},
+                 {"w_dq"}, 13);
+  w_dq->set_attr("axis", Attribute::of_int(0));
+  Node* b_dq =
+      g.add_node("DequantizeLinear", "b_DequantizeLinear",
+                 {g.add_initializer("b_quantized", bias), g.add_initializer("b_scale", bias_scale),
+                  g.add_initializer("b_zero_point", Tensor(DType::kInt32, {c.out_channels}))},
+                 {"b_dq"}, 13);
+  b_dq->set_attr("axis", Attribute::of_int(0));
+  Node* conv =
+      g.add_node("Conv", "conv", {x_dq, w_dq->output(0), b_dq->output(0)}, {"conv_out"}, 13);
+  conv->set_attr("pads", Attribute::of_ints({1, 1}));
+  Value* y_dq = pair(conv->output(0), "conv_out", c.y_scale, c.y_zero_point + offset);
+  g.add_node("Relu", "relu", {y_dq}, {"y"}, 13);
+  g.add_output(g.find_value("y"));
+  g.add_output(x_dq);
+  return export_onnx_bytes(model);
 }
 
 }  // namespace rnnc::testing

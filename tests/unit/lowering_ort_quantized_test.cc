@@ -10,6 +10,7 @@
 // ONNX Runtime on the same models: tests/runtime/ort_contrib_test.cc.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "compiler/compile.h"
@@ -18,7 +19,7 @@
 #include "ir/text_parser.h"
 #include "lowering/program.h"
 #include "tests/support/compare.h"
-#include "tests/support/dynamic_quant_models.h"
+#include "tests/support/ort_quantized_models.h"
 #include "tests/support/random.h"
 
 namespace rnnc {
@@ -233,7 +234,7 @@ void expect_conv_exact(const Program& program, const std::string& bytes, const C
 }
 
 // The integer convolution compiled as a float Conv, its input's DynamicQuantizeLinear as float
-// reductions and elementwise loops (graph_opt/expand_dynamic_quantize.cc): no reference block
+// reductions and elementwise loops (graph_opt/expand_quantization.cc): no reference block
 // left, and exact.
 void expect_float_conv_and_exact(const ConvCase& c, const std::string& what) {
   const std::string bytes = testing::integer_conv_model(c);
@@ -307,7 +308,7 @@ TEST(LowerIntegerConv, SumsBeyondFloatPrecisionStayInteger) {
 
 // ---- DynamicQuantizeLinear written out ---------------------------------------------------------
 
-// A DynamicQuantizeLinear read through Casts (graph_opt/expand_dynamic_quantize.cc) compiled as
+// A DynamicQuantizeLinear read through Casts (graph_opt/expand_quantization.cc) compiled as
 // float reductions and elementwise loops: its values, scale and zero point equal the operator's
 // bit for bit, on random values, values halfway between levels, one sign only, all zero (scale 1)
 // and a single element.
@@ -350,6 +351,45 @@ graph main(%x: f32[rows, 5]) {
       EXPECT_TRUE(result.ok) << what << ", output " << i << ": " << result.message;
     }
   }
+}
+
+// ---- QDQ pairs ---------------------------------------------------------------------------------
+
+// quantize_static's QDQ format (tests/support/ort_quantized_models.h): the pairs compiled as
+// float arithmetic (graph_opt/expand_quantization.cc) fused with their neighbours, no reference
+// block left. The input pair's output ("x_dq") equals the reference bit for bit. The output pair
+// quantizes a float convolution whose sums round differently from the reference's (summation
+// order), so an element near a rounding tie may land one level (y_scale) away: at most one level,
+// and in few elements.
+void expect_qdq_conv(const testing::QdqConvCase& c, const std::string& what) {
+  const std::string bytes = testing::qdq_conv_model(c);
+  auto program = compile(bytes);
+  EXPECT_EQ(blocks_of(*program, "reference"), 0u) << what << "\n" << program->describe();
+  std::mt19937 rng(7);
+  for (int64_t time : {5, 33}) {
+    const Tensor x = testing::random_tensor({2, c.channels, time}, rng, -2.0f, 2.0f);
+    const std::vector<Tensor> compiled = program->run({{"x", x}});
+    const std::vector<Tensor> reference = evaluate(*import(bytes)->graph, {{"x", x}});
+    ASSERT_EQ(compiled.size(), 2u);
+    const auto x_dq = testing::compare_tensors(compiled[1], reference[1], {0, 0});
+    EXPECT_TRUE(x_dq.ok) << what << ", x_dq: " << x_dq.message;
+    int64_t off = 0;
+    for (int64_t i = 0; i < compiled[0].numel(); ++i) {
+      const float d = std::abs(compiled[0].data<float>()[i] - reference[0].data<float>()[i]);
+      EXPECT_LE(d, c.y_scale * 1.0001f) << what << ", y element " << i;
+      off += d > 0;
+    }
+    EXPECT_LE(off * 50, compiled[0].numel()) << what << ": " << off << " elements a level away";
+  }
+}
+
+TEST(LowerQdqPairs, Uint8ActivationsAroundAConv) { expect_qdq_conv({}, "uint8 pairs"); }
+
+TEST(LowerQdqPairs, Int8ActivationsAroundAConv) {
+  testing::QdqConvCase c;
+  c.activations = DType::kInt8;
+  c.channels = 32;
+  expect_qdq_conv(c, "int8 pairs");
 }
 
 }  // namespace

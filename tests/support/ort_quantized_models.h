@@ -1,9 +1,11 @@
-// Dynamically quantized MatMuls and Convs as ONNX Runtime's quantize_dynamic writes them, for
-// tests. MatMuls (graph_opt/fuse_integer_matmul.cc): x -> DynamicQuantizeLinear -> MatMulInteger
-// by a seeded int8/uint8 weight -> Cast -> Mul by x_scale * w_scale (-> Add of a float bias), one
-// output per product; or the same products as ONNX Runtime's fused contrib operators
-// (ir/contrib_ops.h). Convs (graph_opt/conv_integer_to_float.cc): x -> DynamicQuantizeLinear ->
-// ConvInteger -> Cast -> Mul -> Add of a bias per channel.
+// Models as ONNX Runtime's quantizer writes them, for tests. quantize_dynamic's MatMuls
+// (graph_opt/fuse_integer_matmul.cc): x -> DynamicQuantizeLinear -> MatMulInteger by a seeded
+// int8/uint8 weight -> Cast -> Mul by x_scale * w_scale (-> Add of a float bias), one output per
+// product; or the same products as ONNX Runtime's fused contrib operators (ir/contrib_ops.h). Convs
+// (graph_opt/conv_integer_to_float.cc): x -> DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul ->
+// Add of a bias per channel. quantize_static's QDQ format (graph_opt/expand_quantization.cc):
+// QuantizeLinear + DequantizeLinear pairs on activations around a Conv of DequantizeLinear weights
+// and bias.
 #pragma once
 
 #include <cstdint>
@@ -60,5 +62,18 @@ std::string integer_conv_model(const IntegerConvCase& c, uint32_t seed = 5);
 // ConvInteger by the int8 weight (symmetric, one scale), Cast, Mul by x_scale * w_scale, Add of
 // the bias as [1, M, 1, ...].
 std::string dynamically_quantized_convs(const std::string& onnx_bytes);
+
+struct QdqConvCase {
+  int64_t channels = 8, out_channels = 12, kernel = 3;
+  DType activations = DType::kUInt8;  // of the QDQ pairs' zero points (int8 or uint8)
+  float x_scale = 0.02f, y_scale = 0.05f;
+  int x_zero_point = 3, y_zero_point = -5;  // as int8 values; uint8 pairs add 128
+};
+
+// ONNX bytes: input "x" f32[batch, channels, time] -> QuantizeLinear -> DequantizeLinear ("x_dq",
+// also an output) -> Conv (pads 1) by DequantizeLinear(int8 weights, a scale per output channel)
+// with DequantizeLinear(int32 bias, x_scale * w_scale) -> QuantizeLinear -> DequantizeLinear ->
+// Relu ("y").
+std::string qdq_conv_model(const QdqConvCase& c, uint32_t seed = 5);
 
 }  // namespace rnnc::testing
