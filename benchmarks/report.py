@@ -610,7 +610,9 @@ def main():
             "to 12 bits when the model's outputs would miss the error budget (the decision per "
             "workload is listed below the table). "
             "DynamicQuantizeLSTM: the same weights scheme (int8 per output unit), written by "
-            "models/make_workloads.py (ONNX Runtime has no quantized GRU). Error: max |output - "
+            "models/make_workloads.py as ONNX Runtime's quantize_dynamic writes a model (ONNX "
+            "Runtime has no quantized GRU; Silero VAD's LSTM weights are computed, not constants, "
+            "so its file quantizes only the Convs, as ConvInteger). Error: max |output - "
             "float ONNX Runtime| over the compared runs; lower is better. Speedups are ratios of "
             "medians from the same rounds; \"paired\" the median (and range) of the speedups per "
             "round, the engines back to back in each round.")
@@ -636,9 +638,10 @@ def main():
         add("")
         same_file = [(w, r) for w, r in quantized if "rnnc_dqlstm" in r and "ort_dqlstm" in r]
         if same_file:
-            add("The DynamicQuantizeLSTM file itself in rnnc (imported as int8 LSTMs, docs/ir.md, "
-                "\"ONNX Runtime contrib operators\"): what a user who quantized with ONNX Runtime "
-                "gets by loading the same file. Error as above.")
+            add("The DynamicQuantizeLSTM file itself in rnnc (DynamicQuantizeLSTM imported as "
+                "int8 LSTMs, docs/ir.md, \"ONNX Runtime contrib operators\"; MatMulInteger on the "
+                "int8 GEMM and ConvInteger as exact float Convs, docs/quant.md): what a user who "
+                "quantized with ONNX Runtime gets by loading the same file. Error as above.")
             add("")
             add("| workload | ONNX Runtime | rnnc | speedup | paired | error ONNX Runtime | "
                 "error rnnc |")
