@@ -8,6 +8,10 @@ bool is_known_constant(const Value* value) {
   return value && value->is_constant() && !value->is_graph_input();
 }
 
+const Tensor* known_constant(const Value* value) {
+  return is_known_constant(value) ? value->constant().get() : nullptr;
+}
+
 Value* replace_with_constant(Value* value, Tensor data) {
   Node* producer = value->producer();
   RNNC_CHECK(producer, "'", value->name(), "' is not a node output");

@@ -9,6 +9,8 @@ namespace rnnc {
 // True for an initializer or folded value. A graph input with a default value is not known: a
 // caller may override it.
 bool is_known_constant(const Value* value);
+// The known tensor of `value`, or nullptr (also for nullptr).
+const Tensor* known_constant(const Value* value);
 
 // Replaces node output `value` by an initializer of the same name holding `data`, rewiring every
 // use and every graph output that returns it (including returns of nested graphs, which hold no

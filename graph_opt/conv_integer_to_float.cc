@@ -21,7 +21,8 @@
 //
 // Matched: x int8/uint8 with its zero point absent or a scalar of its type; %wq a constant
 // int8/uint8; %wz absent or a constant of %wq's type with 1 or M (output channels) elements; %p
-// read only by Casts to float32 (each of them is replaced) and not a graph output.
+// read only by Casts to float32 (each of them is replaced), not a graph output or a nested graph's
+// return.
 // Lowering pipeline only.
 #include <cmath>
 #include <string>
@@ -29,6 +30,7 @@
 
 #include "graph_opt/constant_value.h"
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/op_schema.h"
 
 namespace rnnc {
@@ -42,19 +44,15 @@ constexpr double kLargestShiftedInput = 255.0;
 
 bool is_8_bit(DType dtype) { return dtype == DType::kInt8 || dtype == DType::kUInt8; }
 
-const Tensor* known(const Value* value) {
-  return value && is_known_constant(value) ? value->constant().get() : nullptr;
-}
-
 // w - w_zero_point[m] as float32, or an empty tensor when the weight is not constant 8-bit, its
 // zero point is not 1 or M constants of its type, or some channel's sum bound exceeds 2^24.
 Tensor shifted_weight(const Node& conv) {
-  const Tensor* w = known(conv.input(1));
+  const Tensor* w = known_constant(conv.input(1));
   if (!w || !is_8_bit(w->dtype()) || w->rank() < 3 || w->dim(0) == 0) return {};
   const int64_t channels = w->dim(0), taps = w->numel() / channels;
   const Tensor* zero_point = nullptr;
   if (conv.num_inputs() > 3 && conv.input(3)) {
-    zero_point = known(conv.input(3));
+    zero_point = known_constant(conv.input(3));
     if (!zero_point || zero_point->dtype() != w->dtype() ||
         (zero_point->numel() != 1 && zero_point->numel() != channels)) {
       return {};
@@ -91,17 +89,7 @@ bool operands_fit(const Graph& graph, const Node& conv) {
     if (count != 1) return false;
   }
   const Value* out = conv.output(0);
-  if (!out || out->uses().empty()) return false;
-  for (const Value* output : graph.outputs()) {
-    if (output == out) return false;
-  }
-  for (const Use& use : out->uses()) {
-    if (!is_op(use.node, "Cast") ||
-        use.node->attr_int("to", 0) != static_cast<int64_t>(DType::kFloat32)) {
-      return false;
-    }
-  }
-  return true;
+  return out && !out->uses().empty() && read_only_by(graph, out, is_float_cast);
 }
 
 Value* as_float(Graph& graph, Value* value, const std::string& name, int opset) {

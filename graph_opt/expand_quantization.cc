@@ -27,12 +27,13 @@
 // of the integer ones. One difference: the reference leaves NaN elements out of
 // DynamicQuantizeLinear's range, the reductions here do not guarantee to.
 //
-// Matched: default-domain ops on float32 x. DynamicQuantizeLinear: %q and %z not graph outputs and
-// read only by Casts to float32 (each replaced by the float value); %s may be read by anything.
-// QuantizeLinear: a constant float32 scale of one element, a constant 8- or 16-bit zero point of
-// one element (or none: uint8, zero point 0), no attribute but axis; %q not a graph output and
-// read only by DequantizeLinears whose scale and zero point are the same values or equal
-// constants. Per-axis pairs (ONNX Runtime quantizes activations per tensor) stay as written.
+// Matched: default-domain ops on float32 x. DynamicQuantizeLinear: %q and %z not graph outputs
+// (or nested graphs' returns) and read only by Casts to float32 (each replaced by the float
+// value); %s may be read by anything. QuantizeLinear: a constant float32 scale of one element, a
+// constant 8- or 16-bit zero point of one element (or none: uint8, zero point 0), no attribute
+// but axis; %q not a graph output (or a nested graph's return) and read only by
+// DequantizeLinears whose scale and zero point are the same values or equal constants. Per-axis
+// pairs (ONNX Runtime quantizes activations per tensor) stay as written.
 // Lowering pipeline only, after conv_integer_to_float.
 #include <cstring>
 #include <string>
@@ -40,30 +41,16 @@
 
 #include "graph_opt/constant_value.h"
 #include "graph_opt/pass.h"
+#include "graph_opt/value_refs.h"
 #include "ir/op_schema.h"
 
 namespace rnnc {
 
 namespace {
 
-bool is_graph_output(const Graph& graph, const Value* value) {
-  for (const Value* output : graph.outputs()) {
-    if (output == value) return true;
-  }
-  return false;
-}
-
-// `value` is read only by Casts to float32 (or not at all) and is not a graph output.
+// `value` is absent, or read only by Casts to float32 (or not at all).
 bool read_only_as_float(const Graph& graph, const Value* value) {
-  if (!value) return true;
-  if (is_graph_output(graph, value)) return false;
-  for (const Use& use : value->uses()) {
-    if (!is_op(use.node, "Cast") ||
-        use.node->attr_int("to", 0) != static_cast<int64_t>(DType::kFloat32)) {
-      return false;
-    }
-  }
-  return true;
+  return !value || read_only_by(graph, value, is_float_cast);
 }
 
 // Adds nodes named after one prefix, each with one output, shapes inferred.
@@ -143,8 +130,8 @@ struct PairParameters {
 };
 
 bool single_constant(const Value* value, DType dtype) {
-  return value && is_known_constant(value) && value->constant()->dtype() == dtype &&
-         value->constant()->numel() == 1;
+  const Tensor* tensor = known_constant(value);
+  return tensor && tensor->dtype() == dtype && tensor->numel() == 1;
 }
 
 bool integer_range(DType dtype, float& lowest, float& highest) {
@@ -169,11 +156,10 @@ bool integer_range(DType dtype, float& lowest, float& highest) {
 // `a` and `b` are the same value, or constants with equal contents.
 bool same_parameter(const Value* a, const Value* b) {
   if (a == b) return true;
-  if (!a || !b || !is_known_constant(a) || !is_known_constant(b)) return false;
-  const Tensor& x = *a->constant();
-  const Tensor& y = *b->constant();
-  return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-         std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+  const Tensor* x = known_constant(a);
+  const Tensor* y = known_constant(b);
+  return x && y && x->dtype() == y->dtype() && x->shape() == y->shape() &&
+         std::memcmp(x->raw_data(), y->raw_data(), x->nbytes()) == 0;
 }
 
 // The QuantizeLinear's parameters, when it and every reader of its output form per-tensor pairs.
@@ -182,8 +168,9 @@ bool pair_parameters(const Graph& graph, const Node& quantize, PairParameters& o
   const Value* scale = quantize.input(1);
   const Value* zero_point = quantize.num_inputs() > 2 ? quantize.input(2) : nullptr;
   const Value* q = quantize.output(0);
+  auto dequantizes = [](const Node& node) { return is_op(&node, "DequantizeLinear"); };
   if (!x || x->type.dtype != DType::kFloat32 || !single_constant(scale, DType::kFloat32) || !q ||
-      q->uses().empty() || is_graph_output(graph, q)) {
+      q->uses().empty() || !read_only_by(graph, q, dequantizes)) {
     return false;
   }
   for (const auto& [name, attribute] : quantize.attributes()) {
@@ -196,8 +183,7 @@ bool pair_parameters(const Graph& graph, const Node& quantize, PairParameters& o
   out.zero_point = zero_point ? static_cast<float>(zero_point->constant()->get_int64(0)) : 0.0f;
   for (const Use& use : q->uses()) {
     const Node* dequantize = use.node;
-    if (!is_op(dequantize, "DequantizeLinear") || use.input_index != 0 ||
-        !same_parameter(dequantize->input(1), scale)) {
+    if (use.input_index != 0 || !same_parameter(dequantize->input(1), scale)) {
       return false;
     }
     const Value* dequantize_zero = dequantize->num_inputs() > 2 ? dequantize->input(2) : nullptr;

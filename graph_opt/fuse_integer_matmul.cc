@@ -38,10 +38,6 @@ namespace rnnc {
 
 namespace {
 
-const Tensor* known(const Value* value) {
-  return is_known_constant(value) ? value->constant().get() : nullptr;
-}
-
 struct Match {
   Node* dynamic_quantize = nullptr;
   Node* product = nullptr;  // MatMulInteger
@@ -66,9 +62,7 @@ bool per_tensor_or_column(const Tensor& tensor, int64_t columns) {
 // The MatMulInteger + DynamicQuantizeLinear behind `cast_out` * `scales`, if the pattern holds.
 std::optional<Match> match_operands(const Value* cast_out, const Value* scales) {
   const Node* cast = cast_out->producer();
-  if (!is_op(cast, "Cast") || cast->attr_int("to", 0) != static_cast<int64_t>(DType::kFloat32)) {
-    return std::nullopt;
-  }
+  if (!cast || !is_float_cast(*cast)) return std::nullopt;
   Match m;
   m.product = cast->input(0)->producer();
   if (!is_op(m.product, "MatMulInteger") || m.product->num_inputs() < 3) return std::nullopt;
@@ -80,7 +74,7 @@ std::optional<Match> match_operands(const Value* cast_out, const Value* scales) 
   }
   const Value* x = m.dynamic_quantize->input(0);
   if (!x || x->type.dtype != DType::kFloat32) return std::nullopt;
-  m.weight = known(m.product->input(1));
+  m.weight = known_constant(m.product->input(1));
   if (!m.weight || m.weight->rank() != 2 ||
       (m.weight->dtype() != DType::kInt8 && m.weight->dtype() != DType::kUInt8)) {
     return std::nullopt;
@@ -88,7 +82,7 @@ std::optional<Match> match_operands(const Value* cast_out, const Value* scales) 
   m.columns = m.weight->dim(1);
   if (Value* zero_point = m.product->input(3)) {
     m.zero_point_value = zero_point;
-    m.weight_zero_point = known(zero_point);
+    m.weight_zero_point = known_constant(zero_point);
     if (!m.weight_zero_point || m.weight_zero_point->dtype() != m.weight->dtype() ||
         !per_tensor_or_column(*m.weight_zero_point, m.columns)) {
       return std::nullopt;
@@ -101,7 +95,7 @@ std::optional<Match> match_operands(const Value* cast_out, const Value* scales) 
   m.scale_value = scale_product->input(0) == x_scale   ? scale_product->input(1)
                   : scale_product->input(1) == x_scale ? scale_product->input(0)
                                                        : nullptr;
-  m.weight_scale = known(m.scale_value);
+  m.weight_scale = known_constant(m.scale_value);
   if (!m.weight_scale || m.weight_scale->dtype() != DType::kFloat32 ||
       !per_tensor_or_column(*m.weight_scale, m.columns)) {
     return std::nullopt;

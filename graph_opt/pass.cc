@@ -34,6 +34,10 @@ bool is_op(const Node* node, const char* op_type) {
          (node->domain().empty() || node->domain() == "ai.onnx");
 }
 
+bool is_float_cast(const Node& node) {
+  return is_op(&node, "Cast") && node.attr_int("to", 0) == static_cast<int64_t>(DType::kFloat32);
+}
+
 void for_each_graph(Model& model, const std::function<void(Graph&)>& visit) {
   visit_graph(*model.graph, visit);
 }

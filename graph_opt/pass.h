@@ -43,6 +43,8 @@ const PassInfo* find_pass(const std::string& name);
 // Helpers shared by passes.
 // `node` is a default-domain (or "ai.onnx") node of `op_type`; false for null.
 bool is_op(const Node* node, const char* op_type);
+// `node` is a default-domain Cast to float32.
+bool is_float_cast(const Node& node);
 // Visits every graph of the model, nested ones first (bodies before the graph that holds them).
 void for_each_graph(Model& model, const std::function<void(Graph&)>& visit);
 int64_t count_nodes(const Graph& graph);  // including nested graphs

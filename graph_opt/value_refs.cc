@@ -23,6 +23,15 @@ bool is_used(const Graph& graph, const Value* value) {
                    returned_by_nested_graph(graph, value));
 }
 
+bool read_only_by(const Graph& graph, const Value* value,
+                  const std::function<bool(const Node&)>& accept) {
+  if (is_graph_output(graph, value) || returned_by_nested_graph(graph, value)) return false;
+  for (const Use& use : value->uses()) {
+    if (!accept(*use.node)) return false;
+  }
+  return true;
+}
+
 // A graph input's or initializer's name is part of the interface too, and a value in another
 // graph cannot be renamed from here.
 bool can_take_name(const Graph& graph, const Value* value) {

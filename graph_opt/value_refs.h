@@ -4,6 +4,7 @@
 // included, is Graph::replace_all_uses.
 #pragma once
 
+#include <functional>
 #include <set>
 
 #include "ir/graph.h"
@@ -18,6 +19,11 @@ bool returned_by_nested_graph(const Graph& graph, const Value* value);
 
 // Does anything read `value` (a node, an output of `graph`, a nested return)? False for nullptr.
 bool is_used(const Graph& graph, const Value* value);
+
+// Is every reader of `value` a node of `graph` that `accept` takes, with no output of `graph` and
+// no nested return among them? True for an unread value.
+bool read_only_by(const Graph& graph, const Value* value,
+                  const std::function<bool(const Node&)>& accept);
 
 // May `value` take over an output name of `graph`: a node output of `graph`, not an output itself?
 bool can_take_name(const Graph& graph, const Value* value);
