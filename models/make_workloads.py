@@ -216,10 +216,12 @@ def onnx_param_bytes(path):
     return graph_bytes(onnx.load(path).graph, False)
 
 
-def dynamically_quantized_matmul(node, weight, graph):
-    """A MatMul by a constant weight as ONNX Runtime's quantize_dynamic writes it with its
-    defaults: DynamicQuantizeLinear of the activations (uint8), MatMulInteger by the int8 weight
-    (symmetric, one scale, zero point 0), Cast to float, Mul by the product of the two scales."""
+def dynamically_quantized(node, weight, bias, graph):
+    """A MatMul or Conv by a constant weight as ONNX Runtime's quantize_dynamic writes it with its
+    defaults: DynamicQuantizeLinear of the activations (uint8), MatMulInteger / ConvInteger (with
+    the Conv's attributes) by the int8 weight (symmetric, one scale, zero point 0: its ConvInteger
+    takes no other), Cast to float, Mul by the product of the two scales, and a Conv's bias,
+    reshaped to [1, M, 1, ...], added."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
     bound = float(np.max(np.abs(weight)))
@@ -230,45 +232,17 @@ def dynamically_quantized_matmul(node, weight, graph):
     graph.initializer.append(numpy_helper.from_array(np.array(scale), base + "_W_scale"))
     graph.initializer.append(numpy_helper.from_array(np.array(0, np.int8), base + "_W_zero_point"))
     x = node.input[0]
-    return [
-        helper.make_node("DynamicQuantizeLinear", [x], [x + "_quantized", x + "_scale",
-                                                        x + "_zero_point"], base + "_x_quantize"),
-        helper.make_node("MatMulInteger", [x + "_quantized", base + "_W_quantized",
-                                           x + "_zero_point", base + "_W_zero_point"],
-                         [base + "_output_quantized"], base + "_quant"),
-        helper.make_node("Cast", [base + "_output_quantized"], [base + "_cast_output"],
-                         base + "_cast", to=TensorProto.FLOAT),
-        helper.make_node("Mul", [x + "_scale", base + "_W_scale"], [base + "_scales"],
-                         base + "_scales_mul"),
-        helper.make_node("Mul", [base + "_cast_output", base + "_scales"], list(node.output),
-                         base + "_output_scale_mul"),
-    ]
-
-
-def dynamically_quantized_conv(node, weight, bias, graph):
-    """A Conv by a constant weight as ONNX Runtime's quantize_dynamic writes it with its
-    defaults: DynamicQuantizeLinear of the input (uint8), ConvInteger by the int8 weight
-    (symmetric, one scale, zero point 0: its ConvInteger takes no other), Cast to float, Mul by
-    the product of the two scales, and the bias, reshaped to [1, M, 1, ...], added."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-    bound = float(np.max(np.abs(weight)))
-    scale = np.float32(bound / 127.0 if bound > 0 else 1.0)
-    base = node.name or node.output[0]
-    q = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
-    graph.initializer.append(numpy_helper.from_array(q, base + "_W_quantized"))
-    graph.initializer.append(numpy_helper.from_array(np.array(scale), base + "_W_scale"))
-    graph.initializer.append(numpy_helper.from_array(np.array(0, np.int8), base + "_W_zero_point"))
-    x = node.input[0]
-    conv = helper.make_node("ConvInteger", [x + "_quantized", base + "_W_quantized",
-                                            x + "_zero_point", base + "_W_zero_point"],
-                            [base + "_output_quantized"], base + "_quant")
-    conv.attribute.extend(node.attribute)
+    product = helper.make_node("MatMulInteger" if node.op_type == "MatMul" else "ConvInteger",
+                               [x + "_quantized", base + "_W_quantized", x + "_zero_point",
+                                base + "_W_zero_point"], [base + "_output_quantized"],
+                               base + "_quant")
+    if node.op_type == "Conv":
+        product.attribute.extend(node.attribute)
     scaled = base + "_output_scale_mul" if bias is not None else node.output[0]
     nodes = [
         helper.make_node("DynamicQuantizeLinear", [x], [x + "_quantized", x + "_scale",
                                                         x + "_zero_point"], base + "_x_quantize"),
-        conv,
+        product,
         helper.make_node("Cast", [base + "_output_quantized"], [base + "_cast_output"],
                          base + "_cast", to=TensorProto.FLOAT),
         helper.make_node("Mul", [x + "_scale", base + "_W_scale"], [base + "_scales"],
@@ -293,7 +267,7 @@ def write_ort_dynamic_quantization(path, out_path):
     """The float model as ONNX Runtime's quantize_dynamic writes it (its quantization tools are
     not installable here): every LSTM replaced by its com.microsoft.DynamicQuantizeLSTM, every
     MatMul and Conv by a constant weight by DynamicQuantizeLinear + MatMulInteger / ConvInteger
-    (dynamically_quantized_matmul, dynamically_quantized_conv). LSTM weights: int8, symmetric,
+    (dynamically_quantized). LSTM weights: int8, symmetric,
     one scale per output unit (W and R transposed to [dirs, input, 4H] / [dirs, H, 4H], the scale
     per column), the scheme rnnc's default quantization uses too; activations are quantized by
     the operator itself (uint8 from each input's min/max). Nodes of the top-level graph only
@@ -311,12 +285,12 @@ def write_ort_dynamic_quantization(path, out_path):
     nodes = []
     for node in graph.node:
         if node.op_type == "MatMul" and node.input[1] in initializers:
-            nodes += dynamically_quantized_matmul(node, constant(node.input[1]), graph)
+            nodes += dynamically_quantized(node, constant(node.input[1]), None, graph)
             continue
         if node.op_type == "Conv" and node.input[1] in initializers and (
                 len(node.input) < 3 or not node.input[2] or node.input[2] in initializers):
             bias = constant(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            nodes += dynamically_quantized_conv(node, constant(node.input[1]), bias, graph)
+            nodes += dynamically_quantized(node, constant(node.input[1]), bias, graph)
             continue
         if node.op_type != "LSTM":
             nodes.append(node)

@@ -58,7 +58,7 @@ std::string integer_conv_model(const IntegerConvCase& c, uint32_t seed = 5);
 
 // `onnx_bytes` with every Conv of the top-level graph by constant weights (and bias) rewritten as
 // quantize_dynamic writes it with its defaults (models/make_workloads.py
-// dynamically_quantized_conv does the same for the bench): DynamicQuantizeLinear of the input,
+// dynamically_quantized does the same for the bench): DynamicQuantizeLinear of the input,
 // ConvInteger by the int8 weight (symmetric, one scale), Cast, Mul by x_scale * w_scale, Add of
 // the bias as [1, M, 1, ...].
 std::string dynamically_quantized_convs(const std::string& onnx_bytes);
