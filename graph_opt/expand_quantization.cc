@@ -34,7 +34,8 @@
 // but axis; %q not a graph output (or a nested graph's return) and read only by
 // DequantizeLinears whose scale and zero point are the same values or equal constants. Per-axis
 // pairs (ONNX Runtime quantizes activations per tensor) stay as written.
-// Lowering pipeline only, after conv_integer_to_float.
+// Opset 11 and later (Round and Clip's bound inputs). Lowering pipeline only, after
+// conv_integer_to_float.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -246,7 +247,9 @@ bool expand_in_graph(Graph& graph, int opset, PassStats& stats) {
 
 bool expand_quantization(Model& model, const PassContext& context, PassStats& stats) {
   (void)context;
+  // Round, and Clip's bounds as inputs, are opset 11 (QuantizeLinear is 10).
   const int opset = static_cast<int>(model.default_opset());
+  if (opset < 11) return false;
   bool changed = false;
   for_each_graph(model,
                  [&](Graph& graph) { changed = expand_in_graph(graph, opset, stats) || changed; });
