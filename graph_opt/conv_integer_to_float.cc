@@ -25,6 +25,7 @@
 // return.
 // Lowering pipeline only.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,18 +45,18 @@ constexpr double kLargestShiftedInput = 255.0;
 
 bool is_8_bit(DType dtype) { return dtype == DType::kInt8 || dtype == DType::kUInt8; }
 
-// w - w_zero_point[m] as float32, or an empty tensor when the weight is not constant 8-bit, its
-// zero point is not 1 or M constants of its type, or some channel's sum bound exceeds 2^24.
-Tensor shifted_weight(const Node& conv) {
+// w - w_zero_point[m] as float32, or nullopt when the weight is not constant 8-bit, its zero point
+// is not 1 or M constants of its type, or some channel's sum bound exceeds 2^24.
+std::optional<Tensor> shifted_weight(const Node& conv) {
   const Tensor* w = known_constant(conv.input(1));
-  if (!w || !is_8_bit(w->dtype()) || w->rank() < 3 || w->dim(0) == 0) return {};
+  if (!w || !is_8_bit(w->dtype()) || w->rank() < 3 || w->dim(0) == 0) return std::nullopt;
   const int64_t channels = w->dim(0), taps = w->numel() / channels;
   const Tensor* zero_point = nullptr;
   if (conv.num_inputs() > 3 && conv.input(3)) {
     zero_point = known_constant(conv.input(3));
     if (!zero_point || zero_point->dtype() != w->dtype() ||
         (zero_point->numel() != 1 && zero_point->numel() != channels)) {
-      return {};
+      return std::nullopt;
     }
   }
   Tensor shifted(DType::kFloat32, w->shape());
@@ -69,7 +70,7 @@ Tensor shifted_weight(const Node& conv) {
       out[m * taps + t] = static_cast<float>(value);
       magnitude += std::abs(static_cast<double>(value));
     }
-    if (kLargestShiftedInput * magnitude > kExactFloatIntegers) return {};
+    if (kLargestShiftedInput * magnitude > kExactFloatIntegers) return std::nullopt;
   }
   return shifted;
 }
@@ -80,13 +81,11 @@ bool operands_fit(const Graph& graph, const Node& conv) {
   if (!x || !is_8_bit(x->type.dtype)) return false;
   if (conv.num_inputs() > 2 && conv.input(2)) {
     const Value* zero_point = conv.input(2);
-    if (zero_point->type.dtype != x->type.dtype || !zero_point->type.shape) return false;
-    int64_t count = 1;
-    for (const Dim& dim : *zero_point->type.shape) {
-      if (!dim.is_known()) return false;
-      count *= dim.value();
+    const std::optional<Shape>& shape = zero_point->type.shape;
+    if (zero_point->type.dtype != x->type.dtype || !shape || !shape_is_known(*shape) ||
+        shape_numel(shape_values(*shape)) != 1) {
+      return false;
     }
-    if (count != 1) return false;
   }
   const Value* out = conv.output(0);
   return out && !out->uses().empty() && read_only_by(graph, out, is_float_cast);
@@ -132,12 +131,12 @@ bool rewrite_in_graph(Graph& graph, int opset, PassStats& stats) {
   bool changed = false;
   for (Node* conv : convs) {
     if (!operands_fit(graph, *conv)) continue;
-    Tensor weight = shifted_weight(*conv);
-    if (weight.numel() == 0) {
+    std::optional<Tensor> weight = shifted_weight(*conv);
+    if (!weight) {
       ++stats["integer convolutions left (weight not constant 8-bit or sums beyond 2^24)"];
       continue;
     }
-    rewrite(graph, conv, std::move(weight), opset);
+    rewrite(graph, conv, std::move(*weight), opset);
     ++stats["integer convolutions computed in float"];
     changed = true;
   }

@@ -24,8 +24,9 @@
 // rounds halfway cases to even as the operators do; an all-zero x in DynamicQuantizeLinear (the
 // range 0: %lo = %hi = 0) takes scale 1 and zero point 0, as the reference and ONNX Runtime do.
 // The integers involved are at most 16 bits, exact in float32, so the float values are the casts
-// of the integer ones. One difference: the reference leaves NaN elements out of
-// DynamicQuantizeLinear's range, the reductions here do not guarantee to.
+// of the integer ones. NaN elements differ: the reference quantizes them as the zero point and
+// leaves them out of DynamicQuantizeLinear's range; here they stay NaN, and the reductions do not
+// guarantee to leave them out.
 //
 // Matched: default-domain ops on float32 x. DynamicQuantizeLinear: %q and %z not graph outputs
 // (or nested graphs' returns) and read only by Casts to float32 (each replaced by the float
@@ -37,6 +38,7 @@
 // Opset 11 and later (Round and Clip's bound inputs). Lowering pipeline only, after
 // conv_integer_to_float.
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,25 +137,6 @@ bool single_constant(const Value* value, DType dtype) {
   return tensor && tensor->dtype() == dtype && tensor->numel() == 1;
 }
 
-bool integer_range(DType dtype, float& lowest, float& highest) {
-  switch (dtype) {
-    case DType::kUInt8:
-      lowest = 0, highest = 255;
-      return true;
-    case DType::kInt8:
-      lowest = -128, highest = 127;
-      return true;
-    case DType::kUInt16:
-      lowest = 0, highest = 65535;
-      return true;
-    case DType::kInt16:
-      lowest = -32768, highest = 32767;
-      return true;
-    default:
-      return false;
-  }
-}
-
 // `a` and `b` are the same value, or constants with equal contents.
 bool same_parameter(const Value* a, const Value* b) {
   if (a == b) return true;
@@ -178,7 +161,10 @@ bool pair_parameters(const Graph& graph, const Node& quantize, PairParameters& o
     if (name != "axis") return false;
   }
   const DType integers = zero_point ? zero_point->type.dtype : DType::kUInt8;
-  if (!integer_range(integers, out.lowest, out.highest)) return false;
+  const std::optional<QuantizedRange> range = quantized_range(integers);
+  if (!range) return false;
+  out.lowest = static_cast<float>(range->lo);
+  out.highest = static_cast<float>(range->hi);
   if (zero_point && !single_constant(zero_point, integers)) return false;
   out.scale = scale->constant()->data<float>()[0];
   out.zero_point = zero_point ? static_cast<float>(zero_point->constant()->get_int64(0)) : 0.0f;

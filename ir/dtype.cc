@@ -80,6 +80,21 @@ bool is_signed_integer(DType dtype) {
          dtype == DType::kInt64;
 }
 
+std::optional<QuantizedRange> quantized_range(DType dtype) {
+  switch (dtype) {
+    case DType::kInt8:
+      return QuantizedRange{-128, 127};
+    case DType::kUInt8:
+      return QuantizedRange{0, 255};
+    case DType::kInt16:
+      return QuantizedRange{-32768, 32767};
+    case DType::kUInt16:
+      return QuantizedRange{0, 65535};
+    default:
+      return std::nullopt;
+  }
+}
+
 bool is_integer(DType dtype) {
   return is_signed_integer(dtype) || dtype == DType::kUInt8 || dtype == DType::kUInt16 ||
          dtype == DType::kUInt32 || dtype == DType::kUInt64;

@@ -47,6 +47,13 @@ bool is_floating(DType dtype);  // f16, bf16, f32, f64
 bool is_integer(DType dtype);   // i8..i64, u8..u64 (not bool)
 bool is_signed_integer(DType dtype);
 
+// The values of an 8- or 16-bit integer type (QuantizeLinear's outputs), or nullopt for others.
+struct QuantizedRange {
+  int64_t lo;
+  int64_t hi;
+};
+std::optional<QuantizedRange> quantized_range(DType dtype);
+
 // IEEE half and bfloat16 conversions (round to nearest even), used wherever 16-bit floats are
 // computed in float32.
 float half_to_float(uint16_t bits);

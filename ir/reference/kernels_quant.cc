@@ -30,29 +30,17 @@ namespace {
 // Ties to even in the default floating-point environment; NaN -> 0.
 double round_half_even(double value) { return std::isnan(value) ? 0.0 : std::nearbyint(value); }
 
-struct IntRange {
-  int64_t lo;
-  int64_t hi;
-};
-
-IntRange range_of(DType dtype, const KernelContext& context) {
-  switch (dtype) {
-    case DType::kInt8:
-      return {-128, 127};
-    case DType::kUInt8:
-      return {0, 255};
-    case DType::kInt16:
-      return {-32768, 32767};
-    case DType::kUInt16:
-      return {0, 65535};
-    default:
-      context.fail(cat("quantized element type ", dtype_onnx_name(dtype),
-                       " is not int8, uint8, int16 or uint16"));
+QuantizedRange range_of(DType dtype, const KernelContext& context) {
+  const std::optional<QuantizedRange> range = quantized_range(dtype);
+  if (!range) {
+    context.fail(cat("quantized element type ", dtype_onnx_name(dtype),
+                     " is not int8, uint8, int16 or uint16"));
   }
+  return *range;
 }
 
 // saturate(round(value) + zero_point) into `range`; +-inf saturate to the range's ends.
-int64_t saturate_rounded(double value, int64_t zero_point, IntRange range) {
+int64_t saturate_rounded(double value, int64_t zero_point, QuantizedRange range) {
   double q = round_half_even(value) + static_cast<double>(zero_point);
   if (q <= static_cast<double>(range.lo)) return range.lo;
   if (q >= static_cast<double>(range.hi)) return range.hi;
@@ -165,7 +153,7 @@ void quantize_linear(KernelContext& context) {
   } else if (int64_t code = node.attr_int("output_dtype", 0); code != 0) {
     out_dtype = static_cast<DType>(code);  // validated by inference
   }
-  IntRange range = range_of(out_dtype, context);
+  QuantizedRange range = range_of(out_dtype, context);
   AxisLayout layout = linear_layout(context, x, scale, zero_point, "y_scale", "y_zero_point");
   Tensor y(out_dtype, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -223,7 +211,7 @@ void dynamic_quantize_linear(KernelContext& context) {
     lo = std::min(lo, values[i]);
     hi = std::max(hi, values[i]);
   }
-  constexpr IntRange kUInt8 = {0, 255};
+  constexpr QuantizedRange kUInt8 = {0, 255};
   float scale = 1.0f;
   int64_t zero_point = 0;
   if (lo != hi) {
@@ -444,7 +432,8 @@ float requantization_multiplier(double input_scale, double weight_scale, double 
 }
 
 // y = saturate(round(int32 accumulator * multiplier) + y_zero_point).
-int64_t requantize(int32_t accumulator, float multiplier, int64_t zero_point, IntRange range) {
+int64_t requantize(int32_t accumulator, float multiplier, int64_t zero_point,
+                   QuantizedRange range) {
   return saturate_rounded(static_cast<double>(accumulator) * static_cast<double>(multiplier),
                         zero_point, range);
 }
@@ -468,7 +457,7 @@ void qlinear_matmul(KernelContext& context) {
   double y_scale =
       single_value(context, context.input(6), "y_scale", "the output is quantized per tensor");
   int64_t y_zero = y_zero_point.get_int64(0);
-  IntRange range = range_of(y_zero_point.dtype(), context);
+  QuantizedRange range = range_of(y_zero_point.dtype(), context);
   Tensor y(y_zero_point.dtype(), s.out_shape);
   integer_matmul(
       s, a, b, a_zero, b_zero, [&](int64_t yi, int64_t a_row, int64_t b_column, int64_t sum) {
@@ -554,7 +543,7 @@ void qlinear_conv(KernelContext& context) {
   std::vector<float> multiplier;
   for (double ws : w_scale) multiplier.push_back(requantization_multiplier(x_scale, ws, y_scale));
   int64_t y_zero = y_zero_point.get_int64(0);
-  IntRange range = range_of(y_zero_point.dtype(), context);
+  QuantizedRange range = range_of(y_zero_point.dtype(), context);
   Tensor y(y_zero_point.dtype(), g.y_shape);
   convolve<int64_t>(
       g, [&](int64_t m) { return bias[static_cast<size_t>(m)]; },
