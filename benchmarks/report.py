@@ -203,7 +203,8 @@ def machine_bounds_section(add, bounds, meta, workloads, info, by_key, threads_l
         "accumulators in registers. Stream: a float32 buffer of the given size summed over and "
         "over (GB/s = bytes read / time); FMA: independent multiply-add chains (2 flops per "
         "lane); int8 dot products, where the CPU has VNNI: 15 int32 accumulators each updated by "
-        "vpdpbusd in assembly (4 multiply-adds per lane, 2 ops each). Each figure is over {bounds['repetitions']} timed calls of about "
+        "vpdpbusd in assembly (4 multiply-adds per lane, 2 ops each). "
+        f"Each figure is over {bounds['repetitions']} timed calls of about "
         f"{bounds['seconds_per_call'] * 1000:g} ms: the median, the best (fastest call) and the "
         "worst; every call's result is checked exactly. The machine is shared: the best call is "
         "the closest to what the hardware can do.")

@@ -13,6 +13,7 @@ replaces its first), named JSON files per CPU, and the other tools' sections aft
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,12 @@ def main():
             fail(f"'{expected}' not in the report with machine bounds")
     if has_vnni and "| int8 dot products (vpdpbusd" not in markdown:
         fail("the report has no int8 dot-product row")
+    # A Python expression left in braces is a string that should have been an f-string.
+    placeholder = re.search(r"\{[a-z_]+(\[[^]]*\])*\}", markdown)
+    if placeholder:
+        fail(f"the report holds the unformatted expression {placeholder.group(0)}")
+    if f"Each figure is over {bounds['repetitions']} timed calls" not in markdown:
+        fail("the machine bounds paragraph does not state the repetitions")
 
     # Reads alone: the whole stack fits the L2, so per layer W once and R seq times, all at the
     # best rate of the quick table's only L2 set (256 KiB).
