@@ -11,8 +11,10 @@ namespace rnnc {
 // directory exists, else a private $TMPDIR/rnnc-cache-<uid> (halide_cache.cc).
 std::string kernel_cache_directory(const std::string& dir);
 
-// Which build of rnnc is running (its binary's path, size and modification time): part of every
-// cache key, so a rebuilt rnnc never uses what an older build generated or decided.
+// Which generator is running: a hash of rnnc's compiler sources, with the Halide and LLVM
+// libraries' paths, sizes and modification times. Part of every cache key, so every binary built
+// from the same sources shares the cache, and rnnc built from changed sources (or with another
+// Halide or LLVM) never uses what the earlier one generated or decided.
 const std::string& build_identity();
 
 }  // namespace rnnc

@@ -3,6 +3,7 @@
 #include <Halide.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <llvm-c/Core.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <random>
 
+#include "generator_identity.h"
 #include "ir/error.h"
 #include "lowering/cache_location.h"
 #include "lowering/env_size.h"
@@ -272,18 +274,29 @@ std::string kernel_cache_directory(const std::string& dir) {
   return dir.empty() ? default_directory() : dir;
 }
 
-// The binary's path, size and modification time. A
-// rebuilt rnnc never loads kernels an older build compiled (whose generator code may differ).
+namespace {
+
+// The shared library or executable holding `symbol`: its path, size and modification time.
+std::string library_identity(void* symbol) {
+  Dl_info info;
+  struct stat status;
+  if (::dladdr(symbol, &info) && info.dli_fname && ::stat(info.dli_fname, &status) == 0) {
+    return cat(info.dli_fname, " ", status.st_size, " ", status.st_mtime);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+// The hash of the generator's sources (lowering/generator_identity.cmake) and the Halide and LLVM
+// libraries that compile what it generates: every binary built from the same sources (the rnnc
+// command, librnnc, the tests) shares cached kernels, and a change to the sources or an upgrade of
+// Halide or LLVM leaves the earlier ones unused.
 const std::string& build_identity() {
-  static const std::string identity = [] {
-    Dl_info info;
-    struct stat status;
-    if (::dladdr(reinterpret_cast<void*>(&build_identity), &info) && info.dli_fname &&
-        ::stat(info.dli_fname, &status) == 0) {
-      return cat(info.dli_fname, " ", status.st_size, " ", status.st_mtime);
-    }
-    return std::string("unknown build");
-  }();
+  static const std::string identity =
+      cat("rnnc generator ", RNNC_GENERATOR_SOURCES_SHA256, "; Halide ",
+          library_identity(reinterpret_cast<void*>(&Halide::get_host_target)), "; LLVM ",
+          library_identity(reinterpret_cast<void*>(&LLVMContextCreate)));
   return identity;
 }
 

@@ -5,8 +5,9 @@
 // object next to one standalone Halide runtime shared object, and dlopens it. The cache key is a
 // hash of the caller's key (block IR + schedule), the exact target (Halide flags, LLVM feature
 // list and scheduling model: a cache directory shared between hosts never serves a kernel built
-// for features another host lacks) and the identity of the rnnc binary (so a rebuilt rnnc never
-// runs kernels an older build generated): a warm load is
+// for features another host lacks) and the generator's identity (build_identity: rnnc built from
+// changed sources never runs kernels the earlier sources generated, while the rnnc command,
+// librnnc and the tests, built from the same sources, share them): a warm load is
 // a dlopen, not a compile. Safe under concurrent processes: objects are written to a temporary name
 // and renamed into place, so a reader sees a complete file or none. A cached file that does not
 // load (truncated, damaged) is compiled again and replaced; a cache directory this process cannot

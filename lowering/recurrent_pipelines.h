@@ -30,8 +30,8 @@
 // sizes, gate list, activations with alpha/beta, clip, input_forget, peepholes,
 // linear_before_reset and the schedule. seq_length and batch_size are runtime extents. The keys
 // start with a name ("recurrent step vN", "recurrent input projection vN") for readers of the
-// cache (RNNC_DUMP_HALIDE's .key files); HalideCache adds the rnnc build's identity to every key,
-// so a rebuilt rnnc never loads a kernel an older generator wrote.
+// cache (RNNC_DUMP_HALIDE's .key files); HalideCache adds the generator's identity to every key,
+// so rnnc built from changed sources never loads a kernel an older generator wrote.
 #pragma once
 
 #include <optional>

@@ -35,7 +35,6 @@
 #include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
 #include "tests/support/random.h"
-#include "tests/support/temp_dir.h"
 
 namespace rnnc {
 namespace {
@@ -47,21 +46,19 @@ constexpr Tolerance kElementwise = {1e-5, 1e-6};
 constexpr double kSumAtol = 2e-7;
 Tolerance summed(int64_t k) { return {1e-5, kSumAtol * static_cast<double>(k)}; }
 
-// One kernel cache per test process, in a directory removed at exit (ctest runs each test in its
-// own process, so nothing compiled by an older build is ever reused).
-testing::TempDir& cache_directory() {
-  static testing::TempDir directory("rnnc_lowering_dense_test", /*create=*/false);
-  return directory;
-}
+// The kernel caches of this file's tests, in the test temp dir: ctest runs each test in its own
+// process, and they share what any of them compiled (warm after the first run; the keys hold the
+// generator's identity, so a changed lowering compiles anew).
+std::string cache_directory() { return ::testing::TempDir() + "rnnc_lowering_dense_cache"; }
 
 // The host target, or $RNNC_TARGET (RNNC_TARGET=avx2 runs every test for the generic target).
 HalideCache& host_cache() {
-  static HalideCache cache(cache_directory().path() + "/default", "");
+  static HalideCache cache(cache_directory() + "/default", "");
   return cache;
 }
 
 HalideCache& avx2_cache() {
-  static HalideCache cache(cache_directory().path() + "/avx2", "avx2");
+  static HalideCache cache(cache_directory() + "/avx2", "avx2");
   return cache;
 }
 
@@ -842,7 +839,7 @@ TEST(LoweringConv, StaticNarrowOutputsNarrowTheTile) {
 // the last channel tile inward, its first channel is not known to be a multiple of the tile, and
 // every weight load becomes a 16-lane gather, several times slower.)
 TEST(LoweringConv, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
-  HalideCache cache(cache_directory().path() + "/objects", "");
+  HalideCache cache(cache_directory() + "/objects", "");
   cache.set_keep_objects(true);
   Case c;
   c.node("Conv",
@@ -960,7 +957,7 @@ graph main(%x: f32[seq, 4], %w: f32[4, 4], %bias: f32[4], %z: f32[seq, 4]) {
 // and run-time widths keep the copy, whose zeros the tile's extra positions read: all agree
 // with the reference.
 TEST(LoweringConv, UnpaddedWholeTilesReadTheInputInPlace) {
-  HalideCache cache(cache_directory().path() + "/unpadded", "");
+  HalideCache cache(cache_directory() + "/unpadded", "");
   cache.set_keep_objects(true);
   Case decoder;
   decoder.node("Conv", {decoder.input("x", {1, 128, 1}),
@@ -1184,7 +1181,7 @@ TEST(LoweringConvTranspose, CompilesAndMatchesForTheGenericAvx2Target) {
 // As Conv's: a channel tile's flipped weights are one dense vector load per tap, and the strided
 // scatter into U is scalar stores, not gathers.
 TEST(LoweringConvTranspose, ChannelVectorizedWeightsAreDenseLoadsNotGathers) {
-  HalideCache cache(cache_directory().path() + "/objects", "");
+  HalideCache cache(cache_directory() + "/objects", "");
   cache.set_keep_objects(true);
   Case c;
   c.node("ConvTranspose",
