@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "lowering/lower_elementwise.h"
 
 namespace rnnc {
 
@@ -151,6 +152,31 @@ OperandView operand_view(int operand_rank, int align_end, const std::vector<Loop
     view.push_back(dim);
   }
   return view;
+}
+
+HalideBlock::Argument argument_of(const Value* value, OperandView view) {
+  HalideBlock::Argument argument;
+  argument.view = std::move(view);
+  if (is_held_constant(value)) {
+    argument.constant = *value->constant();
+  } else {
+    argument.value = value;
+  }
+  return argument;
+}
+
+std::map<const Value*, Halide::Expr> read_operands(const std::vector<const Value*>& operands,
+                                                   const HalideBlock& block,
+                                                   const std::vector<Halide::Var>& vars,
+                                                   BuiltPipeline& built) {
+  std::map<const Value*, Halide::Expr> reads;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const OperandView& view = block.arguments_[i].view;
+    Halide::ImageParam image = make_image_param(cat("input", i), operands[i]->type.dtype, view);
+    built.arguments.push_back(image);
+    reads[operands[i]] = read_view(image, view, vars);
+  }
+  return reads;
 }
 
 OperandView output_view(const std::vector<LoopDim>& loops) {

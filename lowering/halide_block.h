@@ -22,6 +22,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -148,6 +149,17 @@ class HalideBlock : public ExecutionBlock {
   std::optional<OverflowCounts> overflow_;
   mutable std::array<std::atomic<int64_t>, 4> overflow_totals_{};
 };
+
+// A pipeline argument reading `value` through `view`: held by the block when it is a constant
+// it holds (lower_elementwise.h is_held_constant), else bound to the run's input.
+HalideBlock::Argument argument_of(const Value* value, OperandView view);
+// Each of a fused group's operands (one per block argument, in order) read at the loop point
+// `vars` from an ImageParam named input0, input1, ... over its argument's view; the ImageParams
+// are appended to built.arguments.
+std::map<const Value*, Halide::Expr> read_operands(const std::vector<const Value*>& operands,
+                                                   const HalideBlock& block,
+                                                   const std::vector<Halide::Var>& vars,
+                                                   BuiltPipeline& built);
 
 // Numpy broadcasting of run-time shapes; kInvalidInput starting with `context` when they clash.
 // broadcast_into widens `result` in place by one more shape.

@@ -99,17 +99,6 @@ std::vector<int64_t> check_epilogue(const std::vector<int64_t>& root, const RunT
   return root;
 }
 
-HalideBlock::Argument argument_of(const Value* value, OperandView view) {
-  HalideBlock::Argument argument;
-  argument.view = std::move(view);
-  if (is_held_constant(value)) {
-    argument.constant = *value->constant();
-  } else {
-    argument.value = value;
-  }
-  return argument;
-}
-
 namespace {
 void tile_rows(Halide::Stage stage, const Var& n, const Var& m, int nr, int rows, int lanes,
                TailStrategy n_tail, bool split_n, Var no, Var ni, Var mo, Var mi, int panel_tiles) {

@@ -68,9 +68,6 @@ struct GemmGroupShape {
 };
 // kUnsupported as lower_gemm_group says.
 GemmGroupShape analyze_gemm_group(const FusionGroup& group);
-// A pipeline argument reading `value` through `view`: held by the block when it is a constant
-// it holds (lower_elementwise.h is_held_constant), else bound to the run's input.
-HalideBlock::Argument argument_of(const Value* value, OperandView view);
 // The block's output shape at run time; kInvalidInput when K or the batch dims disagree.
 // constant_b_shape: B's shape when B is held by the block (empty: B is argument 1);
 // first_epilogue: the index of the first epilogue argument.

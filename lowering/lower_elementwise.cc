@@ -541,15 +541,9 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
   block->output_view_ = output_view(loops);
   for (size_t i = 0; i < group.operands.size(); ++i) {
     const Value* operand = group.operands[i];
-    HalideBlock::Argument argument;
-    argument.view =
-        operand_view(static_cast<int>(operand->type.shape->size()), rank, loops, reads[i]);
-    if (is_held_constant(operand)) {
-      argument.constant = *operand->constant();
-    } else {
-      argument.value = operand;
-    }
-    block->arguments_.push_back(std::move(argument));
+    block->arguments_.push_back(argument_of(
+        operand,
+        operand_view(static_cast<int>(operand->type.shape->size()), rank, loops, reads[i])));
   }
 
   std::optional<int64_t> inner_extent = 1;
@@ -573,13 +567,7 @@ std::unique_ptr<ExecutionBlock> lower_elementwise_group(const FusionGroup& group
     std::vector<Halide::Var> vars;
     for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     BuiltPipeline built;
-    std::map<const Value*, Expr> reads_of;
-    for (size_t i = 0; i < group.operands.size(); ++i) {
-      Halide::ImageParam image =
-          make_image_param(cat("input", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
-      built.arguments.push_back(image);
-      reads_of[group.operands[i]] = read_view(image, spec.arguments_[i].view, vars);
-    }
+    std::map<const Value*, Expr> reads_of = read_operands(group.operands, spec, vars, built);
     Halide::Func out("out");
     out(vars) = Halide::cast(
         halide_type_of(result->type.dtype),

@@ -173,15 +173,9 @@ std::unique_ptr<ExecutionBlock> lower_normalizer_group(const FusionGroup& group,
   if (!row_length) block->extent_params_ = {rank - 1};
   for (size_t i = 0; i < group.operands.size(); ++i) {
     const Value* operand = group.operands[i];
-    HalideBlock::Argument argument;
-    argument.view =
-        operand_view(static_cast<int>(operand->type.shape->size()), rank, loops, reads[i]);
-    if (is_held_constant(operand)) {
-      argument.constant = *operand->constant();
-    } else {
-      argument.value = operand;
-    }
-    block->arguments_.push_back(std::move(argument));
+    block->arguments_.push_back(argument_of(
+        operand,
+        operand_view(static_cast<int>(operand->type.shape->size()), rank, loops, reads[i])));
   }
   RowReduceSchedule schedule =
       choose_row_reduce_schedule(arch_table(cache.target()), DType::kFloat32);
@@ -198,13 +192,7 @@ std::unique_ptr<ExecutionBlock> lower_normalizer_group(const FusionGroup& group,
     for (size_t i = 0; i < loops.size(); ++i) vars.emplace_back(cat("loop", i));
     std::vector<Var> rows(vars.begin() + 1, vars.end());
     BuiltPipeline built;
-    std::map<const Value*, Expr> reads_of;
-    for (size_t i = 0; i < group.operands.size(); ++i) {
-      Halide::ImageParam image =
-          make_image_param(cat("input", i), group.operands[i]->type.dtype, spec.arguments_[i].view);
-      built.arguments.push_back(image);
-      reads_of[group.operands[i]] = read_view(image, spec.arguments_[i].view, vars);
-    }
+    std::map<const Value*, Expr> reads_of = read_operands(group.operands, spec, vars, built);
     Expr extent = static_cast<int>(row_length.value_or(0));
     if (!row_length) {
       Halide::Param<int32_t> length("row_length");

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "ir/reference/kernel.h"
+#include "ir/slice_bounds.h"
 
 namespace rnnc {
 
@@ -403,33 +404,6 @@ void transpose_kernel(KernelContext& context) {
   });
   copy_from_offsets(input, offsets, out);
   context.outputs[0] = out;
-}
-
-// ceil(distance / |step|) elements for a positive distance, else none; exact for every int64 step.
-int64_t step_count(int64_t distance, int64_t step) {
-  if (distance <= 0) return 0;
-  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-  return static_cast<int64_t>((static_cast<uint64_t>(distance) - 1) / magnitude + 1);
-}
-
-struct SliceRange {
-  int64_t start = 0;
-  int64_t count = 0;
-};
-
-// The spec's clamping: negative bounds count from the end; starts clamp to [0, d] going forward
-// and [0, d - 1] going backward, ends to [0, d] and [-1, d - 1].
-SliceRange resolve_slice(int64_t d, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += d;
-  if (end < 0) end += d;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, d);
-    end = std::clamp<int64_t>(end, 0, d);
-  } else {
-    start = std::clamp<int64_t>(start, 0, d - 1);
-    end = std::clamp<int64_t>(end, -1, d - 1);
-  }
-  return {start, step_count(step > 0 ? end - start : start - end, step)};
 }
 
 void slice_kernel(KernelContext& context) {

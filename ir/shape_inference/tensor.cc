@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ir/op_schema.h"
+#include "ir/slice_bounds.h"
 
 namespace rnnc {
 
@@ -79,41 +80,15 @@ std::optional<std::vector<int64_t>> known_values(const std::optional<std::vector
 
 // ---- Slice arithmetic (shared by Slice shapes and Slice on dims values) ---------------------
 
-// ceil(distance / |step|) elements for a positive distance, else none; exact for every int64 step.
-int64_t step_count(int64_t distance, int64_t step) {
-  if (distance <= 0) return 0;
-  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-  return static_cast<int64_t>((static_cast<uint64_t>(distance) - 1) / magnitude + 1);
-}
-
-// The symbolic counterpart: distance itself for unit steps, an exact quotient otherwise.
-Dim step_count(const Dim& distance, int64_t step) {
+// step_count (ir/slice_bounds.h) on a dim: distance itself for unit steps, an exact quotient
+// otherwise.
+Dim dim_step_count(const Dim& distance, int64_t step) {
   if (distance.is_known()) return step_count(distance.value(), step);
   if (provably_le(distance, 0)) return 0;
   if (!provably_nonnegative(distance)) return Dim::unknown();
   if (step == 1 || step == -1) return distance;
   if (step == std::numeric_limits<int64_t>::min()) return Dim::unknown();
   return distance.exact_div(step > 0 ? step : -step);  // a ceil only when the division is exact
-}
-
-struct SliceRange {
-  int64_t start = 0;
-  int64_t count = 0;
-};
-
-// The spec's clamping on a known axis size: negative bounds count from the end; starts clamp to
-// [0, d] going forward and [0, d - 1] going backward, ends to [0, d] and [-1, d - 1].
-SliceRange resolve_slice(int64_t d, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += d;
-  if (end < 0) end += d;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, d);
-    end = std::clamp<int64_t>(end, 0, d);
-  } else {
-    start = std::clamp<int64_t>(start, 0, d - 1);
-    end = std::clamp<int64_t>(end, -1, d - 1);
-  }
-  return {start, step_count(step > 0 ? end - start : start - end, step)};
 }
 
 // One Slice bound on a dim that is not a known number, clamped into [lo, hi] as resolve_slice
@@ -143,7 +118,7 @@ Dim slice_extent(const Dim& d, const Dim& start, const Dim& end, int64_t step) {
     first = symbolic_slice_bound(start, d, 0, d - 1);
     last = symbolic_slice_bound(end, d, -1, d - 1);
   }
-  return step_count(step > 0 ? last - first : first - last, step);
+  return dim_step_count(step > 0 ? last - first : first - last, step);
 }
 
 // ---- operands ------------------------------------------------------------------------------
@@ -1222,7 +1197,7 @@ void infer_range(InferenceContext& context) {
       const Dim& low = s > 0 ? (*first)[0] : (*last)[0];
       int64_t distance = 0;
       if (!high.is_known() || !low.is_known()) {
-        count = step_count(high - low, s);
+        count = dim_step_count(high - low, s);
       } else if (!__builtin_sub_overflow(high.value(), low.value(), &distance)) {
         count = step_count(distance, s);
       }
