@@ -23,6 +23,7 @@ struct SliceRange {
 // The spec's clamping on an axis of size d: negative bounds count from the end; starts clamp to
 // [0, d] going forward and [0, d - 1] going backward, ends to [0, d] and [-1, d - 1].
 inline SliceRange resolve_slice(int64_t d, int64_t start, int64_t end, int64_t step) {
+  if (d == 0) return {0, 0};  // nothing to take (and no clamp into [0, -1] going backward)
   if (start < 0) start += d;
   if (end < 0) end += d;
   if (step > 0) {
