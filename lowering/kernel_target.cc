@@ -200,9 +200,17 @@ const HostCpu& host_cpu() {
   return cpu;
 }
 
+CpuFeatureSet x86_64_v2_features() {
+  return {F::kSse3, F::kSsse3, F::kSse41, F::kSse42, F::kPopcnt};
+}
+
 CpuFeatureSet x86_64_v3_features() {
-  return {F::kSse3, F::kSsse3, F::kSse41, F::kSse42, F::kPopcnt, F::kAvx,  F::kAvx2,
-          F::kFma,  F::kF16c,  F::kBmi,   F::kBmi2,  F::kLzcnt,  F::kMovbe};
+  CpuFeatureSet set = x86_64_v2_features();
+  for (CpuFeature f :
+       {F::kAvx, F::kAvx2, F::kFma, F::kF16c, F::kBmi, F::kBmi2, F::kLzcnt, F::kMovbe}) {
+    set.add(f);
+  }
+  return set;
 }
 
 CpuFeatureSet x86_64_v4_features() {
@@ -250,7 +258,7 @@ std::string KernelTarget::schedule_class() const {
   const std::string width = avx512 && splits_512_bit_ops               ? "avx512 in 256-bit halves"
                             : avx512                                   ? "avx512"
                             : halide.has_feature(Halide::Target::AVX2) ? "avx2"
-                                                                       : "sse4.1";
+                                                                       : "sse";
   return l2_bytes % (int64_t{1} << 20) == 0 ? cat(width, ", L2 ", l2_bytes >> 20, " MiB")
                                              : cat(width, ", L2 ", l2_bytes >> 10, " KiB");
 }
@@ -303,6 +311,8 @@ KernelTarget named_kernel_target(const std::string& requested) {
     target.splits_512_bit_ops = splits_512_bit_ops(cpu);
     return target;
   }
+  if (name == "x86-64") return kernel_target_for(CpuFeatureSet{}, "", "x86-64");
+  if (name == "x86-64-v2") return kernel_target_for(x86_64_v2_features(), "", "x86-64-v2");
   if (name == "x86-64-v3" || name == "avx2" || name == "x86-64-avx2") {
     return kernel_target_for(x86_64_v3_features(), "", "x86-64-v3");
   }
@@ -322,8 +332,8 @@ KernelTarget named_kernel_target(const std::string& requested) {
                              int64_t{2} << 20);
   }
   raise_invalid_input(cat("unknown target '", name,
-                          "' (use host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or "
-                          "sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)"));
+                          "' (use host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4, x86-64-v4-vnni, "
+                          "zen4 or sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)"));
 }
 
 }  // namespace

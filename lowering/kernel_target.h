@@ -10,7 +10,9 @@
 //
 // Where the features come from:
 //   host            CPUID, with XGETBV for the register state the OS enables (AVX, AVX-512);
-//   x86-64-v3       AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE (any x86-64 since Haswell / Zen 1);
+//   x86-64          SSE2 only: every x86-64 CPU, and virtual CPUs that show no more (qemu64);
+//   x86-64-v2       SSE3, SSSE3, SSE4.1/4.2, POPCNT (any x86-64 since Nehalem / Bulldozer);
+//   x86-64-v3       v2 plus AVX, AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE (since Haswell / Zen 1);
 //   x86-64-v4       v3 plus AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Zen 4 and later);
 //   x86-64-v4-vnni  v4 plus AVX-512 VNNI (Cascade Lake, Zen 4 and later);
 //   zen4            AMD EPYC Zen 4 (AVX-512 with VNNI, BF16, VBMI/VBMI2, IFMA; no FP16, AMX);
@@ -83,6 +85,7 @@ bool splits_512_bit_ops(const HostCpu& cpu);
 
 // The feature sets of the named portable levels and of two CPUs the project runs on (the tests
 // compile for them on any host).
+CpuFeatureSet x86_64_v2_features();
 CpuFeatureSet x86_64_v3_features();
 CpuFeatureSet x86_64_v4_features();
 CpuFeatureSet zen4_features();             // AMD EPYC Zen 4: no AVX512-FP16, AMX or AVX-VNNI

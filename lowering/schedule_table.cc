@@ -21,7 +21,7 @@ namespace {
 // The measurements behind each choice: docs/measurements.md, "Schedule tables".
 constexpr ArchTable kAvx512 = {"avx512", 16, 32, 6, 2, 2, 4, 2, 7, 2, 6};
 constexpr ArchTable kAvx2 = {"avx2", 8, 16, 6, 2, 2, 4, 1, 7, 2, 4};
-constexpr ArchTable kSse41 = {"sse41", 4, 16, 6, 2, 2, 4, 1, 7, 2, 4};
+constexpr ArchTable kSse = {"sse", 4, 16, 6, 2, 2, 4, 1, 7, 2, 4};
 
 void require_float32(DType dtype, const char* what) {
   if (dtype != DType::kFloat32) {
@@ -34,7 +34,7 @@ void require_float32(DType dtype, const char* what) {
 const ArchTable& arch_table(const Halide::Target& target) {
   if (target.has_feature(Halide::Target::AVX512)) return kAvx512;
   if (target.has_feature(Halide::Target::AVX2)) return kAvx2;
-  return kSse41;
+  return kSse;
 }
 
 std::string GemmSchedule::to_string() const {

@@ -26,7 +26,7 @@ struct Target;
 namespace rnnc {
 
 struct ArchTable {
-  const char* name;  // "avx512", "avx2", "sse41"
+  const char* name;  // "avx512", "avx2", "sse"
   int lanes;         // float32 lanes of one vector register
   int registers;     // architectural vector registers
   // GEMM register tile: gemm_mr rows x (gemm_nr_vectors * lanes) columns of accumulators, plus the

@@ -129,9 +129,10 @@ std::map<std::string, int64_t> parse_dims(const Parsed& args) {
 }
 
 const char* const kTargetHelp =
-    "the CPU features kernels may use: host (default: this CPU's, from CPUID), x86-64-v3 (AVX2, "
-    "FMA; alias avx2, x86-64-avx2), x86-64-v4 (AVX-512 F/CD/BW/DQ/VL), x86-64-v4-vnni (v4 plus "
-    "AVX512-VNNI), zen4, sapphirerapids; default $RNNC_TARGET, else host";
+    "the CPU features kernels may use: host (default: this CPU's, from CPUID), x86-64 (SSE2: any "
+    "x86-64), x86-64-v2 (SSE4.2), x86-64-v3 (AVX2, FMA; alias avx2, x86-64-avx2), x86-64-v4 "
+    "(AVX-512 F/CD/BW/DQ/VL), x86-64-v4-vnni (v4 plus AVX512-VNNI), zen4, sapphirerapids; default "
+    "$RNNC_TARGET, else host";
 
 PassContext parse_specialization(const Parsed& args, const Graph& graph) {
   PassContext context;

@@ -75,8 +75,8 @@ const Command kCompileCommand{
         {"dim", "NAME=N", "fix a symbolic dim to a size, e.g. --dim batch=1 (repeatable)"},
         {"target", "T",
          "as rnnc run (host by default: the fastest code for this CPU; x86-64-v3 for any AVX2 "
-         "machine); a context refuses to start on a CPU that lacks a feature "
-         "(RNNC_AOT_ERROR_CPU)"},
+         "machine, x86-64 for any x86-64); a context refuses to start on a CPU that lacks a "
+         "feature (RNNC_AOT_ERROR_CPU)"},
         {"cache-dir", "DIR",
          "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
         {"no-state", "",

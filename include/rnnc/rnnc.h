@@ -102,7 +102,8 @@ struct ModelOptions {
   // user without a home directory (docs/install.md, "Kernel cache").
   std::string cache_dir;
   // The CPU features kernels may use: "" = $RNNC_TARGET, else "host" (this CPU's, from CPUID);
-  // "x86-64-v3" (AVX2, FMA), "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". A target
+  // "x86-64" (SSE2), "x86-64-v2" (SSE4.2), "x86-64-v3" (AVX2, FMA), "x86-64-v4", "x86-64-v4-vnni",
+  // "zen4", "sapphirerapids". A target
   // with a feature this CPU lacks is an invalid-input error naming it.
   std::string target;
   bool reference = false;   // run every block on the reference evaluator (debugging)

@@ -115,7 +115,8 @@ typedef struct rnnc_model_options {
    * for a service user without a home directory (docs/install.md, "Kernel cache"). */
   const char* cache_dir;
   /* The CPU features kernels may use, as ModelOptions::target: NULL or "" = $RNNC_TARGET, else
-   * "host"; "x86-64-v3", "x86-64-v4", "x86-64-v4-vnni", "zen4", "sapphirerapids". */
+   * "host"; "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "x86-64-v4-vnni", "zen4",
+   * "sapphirerapids". */
   const char* target;
   /* Symbolic dims fixed before compiling ("batch" -> 1): n_fixed_dims names and values. */
   const char* const* fixed_dim_names;

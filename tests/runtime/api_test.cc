@@ -425,8 +425,8 @@ TEST(RuntimeApiErrors, BadOptionsModelsAndStatePairs) {
   options.threads = 1;
   options.target = "armv9";
   EXPECT_EQ(error_of([&] { load_stack("LSTM", 1, kHidden, kInput, options); }),
-            "unknown target 'armv9' (use host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or "
-            "sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)");
+            "unknown target 'armv9' (use host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4, "
+            "x86-64-v4-vnni, zen4 or sapphirerapids; avx2 and x86-64-avx2 mean x86-64-v3)");
   // A target this CPU cannot run is refused before anything compiles (on a CPU with every
   // Sapphire Rapids feature there is nothing to refuse).
   options.target = "sapphirerapids";

@@ -35,7 +35,56 @@ Encoding encoding_of(const std::string& bytes) {
   return Encoding::kLegacy;
 }
 
-// The feature an instruction needs beyond AVX2, or "" (checked classes only).
+// The feature a legacy-encoded (SSE or general-purpose) instruction needs beyond SSE2, or "" (the
+// SSE3 to SSE4.2 instructions by name, and TZCNT, LZCNT, POPCNT, MOVBE).
+std::string legacy_feature_needed(const std::string& mnemonic) {
+  static const std::regex sse3(
+      R"(^(addsubp[sd]|haddp[sd]|hsubp[sd]|movddup|movshdup|movsldup|lddqu)$)");
+  static const std::regex ssse3(
+      R"(^(pshufb|phadd(w|d|sw)|phsub(w|d|sw)|pmaddubsw|pmulhrsw|palignr|psign[bwd]|pabs[bwd])$)");
+  static const std::regex sse41(
+      R"(^(blendv?p[sd]|pblendvb|pblendw|dpp[sd]|insertps|extractps|mpsadbw|movntdqa|packusdw|)"
+      R"(pcmpeqq|pextr[bdq]|pinsr[bdq]|pmax(sb|sd|ud|uw)|pmin(sb|sd|ud|uw)|pmov[sz]x\w+|pmuldq|)"
+      R"(pmulld|ptest|round[ps][sd]|phminposuw)$)");
+  static const std::regex sse42(R"(^(pcmpgtq|pcmp[ei]str[im]|crc32[bwlq]?)$)");
+  if (std::regex_match(mnemonic, sse3)) return "sse3";
+  if (std::regex_match(mnemonic, ssse3)) return "ssse3";
+  if (std::regex_match(mnemonic, sse41)) return "sse4.1";
+  if (std::regex_match(mnemonic, sse42)) return "sse4.2";
+  if (mnemonic.rfind("tzcnt", 0) == 0) return "bmi";
+  if (mnemonic.rfind("popcnt", 0) == 0) return "popcnt";
+  if (mnemonic.rfind("lzcnt", 0) == 0) return "lzcnt";
+  if (mnemonic.rfind("movbe", 0) == 0) return "movbe";
+  return "";
+}
+
+// The feature a VEX-encoded instruction needs: BMI1/BMI2 (general-purpose), FMA, F16C, AVX2
+// (integer operations on ymm, the cross-lane permutes, gathers and variable shifts) or else AVX.
+std::string vex_feature_needed(const std::string& mnemonic, const std::string& operands) {
+  static const std::regex bmi(R"(^(andn|bextr|blsi|blsmsk|blsr)[lq]?$)");
+  static const std::regex bmi2(R"(^(bzhi|pdep|pext|rorx|sarx|shlx|shrx|mulx)[lq]?$)");
+  static const std::regex avx_vp(R"(^(vpermilp[sd]|vptest)$)");
+  static const std::regex fma(R"(^vf(n?m(add|sub)|maddsub|msubadd)\d{3}[ps][sd]$)");
+  static const std::regex avx2_only(
+      R"(^(vbroadcasti128|vinserti128|vextracti128|vperm2i128|vperm[dq]|vpermp[sd]|v(p)?gather\w+|)"
+      R"(vpmaskmov[dq]|vps[lr]lv[dq]|vpsrav[dq]|vpblendd|vpbroadcast[bwdq]|vbroadcasts[sd])$)");
+  static const std::regex ymm(R"(%ymm\d+)");
+  if (std::regex_match(mnemonic, bmi)) return "bmi";
+  if (std::regex_match(mnemonic, bmi2)) return "bmi2";
+  if (std::regex_match(mnemonic, fma)) return "fma";
+  if (mnemonic == "vcvtph2ps" || mnemonic == "vcvtps2ph") return "f16c";
+  // vbroadcastss/sd from memory are AVX; from a register, AVX2.
+  const bool broadcast_from_memory = (mnemonic == "vbroadcastss" || mnemonic == "vbroadcastsd") &&
+                                     operands.find('(') != std::string::npos;
+  if (!broadcast_from_memory && std::regex_match(mnemonic, avx2_only)) return "avx2";
+  if (mnemonic.rfind("vp", 0) == 0 && !std::regex_match(mnemonic, avx_vp) &&
+      std::regex_search(operands, ymm)) {
+    return "avx2";
+  }
+  return "avx";
+}
+
+// The feature an instruction needs beyond SSE2, or "" (checked classes only).
 std::string feature_needed(const std::string& mnemonic, Encoding encoding,
                            const std::string& operands) {
   static const std::regex fp16(
@@ -65,7 +114,8 @@ std::string feature_needed(const std::string& mnemonic, Encoding encoding,
   if (encoding == Encoding::kEvex || std::regex_search(operands, avx512_registers)) {
     return "avx512f";
   }
-  return "";
+  if (encoding == Encoding::kVex) return vex_feature_needed(mnemonic, operands);
+  return legacy_feature_needed(mnemonic);
 }
 
 }  // namespace

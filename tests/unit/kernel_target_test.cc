@@ -14,16 +14,19 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "compiler/compile.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
+#include "ir/reference/evaluator.h"
 #include "ir/text_parser.h"
 #include "lowering/program.h"
 #include "lowering/recurrent_pipelines.h"
 #include "quant/quantize_model.h"
+#include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
 #include "tests/support/isa_check.h"
 #include "tests/support/random.h"
@@ -131,7 +134,19 @@ TEST(KernelTarget, SplitsOf512BitOpsFollowTheCpuFamily) {
 }
 
 TEST(KernelTarget, NamedLevelsHaveExactlyTheirFeatures) {
+  const KernelTarget baseline = resolve_kernel_target("x86-64");
+  EXPECT_EQ(baseline.features.to_string(), "");
+  EXPECT_EQ(baseline.schedule_class(), "sse, L2 1 MiB");
+  EXPECT_THAT(baseline.llvm_features(), ::testing::HasSubstr("-sse3,-ssse3,-sse4.1"));
+
+  const KernelTarget v2 = resolve_kernel_target("x86-64-v2");
+  EXPECT_TRUE(v2.features.contains({F::kSse3, F::kSsse3, F::kSse41, F::kSse42, F::kPopcnt}));
+  EXPECT_FALSE(v2.features.has(F::kAvx));
+  EXPECT_TRUE(v2.halide.has_feature(Halide::Target::SSE41));
+  EXPECT_FALSE(v2.halide.has_feature(Halide::Target::AVX));
+
   const KernelTarget v3 = resolve_kernel_target("x86-64-v3");
+  EXPECT_TRUE(v3.features.contains(v2.features));
   EXPECT_TRUE(v3.features.contains({F::kAvx2, F::kFma, F::kF16c, F::kBmi2, F::kMovbe}));
   EXPECT_FALSE(v3.features.has(F::kAvx512f));
   EXPECT_FALSE(v3.halide.has_feature(Halide::Target::AVX512));
@@ -168,7 +183,7 @@ TEST(KernelTarget, UnknownNamesListTheAcceptedOnes) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_EQ(std::string(e.what()),
-              "unknown target 'x86-64-linux-avx512_sapphirerapids' (use host, "
+              "unknown target 'x86-64-linux-avx512_sapphirerapids' (use host, x86-64, x86-64-v2, "
               "x86-64-v3, x86-64-v4, x86-64-v4-vnni, zen4 or sapphirerapids; avx2 and x86-64-avx2 "
               "mean x86-64-v3)");
   }
@@ -231,6 +246,31 @@ TEST(IsaCheck, ClassifiesInstructionsByTheFeatureTheyNeed) {
             (std::vector<std::string>{"avx512fp16", "avxvnni", "amx-tile"}));
   EXPECT_EQ(features_of(testing::isa_violations(listing, sapphire_rapids_features().to_string())),
             (std::vector<std::string>{"amx-tile"}));
+}
+
+TEST(IsaCheck, ClassifiesSseAndVexInstructionsForTheOlderLevels) {
+  const std::string listing =
+      "   0:\t0f 58 c1             \taddps %xmm1,%xmm0\n"
+      "   3:\tf2 0f 7c c1          \thaddps %xmm1,%xmm0\n"
+      "   7:\t66 0f 38 00 c1       \tpshufb %xmm1,%xmm0\n"
+      "   c:\t66 0f 38 40 c1       \tpmulld %xmm1,%xmm0\n"
+      "  11:\tf3 0f b8 c0          \tpopcnt %eax,%eax\n"
+      "  15:\tc5 f0 58 c2          \tvaddps %xmm2,%xmm1,%xmm0\n"
+      "  19:\tc4 e3 7d 04 c0 01    \tvpermilps $0x1,%ymm0,%ymm0\n"
+      "  1f:\tc5 fd fe c1          \tvpaddd %ymm1,%ymm0,%ymm0\n"
+      "  23:\tc4 e2 75 b8 c2       \tvfmadd231ps %ymm2,%ymm1,%ymm0\n"
+      "  28:\tc4 e2 f9 f7 c0       \tshlx %rax,%rax,%rax\n";
+  auto features_of = [](const std::vector<testing::IsaViolation>& violations) {
+    std::vector<std::string> out;
+    for (const auto& v : violations) out.push_back(v.feature);
+    return out;
+  };
+  EXPECT_EQ(features_of(testing::isa_violations(listing, CpuFeatureSet{}.to_string())),
+            (std::vector<std::string>{"sse3", "ssse3", "sse4.1", "popcnt", "avx", "avx", "avx2",
+                                      "fma", "bmi2"}));
+  EXPECT_EQ(features_of(testing::isa_violations(listing, x86_64_v2_features().to_string())),
+            (std::vector<std::string>{"avx", "avx", "avx2", "fma", "bmi2"}));
+  EXPECT_TRUE(testing::isa_violations(listing, x86_64_v3_features().to_string()).empty());
 }
 
 // Every shared object in a kernel cache (the kernels and the Halide runtime), scanned against
@@ -428,18 +468,57 @@ std::unique_ptr<Model> case_model(const KernelCase& c) {
   return model;
 }
 
-// Compiles every kernel kind for `target` into a fresh cache and scans it.
+// Seeded random inputs for a case's graph, its symbolic dims bound to small sizes.
+std::map<std::string, Tensor> case_inputs(const Graph& graph) {
+  static const std::map<std::string, int64_t> dims = {
+      {"seq", 5}, {"batch", 3}, {"len", 37}, {"rows", 4}, {"samples", 200}};
+  std::mt19937 rng(11);
+  std::map<std::string, Tensor> inputs;
+  for (const Value* input : graph.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& dim : *input->type.shape) shape.push_back(dim.evaluate(dims).value());
+    inputs[input->name()] = is_floating(input->type.dtype)
+                                ? testing::random_tensor(shape, rng)
+                                : testing::random_tensor(input->type.dtype, shape, rng);
+  }
+  return inputs;
+}
+
+// Compiles every kernel kind for `target` into a fresh cache and scans it. Where this CPU has the
+// target's features, each case also runs and is compared with the reference evaluator on the
+// same model. Float cases: rtol 1e-4, atol 1e-5, as tests/unit/program_test.cc (float32 sums in
+// another order and the kernels' activation fits differ by ~1e-6). Quantized cases: rtol and atol
+// 1e-3, because on these random inputs a few h values land on the other side of a quantization
+// boundary from the reference's (one code of an 8-bit h, ~1/127, times a weight; 1.7e-4 in the
+// int8 GRU case, the same on every level). The tight integer checks are LowerRecurrentQuant.* at
+// the host and x86-64-v3 levels; what this adds is each level's code generation, which, wrong,
+// is off by the size of the values.
 std::string compile_and_scan(const std::string& target_name) {
   const KernelTarget target = resolve_kernel_target(target_name);
+  const bool runs_here = host_cpu().features.missing(target.features).empty();
   const fs::path dir = fs::temp_directory_path() / cat("rnnc_kernel_isa_", target_name, "_", ::getpid());
   fs::remove_all(dir);
+  int case_index = 0;
   for (const KernelCase& c : kernel_cases()) {
+    SCOPED_TRACE(cat("target ", target_name, ", kernel case ", case_index++));
     ProgramOptions options;
     options.cache_dir = dir.string();
     options.target = target_name;
+    std::unique_ptr<Program> program = compile_program(case_model(c), options);
     // Every node of every case runs in a kernel (a reference block would escape the scan).
-    EXPECT_THAT(compile_program(case_model(c), options)->describe(),
-                ::testing::Not(::testing::HasSubstr(": reference ")));
+    EXPECT_THAT(program->describe(), ::testing::Not(::testing::HasSubstr(": reference ")));
+    if (!runs_here) continue;
+    const std::unique_ptr<Model> reference_model = case_model(c);
+    const std::map<std::string, Tensor> inputs = case_inputs(*reference_model->graph);
+    const std::vector<Tensor> expected = evaluate(*reference_model->graph, inputs);
+    const std::vector<Tensor> actual = program->run(inputs);
+    EXPECT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
+      const testing::Comparison result = testing::compare_tensors(
+          actual[i], expected[i],
+          c.config.empty() ? testing::Tolerance{1e-4, 1e-5} : testing::Tolerance{1e-3, 1e-3});
+      EXPECT_TRUE(result.ok) << "output " << i << ": " << result.message;
+    }
   }
   std::string listings = scan_cache(dir.string(), target);
   fs::remove_all(dir);
@@ -458,6 +537,22 @@ TEST(KernelIsa, EveryKernelKindForAvx2UsesOnlyAvx2Features) {
   const std::string listings = compile_and_scan("x86-64-v3");
   EXPECT_NE(listings.find("vfmadd"), std::string::npos);
   EXPECT_NE(listings.find("%ymm"), std::string::npos);
+}
+
+// The older levels: x86-64-v2 (SSE4.2, no VEX encodings at all) and the baseline every x86-64
+// CPU has (SSE2; a virtual CPU such as QEMU's qemu64 shows little more). Both run here, so every
+// kernel kind is also checked against the reference at each.
+TEST(KernelIsa, EveryKernelKindForX86_64V2UsesOnlySse42) {
+  const std::string listings = compile_and_scan("x86-64-v2");
+  EXPECT_NE(listings.find("mulps"), std::string::npos);
+  EXPECT_NE(listings.find("pmaddwd"), std::string::npos);  // the int8 products, in 16-bit pairs
+  EXPECT_EQ(listings.find("%ymm"), std::string::npos);
+}
+
+TEST(KernelIsa, EveryKernelKindForBaselineX86_64UsesOnlySse2) {
+  const std::string listings = compile_and_scan("x86-64");
+  EXPECT_NE(listings.find("mulps"), std::string::npos);
+  EXPECT_EQ(listings.find("pmulld"), std::string::npos);
 }
 
 // The scan catches the failure it exists for: with Halide's own CPU choice (sapphirerapids for

@@ -1243,7 +1243,9 @@ std::string kernel_disassembly(const RecurrentCell& cell, const RecurrentSchedul
   } else {
     compile_recurrent_step(cell, schedule, object, "step", target);
   }
-  return testing::disassemble(object);
+  std::string listing = testing::disassemble(object);
+  std::filesystem::remove(object);
+  return listing;
 }
 
 // The host target (AVX-512 with VNNI here) must really use the dot-product instructions: a silent
