@@ -298,6 +298,46 @@ TEST(RuntimeApi, HalideParallelLoopsRunOnTbb) {
   EXPECT_EQ(tbb_parallel_loops_run() - small_before, 0) << "a small W's projection ran in parallel";
 }
 
+// A MatMul whose constant B is over half of L2 walks B in column panels, a parallel loop
+// (lowering/schedule_table.h gemm_panel_tiles): at 2 threads each thread multiplies its panels,
+// each output column summed as alone, so the outputs equal the 1-thread run's bitwise. Float B
+// 512 x 2500 (5 MB) and its int8 form (1.3 MB: over half of L2 on both host kinds). The name
+// puts it in scripts/sanitize.sh's thread run.
+TEST(RuntimeApi, ParallelGemmPanelsMatchTheOneThreadRunBitwise) {
+  auto text_model = parse_model_text(R"(model opset=17
+graph g(%a: f32[m, 512], %w: f32[512, 2500]) {
+  %y = MatMul 'project' (%a, %w)
+  return %y
+})",
+                                     "panels.ir");
+  text_model->graph->convert_input_to_constant(text_model->graph->find_value("w"),
+                                               rnnc::testing::random_tensor({512, 2500}, 5));
+  const std::string bytes = export_onnx_bytes(*text_model);
+  std::vector<float> a = random_vector(7 * 512, 3);
+  for (const char* quantization : {"", "default"}) {
+    SCOPED_TRACE(*quantization ? "int8" : "float");
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2}) {
+      ModelOptions options;
+      options.cache_dir = RNNC_MODELS_DIR "/../kernel_cache";
+      options.threads = threads;
+      options.plan = Plan::kSequential;
+      options.quantization_config = quantization;
+      options.quantization_guard = false;
+      auto model = CompiledModel::load_bytes(bytes.data(), bytes.size(), options);
+      Session session = model->new_session();
+      const int64_t before = tbb_parallel_loops_run();
+      const auto& outputs = session.run({{"a", {ElementType::kFloat32, {7, 512}, a.data()}}});
+      if (threads == 2) {
+        EXPECT_GE(tbb_parallel_loops_run() - before, 1) << "the panels ran on one thread";
+      }
+      const float* y = static_cast<const float*>(outputs[0].tensor.data);
+      results.emplace_back(y, y + 7 * 2500);
+    }
+    EXPECT_EQ(results[0], results[1]);
+  }
+}
+
 TEST(RuntimeApi, AutoPlanChoosesPerShapeAndEveryTrialRunGivesTheSameResult) {
   // With threads, kAuto keeps both executors and, per shape, times sequential against the
   // pipeline: alternating on its first runs (runtime/plan_chooser.h). Which one wins depends on the
