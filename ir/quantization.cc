@@ -63,11 +63,13 @@ std::string ProductWidths::to_string() const {
 }
 
 ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
-                             bool weight_asymmetric, int64_t terms, bool wide_operands) {
+                             bool weight_asymmetric, int64_t terms, bool wide_operands,
+                             int u8_lane) {
+  RNNC_CHECK(u8_lane == 4 || u8_lane == 2, "u8 x s8 products per lane ", u8_lane, ", not 4 or 2");
   ProductWidths widths;
   const bool wide = wide_operands || activations.wide() || weight_bits > 8;
   widths.storage_bits = wide ? 16 : 8;
-  widths.lane = wide ? 2 : 4;
+  widths.lane = wide ? 2 : u8_lane;
   widths.activation_max = std::max(std::abs(activations.qmin()), std::abs(activations.qmax()));
   // A signed b-bit weight may be -2^(b-1) (int8's -128 in a model rnnc did not quantize).
   widths.weight_max = weight_asymmetric ? 128 : int64_t{1} << (weight_bits - 1);

@@ -85,14 +85,15 @@ void fake_quantize_row(const float* x, int64_t n, const RowQuant& row, const Act
 // Effective bit widths of one integer product, the sum over k of a stored activation a_k times
 // a stored weight w_k (then corrected for zero points: docs/quant.md), and the native types the
 // kernels compute it in. Operands of at most 8 bits are stored u8 x s8 (four products per int32
-// lane: vpdpbusd), anything wider s16 x s16 (two per lane: vpdpwssd / vpmaddwd). The bounds are
+// lane where the kernels have vpdpbusd, else two: widened to 16 bits and summed in pairs by
+// pmaddwd), anything wider s16 x s16 (two per lane: vpdpwssd / vpmaddwd). The bounds are
 // worst cases over every value the schemes can store, so a kernel built from them cannot
 // overflow: while K * max|a| * max|w| (and the zero-point terms, each no larger) fit int32 the
 // whole sum is one int32 accumulation; past that, chunks of `chunk_terms` products are summed
 // exactly in int32 and the chunks (and the corrections) in int64.
 struct ProductWidths {
   int storage_bits = 8;       // 8: u8 x s8; 16: s16 x s16
-  int lane = 4;               // products per int32 lane
+  int lane = 4;               // products per int32 lane: 4 or 2 (u8 x s8), 2 (s16 x s16)
   int64_t activation_max = 0;  // max |stored activation|
   int64_t weight_max = 0;      // max |stored weight|
   int64_t terms = 0;           // K
@@ -106,9 +107,11 @@ struct ProductWidths {
 
 // weight_bits and weight_asymmetric describe the stored weight (asymmetric: a nonzero zero point
 // once uint8 is shifted by -128 into int8, whose terms are bounded by 128); wide_operands forces
-// s16 x s16 storage (another product of the node is wide).
+// s16 x s16 storage (another product of the node is wide); u8_lane is the products per int32
+// lane of u8 x s8 storage, 4 or 2 (the target's: lowering/recurrent_pipelines.h).
 ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
-                             bool weight_asymmetric, int64_t terms, bool wide_operands);
+                             bool weight_asymmetric, int64_t terms, bool wide_operands,
+                             int u8_lane);
 
 // The node's annotation, or nothing when its activations are float.
 bool has_activation_quant(const Node& node);

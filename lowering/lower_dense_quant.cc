@@ -39,23 +39,25 @@ HalideBlock::Argument held(Tensor tensor) {
   return argument;
 }
 
-// B [K, N] (or [N, K] with transB) as the kernel reads it: bq [K4][Np][4] int8 (k = 4 ko + k4;
-// zero past K and past N), and per column n < Np: scale, the sum of its integers, zero point.
+// B [K, N] (or [N, K] with transB) as the kernel reads it: bq [Ko][Np][L] int8, L = lane
+// (u8_products_per_lane) consecutive k of one column innermost (k = L ko + kl; zero past K and
+// past N), and per column n < Np: scale, the sum of its integers, zero point.
 struct PackedWeight {
   Tensor bq, scale, colsum, zero_point;
   bool has_zero_points = false;
 };
 
-PackedWeight pack_weight(const Node& root, const Tensor& b, bool trans_b, int64_t padded_n) {
+PackedWeight pack_weight(const Node& root, const Tensor& b, bool trans_b, int64_t padded_n,
+                         int lane) {
   const int64_t k_size = b.dim(trans_b ? 1 : 0), n_size = b.dim(trans_b ? 0 : 1);
   const IntegerWeight weight = integer_weight(root, 1, "B", b, trans_b ? 1 : 0);
   if (weight.bits > 8) {
     raise_unsupported(cat(root.describe(), ": input 'B' is quantized to ", weight.bits,
                           " bits; the integer GEMM takes weights of up to 8 (u8 x s8 products)"));
   }
-  const int64_t k4 = round_up(k_size, 4) / 4;
+  const int64_t ko = round_up(k_size, lane) / lane;
   PackedWeight out;
-  out.bq = marshaled_weight_tensor(DType::kInt8, {k4, padded_n, 4});
+  out.bq = marshaled_weight_tensor(DType::kInt8, {ko, padded_n, lane});
   out.scale = Tensor(DType::kFloat32, {padded_n});
   out.colsum = Tensor(DType::kInt32, {padded_n});
   out.zero_point = Tensor(DType::kInt32, {padded_n});
@@ -69,7 +71,7 @@ PackedWeight pack_weight(const Node& root, const Tensor& b, bool trans_b, int64_
     for (int64_t k = 0; k < k_size && column; ++k) {
       const int8_t q = static_cast<int8_t>(
           weight.q[static_cast<size_t>(trans_b ? n * k_size + k : k * n_size + n)]);
-      bq[((k / 4) * padded_n + n) * 4 + k % 4] = q;
+      bq[((k / lane) * padded_n + n) * lane + k % lane] = q;
       sum += q;
     }
     out.colsum.data<int32_t>()[n] = sum;
@@ -109,11 +111,12 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
   // int32 accumulators are as wide as float ones: the float GEMM's register tile.
   const ArchTable& arch = arch_table(cache.target());
   GemmSchedule schedule = choose_gemm_schedule(arch, DType::kFloat32, n_size, g.trans_b);
-  schedule.panel_tiles = gemm_panel_tiles(round_up(k_size, 4), n_size, schedule.nr, sizeof(int8_t),
-                                          cache.kernel_target().l2_bytes);
+  const int lane = u8_products_per_lane(cache.kernel_target());
+  schedule.panel_tiles = gemm_panel_tiles(round_up(k_size, lane), n_size, schedule.nr,
+                                          sizeof(int8_t), cache.kernel_target().l2_bytes);
   const int lanes = schedule.lanes, nr = schedule.nr, mr = schedule.mr;
-  const int64_t padded_n = round_up(n_size, nr), k4 = round_up(k_size, 4) / 4;
-  if (k4 * padded_n * 4 > kMaxBufferBytes) {
+  const int64_t padded_n = round_up(n_size, nr), ko = round_up(k_size, lane) / lane;
+  if (ko * padded_n * lane > kMaxBufferBytes) {
     raise_unsupported(cat(root.describe(), ": B [", k_size, ", ", n_size,
                           "] is beyond the Halide lowering's 2 GB buffer limit"));
   }
@@ -123,7 +126,7 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
                           "the integer GEMM's int32 sums (exact up to K = ",
                           kMaxExactK, ")"));
   }
-  PackedWeight packed = pack_weight(root, b, g.trans_b, padded_n);
+  PackedWeight packed = pack_weight(root, b, g.trans_b, padded_n, lane);
   const bool zero_points = packed.has_zero_points;
 
   auto block = std::make_unique<HalideBlock>();
@@ -177,7 +180,7 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
     Halide::ImageParam b_colsum =
         make_image_param("b_colsum", DType::kInt32, spec.arguments_[3].view);
     Halide::ImageParam b_zero(Halide::Int(32), 1, "b_zero");
-    pin_shape(bq, {k4, padded_n, 4});
+    pin_shape(bq, {ko, padded_n, lane});
     for (Halide::ImageParam vector : {b_scale, b_colsum, b_zero}) pin_shape(vector, {padded_n});
     built.arguments = {a_image, bq, b_scale, b_colsum};
     if (zero_points) built.arguments.push_back(b_zero);
@@ -206,9 +209,9 @@ std::unique_ptr<ExecutionBlock> lower_quantized_gemm_group(const FusionGroup& gr
                                      Halide::UInt(8), lanes, "a", row_extents);
     const std::vector<Expr> row(row_vars.begin(), row_vars.end());
 
-    // u8 x s8 -> s32, four k per lane.
-    RDom r(0, 4, 0, static_cast<int>(k4), "r");
-    std::vector<Expr> q_at = {4 * r.y + r.x};
+    // u8 x s8 -> s32, `lane` k per lane.
+    RDom r(0, lane, 0, static_cast<int>(ko), "r");
+    std::vector<Expr> q_at = {lane * r.y + r.x};
     q_at.insert(q_at.end(), row.begin(), row.end());
     Func dot("dot");
     dot(vars) = 0;

@@ -560,9 +560,10 @@ std::unique_ptr<ExecutionBlock> lower_recurrent(const Node& node, HalideCache& c
     if (activation_quantization) {
       // Zero-point terms where a stored weight has a nonzero zero point (uint8 shifted into
       // int8 with a zero point other than 128, or int8 with zero points), as the GEMM has them.
-      cell.quant = recurrent_quant(*activation_quantization, static_cast<int>(input_size),
-                                   static_cast<int>(hidden), wq->bits, wq->has_zero_points,
-                                   rq->bits, rq->has_zero_points);
+      cell.quant =
+          recurrent_quant(*activation_quantization, static_cast<int>(input_size),
+                          static_cast<int>(hidden), wq->bits, wq->has_zero_points, rq->bits,
+                          rq->has_zero_points, u8_products_per_lane(cache.kernel_target()));
       cell.quant->count_overflow = cache.count_overflow();
     }
     block->directions_.push_back(std::move(direction_part));

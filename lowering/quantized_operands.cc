@@ -6,6 +6,10 @@
 
 namespace rnnc {
 
+int u8_products_per_lane(const KernelTarget& target) {
+  return target.halide.has_feature(Halide::Target::AVX512_SapphireRapids) ? 4 : 2;
+}
+
 using Halide::Expr;
 using Halide::Func;
 using Halide::RDom;

@@ -22,8 +22,17 @@
 
 #include "ir/graph.h"
 #include "ir/quantization.h"
+#include "lowering/kernel_target.h"
 
 namespace rnnc {
+
+// Products per int32 lane of u8 x s8 operands on `target`: 4 where it has AVX512-VNNI, whose
+// vpdpbusd sums four; else 2, the operands widened to 16 bits and each pair summed by pmaddwd.
+// (A four-term sum there lowers to pmaddwd plus shuffles that add the pairs: docs/measurements.md,
+// "Integer products in pairs without VNNI".) The sums are exact either way, so both give the same
+// results bit for bit. The recurrent projection and step and the GEMM pack their weights with
+// this many consecutive k of one output innermost.
+int u8_products_per_lane(const KernelTarget& target);
 
 // A float operand src(k, rows...), k in [0, n), quantized row by row and stored as `storage`
 // (uint8 or int16: any activation scheme's q fits the int16). q(k, rows...) is 0 for k >= n (the

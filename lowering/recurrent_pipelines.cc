@@ -103,18 +103,20 @@ std::string RecurrentCell::step_key() const {
 
 std::string RecurrentQuant::key() const {
   return cat(activations.to_string(), weight_zero_points ? " weight_zero_points" : "",
-             " W.x: ", input_widths.to_string(), " R.h: ", state_widths.to_string(),
-             count_overflow ? " count_overflow" : "");
+             " W.x: ", input_widths.to_string(), " R.h: ", state_widths.to_string(), " lane ",
+             lane(), count_overflow ? " count_overflow" : "");
 }
 
 RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
-                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric) {
+                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric,
+                               int u8_lane) {
   RecurrentQuant quant;
   quant.activations = activations;
   quant.weight_zero_points = w_asymmetric || r_asymmetric;
   const bool wide = activations.wide() || w_bits > 8 || r_bits > 8;
-  quant.input_widths = product_widths(activations, w_bits, w_asymmetric, input_size, wide);
-  quant.state_widths = product_widths(activations, r_bits, r_asymmetric, hidden_size, wide);
+  quant.input_widths = product_widths(activations, w_bits, w_asymmetric, input_size, wide, u8_lane);
+  quant.state_widths =
+      product_widths(activations, r_bits, r_asymmetric, hidden_size, wide, u8_lane);
   return quant;
 }
 

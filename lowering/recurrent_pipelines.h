@@ -81,10 +81,10 @@ constexpr int kGruZ = 0, kGruR = 1, kGruH = 2;
 // zero point per gate row), the activation operands (X rows, h, GRU's rt (.) h) quantized as
 // `activations` says, the dot products accumulated in int32 and dequantized before the gate
 // arithmetic, which stays float. The operands are stored in the narrowest native width that
-// holds both (ir/quantization.h's
-// OperandWidths): weights and activations of at most 8 bits as u8 x s8, four
-// products per int32 lane (the AVX-512 VNNI vpdpbusd where the target has it); anything wider as
-// s16 x s16, two products per lane (vpdpwssd / vpmaddwd).
+// holds both (ir/quantization.h's ProductWidths): weights and activations of at most 8 bits as
+// u8 x s8, four products per int32 lane where the target has AVX512-VNNI (vpdpbusd) and two
+// elsewhere (quantized_operands.h u8_products_per_lane); anything wider as s16 x s16, two
+// products per lane (vpdpwssd / vpmaddwd).
 struct RecurrentQuant {
   ActivationQuant activations;
   bool weight_zero_points = false;  // asymmetric weights: a zero point per row
@@ -97,7 +97,7 @@ struct RecurrentQuant {
 
   // s16 x s16 storage (a weight or the activations > 8 bits); both products share it.
   bool wide_operands() const { return input_widths.storage_bits == 16; }
-  // The products summed into one int32 lane: 4 for u8 x s8, 2 for s16 x s16. The reduction
+  // The products summed into one int32 lane: 4 or 2 for u8 x s8, 2 for s16 x s16. The reduction
   // axis k is padded (packed_ko), and packed weights keep `lane()` consecutive k of one output
   // innermost.
   int lane() const { return input_widths.lane; }
@@ -105,9 +105,11 @@ struct RecurrentQuant {
 };
 
 // A cell's integer products for weights W and R of w_bits and r_bits (asymmetric: with nonzero
-// stored zero points, IntegerWeight::has_zero_points), and these activations.
+// stored zero points, IntegerWeight::has_zero_points), and these activations; u8_lane as
+// u8_products_per_lane gives it for the kernels' target.
 RecurrentQuant recurrent_quant(const ActivationQuant& activations, int input_size, int hidden_size,
-                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric);
+                               int w_bits, bool w_asymmetric, int r_bits, bool r_asymmetric,
+                               int u8_lane);
 
 // The packed extent of a product's k axis in lanes: K / lane rounded up, and up to whole chunks
 // when the sum is chunked (the padding is zero).

@@ -230,7 +230,8 @@ std::string products_text(const ActivationQuant& quant, const NodeScheme& scheme
   std::vector<std::pair<const char*, int64_t>> products = {{"A.B", first}};
   if (recurrent) products = {{"W.x", first}, {"R.h", second}};
   for (const auto& [name, terms] : products) {
-    const ProductWidths widths = product_widths(quant, bits, asymmetric, terms, wide);
+    // The operand types and bounds; how many products a lane sums is the kernels' target's.
+    const ProductWidths widths = product_widths(quant, bits, asymmetric, terms, wide, 4);
     text += cat(text.empty() ? "" : "; ", name, " ", widths.to_string());
     if (widths.sum_bits > scheme.activations.accumulation_bits) {
       text += cat(", above accumulation_bits ", scheme.activations.accumulation_bits);

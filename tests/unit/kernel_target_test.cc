@@ -539,6 +539,35 @@ TEST(KernelIsa, EveryKernelKindForAvx2UsesOnlyAvx2Features) {
   EXPECT_NE(listings.find("%ymm"), std::string::npos);
 }
 
+// Integer products are exact however a lane sums them: the int8 cases (GEMM, LSTM, GRU) compiled
+// for AVX2, whose recurrent kernels sum u8 x s8 products in pairs (u8_products_per_lane), give
+// the VNNI kernels' (four per lane) results bit for bit. Needs a host with AVX512-VNNI.
+TEST(KernelIsa, IntegerProductsInPairsEqualVnniDotProductsBitwise) {
+  if (!host_cpu().features.has(F::kAvx512vnni)) GTEST_SKIP() << "host has no AVX512-VNNI";
+  const fs::path dir = fs::temp_directory_path() / cat("rnnc_kernel_pairs_", ::getpid());
+  int compared = 0;
+  for (const KernelCase& c : kernel_cases()) {
+    if (c.config != "{}") continue;
+    std::vector<std::vector<Tensor>> results;
+    for (const char* target : {"x86-64-v3", "x86-64-v4-vnni"}) {
+      ProgramOptions options;
+      options.cache_dir = (dir / target).string();
+      options.target = target;
+      std::unique_ptr<Model> model = case_model(c);
+      const std::map<std::string, Tensor> inputs = case_inputs(*model->graph);
+      results.push_back(compile_program(std::move(model), options)->run(inputs));
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    for (size_t i = 0; i < results[0].size(); ++i) {
+      EXPECT_TRUE(results[0][i].bitwise_equal(results[1][i]))
+          << "case " << compared << " output " << i;
+    }
+    ++compared;
+  }
+  fs::remove_all(dir);
+  EXPECT_EQ(compared, 3);
+}
+
 // The older levels: x86-64-v2 (SSE4.2, no VEX encodings at all) and the baseline every x86-64
 // CPU has (SSE2; a virtual CPU such as QEMU's qemu64 shows little more). Both run here, so every
 // kernel kind is also checked against the reference at each.
@@ -571,7 +600,7 @@ TEST(KernelIsa, HalidesSapphireRapidsCpuChoiceIsCaught) {
   activations.dynamic = false;
   activations.input_scale = 3.0f / 32767;
   activations.state_scale = 1.0f / 32767;
-  cell.quant = recurrent_quant(activations, 7, 33, 8, true, 8, true);
+  cell.quant = recurrent_quant(activations, 7, 33, 8, true, 8, true, 4);
 
   KernelTarget old_choice = resolve_kernel_target("zen4");
   old_choice.halide_cpu = true;

@@ -30,6 +30,7 @@
 #include "ir/reference/evaluator.h"
 #include "lowering/halide_cache.h"
 #include "lowering/lower_recurrent.h"
+#include "lowering/quantized_operands.h"
 #include "lowering/recurrent_pipelines.h"
 #include "tests/support/compare.h"
 #include "tests/support/disassembly.h"
@@ -1224,7 +1225,7 @@ TEST(LowerRecurrentQuant, GateFitFollowsTheStateWidth) {
     activations.bits = bits;
     activations.symmetric = bits > 8;
     cell.quant =
-        recurrent_quant(activations, cell.input_size, cell.hidden_size, 8, false, 8, false);
+        recurrent_quant(activations, cell.input_size, cell.hidden_size, 8, false, 8, false, 4);
     EXPECT_EQ(cell.gate_fit(), bits <= 8 ? Fit::kDegree3 : Fit::kDegree4) << bits << " bits";
   }
 }
@@ -1267,7 +1268,7 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
     activations.bits = variant.activation_bits;
     activations.symmetric = variant.activation_bits > 8;
     cell.quant = recurrent_quant(activations, cell.input_size, cell.hidden_size,
-                                 variant.weight_bits, false, variant.weight_bits, false);
+                                 variant.weight_bits, false, variant.weight_bits, false, 4);
     EXPECT_EQ(cell.quant->state_widths.int64_sum, variant.activation_bits == 16);
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host);
     for (bool projection : {false, true}) {
@@ -1279,16 +1280,60 @@ TEST(LowerRecurrentQuant, HostKernelsUseVnniDotProducts) {
   }
 }
 
+// Without VNNI (x86-64-v3 here, on any host) u8 x s8 products are summed in pairs, each pair one
+// lane of vpmaddwd, without shuffles in the dot product: with four products per lane Halide adds
+// each vpmaddwd's pairs with a vshufps and a vpermpd, 1.6x slower (docs/measurements.md, "Integer
+// products in pairs without VNNI"). Compiled, not run; unit_tests_x86_64_v3 runs these kernels
+// against the reference and KernelIsa.* compares them with the VNNI kernels.
+TEST(LowerRecurrentQuant, WithoutVnniProductsAreSummedInPairs) {
+  const KernelTarget avx2 = resolve_kernel_target("x86-64-v3");
+  EXPECT_EQ(u8_products_per_lane(avx2), 2);
+  EXPECT_EQ(u8_products_per_lane(resolve_kernel_target("x86-64-v4")), 2);
+  EXPECT_EQ(u8_products_per_lane(resolve_kernel_target("x86-64-v4-vnni")), 4);
+  RecurrentCell cell = lstm_cell(128, 64);
+  for (int lane : {2, 4}) {
+    cell.quant = recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false, 8,
+                                 false, lane);
+    for (bool batched : {false, true}) {
+      const RecurrentSchedule schedule = choose_recurrent_schedule(cell, avx2, batched);
+      for (bool projection : {false, true}) {
+        const std::string text = kernel_disassembly(cell, schedule, projection, avx2);
+        const std::string what = cat(projection ? "projection"
+                                     : batched  ? "batched step"
+                                                : "step",
+                                     ", ", lane, " products per lane");
+        auto count = [&](const std::string& mnemonic) {
+          int n = 0;
+          for (size_t at = text.find(mnemonic); at != std::string::npos;
+               at = text.find(mnemonic, at + 1)) {
+            ++n;
+          }
+          return n;
+        };
+        // Four per lane: a vshufps and a vpermpd per vpmaddwd; in pairs a few vshufps elsewhere
+        // (quantizing rows) and no vpermpd.
+        const int products = count("vpmaddwd"), shuffles = count("vshufps") + count("vpermpd");
+        EXPECT_GT(products, 0) << what;
+        if (lane == 2) {
+          EXPECT_LT(shuffles, products / 2) << what;
+        } else {
+          EXPECT_GE(shuffles, products) << what;
+        }
+      }
+    }
+  }
+}
+
 // The integer kernels quantize X's and h's rows without a packed rounding instruction: Halide 14
 // splits a 16-lane round into two 256-bit vroundps with an extract and an insert, which
 // quantize_rows avoids by adding 1.5 * 2^23 (lowering/quantized_operands.cc). Compiled, not run,
 // for the AVX2 level and the Zen 4 feature set, so any host checks both.
 TEST(LowerRecurrentQuant, RowsQuantizeWithoutPackedRounding) {
   RecurrentCell cell = lstm_cell(128, 64);
-  cell.quant =
-      recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false, 8, false);
   for (const KernelTarget& target :
        {resolve_kernel_target("x86-64-v3"), kernel_target_for(zen4_features())}) {
+    cell.quant = recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false, 8,
+                                 false, u8_products_per_lane(target));
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, target);
     for (bool projection : {false, true}) {
       const std::string text = kernel_disassembly(cell, schedule, projection, target);
@@ -1324,7 +1369,7 @@ TEST(LowerRecurrent, StreamedWeightsArePrefetchedIntoL1) {
     RecurrentCell cell = lstm_cell(variant.hidden, variant.input);
     if (variant.quantized) {
       cell.quant =
-          recurrent_quant(ActivationQuant{}, variant.input, variant.hidden, 8, false, 8, false);
+          recurrent_quant(ActivationQuant{}, variant.input, variant.hidden, 8, false, 8, false, 4);
     }
     const std::string what = cat(variant.quantized ? "int8" : "float", " hidden ", variant.hidden,
                                  " input ", variant.input);
@@ -1348,7 +1393,7 @@ TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
     GTEST_SKIP() << "host has no AVX512-VNNI (target " << host.halide.to_string() << ")";
   }
   RecurrentCell cell = lstm_cell(128, 128);
-  cell.quant = recurrent_quant(ActivationQuant{}, 128, 128, 8, false, 8, false);
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 128, 8, false, 8, false, 4);
   for (bool batched : {false, true}) {
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
     EXPECT_EQ(schedule.step_k_split, batched ? 1 : 2);
@@ -1387,7 +1432,7 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
   for (bool quantized : {false, true}) {
     if (quantized) {
       cell.quant = recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false,
-                                   8, false);
+                                   8, false, 4);
     }
     for (bool batched : {false, true}) {
       const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
@@ -1415,10 +1460,10 @@ TEST(LowerRecurrent, ScheduleParallelizesTheTilesOfLargeStepsOnly) {
   }
   // int8 weights are a quarter of the bytes: h608's 1.4 MiB still splits, h288's 324 KiB not.
   cell.hidden_size = 288;
-  cell.quant = recurrent_quant(ActivationQuant{}, 128, 288, 8, false, 8, false);
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 288, 8, false, 8, false, 4);
   EXPECT_FALSE(choose_recurrent_schedule(cell, host).parallel_tiles);
   cell.hidden_size = 608;
-  cell.quant = recurrent_quant(ActivationQuant{}, 128, 608, 8, false, 8, false);
+  cell.quant = recurrent_quant(ActivationQuant{}, 128, 608, 8, false, 8, false, 4);
   EXPECT_TRUE(choose_recurrent_schedule(cell, host).parallel_tiles);
 }
 
@@ -1434,7 +1479,7 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
     RecurrentCell cell = lstm_cell(288, 128);
     EXPECT_EQ(choose_recurrent_schedule(cell, target).parallel_tiles, small_l2) << name;
     cell = lstm_cell(448, 600);
-    cell.quant = recurrent_quant(ActivationQuant{}, 600, 448, 8, false, 8, false);
+    cell.quant = recurrent_quant(ActivationQuant{}, 600, 448, 8, false, 8, false, 4);
     EXPECT_EQ(choose_recurrent_schedule(cell, target).stream_weights, small_l2) << name;
   }
   EXPECT_EQ(resolve_kernel_target("zen4").schedule_class(), "avx512 in 256-bit halves, L2 1 MiB");
@@ -1463,7 +1508,7 @@ TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
   EXPECT_FALSE(choose_recurrent_schedule(cell, split).exact_divide);
   EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
             choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v4")).key());
-  cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false);
+  cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
   EXPECT_TRUE(
       choose_recurrent_schedule(cell, resolve_kernel_target("sapphirerapids")).exact_divide);
 }

@@ -310,7 +310,7 @@ ActivationQuant activation_bits(int bits, bool symmetric) {
 
 TEST(ProductWidths, EightBitOperandsAreU8xS8InOneInt32Sum) {
   // 255 * 128 * 128 = 4177920 < 2^22: 22 bits + sign.
-  const ProductWidths widths = product_widths(activation_bits(8, false), 8, false, 128, false);
+  const ProductWidths widths = product_widths(activation_bits(8, false), 8, false, 128, false, 4);
   EXPECT_EQ(widths.storage_bits, 8);
   EXPECT_EQ(widths.lane, 4);
   EXPECT_EQ(widths.activation_max, 255);
@@ -320,14 +320,20 @@ TEST(ProductWidths, EightBitOperandsAreU8xS8InOneInt32Sum) {
   EXPECT_EQ(widths.chunk_terms, 128);
   EXPECT_EQ(widths.to_string(), "u8 x s8 -> s32 (sums need 23 bits)");
   // 4-bit weights: 255 * 8 * 30 = 61200 < 2^16; K = 30 padded to whole lanes of 4.
-  const ProductWidths narrow = product_widths(activation_bits(8, false), 4, false, 30, false);
+  const ProductWidths narrow = product_widths(activation_bits(8, false), 4, false, 30, false, 4);
   EXPECT_EQ(narrow.sum_bits, 17);
   EXPECT_EQ(narrow.chunk_terms, 32);
+  // Without VNNI the same u8 x s8 operands are summed in pairs: the same bounds, K padded to 2.
+  const ProductWidths pairs = product_widths(activation_bits(8, false), 4, false, 31, false, 2);
+  EXPECT_EQ(pairs.storage_bits, 8);
+  EXPECT_EQ(pairs.lane, 2);
+  EXPECT_EQ(pairs.sum_bits, 17);
+  EXPECT_EQ(pairs.chunk_terms, 32);
 }
 
 TEST(ProductWidths, WideOperandsAreS16xS16AndChunkedWhenInt32CouldOverflow) {
   // 12 x 12 bits over 128: 2047 * 2048 * 128 = 536608768 < 2^29, three of them < 2^31: one sum.
-  const ProductWidths fits = product_widths(activation_bits(12, true), 12, false, 128, false);
+  const ProductWidths fits = product_widths(activation_bits(12, true), 12, false, 128, false, 4);
   EXPECT_EQ(fits.storage_bits, 16);
   EXPECT_EQ(fits.lane, 2);
   EXPECT_EQ(fits.activation_max, 2047);
@@ -335,18 +341,18 @@ TEST(ProductWidths, WideOperandsAreS16xS16AndChunkedWhenInt32CouldOverflow) {
   EXPECT_FALSE(fits.int64_sum);
   // Over 608 (the speech-like models' hidden size): 2.5e9 > 2^31, chunks of
   // floor(2147483647 / (2047 * 2048) / 2) * 2 = 512 products.
-  const ProductWidths speech = product_widths(activation_bits(12, true), 12, false, 608, false);
+  const ProductWidths speech = product_widths(activation_bits(12, true), 12, false, 608, false, 4);
   EXPECT_TRUE(speech.int64_sum);
   EXPECT_EQ(speech.chunk_terms, 512);
   EXPECT_EQ(speech.sum_bits, 33);
   // 16 x 16 bits: 32767 * 32768 * 128 ~ 1.4e11 needs 38 bits; one lane (2 products) per chunk.
-  const ProductWidths full = product_widths(activation_bits(16, true), 16, false, 128, false);
+  const ProductWidths full = product_widths(activation_bits(16, true), 16, false, 128, false, 4);
   EXPECT_TRUE(full.int64_sum);
   EXPECT_EQ(full.chunk_terms, 2);
   EXPECT_EQ(full.sum_bits, 38);
   EXPECT_EQ(full.to_string(), "s16 x s16 -> s32 in chunks of 2 -> s64 (sums need 38 bits)");
   // 8-bit operands forced wide (the node's other product has 12-bit weights).
-  const ProductWidths forced = product_widths(activation_bits(8, false), 8, false, 64, true);
+  const ProductWidths forced = product_widths(activation_bits(8, false), 8, false, 64, true, 4);
   EXPECT_EQ(forced.storage_bits, 16);
   EXPECT_EQ(forced.lane, 2);
 }
