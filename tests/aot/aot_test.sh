@@ -312,6 +312,15 @@ run "demo int8: AOT stream" "$tmp/aot_example_dq" "$tmp/dq/dq.weights" --dim seq
   --dim batch=1 --input "features=$demo/input.npy" --chunk 7 --out "$tmp/dq_run/chunked"
 same "demo int8: AOT stream == JIT run" "$tmp/dq_run/chunked/log_probs.npy" \
   "$tmp/dq_run/jit/log_probs.pb"
+# The same for the AVX2 level, whose integer kernels sum u8 x s8 products in pairs (no VNNI).
+compile_example dq3 "$tmp/demo_q.onnx" --target x86-64-v3
+mkdir -p "$tmp/dq3_run"
+run "demo int8, x86-64-v3: AOT run" "$tmp/aot_example_dq3" "$tmp/dq3/dq3.weights" --dim seq=50 \
+  --dim batch=1 --input "features=$demo/input.npy" --out "$tmp/dq3_run"
+run "demo int8, x86-64-v3: JIT run" "$rnnc" run "$tmp/demo_q.onnx" --target x86-64-v3 \
+  --input "features=$demo/input.npy" --output-dir "$tmp/dq3_run/jit" --cache-dir "$cache"
+same "demo int8, x86-64-v3: AOT == JIT" "$tmp/dq3_run/log_probs.npy" \
+  "$tmp/dq3_run/jit/log_probs.pb"
 
 # The demo quantized by `rnnc compile --quantize default` itself (the guard's decision, as `rnnc run
 # --quantize default` makes it at load, read from the same cache): the library equals that run.
