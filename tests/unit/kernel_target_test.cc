@@ -223,6 +223,13 @@ TEST(KernelTarget, L2OverrideReplacesEveryTargetsL2) {
 
 // ---- the instruction scan ----------------------------------------------------------------------
 
+// The features the violations name, in listing order.
+std::vector<std::string> features_of(const std::vector<testing::IsaViolation>& violations) {
+  std::vector<std::string> out;
+  for (const auto& v : violations) out.push_back(v.feature);
+  return out;
+}
+
 TEST(IsaCheck, ClassifiesInstructionsByTheFeatureTheyNeed) {
   // objdump -d lines: address, bytes, instruction.
   const std::string listing =
@@ -234,11 +241,6 @@ TEST(IsaCheck, ClassifiesInstructionsByTheFeatureTheyNeed) {
       "  1b:\tc4 e2 79 13 c0       \tvcvtph2ps %xmm0,%xmm0\n"
       "  20:\tc4 e2 78 49 00       \tldtilecfg (%rax)\n"
       "  25:\t62 f2 7d 48 8d c1    \tvpermb %zmm1,%zmm0,%zmm0\n";
-  auto features_of = [](const std::vector<testing::IsaViolation>& violations) {
-    std::vector<std::string> out;
-    for (const auto& v : violations) out.push_back(v.feature);
-    return out;
-  };
   EXPECT_EQ(features_of(testing::isa_violations(listing, x86_64_v3_features().to_string())),
             (std::vector<std::string>{"avx512f", "avx512fp16", "avxvnni", "avx512vnni",
                                       "amx-tile", "avx512vbmi"}));
@@ -260,11 +262,6 @@ TEST(IsaCheck, ClassifiesSseAndVexInstructionsForTheOlderLevels) {
       "  1f:\tc5 fd fe c1          \tvpaddd %ymm1,%ymm0,%ymm0\n"
       "  23:\tc4 e2 75 b8 c2       \tvfmadd231ps %ymm2,%ymm1,%ymm0\n"
       "  28:\tc4 e2 f9 f7 c0       \tshlx %rax,%rax,%rax\n";
-  auto features_of = [](const std::vector<testing::IsaViolation>& violations) {
-    std::vector<std::string> out;
-    for (const auto& v : violations) out.push_back(v.feature);
-    return out;
-  };
   EXPECT_EQ(features_of(testing::isa_violations(listing, CpuFeatureSet{}.to_string())),
             (std::vector<std::string>{"sse3", "ssse3", "sse4.1", "popcnt", "avx", "avx", "avx2",
                                       "fma", "bmi2"}));
