@@ -108,7 +108,7 @@ struct ProductWidths {
 // weight_bits and weight_asymmetric describe the stored weight (asymmetric: a nonzero zero point
 // once uint8 is shifted by -128 into int8, whose terms are bounded by 128); wide_operands forces
 // s16 x s16 storage (another product of the node is wide); u8_lane is the products per int32
-// lane of u8 x s8 storage, 4 or 2 (the target's: lowering/recurrent_pipelines.h).
+// lane of u8 x s8 storage, 4 or 2 (the target's: lowering/quantized_operands.h).
 ProductWidths product_widths(const ActivationQuant& activations, int weight_bits,
                              bool weight_asymmetric, int64_t terms, bool wide_operands,
                              int u8_lane);

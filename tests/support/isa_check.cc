@@ -63,7 +63,7 @@ std::string legacy_feature_needed(const std::string& mnemonic) {
 std::string vex_feature_needed(const std::string& mnemonic, const std::string& operands) {
   static const std::regex bmi(R"(^(andn|bextr|blsi|blsmsk|blsr)[lq]?$)");
   static const std::regex bmi2(R"(^(bzhi|pdep|pext|rorx|sarx|shlx|shrx|mulx)[lq]?$)");
-  static const std::regex avx_vp(R"(^(vpermilp[sd]|vptest)$)");
+  static const std::regex avx_vp(R"(^(vpermilp[sd]|vperm2f128|vptest)$)");
   static const std::regex fma(R"(^vf(n?m(add|sub)|maddsub|msubadd)\d{3}[ps][sd]$)");
   static const std::regex avx2_only(
       R"(^(vbroadcasti128|vinserti128|vextracti128|vperm2i128|vperm[dq]|vpermp[sd]|v(p)?gather\w+|)"

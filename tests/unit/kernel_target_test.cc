@@ -259,14 +259,15 @@ TEST(IsaCheck, ClassifiesSseAndVexInstructionsForTheOlderLevels) {
       "  11:\tf3 0f b8 c0          \tpopcnt %eax,%eax\n"
       "  15:\tc5 f0 58 c2          \tvaddps %xmm2,%xmm1,%xmm0\n"
       "  19:\tc4 e3 7d 04 c0 01    \tvpermilps $0x1,%ymm0,%ymm0\n"
-      "  1f:\tc5 fd fe c1          \tvpaddd %ymm1,%ymm0,%ymm0\n"
-      "  23:\tc4 e2 75 b8 c2       \tvfmadd231ps %ymm2,%ymm1,%ymm0\n"
-      "  28:\tc4 e2 f9 f7 c0       \tshlx %rax,%rax,%rax\n";
+      "  1f:\tc4 e3 7d 06 c1 20    \tvperm2f128 $0x20,%ymm1,%ymm0,%ymm0\n"
+      "  25:\tc5 fd fe c1          \tvpaddd %ymm1,%ymm0,%ymm0\n"
+      "  29:\tc4 e2 75 b8 c2       \tvfmadd231ps %ymm2,%ymm1,%ymm0\n"
+      "  2e:\tc4 e2 f9 f7 c0       \tshlx %rax,%rax,%rax\n";
   EXPECT_EQ(features_of(testing::isa_violations(listing, CpuFeatureSet{}.to_string())),
-            (std::vector<std::string>{"sse3", "ssse3", "sse4.1", "popcnt", "avx", "avx", "avx2",
-                                      "fma", "bmi2"}));
+            (std::vector<std::string>{"sse3", "ssse3", "sse4.1", "popcnt", "avx", "avx", "avx",
+                                      "avx2", "fma", "bmi2"}));
   EXPECT_EQ(features_of(testing::isa_violations(listing, x86_64_v2_features().to_string())),
-            (std::vector<std::string>{"avx", "avx", "avx2", "fma", "bmi2"}));
+            (std::vector<std::string>{"avx", "avx", "avx", "avx2", "fma", "bmi2"}));
   EXPECT_TRUE(testing::isa_violations(listing, x86_64_v3_features().to_string()).empty());
 }
 
