@@ -1,8 +1,10 @@
 // Kernel targets (lowering/kernel_target.h): host feature detection against the kernel's own view
 // (/proc/cpuinfo), the named levels, and a static check of the object code of every kernel kind
-// compiled for CPUs this host may not be: an AMD Zen 4 (no AVX512-FP16, AMX or AVX-VNNI) and an
-// AVX2-only x86-64 (no EVEX encodings, zmm or mask registers). The check is a disassembly scan
-// (tests/support/isa_check.h), so it guards the host kind a run is not on.
+// compiled for CPUs this host may not be: an AMD Zen 4 (no AVX512-FP16, AMX or AVX-VNNI), an
+// AVX2-only x86-64 (no EVEX encodings, zmm or mask registers), an x86-64-v2 (no VEX encodings)
+// and the SSE2 baseline. The check is a disassembly scan (tests/support/isa_check.h), so it guards
+// the host kind a run is not on; where the host can run a level, its kernels also run against the
+// reference evaluator.
 #include "lowering/kernel_target.h"
 
 #include <gmock/gmock.h>
@@ -538,8 +540,9 @@ TEST(KernelIsa, EveryKernelKindForAvx2UsesOnlyAvx2Features) {
 }
 
 // Integer products are exact however a lane sums them: the int8 cases (GEMM, LSTM, GRU) compiled
-// for AVX2, whose recurrent kernels sum u8 x s8 products in pairs (u8_products_per_lane), give
-// the VNNI kernels' (four per lane) results bit for bit. Needs a host with AVX512-VNNI.
+// for AVX2, whose integer kernels (recurrent and GEMM) sum u8 x s8 products in pairs
+// (u8_products_per_lane), give the VNNI kernels' (four per lane) results bit for bit. Needs a host
+// with AVX512-VNNI.
 TEST(KernelIsa, IntegerProductsInPairsEqualVnniDotProductsBitwise) {
   if (!host_cpu().features.has(F::kAvx512vnni)) GTEST_SKIP() << "host has no AVX512-VNNI";
   const fs::path dir = fs::temp_directory_path() / cat("rnnc_kernel_pairs_", ::getpid());
