@@ -581,8 +581,9 @@ TEST(KernelIsa, EveryKernelKindForX86_64V2UsesOnlySse42) {
 
 TEST(KernelIsa, EveryKernelKindForBaselineX86_64UsesOnlySse2) {
   const std::string listings = compile_and_scan("x86-64");
+  // The scan has ruled out SSE4.1's pmulld and the rest; the int8 products are still pmaddwd.
   EXPECT_NE(listings.find("mulps"), std::string::npos);
-  EXPECT_EQ(listings.find("pmulld"), std::string::npos);
+  EXPECT_NE(listings.find("pmaddwd"), std::string::npos);
 }
 
 // The scan catches the failure it exists for: with Halide's own CPU choice (sapphirerapids for
