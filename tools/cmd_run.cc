@@ -2,10 +2,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -46,6 +47,68 @@ Tensor random_tensor(const Value& input, const std::map<std::string, int64_t>& d
     else tensor.set_double(i, small(rng));
   }
   return tensor;
+}
+
+// Sets environment variables for the lifetime of the object (a compare model's load) and puts
+// back what was there before.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& settings) {
+    for (const auto& [name, value] : settings) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// `value` with `decimals` digits after the point.
+std::string fixed(double value, int decimals) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(decimals);
+  out << value;
+  return out.str();
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The largest |b - a| over the elements of two runs' float32 outputs (same names and shapes); NaN
+// when either has a NaN where the other does not.
+double max_float_difference(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].tensor.type != ElementType::kFloat32 || a[i].tensor.shape != b[i].tensor.shape) {
+      continue;
+    }
+    const auto* x = static_cast<const float*>(a[i].tensor.data);
+    const auto* y = static_cast<const float*>(b[i].tensor.data);
+    for (int64_t k = 0; k < a[i].tensor.element_count(); ++k) {
+      if (std::isnan(x[k]) && std::isnan(y[k])) continue;
+      const double d = std::fabs(static_cast<double>(y[k]) - static_cast<double>(x[k]));
+      if (std::isnan(d)) return d;
+      worst = std::max(worst, d);
+    }
+  }
+  return worst;
 }
 
 std::string file_name_for(const std::string& value_name) {
@@ -110,8 +173,8 @@ int run_run(const Parsed& args) {
   std::optional<Session> session;
   std::vector<NamedTensor> named_inputs;
   std::string path_name = "reference evaluator";
+  ModelOptions options;
   if (!reference) {
-    ModelOptions options;
     options.target = args.get("target");
     options.cache_dir = args.get("cache-dir");
     options.threads = static_cast<int>(args.get_int("threads", 1));
@@ -190,6 +253,64 @@ int run_run(const Parsed& args) {
     auto stop = std::chrono::steady_clock::now();
     times_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }
+
+  // --compare-env: a second compiled model B, loaded with the given environment variables set,
+  // and timed against this one in the same process: each round runs A and B `repeat` times in
+  // alternation (the order swapped every pair), so both share the machine's load at every moment
+  // (separate processes on a shared host differ by more than most schedule changes).
+  const std::vector<std::string> compare_env = args.all("compare-env");
+  if (!compare_env.empty()) {
+    if (!session) raise_invalid_input("--compare-env needs the compiled path (not --reference)");
+    if (repeat < 1) raise_invalid_input("--compare-env needs --repeat N (the runs per round)");
+    const int64_t rounds = args.get_int("rounds", 5);
+    if (rounds < 1) raise_invalid_input("--rounds must be >= 1");
+    std::vector<std::pair<std::string, std::string>> settings;
+    std::string label;
+    for (const std::string& text : compare_env) {
+      settings.push_back(split_assignment(text, "compare-env"));
+      label += (label.empty() ? "" : " ") + text;
+    }
+    ModelOptions options_b = options;
+    if (args.has("compare-cache-dir")) options_b.cache_dir = args.get("compare-cache-dir");
+    std::shared_ptr<const CompiledModel> compiled_b;
+    {
+      ScopedEnvironment environment(settings);
+      compiled_b = CompiledModel::load(args.positional[0], options_b);
+    }
+    Session session_b = compiled_b->new_session();
+    session_b.run(named_inputs);  // warm-up, as A's first run
+    std::vector<double> ratios;
+    for (int64_t round = 0; round < rounds; ++round) {
+      std::vector<double> a_us, b_us;
+      for (int64_t r = 0; r < repeat; ++r) {
+        for (int turn = 0; turn < 2; ++turn) {
+          const bool a_turn = (turn == 0) == (r % 2 == 0);
+          auto start = std::chrono::steady_clock::now();
+          if (a_turn) {
+            last = &session->run(named_inputs);
+          } else {
+            session_b.run(named_inputs);
+          }
+          auto stop = std::chrono::steady_clock::now();
+          (a_turn ? a_us : b_us)
+              .push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+        }
+      }
+      times_us.insert(times_us.end(), a_us.begin(), a_us.end());
+      const double a = median_of(a_us), b = median_of(b_us);
+      ratios.push_back(b / a);
+      std::cout << "compare round " << round + 1 << ": A median " << fixed(a, 1) << " us, B median "
+                << fixed(b, 1) << " us, B/A " << fixed(b / a, 3) << "\n";
+    }
+    const std::vector<NamedTensor>& b_outputs = session_b.run(named_inputs);
+    last = &session->run(named_inputs);
+    const double difference = max_float_difference(*last, b_outputs);
+    std::cout << "compare: B (" << label << ") against A, " << rounds << " rounds of " << repeat
+              << " runs each: B/A median " << fixed(median_of(ratios), 3) << " ("
+              << fixed(*std::min_element(ratios.begin(), ratios.end()), 3) << ".."
+              << fixed(*std::max_element(ratios.begin(), ratios.end()), 3)
+              << ") per round; max |B - A| over the float outputs " << difference << "\n";
+  }
   if (last) outputs = copy_outputs(*last);
 
   std::string output_dir = args.get("output-dir");
@@ -219,11 +340,9 @@ int run_run(const Parsed& args) {
                     compiled->threads(), " thread(s)");
   }
   if (!times_us.empty()) {
-    std::sort(times_us.begin(), times_us.end());
-    double median = times_us[times_us.size() / 2];
-    if (times_us.size() % 2 == 0) median = (median + times_us[times_us.size() / 2 - 1]) / 2;
-    std::cout << "time per run (" << path_name << ", " << repeat << " runs after 1 warm-up): median "
-              << median << " us, min " << times_us.front() << " us\n";
+    std::cout << "time per run (" << path_name << ", " << times_us.size()
+              << " runs after 1 warm-up): median " << median_of(times_us) << " us, min "
+              << *std::min_element(times_us.begin(), times_us.end()) << " us\n";
   }
   return 0;
 }
@@ -244,8 +363,9 @@ const Command kRunCommand{
         {"repeat", "N", "run N more times after the first and print median and min time"},
         {"threads", "N", "compiled path: executor threads (default 1)"},
         {"profile", "", "compiled path: print each block's time per run, slowest first"},
-        {"fix", "NAME=V[,V...]", "compiled path: compile an integer input in as a constant, e.g. "
-                                 "--fix sr=16000 (repeatable)"},
+        {"fix", "NAME=V[,V...]",
+         "compiled path: compile an integer input in as a constant, e.g. "
+         "--fix sr=16000 (repeatable)"},
         {"plan", "P", "compiled path: auto (default), sequential, parallel or pipeline"},
         {"quantize", "CONFIG",
          "compiled path: quantize at load: 'default' (LSTM/GRU/RNN and MatMul/Gemm with constant "
@@ -262,8 +382,18 @@ const Command kRunCommand{
          "write every intermediate tensor of the imported graph to DIR (<value>.pb + index.txt; "
          "runs the reference evaluator)"},
         {"reference", "", "run the reference evaluator instead of the compiled model"},
+        {"compare-env", "VAR=VALUE",
+         "compiled path, with --repeat N: load the model a second time (B) with this environment "
+         "variable set (repeatable), e.g. RNNC_TARGET=x86-64-v3 or RNNC_XW_CHUNK_KIB=0, and time "
+         "it against this one (A) in alternation in the same process; prints B/A per round, "
+         "its median and range, and the largest output difference"},
+        {"rounds", "N", "with --compare-env: rounds of N = --repeat runs of each (default 5)"},
+        {"compare-cache-dir", "DIR",
+         "with --compare-env: B's kernel cache (default A's; a variable the cache key does not "
+         "see, such as a throwaway switch in the lowering, needs a directory of its own)"},
         {"target", "T", kTargetHelp},
-        {"cache-dir", "DIR", "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
+        {"cache-dir", "DIR",
+         "compiled kernel cache (default $RNNC_CACHE_DIR, else ~/.cache/rnnc; docs/install.md)"},
     },
     run_run,
 };

@@ -44,6 +44,18 @@ expect_ok "run prints a summary and timing" "time per run .* median [0-9.]+ us, 
   "$rnnc" run "$demo/lstm_demo.onnx" --input "features=$demo/input.npy" --repeat 3
 expect_ok "run --random binds symbolic dims" "log_probs: f32\[17, 1, 32\]" \
   "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1
+# --compare-env: a second load (B) under an environment variable, timed against A in one process.
+# XW chunks of any size compute the same sums in the same order, so B's outputs equal A's.
+expect_ok "run --compare-env times B against A in rounds" \
+  "compare: B \(RNNC_XW_CHUNK_KIB=0\) against A, 2 rounds of 3 runs each: B/A median [0-9]+\.[0-9]{3} \([0-9]+\.[0-9]{3}\.\.[0-9]+\.[0-9]{3}\) per round; max \|B - A\| over the float outputs 0$" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --repeat 3 --rounds 2 \
+  --compare-env RNNC_XW_CHUNK_KIB=0
+expect_error "--compare-env without --repeat" "--compare-env needs --repeat N (the runs per round)" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 \
+  --compare-env RNNC_XW_CHUNK_KIB=0
+expect_error "--compare-env without a value" "--compare-env expects NAME=VALUE, got 'RNNC_TARGET'" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --repeat 1 \
+  --compare-env RNNC_TARGET
 expect_ok "info shows symbolic dims" "features: f32\[seq, batch, 40\]" \
   "$rnnc" info "$demo/lstm_demo.onnx"
 expect_ok "info counts parameters" "parameters: [0-9]+ bytes" "$rnnc" info "$demo/lstm_demo.onnx"
