@@ -272,8 +272,8 @@ int run_run(const Parsed& args) {
     }
     ModelOptions options_b = options;
     if (args.has("compare-cache-dir")) options_b.cache_dir = args.get("compare-cache-dir");
-    // The variables stay set through B's first run: kernels for a batch over 1 and a shape's
-    // specialization are compiled there, not at load.
+    // The variables stay set through B's first run, which compiles the shape's specialization
+    // for models that have one (runtime/shape_specializer.h).
     std::shared_ptr<const CompiledModel> compiled_b;
     std::optional<Session> session_b;
     {
