@@ -387,9 +387,10 @@ const Command kRunCommand{
         {"reference", "", "run the reference evaluator instead of the compiled model"},
         {"compare-env", "VAR=VALUE",
          "compiled path, with --repeat N: load the model a second time (B) with this environment "
-         "variable set (repeatable), e.g. RNNC_TARGET=x86-64-v3 or RNNC_XW_CHUNK_KIB=0, and time "
-         "it against this one (A) in alternation in the same process; prints B/A per round, "
-         "its median and range, and the largest output difference"},
+         "variable set (repeatable) while it loads and runs once, e.g. RNNC_TARGET=x86-64-v3 or "
+         "RNNC_XW_CHUNK_KIB=0, and time it against this one (A) in alternation in the same "
+         "process; prints B/A per round, its median and range, and the largest output "
+         "difference (variables read at every run, such as RNNC_PIPELINE_CHUNK, act on neither)"},
         {"rounds", "N", "with --compare-env: rounds of N = --repeat runs of each (default 5)"},
         {"compare-cache-dir", "DIR",
          "with --compare-env: B's kernel cache (default A's; a variable the cache key does not "
