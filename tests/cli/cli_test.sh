@@ -50,6 +50,10 @@ expect_ok "run --compare-env times B against A in rounds" \
   "compare: B \(RNNC_XW_CHUNK_KIB=0\) against A, 2 rounds of 3 runs each: B/A median [0-9]+\.[0-9]{3} \([0-9]+\.[0-9]{3}\.\.[0-9]+\.[0-9]{3}\) per round; max \|B - A\| over the float outputs 0$" \
   "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --repeat 3 --rounds 2 \
   --compare-env RNNC_XW_CHUNK_KIB=0
+expect_ok "run --compare-env loads A first and B first in turn" \
+  "compare round 2 \(B loaded first\): A median [0-9.]+ us, B median [0-9.]+ us" \
+  "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 --repeat 1 --rounds 2 \
+  --compare-env RNNC_XW_CHUNK_KIB=0
 expect_error "--compare-env without --repeat" "--compare-env needs --repeat N (the runs per round)" \
   "$rnnc" run "$demo/lstm_demo.onnx" --random --dim seq=17 --dim batch=1 \
   --compare-env RNNC_XW_CHUNK_KIB=0
