@@ -258,9 +258,10 @@ int run_run(const Parsed& args) {
   // environment variables set), timed against each other in one process: each round loads both
   // afresh and runs them `repeat` times each in alternation (the order swapped every pair), so
   // both share the machine's load at every moment. Separate processes on a shared host differ by
-  // more than most schedule changes; within one, where each load's weights happen to lie moves its
-  // speed too (an unchanged model against itself measured 0.93 to 1.10 on a model of 24 MB), so
-  // the rounds load in turn A first and B first, and the default count is even.
+  // more than most schedule changes. Within one process, where a load's weights land moves its
+  // speed too, and a second load of the same model ran faster than the first
+  // (docs/measurements.md, the controls): the rounds load A first and B first in turn, and the
+  // default count is even.
   const std::vector<std::string> compare_env = args.all("compare-env");
   if (!compare_env.empty()) {
     if (!session) raise_invalid_input("--compare-env needs the compiled path (not --reference)");
@@ -397,11 +398,12 @@ const Command kRunCommand{
          "runs the reference evaluator)"},
         {"reference", "", "run the reference evaluator instead of the compiled model"},
         {"compare-env", "VAR=VALUE",
-         "compiled path, with --repeat N: load the model a second time (B) with this environment "
-         "variable set (repeatable) while it loads and runs once, e.g. RNNC_TARGET=x86-64-v3 or "
-         "RNNC_XW_CHUNK_KIB=0, and time it against this one (A) in alternation in the same "
-         "process; prints B/A per round, its median and range, and the largest output "
-         "difference (variables read at every run, such as RNNC_PIPELINE_CHUNK, act on neither)"},
+         "compiled path, with --repeat N: compare two loads of the model in this process, A as "
+         "is and B with this environment variable set (repeatable) while it loads and runs once, "
+         "e.g. RNNC_TARGET=x86-64-v3 or RNNC_XW_CHUNK_KIB=0 (variables read at every run, such "
+         "as RNNC_PIPELINE_CHUNK, act on neither); each round loads both afresh and alternates "
+         "their runs; prints B/A per round, the median and range, and the largest output "
+         "difference. Run a control first: RNNC_UNUSED_CONTROL=1"},
         {"rounds", "N",
          "with --compare-env: rounds of N = --repeat runs of each, A and B loaded afresh for each "
          "(default 6)"},
