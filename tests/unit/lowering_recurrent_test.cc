@@ -1432,7 +1432,7 @@ TEST(LowerRecurrent, HostKernelsLoadOperandsAsWholeVectors) {
   for (bool quantized : {false, true}) {
     if (quantized) {
       cell.quant = recurrent_quant(ActivationQuant{}, cell.input_size, cell.hidden_size, 8, false,
-                                   8, false, 4);
+                                   8, false, u8_products_per_lane(host));
     }
     for (bool batched : {false, true}) {
       const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
