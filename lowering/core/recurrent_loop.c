@@ -27,6 +27,11 @@ static void rn_view_init(rn_view* view, const void* host, halide_type_code_t cod
   }
 }
 
+/* Points a view built over `from` at the same place in `to`. */
+static void rn_view_move(rn_view* view, const float* from, const float* to) {
+  view->buffer.host = (uint8_t*)to + (view->buffer.host - (const uint8_t*)from);
+}
+
 /* Walks dim `dim` backwards: index i of it is extent - 1 - i in memory. */
 static void rn_view_reverse(rn_view* view, int dim) {
   halide_dimension_t* d = &view->dims[dim];
@@ -123,8 +128,10 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
     state->c[i] = (float*)next;
     next += RN_LOOP_ALIGN(4 * padded * pb);
   }
-  /* Padding lanes and padding batch entries stay zero: R . h reads them. */
-  memset(state->h[0], 0, (size_t)(4 * RN_LOOP_ALIGN(4 * padded * pb)));
+  /* h[0] and c[0] start as zeros, then take the initial state where the run has one; their
+   * padding lanes and padding batch entries stay zero (R . h reads them). Every step writes the
+   * whole of the other pair. */
+  memset(state->h[0], 0, (size_t)(2 * RN_LOOP_ALIGN(4 * padded * pb)));
   state->step_time = (int32_t*)next;
   next += RN_LOOP_ALIGN(4 * pb);
   for (int64_t b = 0; b < pb; ++b) state->step_time[b] = -1;
@@ -222,8 +229,19 @@ static int rn_recurrent_project_steps(const rn_recurrent* layer, int d, rn_recur
 typedef struct rn_step_call {
   rn_view r, rq, r_scale, r_colsum, r_zero, xw, step_time, h_in, h_tiles, h_out, c_in, c_out,
       peepholes, rbh, overflow;
+  const float* h_read;  /* the memory h_in and h_tiles view */
+  const float* h_write; /* the memory h_out views */
   void* args[16];
 } rn_step_call;
+
+/* Points the call's h views at other memory of the same layout. */
+static void rn_step_call_move_h(rn_step_call* call, const float* h_read, const float* h_write) {
+  rn_view_move(&call->h_in, call->h_read, h_read);
+  rn_view_move(&call->h_tiles, call->h_read, h_read);
+  rn_view_move(&call->h_out, call->h_write, h_write);
+  call->h_read = h_read;
+  call->h_write = h_write;
+}
 
 static void rn_step_call_init(rn_step_call* call, const rn_recurrent* layer, int d,
                               const rn_recurrent_state* state, int current, int backwards,
@@ -265,6 +283,8 @@ static void rn_step_call_init(rn_step_call* call, const rn_recurrent* layer, int
                (const int64_t[]){tile, 1, tiles, tile, 3, padded});
   rn_view_init(&call->rbh, part->rbh, rn_f, 32, 2, (const int64_t[]){tile, 1, tiles, tile});
   rn_view_init(&call->overflow, counts, rn_i, 32, 1, (const int64_t[]){4, 1});
+  call->h_read = h_read;
+  call->h_write = state->h[1 - current];
 
   /* Walking the tiles backwards reverses every per-tile view along its tile dim (h_in, read whole
    * for R . h, keeps its order). */
@@ -302,6 +322,25 @@ static void rn_step_call_init(rn_step_call* call, const rn_recurrent* layer, int
   if (layer->quantized && layer->count_overflow) call->args[count++] = &call->overflow.buffer;
 }
 
+/* Whether each step writes its h straight into its time's row of Y, and the next step reads it
+ * there, instead of writing the state buffer and copying the row into Y: when a direction's rows
+ * of Y have the state's layout (no padding lanes or padding entries, entries hidden apart) and no
+ * entry is shorter than the run (whose Y rows past its length stay zero while its state stays). */
+static int rn_loop_h_in_y(const rn_recurrent* layer, const rn_recurrent_state* state) {
+  return layer->y && layer->padded == layer->hidden && state->padded_batch == layer->batch &&
+         layer->y_batch == layer->hidden && !rn_recurrent_has_short_entry(layer);
+}
+
+/* Makes h[current], c[current] the state after the steps so far, where the last step left h in
+ * `h_last` (a row of Y, with rn_loop_h_in_y). */
+static void rn_loop_keep_h(const rn_recurrent* layer, rn_recurrent_state* state, int current,
+                           const float* h_last) {
+  if (h_last != state->h[current]) {
+    memcpy(state->h[current], h_last, (size_t)(4 * layer->batch * layer->hidden));
+  }
+  state->current = current;
+}
+
 /* Steps [step_begin, step_end) of direction d, their XW rows projected. With alternate_tiles, odd
  * steps walk the hidden tiles backwards. */
 static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* state,
@@ -321,14 +360,22 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
   const rn_pipeline_entry step = batch > 1 ? part->batched_step : part->step;
   const int64_t* lengths = layer->lengths;
   int current = state->current;
+  const int h_in_y = rn_loop_h_in_y(layer, state);
+  const float* h_last = state->h[current]; /* where the last step left h */
   for (int64_t s = step_begin; s < step_end; ++s) {
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t length = lengths[b];
       state->step_time[b] = s >= length ? -1 : (int32_t)(part->reverse ? length - 1 - s : s);
     }
-    const int step_status = step(calls[(s - step_begin) % 2].args);
+    rn_step_call* call = &calls[(s - step_begin) % 2];
+    float* y_row = NULL;
+    if (h_in_y) {
+      y_row = layer->y + state->step_time[0] * layer->y_seq + d * layer->y_dir;
+      rn_step_call_move_h(call, h_last, y_row);
+    }
+    const int step_status = step(call->args);
     if (step_status != 0) {
-      state->current = current;
+      rn_loop_keep_h(layer, state, current, h_last);
       state->failed_pipeline = 2;
       return step_status;
     }
@@ -336,7 +383,8 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
       for (int i = 0; i < 4; ++i) state->overflow[i] += counts[i];
     }
     current = 1 - current;
-    if (layer->y) {
+    h_last = h_in_y ? y_row : state->h[current];
+    if (layer->y && !h_in_y) {
       for (int64_t b = 0; b < batch; ++b) {
         const int32_t t = state->step_time[b];
         if (t >= 0) {
@@ -346,7 +394,7 @@ static int rn_loop_steps(const rn_recurrent* layer, int d, rn_recurrent_state* s
       }
     }
   }
-  state->current = current;
+  rn_loop_keep_h(layer, state, current, h_last);
   return 0;
 }
 

@@ -194,5 +194,144 @@ TEST(RecurrentLoop, TheBatchedStepTakesTheBatchPaddedToBatchPad) {
   }
 }
 
+// A step that adds 1 to every element of an active entry's h and keeps an inactive one's (args 2:
+// step_time; 3: h [padded, entries]; 6: h_out [tile, tiles, entries]), and notes whether it wrote
+// into `y_begin`..`y_end`.
+const float* y_begin = nullptr;
+const float* y_end = nullptr;
+int steps_into_y = 0;
+int count_step(void** args) {
+  const auto* h = static_cast<const halide_buffer_t*>(args[3]);
+  const auto* out = static_cast<const halide_buffer_t*>(args[6]);
+  const auto* time =
+      reinterpret_cast<const int32_t*>(static_cast<const halide_buffer_t*>(args[2])->host);
+  const auto* in = reinterpret_cast<const float*>(h->host);
+  auto* written = reinterpret_cast<float*>(out->host);
+  for (int32_t b = 0; b < out->dim[2].extent; ++b) {
+    const float add = time[b] >= 0 ? 1.0f : 0.0f;
+    for (int32_t tile = 0; tile < out->dim[1].extent; ++tile) {
+      for (int32_t i = 0; i < out->dim[0].extent; ++i) {
+        const int32_t unit = tile * out->dim[0].extent + i;
+        written[i * out->dim[0].stride + tile * out->dim[1].stride + b * out->dim[2].stride] =
+            in[unit * h->dim[0].stride + b * h->dim[1].stride] + add;
+      }
+    }
+  }
+  if (written >= y_begin && written < y_end) ++steps_into_y;
+  return 0;
+}
+int no_projection(void**) { return 0; }
+
+struct StateRun {
+  int64_t seq = 7, batch = 3, batch_pad = 1, padded = kHidden;
+  bool reverse = false;
+  std::vector<int32_t> lengths;          // empty: every entry at full length
+  std::vector<int64_t> ranges = {0, 7};  // advance over [ranges[i], ranges[i + 1])
+};
+
+// Runs one direction with count_step writing Y [seq, batch, kHidden] (zeros before the run, as
+// the recurrent block clears it); returns Y, and the final state in `h_n`.
+std::vector<float> counted_y(const StateRun& run, std::vector<float>& h_n) {
+  std::vector<float> x(static_cast<size_t>(run.seq * run.batch * kInput), 0.0f);
+  std::vector<float> zeros(static_cast<size_t>(kGates * run.padded * run.padded), 0.0f);
+  std::vector<float> y(static_cast<size_t>(run.seq * run.batch * kHidden), 0.0f);
+  h_n.assign(static_cast<size_t>(run.batch * kHidden), -1.0f);
+  rn_recurrent layer{};
+  layer.projection = no_projection;
+  layer.lstm = 1;
+  layer.directions = 1;
+  layer.hidden = kHidden;
+  layer.input = kInput;
+  layer.gates = kGates;
+  layer.padded = layer.tile = run.padded;
+  layer.batch_pad = run.batch_pad;
+  layer.wt_panel = run.padded;
+  layer.lane = layer.w_ko = layer.r_ko = 1;
+  layer.dir[0].reverse = run.reverse;
+  layer.dir[0].step = layer.dir[0].batched_step = count_step;
+  layer.dir[0].bias = layer.dir[0].wt = layer.dir[0].r = zeros.data();
+  layer.x = x.data();
+  layer.seq = run.seq;
+  layer.batch = run.batch;
+  layer.x_seq_stride = run.batch * kInput;
+  layer.x_batch_stride = kInput;
+  layer.y = y.data();
+  layer.y_seq = run.batch * kHidden;
+  layer.y_dir = run.batch * kHidden;
+  layer.y_batch = kHidden;
+  layer.y_h = h_n.data();
+  layer.y_h_batch = kHidden;
+  std::vector<int64_t> length_slots(static_cast<size_t>(run.batch));
+  EXPECT_EQ(rn_recurrent_lengths(&layer, run.lengths.empty() ? nullptr : run.lengths.data(), 32,
+                                 length_slots.data()),
+            -1);
+  y_begin = y.data();
+  y_end = y.data() + y.size();
+  steps_into_y = 0;
+  std::vector<uint8_t> memory(static_cast<size_t>(rn_recurrent_direction_bytes(&layer)) + 64);
+  void* aligned = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
+  rn_recurrent_state state;
+  rn_recurrent_start(&layer, 0, aligned, &state);
+  for (size_t i = 0; i + 1 < run.ranges.size(); ++i) {
+    EXPECT_EQ(rn_recurrent_advance(&layer, 0, &state, run.ranges[i], run.ranges[i + 1]), 0);
+  }
+  rn_recurrent_finish(&layer, 0, &state);
+  return y;
+}
+
+// Y[t] of entry b after a run from zeros: the steps that entry has taken by time t (forwards t + 1,
+// backwards length - t), 0 past its length.
+float expected_y(const StateRun& run, int64_t t, int64_t b) {
+  const int64_t length = run.lengths.empty() ? run.seq : run.lengths[static_cast<size_t>(b)];
+  if (t >= length) return 0.0f;
+  return static_cast<float>(run.reverse ? length - t : t + 1);
+}
+
+void expect_counted(const StateRun& run, int expected_steps_into_y) {
+  std::vector<float> h_n;
+  const std::vector<float> y = counted_y(run, h_n);
+  EXPECT_EQ(steps_into_y, expected_steps_into_y);
+  for (int64_t t = 0; t < run.seq; ++t) {
+    for (int64_t b = 0; b < run.batch; ++b) {
+      for (int64_t j = 0; j < kHidden; ++j) {
+        ASSERT_EQ(y[static_cast<size_t>((t * run.batch + b) * kHidden + j)], expected_y(run, t, b))
+            << "time " << t << " entry " << b << " unit " << j;
+      }
+    }
+  }
+  for (int64_t b = 0; b < run.batch; ++b) {
+    const int64_t length = run.lengths.empty() ? run.seq : run.lengths[static_cast<size_t>(b)];
+    ASSERT_EQ(h_n[static_cast<size_t>(b * kHidden)], static_cast<float>(length)) << "entry " << b;
+  }
+}
+
+// Every entry at full length and Y's rows in the state's layout: each step writes its h into its
+// time's row of Y and the next step reads it there; the final state is the last row, also across
+// ranges of steps and backwards.
+TEST(RecurrentLoop, StepsWriteHIntoYWhenItsRowsAreTheStateLayout) {
+  StateRun run;
+  expect_counted(run, 7);
+  run.ranges = {0, 2, 3, 7};
+  expect_counted(run, 7);
+  run.reverse = true;
+  expect_counted(run, 7);
+}
+
+// A short entry (its Y rows past its length stay zero), padding entries of the batched step or
+// padding lanes: steps write the state's buffers and their rows are copied into Y.
+TEST(RecurrentLoop, StepsWriteTheStateBuffersWhenYRowsDifferFromTheState) {
+  StateRun short_entry;
+  short_entry.lengths = {7, 4, 7};
+  expect_counted(short_entry, 0);
+  short_entry.reverse = true;
+  expect_counted(short_entry, 0);
+  StateRun padded_batch;
+  padded_batch.batch_pad = 2;
+  expect_counted(padded_batch, 0);
+  StateRun padded_lanes;
+  padded_lanes.padded = 2 * kHidden;
+  expect_counted(padded_lanes, 0);
+}
+
 }  // namespace
 }  // namespace rnnc
