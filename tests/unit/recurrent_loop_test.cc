@@ -83,44 +83,67 @@ struct LoopRun {
   std::vector<int64_t> lengths;  // empty: every entry at full length
 };
 
-// Runs every step of one direction with the stand-ins; returns the rows of each projection call.
-std::vector<int64_t> projection_calls(const LoopRun& run) {
-  std::vector<float> x(static_cast<size_t>(run.seq * run.batch * kInput), 0.0f);
-  std::vector<float> zeros(kGates * kHidden * kHidden, 0.0f);
+// A float LSTM direction of kHidden units over X [seq, batch, kInput] (`x`), hidden tiles of
+// `padded` units, with the given stand-ins and zero weights (`zeros`: kGates * padded^2).
+rn_recurrent stand_in_layer(int64_t seq, int64_t batch, int64_t batch_pad, int64_t padded,
+                            bool reverse, rn_pipeline_entry projection, rn_pipeline_entry step,
+                            const float* x, const float* zeros) {
   rn_recurrent layer{};
-  layer.projection = record_projection;
+  layer.projection = projection;
   layer.lstm = 1;
   layer.directions = 1;
   layer.hidden = kHidden;
   layer.input = kInput;
   layer.gates = kGates;
-  layer.padded = layer.tile = kHidden;
-  layer.batch_pad = run.batch_pad;
-  layer.wt_panel = kHidden;
+  layer.padded = layer.tile = padded;
+  layer.batch_pad = batch_pad;
+  layer.wt_panel = padded;
   layer.lane = layer.w_ko = layer.r_ko = 1;
-  layer.xw_chunk_bytes = run.chunk_bytes;
-  layer.dir[0].reverse = run.reverse;
-  layer.dir[0].step = layer.dir[0].batched_step = record_step;
-  layer.dir[0].bias = layer.dir[0].wt = layer.dir[0].r = zeros.data();
-  layer.x = x.data();
-  layer.seq = run.seq;
-  layer.batch = run.batch;
-  layer.x_seq_stride = run.batch * kInput;  // [seq, batch, input]
+  layer.dir[0].reverse = reverse;
+  layer.dir[0].step = layer.dir[0].batched_step = step;
+  layer.dir[0].bias = layer.dir[0].wt = layer.dir[0].r = zeros;
+  layer.x = x;
+  layer.seq = seq;
+  layer.batch = batch;
+  layer.x_seq_stride = batch * kInput;  // [seq, batch, input]
   layer.x_batch_stride = kInput;
-  std::vector<int32_t> lengths(run.lengths.begin(), run.lengths.end());
-  std::vector<int64_t> length_slots(static_cast<size_t>(run.batch));
-  EXPECT_EQ(rn_recurrent_lengths(&layer, lengths.empty() ? nullptr : lengths.data(), 32,
-                                 length_slots.data()),
-            -1);
+  return layer;
+}
+
+// Sets the layer's lengths from `lengths` (empty: every entry at full length) into `slots`.
+void set_lengths(rn_recurrent& layer, const std::vector<int32_t>& lengths,
+                 std::vector<int64_t>& slots) {
+  slots.resize(static_cast<size_t>(layer.batch));
+  EXPECT_EQ(
+      rn_recurrent_lengths(&layer, lengths.empty() ? nullptr : lengths.data(), 32, slots.data()),
+      -1);
+}
+
+// The direction's memory, 64-byte aligned inside `memory`, laid out by rn_recurrent_start.
+rn_recurrent_state start_state(const rn_recurrent& layer, std::vector<uint8_t>& memory) {
+  memory.resize(static_cast<size_t>(rn_recurrent_direction_bytes(&layer)) + 64);
+  void* aligned = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
+  rn_recurrent_state state;
+  rn_recurrent_start(&layer, 0, aligned, &state);
+  return state;
+}
+
+// Runs every step of one direction with the stand-ins; returns the rows of each projection call.
+std::vector<int64_t> projection_calls(const LoopRun& run) {
+  std::vector<float> x(static_cast<size_t>(run.seq * run.batch * kInput), 0.0f);
+  std::vector<float> zeros(kGates * kHidden * kHidden, 0.0f);
+  rn_recurrent layer = stand_in_layer(run.seq, run.batch, run.batch_pad, kHidden, run.reverse,
+                                      record_projection, record_step, x.data(), zeros.data());
+  layer.xw_chunk_bytes = run.chunk_bytes;
+  std::vector<int64_t> length_slots;
+  set_lengths(layer, std::vector<int32_t>(run.lengths.begin(), run.lengths.end()), length_slots);
 
   recording = Recording{};
   recording.x = x.data();
   recording.batch = run.batch;
   recording.projected.assign(static_cast<size_t>(run.seq * run.batch), false);
-  std::vector<uint8_t> memory(static_cast<size_t>(rn_recurrent_direction_bytes(&layer)) + 64);
-  void* aligned = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
-  rn_recurrent_state state;
-  rn_recurrent_start(&layer, 0, aligned, &state);
+  std::vector<uint8_t> memory;
+  rn_recurrent_state state = start_state(layer, memory);
   EXPECT_EQ(rn_recurrent_advance(&layer, 0, &state, 0, layer.steps), 0);
   EXPECT_EQ(recording.steps, layer.steps);
   EXPECT_EQ(recording.error, "");
@@ -236,42 +259,21 @@ std::vector<float> counted_y(const StateRun& run, std::vector<float>& h_n) {
   std::vector<float> zeros(static_cast<size_t>(kGates * run.padded * run.padded), 0.0f);
   std::vector<float> y(static_cast<size_t>(run.seq * run.batch * kHidden), 0.0f);
   h_n.assign(static_cast<size_t>(run.batch * kHidden), -1.0f);
-  rn_recurrent layer{};
-  layer.projection = no_projection;
-  layer.lstm = 1;
-  layer.directions = 1;
-  layer.hidden = kHidden;
-  layer.input = kInput;
-  layer.gates = kGates;
-  layer.padded = layer.tile = run.padded;
-  layer.batch_pad = run.batch_pad;
-  layer.wt_panel = run.padded;
-  layer.lane = layer.w_ko = layer.r_ko = 1;
-  layer.dir[0].reverse = run.reverse;
-  layer.dir[0].step = layer.dir[0].batched_step = count_step;
-  layer.dir[0].bias = layer.dir[0].wt = layer.dir[0].r = zeros.data();
-  layer.x = x.data();
-  layer.seq = run.seq;
-  layer.batch = run.batch;
-  layer.x_seq_stride = run.batch * kInput;
-  layer.x_batch_stride = kInput;
+  rn_recurrent layer = stand_in_layer(run.seq, run.batch, run.batch_pad, run.padded, run.reverse,
+                                      no_projection, count_step, x.data(), zeros.data());
   layer.y = y.data();
   layer.y_seq = run.batch * kHidden;
   layer.y_dir = run.batch * kHidden;
   layer.y_batch = kHidden;
   layer.y_h = h_n.data();
   layer.y_h_batch = kHidden;
-  std::vector<int64_t> length_slots(static_cast<size_t>(run.batch));
-  EXPECT_EQ(rn_recurrent_lengths(&layer, run.lengths.empty() ? nullptr : run.lengths.data(), 32,
-                                 length_slots.data()),
-            -1);
+  std::vector<int64_t> length_slots;
+  set_lengths(layer, run.lengths, length_slots);
   y_begin = y.data();
   y_end = y.data() + y.size();
   steps_into_y = 0;
-  std::vector<uint8_t> memory(static_cast<size_t>(rn_recurrent_direction_bytes(&layer)) + 64);
-  void* aligned = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
-  rn_recurrent_state state;
-  rn_recurrent_start(&layer, 0, aligned, &state);
+  std::vector<uint8_t> memory;
+  rn_recurrent_state state = start_state(layer, memory);
   for (size_t i = 0; i + 1 < run.ranges.size(); ++i) {
     EXPECT_EQ(rn_recurrent_advance(&layer, 0, &state, run.ranges[i], run.ranges[i + 1]), 0);
   }
