@@ -250,7 +250,8 @@ std::string KernelTarget::llvm_features() const {
 std::string KernelTarget::key() const {
   if (halide_cpu) return cat(halide.to_string(), " cpu=halide");
   return cat(halide.to_string(), " cpu=x86-64 tune=", tune_cpu, " l2=", l2_bytes,
-             splits_512_bit_ops ? " split512" : "", " features=", llvm_features());
+             splits_512_bit_ops ? " split512" : "", divides_beside_multiplies ? " divider" : "",
+             " features=", llvm_features());
 }
 
 std::string KernelTarget::schedule_class() const {
@@ -259,12 +260,17 @@ std::string KernelTarget::schedule_class() const {
                             : avx512                                   ? "avx512"
                             : halide.has_feature(Halide::Target::AVX2) ? "avx2"
                                                                        : "sse";
-  return l2_bytes % (int64_t{1} << 20) == 0 ? cat(width, ", L2 ", l2_bytes >> 20, " MiB")
-                                             : cat(width, ", L2 ", l2_bytes >> 10, " KiB");
+  const std::string divider = divides_beside_multiplies ? ", divides beside FMA" : "";
+  return l2_bytes % (int64_t{1} << 20) == 0 ? cat(width, divider, ", L2 ", l2_bytes >> 20, " MiB")
+                                            : cat(width, divider, ", L2 ", l2_bytes >> 10, " KiB");
 }
 
 bool splits_512_bit_ops(const HostCpu& cpu) {
   return cpu.vendor == "AuthenticAMD" && cpu.family == 0x19 && cpu.features.has(F::kAvx512f);
+}
+
+bool divides_beside_multiplies(const HostCpu& cpu) {
+  return cpu.vendor == "AuthenticAMD" && cpu.family == 0x1a && cpu.features.has(F::kAvx512f);
 }
 
 KernelTarget KernelTarget::with_feature(Halide::Target::Feature feature) const {
@@ -309,6 +315,7 @@ KernelTarget named_kernel_target(const std::string& requested) {
     KernelTarget target =
         kernel_target_for(cpu.features, host_tune_cpu(cpu), "host", host_l2_bytes());
     target.splits_512_bit_ops = splits_512_bit_ops(cpu);
+    target.divides_beside_multiplies = divides_beside_multiplies(cpu);
     return target;
   }
   if (name == "x86-64") return kernel_target_for(CpuFeatureSet{}, "", "x86-64");

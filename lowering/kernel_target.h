@@ -83,6 +83,11 @@ const HostCpu& host_cpu();
 // (Zen 4; Zen 3, also family 19h, has no AVX-512).
 bool splits_512_bit_ops(const HostCpu& cpu);
 
+// Whether `cpu` divides full 512-bit vectors on a unit of its own, beside the two pipes that
+// multiply and FMA: AMD family 1Ah with AVX-512 (Zen 5; docs/measurements.md, "Where the batched
+// int8 time goes on Zen 5": 12 vdivps zmm took the same time alone and beside 12 FMAs).
+bool divides_beside_multiplies(const HostCpu& cpu);
+
 // The feature sets of the named portable levels and of two CPUs the project runs on (the tests
 // compile for them on any host).
 CpuFeatureSet x86_64_v2_features();
@@ -120,6 +125,11 @@ struct KernelTarget {
   // 19h with AVX-512), stated for `zen4`; false for the portable levels and the full-width cores
   // (Intel Xeon, AMD Zen 5).
   bool splits_512_bit_ops = false;
+  // Whether vector divides run on their own unit, taking no multiply or FMA issue slots (AMD Zen
+  // 5): the gates then divide rather than spend three multiplies on a reciprocal estimate
+  // (lowering/schedule_table.cc). From CPUID for `host` (AMD family 1Ah with AVX-512); false for
+  // the named targets and portable levels.
+  bool divides_beside_multiplies = false;
   // Compile for the CPU Halide's flags name (avx512_sapphirerapids: LLVM's sapphirerapids, FP16
   // and AMX included) instead of the explicit list: the choice this module exists to prevent,
   // kept so that a test can show its instruction scan catches what that choice emits.

@@ -264,7 +264,9 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   schedule.batch_pad = batched ? row->batch_pad : 1;
   schedule.single_entry = !batched;
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
-  schedule.exact_divide = cell.quant.has_value() || (v == 16 && target.splits_512_bit_ops);
+  schedule.exact_divide =
+      cell.quant.has_value() ||
+      (v == 16 && (target.splits_512_bit_ops || target.divides_beside_multiplies));
   // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
   // hidden order, so its tiles cannot be visited backwards.
   schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);

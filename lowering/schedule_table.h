@@ -161,9 +161,10 @@ struct RecurrentSchedule {
   int step_k_split = 1;  // the quantized step's dot products as this many partial sums
   // The gate activations divide with the divide instruction rather than the reciprocal estimate
   // and a Newton step (lowering/activation_math.h Quotient): quantized steps always; float steps
-  // where 512-bit operations are split (KernelTarget::splits_512_bit_ops), since there the
-  // estimate's three extra multiplies cost more issue slots of the halved zmm rate than the
-  // divider, a separate unit, costs time.
+  // with 512-bit vectors where 512-bit operations are split (KernelTarget::splits_512_bit_ops),
+  // since there the estimate's three extra multiplies cost more issue slots of the halved zmm
+  // rate than the divider costs time, and where the divider takes no multiply slots at all
+  // (KernelTarget::divides_beside_multiplies).
   bool exact_divide = false;
   // A whole run whose XW rows (4 * gates * Hp bytes per entry and step) take more than this
   // projects them in chunks of steps of at most this size, each stepped right after it is

@@ -135,6 +135,31 @@ TEST(KernelTarget, SplitsOf512BitOpsFollowTheCpuFamily) {
   EXPECT_NE(full.key(), resolve_kernel_target("zen4").key());
 }
 
+// Zen 5 (AMD family 1Ah with AVX-512) divides on a unit beside its multiply pipes; Zen 4, Zen 5
+// without AVX-512 enabled and Intel cores are not taken to.
+TEST(KernelTarget, DividesBesideMultipliesFollowTheCpuFamily) {
+  HostCpu cpu;
+  cpu.vendor = "AuthenticAMD";
+  cpu.family = 0x1a;
+  cpu.features = zen4_features();
+  EXPECT_TRUE(divides_beside_multiplies(cpu));
+  cpu.features = x86_64_v3_features();
+  EXPECT_FALSE(divides_beside_multiplies(cpu));  // AVX-512 not enabled
+  cpu.family = 0x19;
+  cpu.features = zen4_features();
+  EXPECT_FALSE(divides_beside_multiplies(cpu));  // Zen 4
+  cpu.vendor = "GenuineIntel";
+  cpu.family = 6;
+  cpu.features = sapphire_rapids_features();
+  EXPECT_FALSE(divides_beside_multiplies(cpu));
+  EXPECT_EQ(resolve_kernel_target("host").divides_beside_multiplies,
+            divides_beside_multiplies(host_cpu()));
+  KernelTarget divider = resolve_kernel_target("x86-64-v4");
+  divider.divides_beside_multiplies = true;  // kernels cached for one class never serve the other
+  EXPECT_NE(divider.key(), resolve_kernel_target("x86-64-v4").key());
+  EXPECT_EQ(divider.schedule_class(), "avx512, divides beside FMA, L2 1 MiB");
+}
+
 TEST(KernelTarget, NamedLevelsHaveExactlyTheirFeatures) {
   const KernelTarget baseline = resolve_kernel_target("x86-64");
   EXPECT_EQ(baseline.features.to_string(), "");

@@ -1490,8 +1490,9 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
   EXPECT_NE(larger.key(), resolve_kernel_target("zen4").key());
 }
 
-// Float gates divide exactly where 512-bit operations are split (Zen 4) and by the reciprocal
-// estimate on full-width cores and with AVX2; quantized gates always divide.
+// Float gates divide exactly where 512-bit operations are split (Zen 4) or the divider takes no
+// multiply slots (Zen 5), and by the reciprocal estimate on the other full-width cores and with
+// AVX2; quantized gates always divide.
 TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
   RecurrentCell cell = lstm_cell(128, 64);
   for (const char* name : {"zen4", "sapphirerapids", "x86-64-v4", "x86-64-v3"}) {
@@ -1506,6 +1507,12 @@ TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
   split = resolve_kernel_target("x86-64-v3");
   split.splits_512_bit_ops = true;  // ymm operations run whole
   EXPECT_FALSE(choose_recurrent_schedule(cell, split).exact_divide);
+  KernelTarget divider = resolve_kernel_target("x86-64-v4");
+  divider.divides_beside_multiplies = true;
+  EXPECT_TRUE(choose_recurrent_schedule(cell, divider).exact_divide);
+  divider = resolve_kernel_target("x86-64-v3");
+  divider.divides_beside_multiplies = true;  // AVX2 keeps the estimate
+  EXPECT_FALSE(choose_recurrent_schedule(cell, divider).exact_divide);
   EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
             choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v4")).key());
   cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
