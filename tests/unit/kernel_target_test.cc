@@ -112,50 +112,42 @@ TEST(KernelTarget, HostTargetRunsHereAndRicherOnesAreRefusedByName) {
   }
 }
 
-// Zen 4 (AMD family 19h with AVX-512) splits 512-bit operations into halves; Zen 3 (the same
-// family, no AVX-512), Zen 5 and Intel cores do not.
-TEST(KernelTarget, SplitsOf512BitOpsFollowTheCpuFamily) {
-  HostCpu cpu;
-  cpu.vendor = "AuthenticAMD";
-  cpu.family = 0x19;
-  cpu.features = zen4_features();
-  EXPECT_TRUE(splits_512_bit_ops(cpu));
-  cpu.features = x86_64_v3_features();
-  EXPECT_FALSE(splits_512_bit_ops(cpu));  // Zen 3
-  cpu.family = 0x1a;
-  cpu.features = zen4_features();
-  EXPECT_FALSE(splits_512_bit_ops(cpu));  // Zen 5
-  cpu.vendor = "GenuineIntel";
-  cpu.family = 6;
-  cpu.features = sapphire_rapids_features();
-  EXPECT_FALSE(splits_512_bit_ops(cpu));
-  EXPECT_EQ(resolve_kernel_target("host").splits_512_bit_ops, splits_512_bit_ops(host_cpu()));
+// The two per-family properties of the schedule class: Zen 4 (AMD family 19h with AVX-512)
+// splits 512-bit operations into halves; Zen 5 (family 1Ah with AVX-512) divides on a unit beside
+// its multiply pipes; Zen 3 (family 19h without AVX-512), Zen 5 with AVX-512 off and Intel cores
+// do neither.
+TEST(KernelTarget, SplitsAndDividerFollowTheCpuFamily) {
+  struct Case {
+    const char* what;
+    const char* vendor;
+    int family;
+    CpuFeatureSet features;
+    bool splits, divider;
+  };
+  const Case cases[] = {
+      {"Zen 4", "AuthenticAMD", 0x19, zen4_features(), true, false},
+      {"Zen 3", "AuthenticAMD", 0x19, x86_64_v3_features(), false, false},
+      {"Zen 5", "AuthenticAMD", 0x1a, zen4_features(), false, true},
+      {"Zen 5, AVX-512 off", "AuthenticAMD", 0x1a, x86_64_v3_features(), false, false},
+      {"Sapphire Rapids", "GenuineIntel", 6, sapphire_rapids_features(), false, false},
+  };
+  for (const Case& c : cases) {
+    HostCpu cpu;
+    cpu.vendor = c.vendor;
+    cpu.family = c.family;
+    cpu.features = c.features;
+    EXPECT_EQ(splits_512_bit_ops(cpu), c.splits) << c.what;
+    EXPECT_EQ(divides_beside_multiplies(cpu), c.divider) << c.what;
+  }
+  const KernelTarget host = resolve_kernel_target("host");
+  EXPECT_EQ(host.splits_512_bit_ops, splits_512_bit_ops(host_cpu()));
+  EXPECT_EQ(host.divides_beside_multiplies, divides_beside_multiplies(host_cpu()));
+  // Kernels cached for one class are never served to another.
   KernelTarget full = resolve_kernel_target("zen4");
-  full.splits_512_bit_ops = false;  // kernels cached for one class are never served to the other
+  full.splits_512_bit_ops = false;
   EXPECT_NE(full.key(), resolve_kernel_target("zen4").key());
-}
-
-// Zen 5 (AMD family 1Ah with AVX-512) divides on a unit beside its multiply pipes; Zen 4, Zen 5
-// without AVX-512 enabled and Intel cores are not taken to.
-TEST(KernelTarget, DividesBesideMultipliesFollowTheCpuFamily) {
-  HostCpu cpu;
-  cpu.vendor = "AuthenticAMD";
-  cpu.family = 0x1a;
-  cpu.features = zen4_features();
-  EXPECT_TRUE(divides_beside_multiplies(cpu));
-  cpu.features = x86_64_v3_features();
-  EXPECT_FALSE(divides_beside_multiplies(cpu));  // AVX-512 not enabled
-  cpu.family = 0x19;
-  cpu.features = zen4_features();
-  EXPECT_FALSE(divides_beside_multiplies(cpu));  // Zen 4
-  cpu.vendor = "GenuineIntel";
-  cpu.family = 6;
-  cpu.features = sapphire_rapids_features();
-  EXPECT_FALSE(divides_beside_multiplies(cpu));
-  EXPECT_EQ(resolve_kernel_target("host").divides_beside_multiplies,
-            divides_beside_multiplies(host_cpu()));
   KernelTarget divider = resolve_kernel_target("x86-64-v4");
-  divider.divides_beside_multiplies = true;  // kernels cached for one class never serve the other
+  divider.divides_beside_multiplies = true;
   EXPECT_NE(divider.key(), resolve_kernel_target("x86-64-v4").key());
   EXPECT_EQ(divider.schedule_class(), "avx512, divides beside FMA, L2 1 MiB");
 }

@@ -1501,18 +1501,17 @@ TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
     EXPECT_EQ(choose_recurrent_schedule(cell, target).exact_divide, target.splits_512_bit_ops)
         << name;
   }
-  KernelTarget split = resolve_kernel_target("x86-64-v4");
-  split.splits_512_bit_ops = true;
-  EXPECT_TRUE(choose_recurrent_schedule(cell, split).exact_divide);
-  split = resolve_kernel_target("x86-64-v3");
-  split.splits_512_bit_ops = true;  // ymm operations run whole
-  EXPECT_FALSE(choose_recurrent_schedule(cell, split).exact_divide);
-  KernelTarget divider = resolve_kernel_target("x86-64-v4");
-  divider.divides_beside_multiplies = true;
-  EXPECT_TRUE(choose_recurrent_schedule(cell, divider).exact_divide);
-  divider = resolve_kernel_target("x86-64-v3");
-  divider.divides_beside_multiplies = true;  // AVX2 keeps the estimate
-  EXPECT_FALSE(choose_recurrent_schedule(cell, divider).exact_divide);
+  // Either property makes AVX-512 gates divide; AVX2 keeps the estimate (ymm operations run
+  // whole).
+  for (bool KernelTarget::*property :
+       {&KernelTarget::splits_512_bit_ops, &KernelTarget::divides_beside_multiplies}) {
+    KernelTarget avx512 = resolve_kernel_target("x86-64-v4");
+    avx512.*property = true;
+    EXPECT_TRUE(choose_recurrent_schedule(cell, avx512).exact_divide);
+    KernelTarget avx2 = resolve_kernel_target("x86-64-v3");
+    avx2.*property = true;
+    EXPECT_FALSE(choose_recurrent_schedule(cell, avx2).exact_divide);
+  }
   EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
             choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v4")).key());
   cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
