@@ -1493,7 +1493,7 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
 // Float gates divide exactly where 512-bit operations are split (Zen 4) or the divider takes no
 // multiply slots (Zen 5), and by the reciprocal estimate on the other full-width cores and with
 // AVX2; quantized gates always divide.
-TEST(LowerRecurrent, GatesDivideExactlyWhere512BitOpsAreSplit) {
+TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
   RecurrentCell cell = lstm_cell(128, 64);
   for (const char* name : {"zen4", "sapphirerapids", "x86-64-v4", "x86-64-v3"}) {
     const KernelTarget target = resolve_kernel_target(name);
