@@ -3,6 +3,9 @@
 #include <Halide.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include "ir/error.h"
 #include "lowering/env_size.h"
@@ -235,6 +238,20 @@ int64_t xw_chunk_bytes(const KernelTarget& target) {
                                              static_cast<uint64_t>(target.l2_bytes / 2)));
 }
 
+// RNNC_GATE_DIVIDE=divide|estimate replaces the schedule class's choice of how float gates
+// divide (RecurrentSchedule::exact_divide; quantized gates always divide), so that the choice can
+// be measured on a CPU without editing the table: `rnnc run MODEL --random --repeat N
+// --compare-env RNNC_GATE_DIVIDE=estimate`. exact_divide is part of the kernels' key, so the two
+// choices never share a cached kernel.
+std::optional<bool> gate_divide_override() {
+  const char* text = std::getenv("RNNC_GATE_DIVIDE");
+  if (!text || !*text) return std::nullopt;
+  if (std::strcmp(text, "divide") == 0) return true;
+  if (std::strcmp(text, "estimate") == 0) return false;
+  raise_invalid_input(cat("RNNC_GATE_DIVIDE = '", text,
+                          "': must be divide or estimate (unset: the schedule class decides)"));
+}
+
 }  // namespace
 
 RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const KernelTarget& target,
@@ -266,7 +283,8 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
   schedule.exact_divide =
       cell.quant.has_value() ||
-      (v == 16 && (target.splits_512_bit_ops || target.divides_beside_multiplies));
+      gate_divide_override().value_or(
+          v == 16 && (target.splits_512_bit_ops || target.divides_beside_multiplies));
   // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
   // hidden order, so its tiles cannot be visited backwards.
   schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);

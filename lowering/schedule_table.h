@@ -164,7 +164,8 @@ struct RecurrentSchedule {
   // with 512-bit vectors where 512-bit operations are split (KernelTarget::splits_512_bit_ops),
   // since there the estimate's three extra multiplies cost more issue slots of the halved zmm
   // rate than the divider costs time, and where the divider takes no multiply slots at all
-  // (KernelTarget::divides_beside_multiplies).
+  // (KernelTarget::divides_beside_multiplies). RNNC_GATE_DIVIDE=divide|estimate replaces the
+  // choice for float steps, to measure it on a CPU (schedule_table.cc).
   bool exact_divide = false;
   // A whole run whose XW rows (4 * gates * Hp bytes per entry and step) take more than this
   // projects them in chunks of steps of at most this size, each stepped right after it is

@@ -1519,6 +1519,44 @@ TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
       choose_recurrent_schedule(cell, resolve_kernel_target("sapphirerapids")).exact_divide);
 }
 
+// RNNC_GATE_DIVIDE replaces the class's choice for float gates in either direction, and the
+// kernels' key changes with it; quantized gates divide whatever it says; another value is an
+// invalid-input error naming the variable. The host's float kernels agree with the reference
+// under either choice.
+TEST(LowerRecurrent, GateDivideVariableReplacesTheClassChoice) {
+  RecurrentCell cell = lstm_cell(128, 64);
+  const KernelTarget zen4 = resolve_kernel_target("zen4");
+  const KernelTarget xeon = resolve_kernel_target("sapphirerapids");
+  const testing::ScopedEnv variable("RNNC_GATE_DIVIDE", nullptr);
+  const std::string zen4_key = choose_recurrent_schedule(cell, zen4).key();
+  variable.set("estimate");
+  EXPECT_FALSE(choose_recurrent_schedule(cell, zen4).exact_divide);
+  EXPECT_NE(choose_recurrent_schedule(cell, zen4).key(), zen4_key);
+  RecurrentCell quantized = cell;
+  quantized.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
+  EXPECT_TRUE(choose_recurrent_schedule(quantized, zen4).exact_divide);
+  variable.set("divide");
+  EXPECT_TRUE(choose_recurrent_schedule(cell, xeon).exact_divide);
+  EXPECT_TRUE(choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v3")).exact_divide);
+  variable.set("exact");
+  EXPECT_EQ(error_message([&] { choose_recurrent_schedule(cell, zen4); }, ErrorKind::kInvalidInput),
+            "RNNC_GATE_DIVIDE = 'exact': must be divide or estimate (unset: the schedule class "
+            "decides)");
+  variable.set("");
+  EXPECT_EQ(choose_recurrent_schedule(cell, zen4).key(), zen4_key);
+
+  Case c;
+  c.hidden = 40;
+  c.batch = 3;
+  c.sequence_lens = {5, 2, 4};
+  std::unique_ptr<Built> built = build(c);
+  for (const char* choice : {"divide", "estimate"}) {
+    SCOPED_TRACE(choice);
+    variable.set(choice);
+    expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
+  }
+}
+
 // The reciprocal estimate in AVX-512 float kernels against the reference on any AVX-512 host:
 // x86-64-v4 is of the full-width class, so its kernels take the estimate even where the host's
 // own kernels (Zen 4: the divide, which the host-target tests run) do not.
