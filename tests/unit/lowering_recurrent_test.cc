@@ -1494,6 +1494,7 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
 // multiply slots (Zen 5), and by the reciprocal estimate on the other full-width cores and with
 // AVX2; quantized gates always divide.
 TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
+  const testing::ScopedEnv class_choice("RNNC_GATE_DIVIDE", nullptr);
   RecurrentCell cell = lstm_cell(128, 64);
   for (const char* name : {"zen4", "sapphirerapids", "x86-64-v4", "x86-64-v3"}) {
     const KernelTarget target = resolve_kernel_target(name);
@@ -1561,6 +1562,7 @@ TEST(LowerRecurrent, GateDivideVariableReplacesTheClassChoice) {
 // x86-64-v4 is of the full-width class, so its kernels take the estimate even where the host's
 // own kernels (Zen 4: the divide, which the host-target tests run) do not.
 TEST(LowerRecurrent, FullWidthAvx512TargetAgreesWithTheReference) {
+  const testing::ScopedEnv class_choice("RNNC_GATE_DIVIDE", nullptr);
   if (!host_cpu().features.contains(resolve_kernel_target("x86-64-v4").features)) {
     GTEST_SKIP() << "host has no AVX-512";
   }
