@@ -6,8 +6,10 @@ sweep (batching off and on), with the latency budget and the chunk period as hor
       "batching off=off.txt" "batching on=on.txt"
 
 Each file is the standard output of one `rnnc streams MODEL --streams N,N,...` run (or of a
-`--find-max` search, whose trials are drawn in order of the stream count). Streams that
-fell behind (kept_up "no") are drawn hollow. Needs Debian's python3-matplotlib.
+`--find-max` search, whose counts are drawn in order). With `--trials`, the line goes through each
+count's median trial (ranked as the search ranks them: a trial that fell behind above every trial
+that kept up) and the other trials are small dots. A median trial that fell behind (kept_up "no")
+is drawn hollow. Needs Debian's python3-matplotlib.
 """
 import argparse
 import re
@@ -19,8 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_sweep(path):
-    """(streams, p99_ms, kept_up) rows and the chunk period in ms from one output."""
-    rows, period = [], None
+    """Per stream count its trials' (p99_ms, kept_up), and the chunk period in ms, from one
+    output."""
+    trials, period = {}, None
     with open(path) as lines:
         for line in lines:
             match = re.search(r"one per ([0-9.]+) ms per stream", line)
@@ -28,8 +31,14 @@ def read_sweep(path):
                 period = float(match.group(1))
             fields = line.split()
             if len(fields) == 9 and fields[0].isdigit():
-                rows.append((int(fields[0]), float(fields[2]), fields[8] == "yes"))
-    return sorted(rows), period  # --find-max tries counts out of order
+                trials.setdefault(int(fields[0]), []).append((float(fields[2]), fields[8] == "yes"))
+    return trials, period
+
+
+def median_trial(trials):
+    """The trial `rnnc streams --find-max` judges a count by."""
+    ranked = sorted(trials, key=lambda t: (not t[1], t[0]))
+    return ranked[len(ranked) // 2]
 
 
 def main():
@@ -43,11 +52,15 @@ def main():
     period = None
     for sweep in args.sweeps:
         label, path = sweep.split("=", 1)
-        rows, period = read_sweep(path)
-        streams = [r[0] for r in rows]
-        p99 = [r[1] for r in rows]
-        line, = axes.plot(streams, p99, marker="o", label=label)
-        hollow = [(s, p) for s, p, kept in rows if not kept]
+        trials, period = read_sweep(path)
+        streams = sorted(trials)  # --find-max tries counts out of order
+        medians = [median_trial(trials[n]) for n in streams]
+        line, = axes.plot(streams, [m[0] for m in medians], marker="o", label=label)
+        others = [(n, p99) for n in streams for p99, _ in trials[n]]
+        if any(len(trials[n]) > 1 for n in streams):
+            axes.plot([n for n, _ in others], [p for _, p in others], ".", markersize=3,
+                      alpha=0.5, color=line.get_color())
+        hollow = [(n, m[0]) for n, m in zip(streams, medians) if not m[1]]
         if hollow:
             axes.plot([s for s, _ in hollow], [p for _, p in hollow], "o", markerfacecolor="white",
                       markeredgecolor=line.get_color())

@@ -4,20 +4,22 @@
 # latency within a budget (`rnnc streams --find-max`) with batching off and on, int8, 2 threads
 # and 2 concurrent runs; what one batched run costs per batch size at 1 and 2 threads; this
 # core's FMA peak (rnnc_bench's machine bounds); and the chart of the sweeps.
-#   scripts/streams.sh        about 10 minutes on 2 cores; run it on a quiet machine
+#   scripts/streams.sh        about 30 minutes on 2 cores; run it on a quiet machine
 # Writes OUT (default BUILD_DIR/streams-<cpu>): one find-max log per configuration, summary.md
 # (the tables, naming the CPU, the date and the commands) and streams.png; then puts summary.md
 # into docs/benchmarks.md between this CPU kind's "streams.sh" markers (a new CPU kind gets its
 # own block at the end of the "Stream batcher" section; the text around the blocks is kept) and
 # the chart into docs/streams-<cpu>.png. DOCS=0 skips the docs step.
 # Environment: BUILD_DIR (default build, configured and built by scripts/test.sh or here),
-# MODELS_DIR (default BUILD_DIR/models), TRIAL_SECONDS (simulated seconds per stream count,
-# default 6), P99_MS (default 100), OUT.
+# MODELS_DIR (default BUILD_DIR/models), TRIAL_SECONDS (simulated seconds per trial, default 6),
+# TRIALS (trials per stream count, default 3: a count is judged by its median trial, so that one
+# stall of a shared host does not decide the search), P99_MS (default 100), OUT.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 models=${MODELS_DIR:-$build/models}
 seconds=${TRIAL_SECONDS:-6}
+trials=${TRIALS:-3}
 p99=${P99_MS:-100}
 step() { echo "== streams.sh: $*" >&2; }
 
@@ -58,8 +60,8 @@ for entry in "${configurations[@]}"; do
   IFS='|' read -r name first options <<<"$entry"
   step "find-max: $options"
   # shellcheck disable=SC2086
-  "$rnnc" streams "$model" $options --seconds "$seconds" --find-max --p99-ms "$p99" \
-    --streams "$first" >"$out/$name.txt"
+  "$rnnc" streams "$model" $options --seconds "$seconds" --trials "$trials" --find-max \
+    --p99-ms "$p99" --streams "$first" >"$out/$name.txt"
   tail -1 "$out/$name.txt" >&2
 done
 
@@ -73,9 +75,9 @@ for threads in 1 2; do
   done
 done
 
-/usr/bin/python3 - "$out" "$cpu" "$seconds" "$p99" <<'EOF'
-import datetime, json, os, sys
-out, cpu, seconds, p99 = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+/usr/bin/python3 - "$out" "$cpu" "$seconds" "$p99" "$trials" <<'EOF'
+import datetime, json, os, re, sys
+out, cpu, seconds, p99, trials = sys.argv[1:6]
 bounds = json.load(open(os.path.join(out, "bounds.json")))["machine_bounds"]["fma"]
 peak = bounds["gflops_median"]
 # speech_lstm4_h608: 4 layers, 4 gates x 608 units over 608 inputs and 608 hidden: 2 flops per
@@ -85,7 +87,7 @@ gflops_per_stream = flop_per_frame * 100 / 1e9
 
 def streams(name):
     last = open(os.path.join(out, name + ".txt")).read().strip().splitlines()[-1]
-    return int(last.rsplit(":", 1)[1])
+    return int(re.match(r"max streams with p99 <= [0-9.]+ ms: ([0-9]+)", last).group(1))
 
 rows = [("`--batching off` (1 thread)", "off_1thread", "off_1thread", 1),
         ("`--batching on` (1 thread)", "on_1thread", "off_1thread", 1),
@@ -95,8 +97,8 @@ rows = [("`--batching off` (1 thread)", "off_1thread", "off_1thread", 1),
         ("`--batching on --concurrent-runs 2`", "on_2runs", "off_2threads", 2)]
 date = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
 lines = [f"Measured {date} on \"{cpu}\" by `scripts/streams.sh` ({seconds} s per trial, "
-         f"p99 <= {p99} ms). FMA peak of one core: {peak:.1f} GFLOP/s median (best "
-         f"{bounds['gflops_best']:.1f}).", "",
+         f"p99 <= {p99} ms in the median of {trials} trials per count). FMA peak of one core: "
+         f"{peak:.1f} GFLOP/s median (best {bounds['gflops_best']:.1f}).", "",
          "| configuration | streams sustained | x batching off (same threads) | GFLOP/s sustained "
          "(% of the FMA peak of the cores used) | x one thread |", "|---|---|---|---|---|"]
 float_on = streams("on_1thread")

@@ -220,6 +220,20 @@ expect_ok "streams without batching" "batching off, 2 thread\(s\)" \
 expect_ok "streams --find-max reports the largest count" "max streams with p99 <= 50 ms: [0-9]+" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --streams 1 --seconds 0.2 --chunk-frames 4 \
   --find-max --p99-ms 50 --max-batch 4
+# --trials: each count runs that many times (a row each); --find-max judges the median trial and
+# prints every trial's p99 in rank order.
+out=$("$rnnc" streams "$demo/lstm_demo.onnx" --streams 3 --seconds 0.2 --chunk-frames 4 --trials 2 2>&1)
+if [[ $(grep -cE "^3 +[0-9.]+ " <<<"$out") -eq 2 ]]; then pass; else fail "streams --trials 2 prints two rows per count: $out"; fi
+expect_ok "streams --find-max --trials names the median" \
+  "find-max: 1 streams: p99 [0-9.]+( \(fell behind\))? / [0-9.]+( \(fell behind\))? / [0-9.]+( \(fell behind\))? ms, median of 3 trials -> too many" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 1 --seconds 0.2 --chunk-frames 4 \
+  --find-max --p99-ms 0.0001 --trials 3
+expect_ok "streams --find-max --trials reports the count" \
+  "max streams with p99 <= 0.0001 ms: 0 \(median of 2 trials\)" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --streams 1 --seconds 0.2 --chunk-frames 4 \
+  --find-max --p99-ms 0.0001 --trials 2
+expect_error "streams --trials takes a count" "--trials must be >= 1" \
+  "$rnnc" streams "$demo/lstm_demo.onnx" --trials 0
 expect_error "streams --batch-axis takes an axis" "--batch-axis x: 'one' is not -1 or an axis" \
   "$rnnc" streams "$demo/lstm_demo.onnx" --batch-axis x=one
 expect_error "streams --batch-axis checks the name" "BatcherOptions::batch_axes: 'nope' is not an input or output of the model" \
