@@ -705,7 +705,8 @@ void schedule_product(Product product, Func consumer, const Var& at, int v) {
 }
 
 // Schedules a step over its output (ji, jo, b): for each hidden tile jo and, inside it, each
-// tile of batch_tile entries (batch_pad when the batch is not a multiple of batch_tile), the
+// tile of batch_tile entries (a batch that is not a multiple of batch_tile: from
+// shifted_tiles_from entries the last tile shifted inward, below it tiles of batch_pad), the
 // tile's accumulators (T units x the gates x the entries) are computed there
 // (schedule_product); the state update then runs vectorized over the tile, reading them. Batch
 // tiles innermost: a hidden tile's slice of R (32 KiB for hidden 128) is read from L2 once and
@@ -713,8 +714,9 @@ void schedule_product(Product product, Func consumer, const Var& at, int v) {
 void schedule_tile(Func output, const Product& product, const RecurrentSchedule& schedule) {
   const std::vector<Var> out = output.args();  // (ji, jo, b)
   Var bo("bo"), bi("bi");
-  auto tile_entries = [&](Halide::Stage stage, int entries) {
-    stage.split(out[2], bo, bi, entries)
+  auto tile_entries = [&](Halide::Stage stage, int entries,
+                          Halide::TailStrategy tail = Halide::TailStrategy::Auto) {
+    stage.split(out[2], bo, bi, entries, tail)
         .reorder(out[0], bi, bo, out[1])
         .vectorize(out[0], schedule.vector_width);
     // Tiles are independent (each its own accumulators and state slice): a parallel loop on the
@@ -724,6 +726,12 @@ void schedule_tile(Func output, const Product& product, const RecurrentSchedule&
   if (schedule.batch_pad < schedule.batch_tile) {
     const Expr entries = output.output_buffers()[0].dim(2).extent();
     tile_entries(output.specialize(entries % schedule.batch_tile == 0), schedule.batch_tile);
+    if (schedule.shifted_tiles_from > 0) {
+      // The state is written to buffers the step does not read (the runtime alternates them), so
+      // an entry computed twice gets the same values both times.
+      tile_entries(output.specialize(entries >= schedule.shifted_tiles_from), schedule.batch_tile,
+                   Halide::TailStrategy::ShiftInwards);
+    }
     tile_entries(output, schedule.batch_pad);
   } else {
     tile_entries(output, schedule.batch_tile);

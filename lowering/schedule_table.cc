@@ -166,7 +166,9 @@ int round_up(int value, int multiple) { return (value + multiple - 1) / multiple
 
 std::string RecurrentSchedule::key() const {
   return cat("vector=", vector_width, " tile=", hidden_tile, " padded=", padded_hidden,
-             " batch_tile=", batch_tile, "/", batch_pad, " gemm=", gemm_vectors, "x", gemm_rows,
+             " batch_tile=", batch_tile, "/", batch_pad,
+             shifted_tiles_from > 0 ? cat(" shifted_from=", shifted_tiles_from) : std::string(),
+             " gemm=", gemm_vectors, "x", gemm_rows,
              gemm_rows_exact > 0 ? cat(" exact_rows=", gemm_rows_exact) : std::string(),
              gemm_columns_outer ? " columns_outer" : "", stream_weights ? " stream_weights" : "",
              parallel_tiles ? " parallel_tiles" : "",
@@ -225,6 +227,10 @@ constexpr ScheduleRow kScheduleTable[] = {
     {8, 64, 1, 1, 1, 2, 2, 6, 0, 0},
 };
 
+// The smallest batches that step tiles of batch_tile entries with the last shifted inward, where
+// the batch is not a multiple of batch_tile (RecurrentSchedule::shifted_tiles_from).
+constexpr int kShiftedTilesFrom = 6;
+constexpr int kShiftedTilesFromL2 = 18;
 // Hidden padding a larger tile may cost over the minimum, for more independent accumulators.
 constexpr double kMaxExtraPadding = 1.15;
 // The projection's W elements from which its outer tiles run as a parallel loop (64 KiB of float:
@@ -322,6 +328,16 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   // pay.
   schedule.parallel_tiles = schedule.step_weight_bytes > l2_bytes &&
                             schedule.padded_hidden / schedule.hidden_tile >= 4;
+  // Tiles of batch_tile entries, the last shifted inward, from a batch of 6 where each R load
+  // costs the most: an R streamed from beyond L2, or an integer step (whose R loads feed four
+  // times the multiply-adds of a float one); from 18 entries where a float R stays in L2 and
+  // tiles of batch_pad entries run nearly as fast (docs/measurements.md, "Batches that are not a
+  // multiple of the step tile").
+  if (batched && schedule.batch_pad < schedule.batch_tile) {
+    schedule.shifted_tiles_from = cell.quant || schedule.step_weight_bytes > l2_bytes
+                                      ? kShiftedTilesFrom
+                                      : kShiftedTilesFromL2;
+  }
   // A small W makes a call's work a few microseconds at most, even over a long sequence (an
   // enhancement model's GRU of 4 units: 96 weights): less than handing tiles to another thread
   // costs, so its projection stays one loop on the calling thread.

@@ -140,6 +140,11 @@ struct RecurrentSchedule {
   // tiles of batch_pad entries; the runtime pads the batch to a multiple of batch_pad.
   int batch_tile = 1;
   int batch_pad = 1;
+  // A batch of at least this many entries that is not a multiple of batch_tile steps tiles of
+  // batch_tile entries all the same, the last shifted inward onto entries already computed
+  // (their state computed twice, to the same values), rather than tiles of batch_pad entries,
+  // each R load of which serves half as many entries (0: never).
+  int shifted_tiles_from = 0;
   int gemm_vectors = 1;             // projection tile: vectors along n ...
   int gemm_rows = 1;                // ... times rows along m, all accumulators in registers
   // The quantized projection's row tile for a row count that is a multiple of it (0: none): no

@@ -287,6 +287,30 @@ TEST(LowerRecurrent, LstmBatch5) {
   expect_matches_reference(c);
 }
 
+// Batches that are not a multiple of the step's tile of 4 entries: 22 entries step tiles of 4,
+// the last shifted inward onto entries already computed (RecurrentSchedule::shifted_tiles_from:
+// 18 for a float R in L2); 10 entries step tiles of 2. Sequence lengths differ per entry, so an
+// entry computed twice with another entry's time or state would show. Without the AVX-512 row's
+// tiles of 4 (AVX2) both run tiles of one entry.
+TEST(LowerRecurrent, BatchesNotAMultipleOfTheStepTile) {
+  for (int64_t batch : {22, 10}) {
+    for (const char* op : {"LSTM", "GRU", "RNN"}) {
+      Case c;
+      c.op = op;
+      c.seq = 6;
+      c.batch = batch;
+      c.initial_h = true;
+      for (int64_t b = 0; b < batch; ++b) c.sequence_lens.push_back(static_cast<int32_t>(b % 7));
+      SCOPED_TRACE(cat(op, " batch ", batch));
+      expect_matches_reference(c);
+      if (std::string(op) == "GRU") {
+        c.attributes["linear_before_reset"] = Attribute::of_int(1);
+        expect_matches_reference(c);
+      }
+    }
+  }
+}
+
 TEST(LowerRecurrent, LstmSequenceLensWithZeroAndFullLength) {
   Case c;
   c.seq = 7;
@@ -787,6 +811,22 @@ double expect_quantized_matches_reference(Case c) {
 
 TEST(LowerRecurrentQuant, LstmDynamicU8) { expect_quantized_matches_reference({}); }
 
+// An integer step shifts its last tile of 4 entries inward from 6 entries (10 here: tiles at 0, 4
+// and 6), with sequence lengths that differ per entry.
+TEST(LowerRecurrentQuant, BatchNotAMultipleOfTheStepTile) {
+  for (const char* op : {"LSTM", "GRU"}) {
+    Case c;
+    c.op = op;
+    c.seq = 6;
+    c.batch = 10;
+    c.hidden = 32;
+    for (int64_t b = 0; b < c.batch; ++b)
+      c.sequence_lens.push_back(static_cast<int32_t>(6 - b % 4));
+    SCOPED_TRACE(op);
+    expect_quantized_matches_reference(c);
+  }
+}
+
 // Quantized cells: each row of X and each entry's h is quantized with its own scale and every
 // dot product is an exact integer sum, so a slice's rows come out as in the whole run.
 TEST(LowerRecurrentQuant, SlicesEqualTheWholeRunBitwise) {
@@ -1213,6 +1253,26 @@ RecurrentCell lstm_cell(int hidden, int input) {
                       {RecurrentActivation::Kind::kTanh},
                       {RecurrentActivation::Kind::kTanh}};
   return cell;
+}
+
+// Where the batched step shifts its last tile of 4 entries inward: from 6 entries for an integer
+// step or an R over L2, from 18 for a float R in L2; never without tiles of 4 (AVX2), nor for a
+// batch of one.
+TEST(LowerRecurrent, ShiftedStepTilesWhereEachRLoadCostsMost) {
+  KernelTarget host = resolve_kernel_target("x86-64-v4");
+  host.l2_bytes = int64_t{1} << 20;
+  RecurrentCell small = lstm_cell(128, 64);  // R 256 KiB as float
+  RecurrentCell large = lstm_cell(512, 64);  // R 4 MiB as float
+  EXPECT_EQ(choose_recurrent_schedule(small, host, true).shifted_tiles_from, 18);
+  EXPECT_EQ(choose_recurrent_schedule(large, host, true).shifted_tiles_from, 6);
+  EXPECT_EQ(choose_recurrent_schedule(small, host, false).shifted_tiles_from, 0);
+  small.quant = recurrent_quant(ActivationQuant{}, small.input_size, small.hidden_size, 8, false, 8,
+                                false, 4);
+  EXPECT_EQ(choose_recurrent_schedule(small, host, true).shifted_tiles_from, 6);
+  const KernelTarget avx2 = resolve_kernel_target("x86-64-v3");
+  EXPECT_EQ(choose_recurrent_schedule(large, avx2, true).shifted_tiles_from, 0);
+  EXPECT_NE(choose_recurrent_schedule(large, host, true).key(),
+            choose_recurrent_schedule(lstm_cell(512, 64), avx2, true).key());
 }
 
 // Sigmoid and tanh take the degree-3 fit only where a step quantizes h to 8 bits or fewer; float
