@@ -668,6 +668,7 @@ rn_recurrent RecurrentBlock::compiled_loop() const {
   loop.wt_panel = projection_panel(schedule_);
   loop.alternate_tiles = schedule_.alternate_tiles;
   loop.xw_chunk_bytes = schedule_.xw_chunk_bytes;
+  loop.row_tile = schedule_.stream_weights ? schedule_.gemm_rows : 0;
   if (first.quant) {
     loop.quantized = 1;
     loop.weight_bits = first.quant->wide_operands() ? 16 : 8;

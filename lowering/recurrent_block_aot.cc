@@ -92,6 +92,7 @@ void RecurrentBlock::write_aot(AotWriter& writer, const AotBlockIO& io) const {
                                                      {"wt_panel", loop.wt_panel},
                                                      {"alternate_tiles", loop.alternate_tiles},
                                                      {"xw_chunk_bytes", loop.xw_chunk_bytes},
+                                                     {"row_tile", loop.row_tile},
                                                      {"quantized", loop.quantized},
                                                      {"weight_bits", loop.weight_bits},
                                                      {"zero_points", loop.zero_points},

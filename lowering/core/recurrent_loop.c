@@ -150,18 +150,17 @@ RN_CORE_API void rn_recurrent_start(const rn_recurrent* layer, int d, void* memo
 
 static const halide_type_code_t rn_f = halide_type_float, rn_i = halide_type_int;
 
-/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's first rows (argument
+/* Projects `rows` contiguous rows of X starting at `x_rows` into XW from row `xw_row` (argument
  * order: recurrent_pipelines.h). */
-static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
-                                const float* x_rows, int64_t rows) {
+static int rn_recurrent_project_call(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                     const float* x_rows, int64_t rows, int64_t xw_row) {
   const rn_recurrent_direction* part = &layer->dir[d];
   const int64_t n = layer->gates * layer->padded;
   const int64_t panel = layer->wt_panel, input = layer->input;
-  if (rows <= 0) return 0;
   rn_view x, wt, bias, xw, wq, scale, colsum, zero, overflow;
   rn_view_init(&x, x_rows, rn_f, 32, 2, (const int64_t[]){input, 1, rows, input});
   rn_view_init(&bias, part->bias, rn_f, 32, 1, (const int64_t[]){n, 1});
-  rn_view_init(&xw, state->xw, rn_f, 32, 2, (const int64_t[]){n, 1, rows, n});
+  rn_view_init(&xw, state->xw + xw_row * n, rn_f, 32, 2, (const int64_t[]){n, 1, rows, n});
   void* args[8];
   int count = 0;
   int32_t counts[4] = {0, 0, 0, 0};
@@ -197,6 +196,29 @@ static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_s
   }
   for (int i = 0; i < 4; ++i) state->overflow[i] += counts[i];
   return 0;
+}
+
+/* The fewest rows a streamed projection's last row tile may recompute before the rows past its
+ * last whole tile go to a call of their own: that call streams W once more, which costs about
+ * what computing 4 rows does on an AMD EPYC Zen 5 core (docs/measurements.md, "Streamed
+ * projections of rows past a whole row tile"). */
+#define RN_SPLIT_RECOMPUTED_ROWS 8
+
+/* Projects `rows` contiguous rows of X starting at `x_rows` into XW's first rows. Where W streams
+ * in tiles of row_tile rows, a row count past a multiple of the tile shifts its last tile inward
+ * onto rows already computed; when that would recompute many rows, the rows past the last whole
+ * tile are projected by a second call (its own smaller tiles) instead. */
+static int rn_recurrent_project(const rn_recurrent* layer, int d, rn_recurrent_state* state,
+                                const float* x_rows, int64_t rows) {
+  if (rows <= 0) return 0;
+  const int64_t tile = layer->row_tile, past = tile > 0 ? rows % tile : 0;
+  if (rows > tile && past > 0 && tile - past >= RN_SPLIT_RECOMPUTED_ROWS) {
+    const int64_t whole = rows - past;
+    const int status = rn_recurrent_project_call(layer, d, state, x_rows, whole, 0);
+    if (status != 0) return status;
+    return rn_recurrent_project_call(layer, d, state, x_rows + whole * layer->input, past, whole);
+  }
+  return rn_recurrent_project_call(layer, d, state, x_rows, rows, 0);
 }
 
 /* Projects the XW rows of time steps [t_begin, t_end): the whole run (0, seq) in any layout, a

@@ -59,6 +59,7 @@ typedef struct rn_recurrent {
   int64_t wt_panel;         /* columns per panel of Wt / wq (projection_panel) */
   int alternate_tiles;      /* odd steps walk the hidden tiles backwards */
   int64_t xw_chunk_bytes;   /* a whole run's XW rows over this: projected in chunks (0: at once) */
+  int64_t row_tile;         /* the projection's row tile where it streams W (0: W stays in L2) */
   int quantized;            /* integer products: wq, rq, scales, column sums */
   int weight_bits;          /* 8 or 16 */
   int zero_points;          /* w_zero and r_zero are passed */

@@ -877,12 +877,13 @@ TEST(LowerRecurrentQuant, ProjectionTakesAnyRowCount) {
 
 // LSTMs of input x hidden at the row counts the streamed projections tile differently: one row,
 // 2 to 5 rows (one tile of exactly that many), 6 to 15 (6-row tiles), whole 16-row tiles, a last
-// tile shifted inward, and rows from two batch entries.
+// tile shifted inward (26 rows: 6 recomputed), the rows past whole tiles in a call of their own
+// (17, 18 and 33 rows: 8 or more would be recomputed), and rows from two batch entries.
 std::vector<Case> streamed_row_counts(int64_t input, int64_t hidden) {
   std::vector<Case> cases;
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {1, 1}, {2, 1},  {3, 1},  {4, 1},  {5, 1},  {6, 1},
-      {7, 1}, {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}};  // (seq, batch)
+      {1, 1},  {2, 1},  {3, 1},  {4, 1},  {5, 1}, {6, 1}, {7, 1},
+      {15, 1}, {16, 1}, {17, 1}, {33, 1}, {9, 2}, {13, 2}};  // (seq, batch)
   for (const auto& [seq, batch] : shapes) {
     Case c;
     c.seq = seq;
@@ -1457,15 +1458,24 @@ TEST(LowerRecurrentQuant, BatchOneStepSplitsItsDotProductsIntoTwiceTheChains) {
   for (bool batched : {false, true}) {
     const RecurrentSchedule schedule = choose_recurrent_schedule(cell, host, batched);
     EXPECT_EQ(schedule.step_k_split, batched ? 1 : 2);
-    std::set<std::string> accumulators;  // vpdpbusd destinations (AT&T: the last operand)
+    // The vpdpbusd destinations (AT&T: the last operand) of each straight run of code between
+    // jumps: a dot loop's body holds its register tile. The kernel's specializations (the batched
+    // step's tiles of 4 and of 2 entries, and of 4 with the last shifted) each have their own.
+    size_t largest = 0;
+    std::set<std::string> accumulators;
     std::istringstream lines(kernel_disassembly(cell, schedule, false, host));
     for (std::string line; std::getline(lines, line);) {
+      if (line.find("\tj") != std::string::npos) {
+        largest = std::max(largest, accumulators.size());
+        accumulators.clear();
+      }
       if (line.find("vpdpbusd") == std::string::npos) continue;
       const size_t at = line.rfind("%zmm");
       ASSERT_NE(at, std::string::npos) << line;
       accumulators.insert(line.substr(at));
     }
-    EXPECT_EQ(accumulators.size(), batched ? 16u : 8u) << (batched ? "batched" : "batch-1");
+    largest = std::max(largest, accumulators.size());
+    EXPECT_EQ(largest, batched ? 16u : 8u) << (batched ? "batched" : "batch-1");
   }
 }
 
