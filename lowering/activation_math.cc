@@ -3,7 +3,8 @@
 // evaluates five of them per hidden unit (three sigmoids, two tanh), so their instruction count and
 // latency are a large share of a step, above all in int8 steps, whose dot products are short. An
 // e^x-based form (a degree-7 polynomial, range reduction and a division each, plus a small-argument
-// series for tanh) has about twice both.
+// series for tanh) has about twice both. The same function as a sum of fractions (Quotient::
+// kFractions) trades four of the multiply-adds for a second division.
 #include "lowering/activation_math.h"
 
 namespace rnnc {
@@ -33,10 +34,22 @@ Expr exp_f32(Expr x) {
 // series).
 namespace {
 
+// One term of P / Q's partial fractions: (n1 s + n0) / (s^2 + d1 s + d0), the terms of two of Q's
+// roots combined, or n0 / (s + d0) for a root alone (pair false, n1 = d1 = 0).
+struct Fraction {
+  bool pair;
+  float n1, n0, d1, d0;
+};
+
 struct TanhFit {
   int degree;        // of P and Q in x^2
   float saturation;  // x is clamped to [-saturation, saturation]
   float p[5], q[5];  // highest degree first, degree + 1 of each
+  // The same P / Q as constant + fractions[0] + fractions[1] (Quotient::kFractions), and where
+  // that form saturates (its float32 value reaches 1 at another point than P / Q's).
+  float constant;
+  Fraction fractions[2];
+  float fractions_saturation;
 };
 
 // The saturation point: the largest float32 x up to which the fit's float32 value by divide never
@@ -45,19 +58,32 @@ struct TanhFit {
 // tests/unit/activation_math_test.cc evaluates every float from 5 to it again). (A CPU without
 // FMA rounds each step twice and may come out 1 ulp above 1 there.) So tanh with the divide
 // saturates at exactly +-1 and needs no clamp of its output. Beyond the point the error is
-// 1 - tanh(saturation).
+// 1 - tanh(saturation). The fractions' float32 value flickers between 1 - 6e-8 and 1 over a
+// stretch before it first exceeds 1; their saturation point is the first float32 x where it is
+// exactly 1 (every value before it is below 1), found the same way.
 // `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 8.05795002 (1 - tanh there: 2.0e-7).
+// Its fractions (`scripts/fit-tanh.py` prints them too): saturation 7.96560717 (1 - tanh there:
+// 2.4e-7).
 constexpr TanhFit kTanhDegree4 = {
     4,
     8.05795002f,
     {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f},
-    {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f}};
+    {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f},
+    1.719438471e-02f,
+    {{true, 1.518732548e+01f, 1.885521851e+03f, 3.969094849e+02f, 2.328800781e+04f},
+     {true, 4.035082340e+00f, 4.961861420e+01f, 2.476580238e+01f, 5.501929474e+01f}},
+    7.96560717f};
 // `scripts/fit-tanh.py 3 7`, fitted on [0, 7]: fit error 1.4e-6; saturation 7.02742767 (1 - tanh
-// there: 1.6e-6).
-constexpr TanhFit kTanhDegree3 = {3,
-                                  7.02742767f,
-                                  {4.023036581e-06f, 2.299667336e-03f, 1.233009845e-01f, 1.0f},
-                                  {1.446552051e-04f, 2.118391357e-02f, 4.566290677e-01f, 1.0f}};
+// there: 1.6e-6); its fractions: saturation 7.02463675 (1 - tanh there: 1.6e-6).
+constexpr TanhFit kTanhDegree3 = {
+    3,
+    7.02742767f,
+    {4.023036581e-06f, 2.299667336e-03f, 1.233009845e-01f, 1.0f},
+    {1.446552051e-04f, 2.118391357e-02f, 4.566290677e-01f, 1.0f},
+    2.781121247e-02f,
+    {{true, 9.824132919e+00f, 4.522973633e+02f, 1.439764709e+02f, 2.801380127e+03f},
+     {false, 0.0f, 2.000654221e+00f, 0.0f, 2.467708588e+00f}},
+    7.02463675f};
 
 const TanhFit& tanh_fit(Fit fit) { return fit == Fit::kDegree3 ? kTanhDegree3 : kTanhDegree4; }
 
@@ -77,11 +103,34 @@ Expr horner(const float* coefficients, int degree, const Expr& s, float d, float
   return value;
 }
 
+// d factor tanh(x / d) as factor x (C + the fractions at s / d^2), s = x^2: each fraction's
+// numerator and denominator scaled by powers of d (powers of two, so exact) to take s itself.
+// A pair costs two multiply-adds and a divide, a single root a divide; x^2 and the final product
+// two multiplies. The fractions' terms are all positive (Q's roots are real and negative, their
+// residues positive): no cancellation, and the sum runs from the smallest term to the largest.
+Expr fractions_tanh(const TanhFit& f, Expr x, float d, float factor) {
+  const float saturation = d * f.fractions_saturation;
+  x = clamp(x, -saturation, saturation);
+  const Expr s = x * x;
+  const float d2 = d * d, d4 = d2 * d2;
+  Expr sum = factor * f.constant;
+  for (const Fraction& fraction : f.fractions) {
+    if (fraction.pair) {
+      Expr numerator = factor * d2 * fraction.n1 * s + factor * d4 * fraction.n0;
+      Expr denominator = (s + d2 * fraction.d1) * s + d4 * fraction.d0;
+      sum = sum + numerator / denominator;
+    } else {
+      sum = sum + factor * d2 * fraction.n0 / (s + d2 * fraction.d0);
+    }
+  }
+  return x * sum;
+}
+
 // p / q for Q's values (q >= 1). kEstimate: the hardware estimate of 1 / q (12 to 14 bits)
 // refined by one Newton step, r (2 - q r): a vector divide issues at a fraction of a multiply's
 // rate, and every gate activation divides once; where multiplies are the scarcer issue slots
 // (512-bit operations split into halves) the schedule asks for the divide
-// (RecurrentSchedule::exact_divide).
+// (RecurrentSchedule::gate_quotient).
 Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
   if (quotient == Quotient::kExact) return p / q;
   Expr r = Halide::fast_inverse(q);
@@ -92,10 +141,11 @@ Expr quotient_of(const Expr& p, const Expr& q, Quotient quotient) {
 // `f`, P and Q evaluated at s = x^2 (horner), saturating at x = d f.saturation. d = 1 for tanh,
 // 2 for sigmoid's. With the divide: x clamped (a min and a max) before the fit and nothing after
 // it, since the saturation point keeps the correctly rounded quotient within [-1, 1] (x = +-inf
-// saturates too). With the estimate, the quotient's rounding depends on how LLVM contracts the
-// Newton step in each kernel (a few floats near 8 reach 1 + 1.2e-7 in some), so only x^2 is
-// clamped (one min) and the callers clamp the output.
+// saturates too; kFractions: the same, at its own point). With the estimate, the quotient's
+// rounding depends on how LLVM contracts the Newton step in each kernel (a few floats near 8 reach
+// 1 + 1.2e-7 in some), so only x^2 is clamped (one min) and the callers clamp the output.
 Expr fitted_tanh(const TanhFit& f, Expr x, float d, float factor, Quotient quotient) {
+  if (quotient == Quotient::kFractions) return fractions_tanh(f, x, d, factor);
   const float saturation = d * f.saturation;
   Expr s;
   if (quotient == Quotient::kEstimate) {
@@ -120,6 +170,10 @@ Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
 // absolute error is about half tanh's, and it saturates at 0 and 1 (below -16.1, degree 3:
 // -14.1, it is 0 rather than e^x (< 1.1e-7; < 8e-7): gates multiply it into states, where only
 // absolute error matters).
+// With the fractions, the last product x sum and the 1/2 are one multiply-add: the product is not
+// rounded to -1/2 or 1/2 first, and where tanh's value rounds to 1 it lies within 2^-24 of 1. So
+// near 0 the value is within 2^-25 = 3e-8 of 0, on either side, and at most 1 near 1. It is not
+// clamped: two more operations per gate cost more than that error.
 Expr sigmoid_f32(const Expr& x, Quotient quotient, Fit fit) {
   Expr y = 0.5f + fitted_tanh(tanh_fit(fit), x, 2.0f, 0.25f, quotient);
   return quotient == Quotient::kEstimate ? clamp(y, 0.0f, 1.0f) : y;

@@ -6,7 +6,9 @@
 //                [-1, 1], exactly +-1 from |x| = 8.06 on (tanh(8.06) is 2e-7 from 1)
 //                Fit::kDegree3: < 2.5e-6 (measured 1.6e-6), exactly +-1 from |x| = 7.03 on
 //   sigmoid_f32  |error| < 3e-7 (measured 1.6e-7), within [0, 1], exactly 0 and 1 from
-//                |x| = 16.1 on; Fit::kDegree3: < 1.5e-6 (measured 7.9e-7), from |x| = 14.1 on
+//                |x| = 16.1 on; Fit::kDegree3: < 1.5e-6 (measured 7.9e-7), from |x| = 14.1 on;
+//                Quotient::kFractions: within [-3e-8, 1], within 3e-8 of 0 and 6e-8 of 1 from
+//                twice its saturation point on
 //   exp_f32      relative error < 1e-7 on [-87, 88] (measured 7.9e-8), saturating outside
 //
 // The degree-4 bounds are below the float32 rounding of the products feeding them (sums of 256+
@@ -23,8 +25,12 @@ namespace rnnc {
 
 // How tanh_f32 and sigmoid_f32 divide their two polynomials: kExact, a divide (correctly rounded);
 // kEstimate, the hardware reciprocal estimate refined by one Newton step (within two units in the
-// last place, at several times a divide's throughput; the bounds above hold for both).
-enum class Quotient { kExact, kEstimate };
+// last place, at several times a divide's throughput); kFractions, P / Q as a constant plus two
+// fractions (its partial fractions, Q's roots combined in pairs: scripts/fit-tanh.py prints them),
+// two divides and four fewer multiplies per activation, for a CPU whose divider takes no multiply
+// slots. The bounds above hold for all three; kFractions saturates at its own point (degree 4:
+// |x| = 7.97, degree 3: 7.02), the first float32 x where its value is 1.
+enum class Quotient { kExact, kEstimate, kFractions };
 
 // Which rational fit of tanh (both also give sigmoid): degree 4 in x^2 on [0, 9], or degree 3 on
 // [0, 7].

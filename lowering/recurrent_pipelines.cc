@@ -131,10 +131,10 @@ int64_t packed_ko(const ProductWidths& widths) {
 namespace {
 
 // The formulas of docs/ops/recurrent.md (a = alpha, b = beta).
-// Float steps divide by the reciprocal estimate (Quotient::kEstimate) except where the schedule
-// says exact_divide (512-bit operations split into halves); quantized steps always divide,
-// because each of their steps quantizes h with a scale from its row's largest |h|, which passes
-// any change in the last bits of an activation on to every value of the row.
+// The activations divide as the schedule says (RecurrentSchedule::gate_quotient): quantized steps
+// never by the reciprocal estimate, because each of their steps quantizes h with a scale from its
+// row's largest |h|, which passes any change in the last bits of an activation on to every value
+// of the row.
 // Steps that quantize h to 8 bits take the degree-3 tanh fit (RecurrentCell::gate_fit): its
 // error (< 2.5e-6) is far below that quantization's step, and it is two multiply-adds shorter
 // per activation, five of which an LSTM unit evaluates per step.
@@ -142,7 +142,7 @@ Expr activate(const RecurrentCell& cell, const RecurrentSchedule& schedule,
               const RecurrentActivation& activation, const Expr& x) {
   using Kind = RecurrentActivation::Kind;
   const float a = activation.alpha, b = activation.beta;
-  const Quotient q = schedule.exact_divide ? Quotient::kExact : Quotient::kEstimate;
+  const Quotient q = schedule.gate_quotient;
   const Fit fit = cell.gate_fit();
   // clang-format off
   switch (activation.kind) {

@@ -175,7 +175,9 @@ std::string RecurrentSchedule::key() const {
              parallel_projection ? " parallel_projection" : "", single_entry ? " single_entry" : "",
              alternate_tiles ? " alternate_tiles" : "",
              step_k_split > 1 ? cat(" k_split=", step_k_split) : std::string(),
-             exact_divide ? " exact_divide" : "");
+             gate_quotient == Quotient::kExact       ? " exact_divide"
+             : gate_quotient == Quotient::kFractions ? " fractions"
+                                                     : "");
 }
 
 // ---- the schedule table ------------------------------------------------------------------------
@@ -244,18 +246,20 @@ int64_t xw_chunk_bytes(const KernelTarget& target) {
                                              static_cast<uint64_t>(target.l2_bytes / 2)));
 }
 
-// RNNC_GATE_DIVIDE=divide|estimate replaces the schedule class's choice of how float gates
-// divide (RecurrentSchedule::exact_divide; quantized gates always divide), so that the choice can
-// be measured on a CPU without editing the table: `rnnc run MODEL --random --repeat N
-// --compare-env RNNC_GATE_DIVIDE=estimate`. exact_divide is part of the kernels' key, so the two
+// RNNC_GATE_DIVIDE=divide|estimate|fractions replaces the schedule class's choice of how gates
+// divide (RecurrentSchedule::gate_quotient; quantized steps given `estimate` divide), so that the
+// choice can be measured on a CPU without editing the table: `rnnc run MODEL --random --repeat N
+// --compare-env RNNC_GATE_DIVIDE=estimate`. The quotient is part of the kernels' key, so two
 // choices never share a cached kernel.
-std::optional<bool> gate_divide_override() {
+std::optional<Quotient> gate_quotient_override() {
   const char* text = std::getenv("RNNC_GATE_DIVIDE");
   if (!text || !*text) return std::nullopt;
-  if (std::strcmp(text, "divide") == 0) return true;
-  if (std::strcmp(text, "estimate") == 0) return false;
+  if (std::strcmp(text, "divide") == 0) return Quotient::kExact;
+  if (std::strcmp(text, "estimate") == 0) return Quotient::kEstimate;
+  if (std::strcmp(text, "fractions") == 0) return Quotient::kFractions;
   raise_invalid_input(cat("RNNC_GATE_DIVIDE = '", text,
-                          "': must be divide or estimate (unset: the schedule class decides)"));
+                          "': must be divide, estimate or fractions (unset: the schedule class "
+                          "decides)"));
 }
 
 }  // namespace
@@ -287,10 +291,17 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   schedule.batch_pad = batched ? row->batch_pad : 1;
   schedule.single_entry = !batched;
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
-  schedule.exact_divide =
-      cell.quant.has_value() ||
-      gate_divide_override().value_or(
-          v == 16 && (target.splits_512_bit_ops || target.divides_beside_multiplies));
+  const bool zmm = v == 16;
+  if (cell.quant) {
+    schedule.gate_quotient = gate_quotient_override().value_or(
+        zmm && target.divides_beside_multiplies ? Quotient::kFractions : Quotient::kExact);
+    if (schedule.gate_quotient == Quotient::kEstimate) schedule.gate_quotient = Quotient::kExact;
+  } else {
+    schedule.gate_quotient = gate_quotient_override().value_or(
+        zmm && (target.splits_512_bit_ops || target.divides_beside_multiplies)
+            ? Quotient::kExact
+            : Quotient::kEstimate);
+  }
   // GRU without linear_before_reset reads a whole step's rt (.) h between its two phases in
   // hidden order, so its tiles cannot be visited backwards.
   schedule.alternate_tiles = !(cell.op == RecurrentOp::kGru && !cell.linear_before_reset);

@@ -16,6 +16,7 @@
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "lowering/activation_math.h"
 #include "lowering/kernel_target.h"
 #include "lowering/layout.h"
 
@@ -164,14 +165,17 @@ struct RecurrentSchedule {
   // strides) on alternate steps, so a step starts on the R tiles the previous one read last.
   bool alternate_tiles = false;
   int step_k_split = 1;  // the quantized step's dot products as this many partial sums
-  // The gate activations divide with the divide instruction rather than the reciprocal estimate
-  // and a Newton step (lowering/activation_math.h Quotient): quantized steps always; float steps
-  // with 512-bit vectors where 512-bit operations are split (KernelTarget::splits_512_bit_ops),
-  // since there the estimate's three extra multiplies cost more issue slots of the halved zmm
-  // rate than the divider costs time, and where the divider takes no multiply slots at all
-  // (KernelTarget::divides_beside_multiplies). RNNC_GATE_DIVIDE=divide|estimate replaces the
-  // choice for float steps, to measure it on a CPU (schedule_table.cc).
-  bool exact_divide = false;
+  // How the gate activations divide (lowering/activation_math.h Quotient). Float steps: the
+  // divide instruction with 512-bit vectors where 512-bit operations are split
+  // (KernelTarget::splits_512_bit_ops), since there the reciprocal estimate's three extra
+  // multiplies cost more issue slots of the halved zmm rate than the divider costs time, and where
+  // the divider takes no multiply slots at all (KernelTarget::divides_beside_multiplies); the
+  // estimate elsewhere. Quantized steps never take the estimate (each step's h quantization passes
+  // a change in an activation's last bits on to its whole row): the two fractions where the
+  // divider takes no multiply slots and vectors are 512 bits, the divide elsewhere.
+  // RNNC_GATE_DIVIDE=divide|estimate|fractions replaces the choice, to measure it on a CPU
+  // (schedule_table.cc).
+  Quotient gate_quotient = Quotient::kEstimate;
   // A whole run whose XW rows (4 * gates * Hp bytes per entry and step) take more than this
   // projects them in chunks of steps of at most this size, each stepped right after it is
   // projected, so the steps read their rows from L2 rather than L3 (half the target's L2, or

@@ -8,6 +8,12 @@ x P(s) - tanh(x) Q(s), s = (x / CLAMP)^2 (scaled so the normal equations stay we
 Then evaluates the float32-rounded coefficients in float32 Horner arithmetic and prints the
 maximum absolute and relative error over a dense grid.
 
+It also prints the same rational function as a constant plus fractions (Quotient::kFractions):
+P(s) / Q(s) = C + sum of r_i / (s + a_i) over Q's roots -a_i (all real and negative for these
+fits, with positive residues r_i, so no term cancels another), the terms of the two largest roots
+combined into (n1 s + n0) / (s^2 + d1 s + d0), and so on in pairs, an odd one left alone as
+n0 / (s + d0). Those float32 constants are evaluated the same way.
+
     /usr/bin/python3 scripts/fit-tanh.py        degree 4 on [0, 9] (tanh(9) = 1 - 3e-8): kTanhDegree4
     /usr/bin/python3 scripts/fit-tanh.py 3 7    degree 3 on [0, 7] (tanh(7) = 1 - 1.7e-6): kTanhDegree3
 (needs numpy: Debian's python3-numpy)
@@ -49,6 +55,42 @@ def horner32(coefficients, t):
     return acc
 
 
+def fractions(p, q):
+    """C and the fractions [(n1, n0, d1, d0)] (d1 = None: n0 / (s + d0)) of P / Q, from the
+    float32-rounded coefficients (lowest degree first)."""
+    p = np.array([np.float32(c) for c in p], dtype=np.float64)
+    q = np.array([np.float32(c) for c in q], dtype=np.float64)
+    roots = np.roots(q[::-1])
+    assert np.all(np.abs(roots.imag) == 0) and np.all(roots.real < 0), roots
+    poles = sorted(-roots.real, reverse=True)  # a_i, largest first
+    dq = np.polyder(q[::-1])
+    residue = {a: np.polyval(p[::-1], -a) / np.polyval(dq, -a) for a in poles}
+    terms = []
+    for i in range(0, len(poles) - 1, 2):
+        a, b = poles[i], poles[i + 1]
+        terms.append((residue[a] + residue[b], residue[a] * b + residue[b] * a, a + b, a * b))
+    if len(poles) % 2:
+        terms.append((0.0, residue[poles[-1]], None, poles[-1]))
+    return p[-1] / q[-1], terms
+
+
+def fractions32(constant, terms, x):
+    """x (C + the fractions) in float32 as the kernels compute it: each multiply-add rounded once."""
+    f32 = np.float32
+    s = (x * x).astype(np.float32)
+    total = np.full_like(s, f32(constant))
+    for n1, n0, d1, d0 in terms:
+        if d1 is None:
+            term = (f32(n0) / (s + f32(d0)).astype(np.float32)).astype(np.float32)
+        else:
+            numerator = (f32(n1) * s.astype(np.float64) + f32(n0)).astype(np.float32)
+            base = (s + f32(d1)).astype(np.float32)
+            denominator = (base.astype(np.float64) * s + f32(d0)).astype(np.float32)
+            term = (numerator / denominator).astype(np.float32)
+        total = (total + term).astype(np.float32)
+    return (x * total).astype(np.float32)
+
+
 def main():
     p, q = fit()
     x = np.concatenate([np.linspace(0, CLAMP, 400001), np.geomspace(1e-8, 1, 10000)])
@@ -61,6 +103,18 @@ def main():
     print("Q:", ", ".join("%.9e" % np.float32(c) for c in q))
     print("max abs error %.3g, max rel error %.3g (float32 Horner, no FMA)"
           % (err.max(), (err[x > 0] / exact[x > 0]).max()))
+    constant, terms = fractions(p, q)
+    print("fractions: C = %.9e" % np.float32(constant))
+    for n1, n0, d1, d0 in terms:
+        if d1 is None:
+            print("  %.9e / (s + %.9e)" % (np.float32(n0), np.float32(d0)))
+        else:
+            print("  (%.9e s + %.9e) / (s^2 + %.9e s + %.9e)"
+                  % (np.float32(n1), np.float32(n0), np.float32(d1), np.float32(d0)))
+    y = fractions32(constant, terms, x)
+    err = np.abs(y - exact)
+    print("max abs error %.3g, max rel error %.3g, largest value %.9g (fractions, float32)"
+          % (err.max(), (err[x > 0] / exact[x > 0]).max(), y.max()))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // lowering/activation_math: the vectorized tanh, sigmoid and exp against libm in double, over
-// dense grids, at the bounds the header states, with either quotient (a divide, or the reciprocal
-// estimate and a Newton step) and either fit (the degree-3 one with the divide, as quantized steps
-// use it). JIT-compiled for the host, vectorized as the
+// dense grids, at the bounds the header states, with each quotient (a divide, the reciprocal
+// estimate and a Newton step, or the fractions) and either fit (the estimate with degree 4 only,
+// as float steps use it). JIT-compiled for the host, vectorized as the
 // recurrent kernels use them (16 lanes with AVX-512), so FMA contraction is what they get.
 #include "lowering/activation_math.h"
 
@@ -42,8 +42,13 @@ class Activation : public ::testing::TestWithParam<Case> {
   Bounds bounds() const {
     return GetParam().fit == Fit::kDegree4 ? Bounds{5e-7, 3e-7} : Bounds{2.5e-6, 1.5e-6};
   }
-  // Where tanh saturates (activation_math.cc's TanhFit::saturation).
-  float saturation() const { return GetParam().fit == Fit::kDegree4 ? 8.05795002f : 7.02742767f; }
+  // Where tanh saturates (activation_math.cc's TanhFit::saturation and fractions_saturation).
+  float saturation() const {
+    if (GetParam().quotient == Quotient::kFractions) {
+      return GetParam().fit == Fit::kDegree4 ? 7.96560717f : 7.02463675f;
+    }
+    return GetParam().fit == Fit::kDegree4 ? 8.05795002f : 7.02742767f;
+  }
   std::vector<float> tanh_of(const std::vector<float>& xs) const {
     return evaluate(
         [&](Halide::Expr x) { return tanh_f32(x, GetParam().quotient, GetParam().fit); }, xs);
@@ -57,11 +62,14 @@ class Activation : public ::testing::TestWithParam<Case> {
 INSTANTIATE_TEST_SUITE_P(QuotientsAndFits, Activation,
                          ::testing::Values(Case{Quotient::kExact, Fit::kDegree4},
                                            Case{Quotient::kEstimate, Fit::kDegree4},
-                                           Case{Quotient::kExact, Fit::kDegree3}),
+                                           Case{Quotient::kExact, Fit::kDegree3},
+                                           Case{Quotient::kFractions, Fit::kDegree4},
+                                           Case{Quotient::kFractions, Fit::kDegree3}),
                          [](const auto& info) {
-                           return std::string(info.param.quotient == Quotient::kExact
-                                                  ? "Exact"
-                                                  : "Estimate") +
+                           const Quotient q = info.param.quotient;
+                           return std::string(q == Quotient::kExact      ? "Exact"
+                                              : q == Quotient::kEstimate ? "Estimate"
+                                                                         : "Fractions") +
                                   (info.param.fit == Fit::kDegree4 ? "Degree4" : "Degree3");
                          });
 
@@ -132,11 +140,27 @@ TEST_P(Activation, SigmoidWithinItsBoundAbsolute) {
   const Errors e = errors(xs, ys, [](double x) { return 1 / (1 + std::exp(-x)); });
   std::printf("[ sigmoid  ] max abs error %.3g\n", e.abs);
   EXPECT_LT(e.abs, bounds().sigmoid);
-  for (float y : ys) ASSERT_TRUE(y >= 0.0f && y <= 1.0f) << y;
+  // Within [0, 1], and exactly 0 and 1 from twice tanh's saturation point on; with the
+  // fractions, whose last product and the 1/2 are one multiply-add, within 2^-25 of 0 on either
+  // side and 2^-24 below 1.
+  const bool fractions = GetParam().quotient == Quotient::kFractions;
+  const float near_0 = fractions ? 0x1p-25f : 0.0f, near_1 = fractions ? 0x1p-24f : 0.0f;
+  for (float y : ys) ASSERT_TRUE(y >= -near_0 && y <= 1.0f) << y;
   const float s = 2 * saturation();
   const std::vector<float> extremes = sigmoid_of({-s, -1e30f, -INFINITY, s, 1e30f, INFINITY});
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(extremes[i], 0.0f);
-  for (int i = 3; i < 6; ++i) EXPECT_EQ(extremes[i], 1.0f);
+  for (int i = 0; i < 3; ++i) EXPECT_LE(std::abs(extremes[i]), near_0);
+  for (int i = 3; i < 6; ++i) EXPECT_GE(extremes[i], 1.0f - near_1);
+  // Every float of the last unit before that point, where the value comes within a few units in
+  // the last place of 0 and 1 (below it, tanh is more than 1e-7 from 1).
+  std::vector<float> tail;
+  for (float x = s - 1; x <= s; x = std::nextafter(x, INFINITY)) {
+    tail.push_back(x);
+    tail.push_back(-x);
+  }
+  const std::vector<float> tail_ys = sigmoid_of(tail);
+  for (size_t i = 0; i < tail.size(); ++i) {
+    ASSERT_TRUE(tail_ys[i] >= -near_0 && tail_ys[i] <= 1.0f) << "x = " << tail[i];
+  }
 }
 
 // The multiplies left in an activation once Halide's simplifier has run (LLVM fuses each Horner
@@ -170,6 +194,13 @@ TEST(ActivationMath, SigmoidHasTanhsMultiplies) {
             tanh_multiplies - 2);
   EXPECT_EQ(simplified_multiplies(sigmoid_f32(input, Quotient::kExact, Fit::kDegree3)),
             tanh_multiplies - 2);
+  // The fractions: x^2, two multiply-adds per pair (numerator, denominator), none for a single
+  // root, x times the sum. Degree 4: two pairs; degree 3: a pair and a single root.
+  for (const Fit fit : {Fit::kDegree4, Fit::kDegree3}) {
+    const int pairs = fit == Fit::kDegree4 ? 2 : 1;
+    EXPECT_EQ(simplified_multiplies(tanh_f32(input, Quotient::kFractions, fit)), 2 + 2 * pairs);
+    EXPECT_EQ(simplified_multiplies(sigmoid_f32(input, Quotient::kFractions, fit)), 2 + 2 * pairs);
+  }
 }
 
 TEST(ActivationMath, ExpWithinOneTenthOfAMicroRelative) {

@@ -827,6 +827,26 @@ TEST(LowerRecurrentQuant, BatchNotAMultipleOfTheStepTile) {
   }
 }
 
+// Integer steps with each quotient the schedule may choose for them (the host's class picks one:
+// the fractions on Zen 5, the divide elsewhere), batch 1 and batched, LSTM, GRU and RNN.
+TEST(LowerRecurrentQuant, EachGateQuotientAgreesWithTheReference) {
+  const testing::ScopedEnv variable("RNNC_GATE_DIVIDE", nullptr);
+  for (const char* choice : {"divide", "fractions"}) {
+    variable.set(choice);
+    for (const char* op : {"LSTM", "GRU", "RNN"}) {
+      for (const int64_t batch : {1, 6}) {
+        Case c;
+        c.op = op;
+        c.seq = 5;
+        c.batch = batch;
+        c.hidden = 48;
+        SCOPED_TRACE(cat(choice, " ", op, " batch ", batch));
+        expect_quantized_matches_reference(c);
+      }
+    }
+  }
+}
+
 // Quantized cells: each row of X and each entry's h is quantized with its own scale and every
 // dot product is an exact integer sum, so a slice's rows come out as in the whole run.
 TEST(LowerRecurrentQuant, SlicesEqualTheWholeRunBitwise) {
@@ -1565,38 +1585,45 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
 
 // Float gates divide exactly where 512-bit operations are split (Zen 4) or the divider takes no
 // multiply slots (Zen 5), and by the reciprocal estimate on the other full-width cores and with
-// AVX2; quantized gates always divide.
+// AVX2. Quantized gates take the two fractions where the divider takes no multiply slots (zmm
+// only), and divide elsewhere.
 TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
   const testing::ScopedEnv class_choice("RNNC_GATE_DIVIDE", nullptr);
   RecurrentCell cell = lstm_cell(128, 64);
+  RecurrentCell quantized = cell;
+  quantized.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
   for (const char* name : {"zen4", "sapphirerapids", "x86-64-v4", "x86-64-v3"}) {
     const KernelTarget target = resolve_kernel_target(name);
     EXPECT_EQ(target.splits_512_bit_ops, std::string(name) == "zen4") << name;
-    EXPECT_EQ(choose_recurrent_schedule(cell, target).exact_divide, target.splits_512_bit_ops)
+    EXPECT_EQ(choose_recurrent_schedule(cell, target).gate_quotient,
+              target.splits_512_bit_ops ? Quotient::kExact : Quotient::kEstimate)
         << name;
+    EXPECT_EQ(choose_recurrent_schedule(quantized, target).gate_quotient, Quotient::kExact) << name;
   }
-  // Either property makes AVX-512 gates divide; AVX2 keeps the estimate (ymm operations run
-  // whole).
+  // Either property makes AVX-512 float gates divide; AVX2 keeps the estimate (ymm operations
+  // run whole).
   for (bool KernelTarget::*property :
        {&KernelTarget::splits_512_bit_ops, &KernelTarget::divides_beside_multiplies}) {
     KernelTarget avx512 = resolve_kernel_target("x86-64-v4");
     avx512.*property = true;
-    EXPECT_TRUE(choose_recurrent_schedule(cell, avx512).exact_divide);
+    EXPECT_EQ(choose_recurrent_schedule(cell, avx512).gate_quotient, Quotient::kExact);
     KernelTarget avx2 = resolve_kernel_target("x86-64-v3");
     avx2.*property = true;
-    EXPECT_FALSE(choose_recurrent_schedule(cell, avx2).exact_divide);
+    EXPECT_EQ(choose_recurrent_schedule(cell, avx2).gate_quotient, Quotient::kEstimate);
+    EXPECT_EQ(choose_recurrent_schedule(quantized, avx2).gate_quotient, Quotient::kExact);
   }
+  KernelTarget zen5 = resolve_kernel_target("x86-64-v4-vnni");
+  zen5.divides_beside_multiplies = true;
+  EXPECT_EQ(choose_recurrent_schedule(quantized, zen5).gate_quotient, Quotient::kFractions);
+  EXPECT_NE(choose_recurrent_schedule(quantized, zen5).key(),
+            choose_recurrent_schedule(quantized, resolve_kernel_target("x86-64-v4-vnni")).key());
   EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
             choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v4")).key());
-  cell.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
-  EXPECT_TRUE(
-      choose_recurrent_schedule(cell, resolve_kernel_target("sapphirerapids")).exact_divide);
 }
 
-// RNNC_GATE_DIVIDE replaces the class's choice for float gates in either direction, and the
-// kernels' key changes with it; quantized gates divide whatever it says; another value is an
-// invalid-input error naming the variable. The host's float kernels agree with the reference
-// under either choice.
+// RNNC_GATE_DIVIDE replaces the class's choice in any direction, and the kernels' key changes with
+// it; quantized gates given `estimate` divide; another value is an invalid-input error naming the
+// variable. The host's float kernels agree with the reference under each choice.
 TEST(LowerRecurrent, GateDivideVariableReplacesTheClassChoice) {
   RecurrentCell cell = lstm_cell(128, 64);
   const KernelTarget zen4 = resolve_kernel_target("zen4");
@@ -1604,18 +1631,23 @@ TEST(LowerRecurrent, GateDivideVariableReplacesTheClassChoice) {
   const testing::ScopedEnv variable("RNNC_GATE_DIVIDE", nullptr);
   const std::string zen4_key = choose_recurrent_schedule(cell, zen4).key();
   variable.set("estimate");
-  EXPECT_FALSE(choose_recurrent_schedule(cell, zen4).exact_divide);
+  EXPECT_EQ(choose_recurrent_schedule(cell, zen4).gate_quotient, Quotient::kEstimate);
   EXPECT_NE(choose_recurrent_schedule(cell, zen4).key(), zen4_key);
   RecurrentCell quantized = cell;
   quantized.quant = recurrent_quant(ActivationQuant{}, 64, 128, 8, false, 8, false, 4);
-  EXPECT_TRUE(choose_recurrent_schedule(quantized, zen4).exact_divide);
+  EXPECT_EQ(choose_recurrent_schedule(quantized, zen4).gate_quotient, Quotient::kExact);
   variable.set("divide");
-  EXPECT_TRUE(choose_recurrent_schedule(cell, xeon).exact_divide);
-  EXPECT_TRUE(choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v3")).exact_divide);
+  EXPECT_EQ(choose_recurrent_schedule(cell, xeon).gate_quotient, Quotient::kExact);
+  EXPECT_EQ(choose_recurrent_schedule(cell, resolve_kernel_target("x86-64-v3")).gate_quotient,
+            Quotient::kExact);
+  variable.set("fractions");
+  EXPECT_EQ(choose_recurrent_schedule(cell, xeon).gate_quotient, Quotient::kFractions);
+  EXPECT_EQ(choose_recurrent_schedule(quantized, zen4).gate_quotient, Quotient::kFractions);
+  EXPECT_NE(choose_recurrent_schedule(cell, zen4).key(), zen4_key);
   variable.set("exact");
   EXPECT_EQ(error_message([&] { choose_recurrent_schedule(cell, zen4); }, ErrorKind::kInvalidInput),
-            "RNNC_GATE_DIVIDE = 'exact': must be divide or estimate (unset: the schedule class "
-            "decides)");
+            "RNNC_GATE_DIVIDE = 'exact': must be divide, estimate or fractions (unset: the "
+            "schedule class decides)");
   variable.set("");
   EXPECT_EQ(choose_recurrent_schedule(cell, zen4).key(), zen4_key);
 
@@ -1624,7 +1656,7 @@ TEST(LowerRecurrent, GateDivideVariableReplacesTheClassChoice) {
   c.batch = 3;
   c.sequence_lens = {5, 2, 4};
   std::unique_ptr<Built> built = build(c);
-  for (const char* choice : {"divide", "estimate"}) {
+  for (const char* choice : {"divide", "estimate", "fractions"}) {
     SCOPED_TRACE(choice);
     variable.set(choice);
     expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
