@@ -293,8 +293,12 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   schedule.step_k_split = cell.quant && !batched ? row->integer_step_split : 1;
   const bool zmm = v == 16;
   if (cell.quant) {
-    schedule.gate_quotient = gate_quotient_override().value_or(
-        zmm && target.divides_beside_multiplies ? Quotient::kFractions : Quotient::kExact);
+    // GRU and RNN steps keep the divide: with the fractions their outputs changed in the last bit
+    // with an entry's place in its step tile, so batch slices no longer equal the whole run
+    // (docs/lowering.md, "Gate activations as fractions").
+    const bool fractions = zmm && target.divides_beside_multiplies && cell.op == RecurrentOp::kLstm;
+    schedule.gate_quotient =
+        gate_quotient_override().value_or(fractions ? Quotient::kFractions : Quotient::kExact);
     if (schedule.gate_quotient == Quotient::kEstimate) schedule.gate_quotient = Quotient::kExact;
   } else {
     schedule.gate_quotient = gate_quotient_override().value_or(

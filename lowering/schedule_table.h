@@ -171,8 +171,8 @@ struct RecurrentSchedule {
   // multiplies cost more issue slots of the halved zmm rate than the divider costs time, and where
   // the divider takes no multiply slots at all (KernelTarget::divides_beside_multiplies); the
   // estimate elsewhere. Quantized steps never take the estimate (each step's h quantization passes
-  // a change in an activation's last bits on to its whole row): the two fractions where the
-  // divider takes no multiply slots and vectors are 512 bits, the divide elsewhere.
+  // a change in an activation's last bits on to its whole row): LSTM steps take the two fractions
+  // where the divider takes no multiply slots and vectors are 512 bits, the others the divide.
   // RNNC_GATE_DIVIDE=divide|estimate|fractions replaces the choice, to measure it on a CPU
   // (schedule_table.cc).
   Quotient gate_quotient = Quotient::kEstimate;

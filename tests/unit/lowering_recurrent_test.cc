@@ -860,7 +860,12 @@ TEST(LowerRecurrentQuant, SlicesEqualTheWholeRunBitwise) {
   c.direction = "bidirectional";
   c.sequence_lens = {7, 0, 3, 7, 5, 1, 2, 7, 6, 4, 7};
   expect_slices_equal_the_whole_run(c, {0, 4, 8, 11});
+  // Entries at other places in their step tiles than in the whole run: slices of 3 and 6 entries
+  // (tiles of 2, and of 4 with the last shifted inward).
+  expect_slices_equal_the_whole_run(c, {0, 3, 11});
+  expect_slices_equal_the_whole_run(c, {0, 6, 11});
   expect_slices_equal_the_whole_run(gru(c), {0, 6, 11});
+  expect_slices_equal_the_whole_run(rnn(c), {0, 3, 11});
 }
 
 TEST(LowerRecurrentQuant, LstmHidden128Batch3Bidirectional) {
@@ -1585,8 +1590,8 @@ TEST(LowerRecurrent, WeightThresholdsFollowTheTargetsL2) {
 
 // Float gates divide exactly where 512-bit operations are split (Zen 4) or the divider takes no
 // multiply slots (Zen 5), and by the reciprocal estimate on the other full-width cores and with
-// AVX2. Quantized gates take the two fractions where the divider takes no multiply slots (zmm
-// only), and divide elsewhere.
+// AVX2. Quantized LSTM gates take the two fractions where the divider takes no multiply slots (zmm
+// only); other quantized gates divide.
 TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
   const testing::ScopedEnv class_choice("RNNC_GATE_DIVIDE", nullptr);
   RecurrentCell cell = lstm_cell(128, 64);
@@ -1615,6 +1620,9 @@ TEST(LowerRecurrent, GatesDivideExactlyWhereTheClassMakesDividesCheap) {
   KernelTarget zen5 = resolve_kernel_target("x86-64-v4-vnni");
   zen5.divides_beside_multiplies = true;
   EXPECT_EQ(choose_recurrent_schedule(quantized, zen5).gate_quotient, Quotient::kFractions);
+  RecurrentCell gru_cell = quantized;
+  gru_cell.op = RecurrentOp::kGru;
+  EXPECT_EQ(choose_recurrent_schedule(gru_cell, zen5).gate_quotient, Quotient::kExact);
   EXPECT_NE(choose_recurrent_schedule(quantized, zen5).key(),
             choose_recurrent_schedule(quantized, resolve_kernel_target("x86-64-v4-vnni")).key());
   EXPECT_NE(choose_recurrent_schedule(cell, resolve_kernel_target("zen4")).key(),
