@@ -75,7 +75,9 @@ def fractions(p, q):
 
 
 def fractions32(constant, terms, x):
-    """x (C + the fractions) in float32 as the kernels compute it: each multiply-add rounded once."""
+    """x (C + the fractions) in float32, each multiply-add formed in float64 and rounded once (close
+    to the kernels' FMAs, not bit for bit: the saturation points in lowering/activation_math.cc come
+    from the JIT-compiled form)."""
     f32 = np.float32
     s = (x * x).astype(np.float32)
     total = np.full_like(s, f32(constant))
