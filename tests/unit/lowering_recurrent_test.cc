@@ -827,8 +827,9 @@ TEST(LowerRecurrentQuant, BatchNotAMultipleOfTheStepTile) {
   }
 }
 
-// Integer steps with each quotient the schedule may choose for them (the host's class picks one:
-// the fractions on Zen 5, the divide elsewhere), batch 1 and batched, LSTM, GRU and RNN.
+// Integer steps with each quotient they may take (the host's class picks one: the fractions for
+// LSTM steps on Zen 5, the divide otherwise; RNNC_GATE_DIVIDE either one for any cell), batch 1
+// and batched, LSTM, GRU and RNN.
 TEST(LowerRecurrentQuant, EachGateQuotientAgreesWithTheReference) {
   const testing::ScopedEnv variable("RNNC_GATE_DIVIDE", nullptr);
   for (const char* choice : {"divide", "fractions"}) {
