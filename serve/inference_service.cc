@@ -156,7 +156,10 @@ void InferenceService::infer(InferRequest request, InferDone done) {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival);
     metrics_.record(model_name, code, static_cast<uint64_t>(latency.count()));
     done(code, error, std::move(response));
-    in_flight_.fetch_sub(1);
+    if (in_flight_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(answered_mutex_);
+      answered_.notify_all();
+    }
   };
   if (!accepting_.load()) {
     counted(StatusCode::kUnavailable, "the server is shutting down", {});
@@ -226,6 +229,11 @@ void InferenceService::run(InferRequest& request, InferDone& done) {
 }
 
 void InferenceService::stop_accepting() { accepting_.store(false); }
+
+bool InferenceService::wait_until_answered(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(answered_mutex_);
+  return answered_.wait_until(lock, deadline, [this] { return in_flight_.load() == 0; });
+}
 
 void InferenceService::drain() {
   accepting_.store(false);

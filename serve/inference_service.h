@@ -58,6 +58,9 @@ class InferenceService {
 
   // Not ready any more and refuses new requests (UNAVAILABLE); requests already queued still run.
   void stop_accepting();
+  // Waits until every request infer() took has been answered, or until `deadline`; true if none
+  // is left. The server calls it before it closes its connections, so answers leave on open ones.
+  bool wait_until_answered(std::chrono::steady_clock::time_point deadline);
   // Runs the queued requests to the end and stops the inference threads.
   void drain();
 
@@ -74,6 +77,8 @@ class InferenceService {
   SequenceTable sequences_;
   std::atomic<bool> accepting_{true};
   std::atomic<size_t> in_flight_{0};  // requests infer() took and has not answered
+  std::mutex answered_mutex_;
+  std::condition_variable answered_;  // notified when in_flight_ falls to 0
   WorkQueue queue_;
   std::mutex reaper_mutex_;
   std::condition_variable reaper_wake_;

@@ -102,6 +102,12 @@ int run_server(const ServerOptions& options, std::chrono::steady_clock::time_poi
   const auto deadline = std::chrono::system_clock::now() + options.drain_timeout;
   service.stop_accepting();
   grpc.set_serving(false);
+  // Requests in flight are answered while every connection is still open. Closing a connection
+  // whose peer has sent bytes the server has not read (a flow-control update for a large answer)
+  // resets it, and the reset throws away what the peer has not received yet. gRPC closes a
+  // connection as soon as its last call ends after a shutdown, so the shutdown starts only when
+  // no call is waiting for its answer.
+  service.wait_until_answered(std::chrono::steady_clock::now() + options.drain_timeout);
   http.shutdown();
   grpc.shutdown(deadline);
   service.drain();

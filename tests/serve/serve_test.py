@@ -447,9 +447,16 @@ try:
         check("SIGTERM: two requests in flight", wait_for_metric(small, "rnnc_serve_queued_requests 1")
               and wait_for_metric(small, "rnnc_serve_requests_in_flight 2"))
         small.terminate()
-        results = [f.result(timeout=60) for f in in_flight]
+        try:
+            results = [f.result(timeout=60) for f in in_flight]
+            failure = ""
+        except grpc.RpcError as error:
+            results = []
+            failure = (f"{error.code()}: {error.details()}; server exit {small.stop()}:\n"
+                       + "".join(small.lines))
     check("SIGTERM: requests in flight complete with correct results",
-          all(np.array_equal(sc.grpc_outputs(r)["log_probs"], want) for r in results))
+          results and all(np.array_equal(sc.grpc_outputs(r)["log_probs"], want) for r in results),
+          failure)
 finally:
     channel.close()
     code = small.stop()
