@@ -3,9 +3,11 @@
 // to end is tests/serve/serve_test.py.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 #include <thread>
 
+#include "serve/inference_service.h"
 #include "serve/metrics.h"
 #include "serve/model_spec.h"
 #include "serve/parameters.h"
@@ -207,6 +209,31 @@ TEST(SequenceTable, IdleSequencesExpireButNotWhileRunning) {
             "(--sequence-idle-timeout) (start it again with sequence_start=true)");
   table.release("m", control("busy"), running, false);
   EXPECT_EQ(table.active(), 1u);
+}
+
+// The server waits for every request in flight to be answered before it closes its connections
+// (serve/server.cc). A request whose answer is held back keeps the wait going until its deadline;
+// once answered, the wait ends. (No model is loaded: the request is answered NOT_FOUND.)
+TEST(InferenceService, WaitsUntilEveryRequestIsAnswered) {
+  InferenceService service({}, ServiceOptions{});
+  const auto soon = [](int ms) {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  };
+  EXPECT_TRUE(service.wait_until_answered(soon(0)));
+
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<StatusCode> answered;
+  InferRequest request;
+  request.model_name = "absent";
+  service.infer(std::move(request), [&](StatusCode code, const std::string&, InferResponse) {
+    released.wait();
+    answered.set_value(code);
+  });
+  EXPECT_FALSE(service.wait_until_answered(soon(50)));
+  release.set_value();
+  EXPECT_TRUE(service.wait_until_answered(soon(10'000)));
+  EXPECT_EQ(answered.get_future().get(), StatusCode::kNotFound);
 }
 
 TEST(Metrics, PrometheusExposition) {
