@@ -23,7 +23,7 @@
 # check is oneTBB's own synchronization: that needs a TSan-built oneTBB.
 # Environment: BUILD_DIR (default build-asan / build-tsan), JOBS (default 2), CC/CXX (compiler),
 # TSAN_TESTS (ctest -R regex for thread mode, default
-# '[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher').
+# '[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher|InferenceService').
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=${1:-address}
@@ -70,7 +70,7 @@ build_seconds=$((SECONDS - start))
 
 filter=()
 if [[ $mode == thread ]]; then
-  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher}
+  tsan_tests=${TSAN_TESTS:-[Cc]oncurren|[Tt]hread|[Pp]arallel|PlanChooser|AutoPlan|StreamBatcher|InferenceService}
   filter=(-R "$tsan_tests")
   # The listing first: grep -q stops reading at its first match, and under pipefail the listing
   # ctest then fails to write would count as no match.
