@@ -347,11 +347,17 @@ RecurrentSchedule choose_recurrent_schedule(const RecurrentCell& cell, const Ker
   // costs the most: an R streamed from beyond L2, or an integer step (whose R loads feed four
   // times the multiply-adds of a float one); from 18 entries where a float R stays in L2 and
   // tiles of batch_pad entries run nearly as fast (docs/measurements.md, "Batches that are not a
-  // multiple of the step tile").
+  // multiple of the step tile"). Where 512-bit operations issue as two halves (Zen 4), the
+  // entries a shifted tile computes twice cost more than half-used R loads save, except for a
+  // float R streamed from beyond L2 (docs/measurements.md, "Shifted step tiles on Zen 4").
   if (batched && schedule.batch_pad < schedule.batch_tile) {
-    schedule.shifted_tiles_from = cell.quant || schedule.step_weight_bytes > l2_bytes
-                                      ? kShiftedTilesFrom
-                                      : kShiftedTilesFromL2;
+    const bool r_beyond_l2 = schedule.step_weight_bytes > l2_bytes;
+    if (target.splits_512_bit_ops) {
+      schedule.shifted_tiles_from = !cell.quant && r_beyond_l2 ? kShiftedTilesFrom : 0;
+    } else {
+      schedule.shifted_tiles_from =
+          cell.quant || r_beyond_l2 ? kShiftedTilesFrom : kShiftedTilesFromL2;
+    }
   }
   // A small W makes a call's work a few microseconds at most, even over a long sequence (an
   // enhancement model's GRU of 4 units: 96 weights): less than handing tiles to another thread

@@ -201,7 +201,8 @@ static int rn_recurrent_project_call(const rn_recurrent* layer, int d, rn_recurr
 /* The fewest rows a streamed projection's last row tile may recompute before the rows past its
  * last whole tile go to a call of their own: that call streams W once more, which costs about
  * what computing 4 rows does on an AMD EPYC Zen 5 core (docs/measurements.md, "Streamed
- * projections of rows past a whole row tile"). */
+ * projections of rows past a whole row tile"); on Zen 4 the split neither gained nor lost
+ * ("Shifted step tiles on Zen 4"). */
 #define RN_SPLIT_RECOMPUTED_ROWS 8
 
 /* Projects `rows` contiguous rows of X starting at `x_rows` into XW's first rows. Where W streams

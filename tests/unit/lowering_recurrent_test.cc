@@ -83,6 +83,7 @@ struct Case {
   bool asymmetric_weights = false;
   bool signed_storage = false;  // asymmetric weights as int8 with zero points in [-128, 127]
   int weight_bits = 8;  // symmetric weights: 2..16
+  std::string target = "host";  // the kernel target the lowered block compiles for
 };
 
 int64_t gate_count(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
@@ -251,7 +252,20 @@ double expect_outputs_match(const Node& node, const std::vector<Tensor>& lowered
 
 double expect_matches_reference(const Case& c) {
   std::unique_ptr<Built> built = build(c);
-  return expect_outputs_match(*built->node, run_lowered(*built), run_reference(*built));
+  return expect_outputs_match(*built->node, run_lowered(*built, c.target), run_reference(*built));
+}
+
+// The host, and where it runs AVX-512 with VNNI both schedule classes of 512-bit vectors, whose
+// batched steps shift their last tile of 4 entries inward on different rules
+// (RecurrentSchedule::shifted_tiles_from): Zen 4's (operations in 256-bit halves) and the
+// full-width one's.
+std::vector<std::string> step_tile_targets() {
+  std::vector<std::string> targets = {"host"};
+  if (resolve_kernel_target("host").halide.has_feature(Halide::Target::AVX512_SapphireRapids)) {
+    targets.push_back("zen4");
+    targets.push_back("x86-64-v4-vnni");
+  }
+  return targets;
 }
 
 Case gru(Case c = {}) {
@@ -287,25 +301,29 @@ TEST(LowerRecurrent, LstmBatch5) {
   expect_matches_reference(c);
 }
 
-// Batches that are not a multiple of the step's tile of 4 entries: 22 entries step tiles of 4,
-// the last shifted inward onto entries already computed (RecurrentSchedule::shifted_tiles_from:
-// 18 for a float R in L2); 10 entries step tiles of 2. Sequence lengths differ per entry, so an
-// entry computed twice with another entry's time or state would show. Without the AVX-512 row's
-// tiles of 4 (AVX2) both run tiles of one entry.
+// Batches that are not a multiple of the step's tile of 4 entries: with the full-width AVX-512
+// class, 22 entries step tiles of 4, the last shifted inward onto entries already computed
+// (RecurrentSchedule::shifted_tiles_from: 18 for a float R in L2); 10 entries, and 22 with
+// Zen 4's class, step tiles of 2. Sequence lengths differ per entry, so an entry computed twice
+// with another entry's time or state would show. Without the AVX-512 row's tiles of 4 (AVX2)
+// both run tiles of one entry.
 TEST(LowerRecurrent, BatchesNotAMultipleOfTheStepTile) {
-  for (int64_t batch : {22, 10}) {
-    for (const char* op : {"LSTM", "GRU", "RNN"}) {
-      Case c;
-      c.op = op;
-      c.seq = 6;
-      c.batch = batch;
-      c.initial_h = true;
-      for (int64_t b = 0; b < batch; ++b) c.sequence_lens.push_back(static_cast<int32_t>(b % 7));
-      SCOPED_TRACE(cat(op, " batch ", batch));
-      expect_matches_reference(c);
-      if (std::string(op) == "GRU") {
-        c.attributes["linear_before_reset"] = Attribute::of_int(1);
+  for (const std::string& target : step_tile_targets()) {
+    for (int64_t batch : {22, 10}) {
+      for (const char* op : {"LSTM", "GRU", "RNN"}) {
+        Case c;
+        c.op = op;
+        c.seq = 6;
+        c.batch = batch;
+        c.initial_h = true;
+        c.target = target;
+        for (int64_t b = 0; b < batch; ++b) c.sequence_lens.push_back(static_cast<int32_t>(b % 7));
+        SCOPED_TRACE(cat(target, " ", op, " batch ", batch));
         expect_matches_reference(c);
+        if (std::string(op) == "GRU") {
+          c.attributes["linear_before_reset"] = Attribute::of_int(1);
+          expect_matches_reference(c);
+        }
       }
     }
   }
@@ -802,7 +820,7 @@ ActivationQuant dynamic_u8() { return ActivationQuant{}; }
 double expect_quantized_matches_reference(Case c) {
   if (!c.quantize) c.quantize = dynamic_u8();
   std::unique_ptr<Built> built = build(c);
-  const double worst = expect_outputs_match(*built->node, run_lowered(*built),
+  const double worst = expect_outputs_match(*built->node, run_lowered(*built, c.target),
                                             run_reference(*built), kQuantTolerance);
   std::printf("[ quant    ] %s %s hidden=%ld: max |integer - reference| = %.3g\n", c.op.c_str(),
               c.quantize->to_string().c_str(), static_cast<long>(c.hidden), worst);
@@ -811,19 +829,23 @@ double expect_quantized_matches_reference(Case c) {
 
 TEST(LowerRecurrentQuant, LstmDynamicU8) { expect_quantized_matches_reference({}); }
 
-// An integer step shifts its last tile of 4 entries inward from 6 entries (10 here: tiles at 0, 4
-// and 6), with sequence lengths that differ per entry.
+// An integer step of the full-width AVX-512 class shifts its last tile of 4 entries inward from 6
+// entries (10 here: tiles at 0, 4 and 6); Zen 4's steps tiles of 4, 4 and 2. Sequence lengths
+// differ per entry.
 TEST(LowerRecurrentQuant, BatchNotAMultipleOfTheStepTile) {
-  for (const char* op : {"LSTM", "GRU"}) {
-    Case c;
-    c.op = op;
-    c.seq = 6;
-    c.batch = 10;
-    c.hidden = 32;
-    for (int64_t b = 0; b < c.batch; ++b)
-      c.sequence_lens.push_back(static_cast<int32_t>(6 - b % 4));
-    SCOPED_TRACE(op);
-    expect_quantized_matches_reference(c);
+  for (const std::string& target : step_tile_targets()) {
+    for (const char* op : {"LSTM", "GRU"}) {
+      Case c;
+      c.op = op;
+      c.seq = 6;
+      c.batch = 10;
+      c.hidden = 32;
+      c.target = target;
+      for (int64_t b = 0; b < c.batch; ++b)
+        c.sequence_lens.push_back(static_cast<int32_t>(6 - b % 4));
+      SCOPED_TRACE(cat(target, " ", op));
+      expect_quantized_matches_reference(c);
+    }
   }
 }
 
@@ -1327,8 +1349,8 @@ RecurrentCell lstm_cell(int hidden, int input) {
 }
 
 // Where the batched step shifts its last tile of 4 entries inward: from 6 entries for an integer
-// step or an R over L2, from 18 for a float R in L2; never without tiles of 4 (AVX2), nor for a
-// batch of one.
+// step or an R over L2, from 18 for a float R in L2; on Zen 4 only for a float R over L2; never
+// without tiles of 4 (AVX2), nor for a batch of one.
 TEST(LowerRecurrent, ShiftedStepTilesWhereEachRLoadCostsMost) {
   KernelTarget host = resolve_kernel_target("x86-64-v4");
   host.l2_bytes = int64_t{1} << 20;
@@ -1342,6 +1364,16 @@ TEST(LowerRecurrent, ShiftedStepTilesWhereEachRLoadCostsMost) {
   EXPECT_EQ(choose_recurrent_schedule(small, host, true).shifted_tiles_from, 6);
   const KernelTarget avx2 = resolve_kernel_target("x86-64-v3");
   EXPECT_EQ(choose_recurrent_schedule(large, avx2, true).shifted_tiles_from, 0);
+  // Zen 4 (512-bit operations in halves): only a float R over L2.
+  const KernelTarget zen4 = resolve_kernel_target("zen4");
+  EXPECT_EQ(choose_recurrent_schedule(small, zen4, true).shifted_tiles_from, 0);
+  small.quant.reset();
+  EXPECT_EQ(choose_recurrent_schedule(small, zen4, true).shifted_tiles_from, 0);
+  EXPECT_EQ(choose_recurrent_schedule(large, zen4, true).shifted_tiles_from, 6);
+  large.quant = recurrent_quant(ActivationQuant{}, large.input_size, large.hidden_size, 8, false, 8,
+                                false, 4);
+  EXPECT_EQ(choose_recurrent_schedule(large, zen4, true).shifted_tiles_from, 0);
+  large.quant.reset();
   // The kernels' key holds the choice, so a cached kernel of the other tiling is never reused.
   RecurrentSchedule unshifted = choose_recurrent_schedule(large, host, true);
   const std::string shifted_key = unshifted.key();
