@@ -1,5 +1,6 @@
-// tanh and sigmoid as one rational function: a clamp, a square, eight multiply-adds (six for the
-// degree-3 fit), a multiply and a division (sigmoid: and an add), with no exp. An LSTM step
+// tanh and sigmoid as one rational function: a clamp, a square, seven multiply-adds and an add
+// (five and an add for the degree-3 fit), a multiply and a division (sigmoid: and an add), with no
+// exp. An LSTM step
 // evaluates five of them per hidden unit (three sigmoids, two tanh), so their instruction count and
 // latency are a large share of a step, above all in int8 steps, whose dot products are short. An
 // e^x-based form (a degree-7 polynomial, range reduction and a division each, plus a small-argument
@@ -31,7 +32,8 @@ Expr exp_f32(Expr x) {
 // tanh(x) = x P(x^2) / Q(x^2), P and Q fitted for the least maximum relative error
 // by scripts/fit-tanh.py (the printed coefficients, rounded to float32). Odd by construction, and
 // exact slope 1 at 0 (so relative accuracy holds for tiny x, where the e^x form needed a separate
-// series).
+// series). Q is monic (P and Q divided by Q's leading coefficient), so Q's first Horner step is an
+// add: one multiply-add fewer per activation on the pipes the dot products use.
 namespace {
 
 // One term of P / Q's partial fractions: (n1 s + n0) / (s^2 + d1 s + d0), the terms of two of Q's
@@ -44,7 +46,7 @@ struct Fraction {
 struct TanhFit {
   int degree;        // of P and Q in x^2
   float saturation;  // x is clamped to [-saturation, saturation]
-  float p[5], q[5];  // highest degree first, degree + 1 of each
+  float p[5], q[5];  // highest degree first, degree + 1 of each; q[0] = 1
   // The same P / Q as constant + fractions[0] + fractions[1] (Quotient::kFractions), and where
   // that form saturates (its float32 value reaches 1 at another point than P / Q's).
   float constant;
@@ -61,25 +63,25 @@ struct TanhFit {
 // 1 - tanh(saturation). The fractions' float32 value flickers between 1 - 6e-8 and 1 over a
 // stretch before it first exceeds 1; their saturation point is the first float32 x where it is
 // exactly 1 (every value before it is below 1), found the same way.
-// `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 8.05795002 (1 - tanh there: 2.0e-7).
+// `scripts/fit-tanh.py`, fitted on [0, 9]: saturation 7.97178078 (1 - tanh there: 2.4e-7).
 // Its fractions (`scripts/fit-tanh.py` prints them too): saturation 7.96560717 (1 - tanh there:
 // 2.4e-7).
 constexpr TanhFit kTanhDegree4 = {
     4,
-    8.05795002f,
-    {1.341959166e-08f, 2.066110028e-05f, 3.498986363e-03f, 1.338397264e-01f, 1.0f},
-    {7.804636084e-07f, 3.291022149e-04f, 2.589016967e-02f, 4.671729207e-01f, 1.0f},
+    7.97178078f,
+    {1.719438471e-02f, 2.647285461e+01f, 4.483215332e+03f, 1.714874688e+05f, 1.281289750e+06f},
+    {1.0f, 4.216752930e+02f, 3.317280859e+04f, 5.985838750e+05f, 1.281289750e+06f},
     1.719438471e-02f,
     {{true, 1.518732548e+01f, 1.885521851e+03f, 3.969094849e+02f, 2.328800781e+04f},
      {true, 4.035082340e+00f, 4.961861420e+01f, 2.476580238e+01f, 5.501929474e+01f}},
     7.96560717f};
-// `scripts/fit-tanh.py 3 7`, fitted on [0, 7]: fit error 1.4e-6; saturation 7.02742767 (1 - tanh
+// `scripts/fit-tanh.py 3 7`, fitted on [0, 7]: fit error 1.4e-6; saturation 7.02555037 (1 - tanh
 // there: 1.6e-6); its fractions: saturation 7.02463675 (1 - tanh there: 1.6e-6).
 constexpr TanhFit kTanhDegree3 = {
     3,
-    7.02742767f,
-    {4.023036581e-06f, 2.299667336e-03f, 1.233009845e-01f, 1.0f},
-    {1.446552051e-04f, 2.118391357e-02f, 4.566290677e-01f, 1.0f},
+    7.02555037f,
+    {2.781121247e-02f, 1.589757729e+01f, 8.523784790e+02f, 6.912990234e+03f},
+    {1.0f, 1.464441833e+02f, 3.156672119e+03f, 6.912990234e+03f},
     2.781121247e-02f,
     {{true, 9.824132919e+00f, 4.522973633e+02f, 1.439764709e+02f, 2.801380127e+03f},
      {false, 0.0f, 2.000654221e+00f, 0.0f, 2.467708588e+00f}},
@@ -87,19 +89,20 @@ constexpr TanhFit kTanhDegree3 = {
 
 const TanhFit& tanh_fit(Fit fit) { return fit == Fit::kDegree3 ? kTanhDegree3 : kTanhDegree4; }
 
-// P or Q at t = (x / d)^2, times `factor`, as the polynomial in s = x^2 with coefficient i
-// multiplied by factor / d^2i (d and factor powers of two, so these are exact): each Horner step
-// then gives exactly its float at t scaled by a power of two. Handed tanh_f32(x / d), Halide's
-// simplifier rewrites t = (x / d)^2 as x^2 / d^2 and puts a multiply by 1 / d^2 into every Horner
-// step: twice the latency there.
+// P or Q at t = (x / d)^2, times factor d^2n (n the degree), as the polynomial in s = x^2 whose
+// coefficient i (highest degree first) is multiplied by factor d^2i (d and factor powers of two,
+// so these are exact): each Horner step then gives exactly its float at t scaled by a power of
+// two, and the monic Q keeps its leading 1, so its first step is s plus a constant. Handed
+// tanh_f32(x / d), Halide's simplifier rewrites t = (x / d)^2 as x^2 / d^2 and puts a multiply by
+// 1 / d^2 into every Horner step: twice the latency there.
 Expr horner(const float* coefficients, int degree, const Expr& s, float d, float factor) {
   auto scaled = [&](int i) {
     float c = coefficients[i] * factor;
-    for (int power = degree - i; power > 0; --power) c /= d * d;
+    for (int power = 0; power < i; ++power) c *= d * d;
     return c;
   };
-  Expr value = scaled(0);
-  for (int i = 1; i <= degree; ++i) value = value * s + scaled(i);
+  Expr value = scaled(0) == 1.0f ? s + scaled(1) : scaled(0) * s + scaled(1);
+  for (int i = 2; i <= degree; ++i) value = value * s + scaled(i);
   return value;
 }
 
@@ -167,8 +170,8 @@ Expr tanh_f32(Expr x, Quotient quotient, Fit fit) {
 
 // sigmoid(x) = 1/2 + tanh(x / 2) / 2 = 1/2 + (x / 4) P(x^2 / 4) / Q(x^2 / 4): P and Q evaluated
 // at x^2 with their coefficients scaled by powers of two (exact), the 1/4 among P's. So its
-// absolute error is about half tanh's, and it saturates at 0 and 1 (below -16.1, degree 3:
-// -14.1, it is 0 rather than e^x (< 1.1e-7; < 8e-7): gates multiply it into states, where only
+// absolute error is about half tanh's, and it saturates at 0 and 1 (below -15.9, degree 3:
+// -14.05, it is 0 rather than e^x (< 1.3e-7; < 8e-7): gates multiply it into states, where only
 // absolute error matters).
 // With the fractions, the last product x sum and the 1/2 are one multiply-add: the product is not
 // rounded to -1/2 or 1/2 first, and where tanh's value rounds to 1 it lies within 2^-24 of 1. So

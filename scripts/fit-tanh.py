@@ -2,7 +2,7 @@
 """Fits the rational tanh of lowering/activation_math.cc and prints its coefficients.
 
 tanh(x) ~ x P(x^2) / Q(x^2) on [0, CLAMP] (|x| >= CLAMP is clamped), P and Q of degree DEGREE
-with P(0) = Q(0) = 1 (odd, exact slope at 0). Minimizes the maximum relative error of tanh(x) / x
+with P(0) = Q(0) (odd, exact slope at 0), printed with Q monic. Minimizes the maximum relative error of tanh(x) / x
 by Lawson's iteratively reweighted least squares on the linearized residual
 x P(s) - tanh(x) Q(s), s = (x / CLAMP)^2 (scaled so the normal equations stay well conditioned).
 Then evaluates the float32-rounded coefficients in float32 Horner arithmetic and prints the
@@ -98,11 +98,17 @@ def main():
     x = np.concatenate([np.linspace(0, CLAMP, 400001), np.geomspace(1e-8, 1, 10000)])
     x = x.astype(np.float32)
     t = x * x
-    y = (x * horner32(p, t) / horner32(q, t)).astype(np.float32)
+    # P and Q divided by Q's leading coefficient (Q monic: its first Horner step is an add), each
+    # coefficient from the float32-rounded fit, rounded to float32 again: the arrays of
+    # lowering/activation_math.cc, highest degree first.
+    lead = float(np.float32(q[-1]))
+    p_monic = [np.float32(float(np.float32(c)) / lead) for c in p]
+    q_monic = [np.float32(float(np.float32(c)) / lead) for c in q]
+    y = (x * horner32(p_monic, t) / horner32(q_monic, t)).astype(np.float32)
     exact = np.tanh(x.astype(np.float64))
     err = np.abs(y - exact)
-    print("P:", ", ".join("%.9e" % np.float32(c) for c in p))
-    print("Q:", ", ".join("%.9e" % np.float32(c) for c in q))
+    print("P:", ", ".join("%.9e" % c for c in p_monic[::-1]))
+    print("Q:", ", ".join("%.9e" % c for c in q_monic[::-1]))
     print("max abs error %.3g, max rel error %.3g (float32 Horner, no FMA)"
           % (err.max(), (err[x > 0] / exact[x > 0]).max()))
     constant, terms = fractions(p, q)

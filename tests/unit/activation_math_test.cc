@@ -47,7 +47,7 @@ class Activation : public ::testing::TestWithParam<Case> {
     if (GetParam().quotient == Quotient::kFractions) {
       return GetParam().fit == Fit::kDegree4 ? 7.96560717f : 7.02463675f;
     }
-    return GetParam().fit == Fit::kDegree4 ? 8.05795002f : 7.02742767f;
+    return GetParam().fit == Fit::kDegree4 ? 7.97178078f : 7.02555037f;
   }
   std::vector<float> tanh_of(const std::vector<float>& xs) const {
     return evaluate(
@@ -188,7 +188,7 @@ TEST(ActivationMath, SigmoidHasTanhsMultiplies) {
   Halide::Var x("x");
   const Halide::Expr input = Halide::cast<float>(x);
   const int tanh_multiplies = simplified_multiplies(tanh_f32(input));
-  EXPECT_EQ(tanh_multiplies, 10);  // x^2, 4 + 4 Horner steps, x P
+  EXPECT_EQ(tanh_multiplies, 9);  // x^2, 4 + 3 Horner steps (Q is monic: its first step adds), x P
   EXPECT_EQ(simplified_multiplies(sigmoid_f32(input)), tanh_multiplies);
   // The estimate's quotient p r (2 - q r): three multiplies where the divide was.
   EXPECT_EQ(simplified_multiplies(tanh_f32(input, Quotient::kEstimate)), tanh_multiplies + 3);
