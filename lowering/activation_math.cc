@@ -1,11 +1,10 @@
 // tanh and sigmoid as one rational function: a clamp, a square, seven multiply-adds and an add
 // (five and an add for the degree-3 fit), a multiply and a division (sigmoid: and an add), with no
-// exp. An LSTM step
-// evaluates five of them per hidden unit (three sigmoids, two tanh), so their instruction count and
-// latency are a large share of a step, above all in int8 steps, whose dot products are short. An
-// e^x-based form (a degree-7 polynomial, range reduction and a division each, plus a small-argument
-// series for tanh) has about twice both. The same function as a sum of fractions (Quotient::
-// kFractions) trades four of the multiply-adds for a second division.
+// exp. An LSTM step evaluates five of them per hidden unit (three sigmoids, two tanh), so their
+// instruction count and latency are a large share of a step, above all in int8 steps, whose dot
+// products are short. An e^x-based form (a degree-7 polynomial, range reduction and a division
+// each, plus a small-argument series for tanh) has about twice both. The same function as a sum of
+// fractions (Quotient::kFractions) trades three of the multiply-adds for a second division.
 #include "lowering/activation_math.h"
 
 namespace rnnc {
@@ -101,6 +100,7 @@ Expr horner(const float* coefficients, int degree, const Expr& s, float d, float
     for (int power = 0; power < i; ++power) c *= d * d;
     return c;
   };
+  // A leading 1 (Q's) needs no multiply: the first step is s plus the next coefficient.
   Expr value = scaled(0) == 1.0f ? s + scaled(1) : scaled(0) * s + scaled(1);
   for (int i = 2; i <= degree; ++i) value = value * s + scaled(i);
   return value;

@@ -2,8 +2,8 @@
 """Fits the rational tanh of lowering/activation_math.cc and prints its coefficients.
 
 tanh(x) ~ x P(x^2) / Q(x^2) on [0, CLAMP] (|x| >= CLAMP is clamped), P and Q of degree DEGREE
-with P(0) = Q(0) (odd, exact slope at 0), printed with Q monic. Minimizes the maximum relative error of tanh(x) / x
-by Lawson's iteratively reweighted least squares on the linearized residual
+with P(0) = Q(0) (odd, exact slope at 0), printed with Q monic. Minimizes the maximum relative
+error of tanh(x) / x by Lawson's iteratively reweighted least squares on the linearized residual
 x P(s) - tanh(x) Q(s), s = (x / CLAMP)^2 (scaled so the normal equations stay well conditioned).
 Then evaluates the float32-rounded coefficients in float32 Horner arithmetic and prints the
 maximum absolute and relative error over a dense grid.
