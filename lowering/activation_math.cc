@@ -46,9 +46,9 @@ struct TanhFit {
   int degree;        // of P and Q in x^2
   float saturation;  // x is clamped to [-saturation, saturation]
   float p[5], q[5];  // highest degree first, degree + 1 of each; q[0] = 1
-  // The same P / Q as constant + fractions[0] + fractions[1] (Quotient::kFractions), and where
-  // that form saturates (its float32 value reaches 1 at another point than P / Q's).
-  float constant;
+  // The same P / Q as p[0] + fractions[0] + fractions[1] (Quotient::kFractions: with Q monic,
+  // P / Q's limit p[0] is the constant term), and where that form saturates (its float32 value
+  // reaches 1 at another point than P / Q's).
   Fraction fractions[2];
   float fractions_saturation;
 };
@@ -70,7 +70,6 @@ constexpr TanhFit kTanhDegree4 = {
     7.97178078f,
     {1.719438471e-02f, 2.647285461e+01f, 4.483215332e+03f, 1.714874688e+05f, 1.281289750e+06f},
     {1.0f, 4.216752930e+02f, 3.317280859e+04f, 5.985838750e+05f, 1.281289750e+06f},
-    1.719438471e-02f,
     {{true, 1.518732548e+01f, 1.885521851e+03f, 3.969094849e+02f, 2.328800781e+04f},
      {true, 4.035082340e+00f, 4.961861420e+01f, 2.476580238e+01f, 5.501929474e+01f}},
     7.96560717f};
@@ -81,7 +80,6 @@ constexpr TanhFit kTanhDegree3 = {
     7.02555037f,
     {2.781121247e-02f, 1.589757729e+01f, 8.523784790e+02f, 6.912990234e+03f},
     {1.0f, 1.464441833e+02f, 3.156672119e+03f, 6.912990234e+03f},
-    2.781121247e-02f,
     {{true, 9.824132919e+00f, 4.522973633e+02f, 1.439764709e+02f, 2.801380127e+03f},
      {false, 0.0f, 2.000654221e+00f, 0.0f, 2.467708588e+00f}},
     7.02463675f};
@@ -116,7 +114,7 @@ Expr fractions_tanh(const TanhFit& f, Expr x, float d, float factor) {
   x = clamp(x, -saturation, saturation);
   const Expr s = x * x;
   const float d2 = d * d, d4 = d2 * d2;
-  Expr sum = factor * f.constant;
+  Expr sum = factor * f.p[0];
   for (const Fraction& fraction : f.fractions) {
     if (fraction.pair) {
       Expr numerator = factor * d2 * fraction.n1 * s + factor * d4 * fraction.n0;
