@@ -456,7 +456,16 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   }
   Func sums("x_sums");  // the exact sum of each output: inline, unless overflow mode counts it
   sums(n, m) = corrected;
-  xw(n, m) = bias(n) + Halide::cast<float>(sums(n, m)) * (xq.scale(m) * w_scale(n));
+  // Static coefficients: X's scale is a constant, so each column's dequantizing factor is one
+  // product (`factor`, per column panel), and each output one multiply-add.
+  std::optional<Func> factor;
+  if (!quant.activations.dynamic) {
+    factor = Func("x_factor");
+    (*factor)(n) = xq.scale(0) * w_scale(n);
+    xw(n, m) = bias(n) + Halide::cast<float>(sums(n, m)) * (*factor)(n);
+  } else {
+    xw(n, m) = bias(n) + Halide::cast<float>(sums(n, m)) * (xq.scale(m) * w_scale(n));
+  }
 
   pin_dense(x, {k_extent, 0});
   pin_dense(wq, {lane, panel, ko_extent, n_extent / panel});
@@ -469,6 +478,7 @@ void compile_quantized_projection(const RecurrentCell& cell, const RecurrentSche
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
   tile_projection_rows(xw, schedule, n, m, no, ni, mo, mi, panel,
                        single_row_panels(n_extent / panel, 4) * panel);
+  if (factor) factor->compute_at(xw, no).vectorize(n, v);
   // X's rows quantized per row tile when the row tiles are the outer loop: each row once, into a
   // buffer of constant size on the stack. At root (a heap buffer per call, the size of the rows)
   // when column panels are outermost and visit every row tile once per panel, and when something
@@ -636,6 +646,7 @@ struct Product {
   // Quantized: the operand's rows and the exact sums (ji, g, jo, b) for overflow counts.
   std::optional<QuantizedRows> rows;
   Func sums;
+  std::optional<Func> factor;  // static coefficients: (ji, g, jo), see recurrent_product
   int count = 0;
   bool at_root = false;  // overflow mode: the dot product at root (schedule_dot_at_root)
 };
@@ -673,8 +684,17 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
   }
   product.sums = Func(name + "_sums");
   product.sums(ji, g, jo, b) = corrected;
-  product.pre(ji, g, jo, b) = init + Halide::cast<float>(product.sums(ji, g, jo, b)) *
-                                         (rows.scale(b) * in.r_scale(ji, gate0 + g, jo));
+  // Each sum's dequantizing factor: the operand row's scale times the weight row's. Static
+  // coefficients give every row the same scale, so the factors are one product per weight row
+  // (`factor`, computed per hidden tile before its batch entries) and each entry's gate is one
+  // multiply-add; dynamic ones multiply per entry.
+  Expr factor = rows.scale(b) * in.r_scale(ji, gate0 + g, jo);
+  if (!quant.activations.dynamic) {
+    product.factor = Func(name + "_factor");
+    (*product.factor)(ji, g, jo) = rows.scale(0) * in.r_scale(ji, gate0 + g, jo);
+    factor = (*product.factor)(ji, g, jo);
+  }
+  product.pre(ji, g, jo, b) = init + Halide::cast<float>(product.sums(ji, g, jo, b)) * factor;
   rows.q.compute_root().vectorize(rows.q.args()[0], storage_vector(storage, schedule.vector_width));
   (dot.split > 1 ? dot.part : dot.acc).bound(g, 0, count);
   product.dot = dot;
@@ -686,8 +706,15 @@ Product recurrent_product(const RecurrentCell& cell, const StepInputs& in,
 
 // Computes a product's accumulators at `consumer`'s loop `at`, with the k loop outside the
 // tile's G * T / V * (batch entries) vector accumulators held in registers: update loops,
-// innermost first, ji, g, b, k, jo (quantized: schedule_dot, the lane's k innermost).
-void schedule_product(Product product, Func consumer, const Var& at, int v) {
+// innermost first, ji, g, b, k, jo (quantized: schedule_dot, the lane's k innermost). Static
+// dequantizing factors are computed at the hidden-tile loop `tile`, once for its batch entries.
+void schedule_product(Product product, Func consumer, const Var& at, const Var& tile, int v) {
+  if (product.factor) {
+    const std::vector<Var> args = product.factor->args();  // (ji, g, jo)
+    product.factor->compute_at(consumer, tile)
+        .bound(args[1], 0, product.count)
+        .vectorize(args[0], v);
+  }
   if (product.dot) {
     const std::vector<Var> args = product.dot->acc.args();  // (ji, g, jo, b)
     if (product.at_root) {
@@ -736,7 +763,7 @@ void schedule_tile(Func output, const Product& product, const RecurrentSchedule&
   } else {
     tile_entries(output, schedule.batch_tile);
   }
-  schedule_product(product, output, bo, schedule.vector_width);
+  schedule_product(product, output, bo, out[1], schedule.vector_width);
 }
 
 // Pins a step output's layout: (ji, jo, b) over the padded (Hp, batch) state.
@@ -859,7 +886,7 @@ void compile_recurrent_step(const RecurrentCell& cell, const RecurrentSchedule& 
         .vectorize(ji, schedule.vector_width)
         .unroll(g);
     if (schedule.parallel_tiles) zr.parallel(jo);
-    schedule_product(zr_pre, zr, jo, schedule.vector_width);
+    schedule_product(zr_pre, zr, jo, jo, schedule.vector_width);
     Var ko("ko"), ki("ki");
     reset_h.compute_root()
         .bound(k_var, 0, schedule.padded_hidden)

@@ -1068,6 +1068,42 @@ TEST(LowerRecurrentQuant, LstmStaticActivations4Bits) {
   expect_quantized_matches_reference(c);
 }
 
+// Static 8-bit coefficients: each weight row's dequantizing factor is computed once per hidden
+// tile (recurrent_pipelines.cc, recurrent_product's `factor`) and once per column panel in the
+// projection; batches that fill step tiles and one that does not (6 entries), and the GRU's
+// z and r gates, which are tiled apart from its h gate.
+ActivationQuant static_u8() {
+  ActivationQuant quant;
+  quant.dynamic = false;
+  quant.input_scale = 2.0f / 255;
+  quant.input_zero_point = 128;
+  quant.state_scale = 2.0f / 255;
+  quant.state_zero_point = 127;
+  return quant;
+}
+
+TEST(LowerRecurrentQuant, LstmStatic8BitBatches) {
+  for (int64_t batch : {1, 4, 6, 16}) {
+    Case c;
+    c.quantize = static_u8();
+    c.batch = batch;
+    c.hidden = 40;
+    c.initial_h = c.initial_c = true;
+    SCOPED_TRACE(batch);
+    expect_quantized_matches_reference(c);
+  }
+}
+
+TEST(LowerRecurrentQuant, GruStatic8BitBatch) {
+  Case c = gru();
+  c.quantize = static_u8();
+  c.batch = 5;
+  c.hidden = 36;
+  expect_quantized_matches_reference(c);
+  c.attributes["linear_before_reset"] = Attribute::of_int(1);
+  expect_quantized_matches_reference(c);
+}
+
 TEST(LowerRecurrentQuant, GruLinearBeforeReset) {
   Case c = gru();
   c.attributes["linear_before_reset"] = Attribute::of_int(1);
