@@ -66,8 +66,9 @@ constexpr const char* kUsage = R"(usage: rnnc_bench [options] [--benchmark_* fla
   --bounds              measure the machine bounds first (the default, except with --smoke)
   --bounds-quick        the same on a tiny table (32 KiB and 256 KiB, 3 short calls), for tests
   --no-bounds           skip the machine bounds
-  --no-quant            skip the quantized paths (rnnc int8, ONNX Runtime DynamicQuantizeLSTM), which
-                        run by default at 1 thread on LSTM/GRU workloads
+  --no-quant            skip the quantized paths (rnnc int8 with dynamic and with calibrated static
+                        activations, ONNX Runtime DynamicQuantizeLSTM), which run by default at 1
+                        thread on LSTM/GRU workloads
 )";
 
 struct Options {
@@ -210,8 +211,11 @@ struct WorkloadResult {
   // ONNX Runtime's DynamicQuantizeLSTM model (LSTM only). Their accuracy: the largest |output -
   // float ONNX Runtime output| over the compared runs and outputs (-1: not measured).
   // rnnc_dqlstm: rnnc on the DynamicQuantizeLSTM file itself (ir/contrib_ops.h).
-  EngineResult rnnc_int8, ort_dqlstm, rnnc_dqlstm;
+  // rnnc_int8_static: the model quantized offline with static u8 activations calibrated on
+  // generated inputs (quantize_static; stateless LSTM/GRU workloads).
+  EngineResult rnnc_int8, ort_dqlstm, rnnc_dqlstm, rnnc_int8_static;
   double rnnc_int8_error = -1, ort_dqlstm_error = -1, rnnc_dqlstm_error = -1;
+  double rnnc_int8_static_error = -1;
   bool agreement_checked = false;
   bool agreement_ok = false;
   int agreement_steps = 0;
@@ -253,6 +257,50 @@ bool load_engine(Engine& engine, const std::string& path, const EngineOptions& o
     record_failure(result, error);
     return false;
   }
+}
+
+// Static int8: the workload's model quantized offline as `rnnc quantize --config Q.json
+// --calibrate ...` does (docs/quant.md), int8 weights per row and static u8 activations whose
+// coefficients (minmax) come from kCalibrationSamples inputs made like the timed ones with other
+// seeds, so the timed input is not among them; the quantization guard on. Returns the written
+// model's path, or "" with the failure in `result`.
+constexpr int kCalibrationSamples = 8;
+constexpr const char* kStaticConfig = R"({"default": {
+  "weights": {"bits": 8, "symmetric": true, "granularity": "row"},
+  "activations": {"bits": 8, "symmetric": false, "dynamic": false, "method": "minmax"}}})";
+
+std::string quantize_static(const std::string& path, const Workload& workload,
+                            EngineResult& result) {
+  namespace fs = std::filesystem;
+  const std::string stem = cat("rnnc_bench_", getpid(), "_", workload.name);
+  const std::string config = (fs::temp_directory_path() / (stem + ".json")).string();
+  const std::string output = (fs::temp_directory_path() / (stem + ".onnx")).string();
+  std::ofstream(config) << kStaticConfig;
+  std::vector<TensorMap> samples;
+  for (int i = 0; i < kCalibrationSamples; ++i) {
+    Workload seeded = workload;
+    seeded.name = cat(workload.name, "/calibration ", i);
+    samples.push_back(InputStream(seeded).current());
+  }
+  QuantizeOptions options;
+  options.config = config;
+  for (TensorMap& sample : samples) {
+    std::vector<NamedTensor>& named = options.calibration.emplace_back();
+    for (auto& [name, tensor] : sample) {
+      named.push_back({name,
+                       {static_cast<ElementType>(static_cast<int32_t>(tensor.dtype())),
+                        tensor.shape(), tensor.raw_data()}});
+    }
+  }
+  std::string written;
+  try {
+    result.quantization = quantize_model(path, output, options).summary;
+    written = output;
+  } catch (const std::exception& error) {
+    record_failure(result, error);
+  }
+  fs::remove(config);
+  return written;
 }
 
 // Runs `steps` runs (advancing the stream between them) and returns every run's outputs. The
@@ -409,6 +457,8 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   RnncEngine rnnc_int8(Plan::kAuto, "default");
   OrtEngine ort_dqlstm;
   RnncEngine rnnc_dqlstm;
+  RnncEngine rnnc_int8_static(Plan::kAuto, "",
+                              "int8 with static activations, rnnc quantize --calibrate");
   const bool quantized_paths = options.quant && threads == 1 &&
                                (workload.family == "lstm" || workload.family == "gru" ||
                                 workload.family == "silero");
@@ -422,6 +472,18 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
           (std::filesystem::path(options.models_dir) / workload.dqlstm_model).string();
       load_engine(ort_dqlstm, dq_path, engine_options, 1, result.ort_dqlstm);
       load_engine(rnnc_dqlstm, dq_path, engine_options, 1, result.rnnc_dqlstm);
+    }
+    if (!stream.stateful()) {
+      log(progress + ": quantizing with static activations (" +
+          std::to_string(kCalibrationSamples) + " calibration inputs)");
+      const std::string static_path = quantize_static(path, workload, result.rnnc_int8_static);
+      if (!static_path.empty()) {
+        const std::string summary = result.rnnc_int8_static.quantization;
+        load_engine(rnnc_int8_static, static_path, engine_options, 1, result.rnnc_int8_static);
+        result.rnnc_int8_static.quantization = summary;
+        std::filesystem::remove(static_path);
+        log(progress + ": rnnc static int8: " + summary);
+      }
     }
   }
   if (result.ort.status != "ok") {
@@ -516,6 +578,7 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
   quantized_error(rnnc_int8, result.rnnc_int8, result.rnnc_int8_error);
   quantized_error(ort_dqlstm, result.ort_dqlstm, result.ort_dqlstm_error);
   quantized_error(rnnc_dqlstm, result.rnnc_dqlstm, result.rnnc_dqlstm_error);
+  quantized_error(rnnc_int8_static, result.rnnc_int8_static, result.rnnc_int8_static_error);
 
   // Timing: alternating rounds, registered in the order they should run.
   log(progress + ": timing");
@@ -528,6 +591,9 @@ WorkloadResult bench_workload(const Options& options, const Workload& workload, 
       engines.push_back({"rnnc_" + result.rnnc_other_plan, {&rnnc_other, &result.rnnc_other}});
     }
     if (result.rnnc_int8.status == "ok") engines.push_back({"rnnc_int8", {&rnnc_int8, &result.rnnc_int8}});
+    if (result.rnnc_int8_static.status == "ok") {
+      engines.push_back({"rnnc_int8_static", {&rnnc_int8_static, &result.rnnc_int8_static}});
+    }
     if (result.ort_dqlstm.status == "ok") {
       engines.push_back({"ort_dqlstm", {&ort_dqlstm, &result.ort_dqlstm}});
     }
@@ -656,6 +722,10 @@ Json result_json(const WorkloadResult& result, const Options& options) {
   if (result.rnnc_int8.status != "not run") {
     json.set("rnnc_int8", engine_json(result.rnnc_int8, workload));
     json.set("rnnc_int8_max_abs_error", result.rnnc_int8_error);
+  }
+  if (result.rnnc_int8_static.status != "not run") {
+    json.set("rnnc_int8_static", engine_json(result.rnnc_int8_static, workload));
+    json.set("rnnc_int8_static_max_abs_error", result.rnnc_int8_static_error);
   }
   if (result.rnnc_dqlstm.status != "not run") {
     json.set("rnnc_dqlstm", engine_json(result.rnnc_dqlstm, workload));

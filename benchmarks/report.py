@@ -656,11 +656,36 @@ def main():
                     f"{error_cell(result, 'ort_dqlstm_max_abs_error')} | "
                     f"{error_cell(result, 'rnnc_dqlstm_max_abs_error')} |")
             add("")
-        add("The quantization guard's decision per workload (`CompiledModel::quantization_summary`):")
+        static = [(w, r) for w, r in quantized if "rnnc_int8_static" in r]
+        if static:
+            add("rnnc int8 with static activations: the model quantized offline as `rnnc quantize "
+                "--config Q.json --calibrate ...` writes it (int8 per-row weights, u8 activations "
+                "with one scale and zero point per node input, minmax over 8 calibration inputs "
+                "generated like the timed ones with other seeds; the guard on), so no row's range "
+                "is measured at run time. Dynamic: the rnnc int8 column above. Error as above.")
+            add("")
+            add("| workload | rnnc int8 dynamic | rnnc int8 static | static vs float ORT | "
+                "paired | static vs dynamic, paired | error dynamic | error static |")
+            add("|---|---|---|---|---|---|---|---|")
+            for workload, result in static:
+                value = ratio(median(result.get("onnxruntime")), median(result["rnnc_int8_static"]))
+                add(f"| {workload} | {latency_cell(result['rnnc_int8'].get('latency_us'))} | "
+                    f"{latency_cell(result['rnnc_int8_static'].get('latency_us'))} | "
+                    f"{f'{value:.2f}×' if value else '-'} | "
+                    f"{fmt_paired(paired_ratios(result['rnnc_int8_static'], result['onnxruntime']), True)} | "
+                    f"{fmt_paired(paired_ratios(result['rnnc_int8_static'], result['rnnc_int8']), True)} | "
+                    f"{error_cell(result, 'rnnc_int8_max_abs_error')} | "
+                    f"{error_cell(result, 'rnnc_int8_static_max_abs_error')} |")
+            add("")
+        add("The quantization guard's decision per workload (`CompiledModel::quantization_summary`;"
+            " static: `QuantizeResult::summary`):")
         add("")
         for workload, result in quantized:
             decision = result["rnnc_int8"].get("quantization") or result["rnnc_int8"].get("error")
             add(f"- {workload}: {decision or '-'}")
+            if "rnnc_int8_static" in result:
+                engine = result["rnnc_int8_static"]
+                add(f"- {workload}, static: {engine.get('quantization') or engine.get('error') or '-'}")
         add("")
 
     add("## Load time and memory")

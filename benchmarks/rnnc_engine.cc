@@ -10,7 +10,8 @@ namespace rnnc::bench {
 
 std::string RnncEngine::name() const {
   return cat("rnnc (Halide blocks + reference fallback, runtime ", plan_name(plan_), " plan",
-             quantization_.empty() ? "" : ", quantized: " + quantization_, ")");
+             quantization_.empty() ? "" : ", quantized: " + quantization_,
+             note_.empty() ? "" : ", " + note_, ")");
 }
 
 void RnncEngine::load(const std::string& path, const EngineOptions& options) {

@@ -18,8 +18,9 @@ namespace rnnc::bench {
 class RnncEngine final : public Engine {
  public:
   // quantization: ModelOptions::quantization_config ("" float, "default" int8 recurrent nodes).
-  explicit RnncEngine(Plan plan = Plan::kAuto, std::string quantization = "")
-      : plan_(plan), quantization_(std::move(quantization)) {}
+  // note: what the loaded file is, for the engine's name (a model quantized offline).
+  explicit RnncEngine(Plan plan = Plan::kAuto, std::string quantization = "", std::string note = "")
+      : plan_(plan), quantization_(std::move(quantization)), note_(std::move(note)) {}
   std::string name() const override;
   // CompiledModel::load (kernels cached on disk). Throws rnnc::Error.
   void load(const std::string& path, const EngineOptions& options) override;
@@ -41,6 +42,7 @@ class RnncEngine final : public Engine {
  private:
   Plan plan_;
   std::string quantization_;
+  std::string note_;
   std::shared_ptr<const CompiledModel> model_;
   int threads_ = 1;
   std::optional<Session> session_;
