@@ -298,6 +298,7 @@ std::string quantize_static(const std::string& path, const Workload& workload,
     written = output;
   } catch (const std::exception& error) {
     record_failure(result, error);
+    fs::remove(output);
   }
   fs::remove(config);
   return written;
